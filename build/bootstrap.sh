@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what the build needs when it is missing (gn, ninja, zlib, cmocka; clang for the second
+# toolchain and the fuzzer), then writes out/args.gn for what this machine has. Idempotent: on a
+# machine that has everything it only probes. Usage: build/bootstrap.sh [OUTDIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-out}
+
+have_hdr() { echo "#include <$1>" | ${CC:-cc} -E -x c - >/dev/null 2>&1; }
+need=()
+command -v gn    >/dev/null || need+=(generate-ninja)
+command -v ninja >/dev/null || need+=(ninja-build)
+have_hdr zlib.h  || need+=(zlib1g-dev)
+printf '#include <stdarg.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <setjmp.h>\n#include <cmocka.h>\n' \
+  | ${CC:-cc} -E -x c - >/dev/null 2>&1 || need+=(libcmocka-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    echo "bootstrap: installing ${need[*]}" >&2
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "bootstrap: missing ${need[*]} and cannot apt-get install them here" >&2; exit 1
+  fi
+fi
+# clang is optional (second toolchain, sanitizer and fuzz builds); try to get it where apt works.
+if ! command -v clang >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] && \
+   apt-get install -y -qq clang libclang-rt-dev >/dev/null 2>&1; then :; fi
+with_clang=false
+if command -v clang >/dev/null && echo 'int LLVMFuzzerTestOneInput(const char*d,long n){(void)d;(void)n;return 0;}' \
+   | clang -fsanitize=fuzzer,address,undefined -x c - -o /tmp/spx_fuzz_probe.$$ >/dev/null 2>&1; then
+  with_clang=true
+fi
+rm -f /tmp/spx_fuzz_probe.$$
+mkdir -p "$out"
+if [ ! -f "$out/args.gn" ] || ! grep -q "spx_with_clang = $with_clang" "$out/args.gn"; then
+  printf '# written by build/bootstrap.sh for this machine\nspx_with_clang = %s\n' "$with_clang" > "$out/args.gn"
+fi

@@ -1,0 +1,3 @@
+/* Implementation of spx/analyze.h. */
+#include "common.h"
+#include "../analyze.h"

@@ -1,0 +1,58 @@
+/* spx/internal/common.h: what every implementation file uses (allocation, errors, timing).
+ * Internal: names carry the spx__ prefix and may change without notice. */
+#ifndef SPX_INTERNAL_COMMON_H
+#define SPX_INTERNAL_COMMON_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "../status.h"
+
+/* Host allocator hooks, stb style: define before including spx.h with SPX_IMPLEMENTATION. */
+#ifndef SPX_MALLOC
+#define SPX_MALLOC(sz) malloc(sz)
+#define SPX_REALLOC(p, sz) realloc(p, sz)
+#define SPX_CALLOC(n, sz) calloc(n, sz)
+#define SPX_FREE(p) free(p)
+#endif
+
+#ifdef __cplusplus
+#define SPX__THREAD_LOCAL thread_local
+#else
+#define SPX__THREAD_LOCAL _Thread_local
+#endif
+
+#if defined(__GNUC__)
+#define SPX__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define SPX__PRINTF(f, a)
+#endif
+
+/* Record a failure for this thread and return its status: `return spx__fail(SPX_PARSE, ...)`. */
+spx_status spx__fail(spx_status s, const char *fmt, ...) SPX__PRINTF(2, 3);
+/* Same, prefixed with "file:line: " (line <= 0 leaves the line out). */
+spx_status spx__fail_at(spx_status s, const char *file, int64_t line, const char *fmt, ...)
+    SPX__PRINTF(4, 5);
+/* Prefix the current thread's message with more context ("reading X: " + old message). */
+spx_status spx__wrap(spx_status s, const char *fmt, ...) SPX__PRINTF(2, 3);
+
+/* Allocation of n elements of size sz with overflow check; records OUT_OF_MEMORY on failure. */
+void *spx__alloc(size_t n, size_t sz);
+void *spx__calloc(size_t n, size_t sz);
+/* A copy of s (NULL on allocation failure). */
+char *spx__strdup(const char *s);
+
+/* Monotonic wall clock in seconds. */
+double spx__now(void);
+/* sqrt without libm: users link with -ldl -lz only. */
+double spx__sqrt(double x);
+/* Warnings and one-time notices go to stderr unless SPX_QUIET is set in the environment. */
+void spx__warn(const char *fmt, ...) SPX__PRINTF(1, 2);
+
+#define SPX__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define SPX__MAX(a, b) ((a) > (b) ? (a) : (b))
+#define SPX__ABS(a) ((a) < 0 ? -(a) : (a))
+
+#endif /* SPX_INTERNAL_COMMON_H */

@@ -1,0 +1,244 @@
+/* Implementation of spx/csr.h. */
+#include "common.h"
+#include "../csr.h"
+
+const char *spx_dtype_name(spx_dtype t) {
+  return t == SPX_DOUBLE ? "double" : t == SPX_FLOAT ? "float" : "unknown";
+}
+
+static spx_status spx__check_dtype(spx_dtype t) {
+  if (t != SPX_DOUBLE && t != SPX_FLOAT)
+    return spx__fail(SPX_INVALID_ARGUMENT, "unknown dtype %d (use SPX_DOUBLE or SPX_FLOAT)", (int)t);
+  return SPX_OK;
+}
+
+spx_status spx_csr_create(int64_t nrows, int64_t ncols, int64_t nnz, spx_dtype dtype, spx_csr **out) {
+  spx_csr *a;
+  if (!out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_create: out is NULL");
+  *out = NULL;
+  if (spx__check_dtype(dtype)) return SPX_INVALID_ARGUMENT;
+  if (nrows < 0 || ncols < 0 || nnz < 0)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_create: negative size (%lld x %lld, nnz %lld)",
+                     (long long)nrows, (long long)ncols, (long long)nnz);
+  if (ncols > INT32_MAX || nrows > INT32_MAX)
+    return spx__fail(SPX_RANGE, "matrix %lld x %lld exceeds the 32-bit index limit (2^31-1)",
+                     (long long)nrows, (long long)ncols);
+  a = (spx_csr *)spx__calloc(1, sizeof *a);
+  if (!a) return SPX_OUT_OF_MEMORY;
+  a->nrows = nrows; a->ncols = ncols; a->nnz = nnz; a->dtype = dtype;
+  a->row_ptr = (int64_t *)spx__calloc((size_t)nrows + 1, sizeof(int64_t));
+  a->col_idx = (int32_t *)spx__alloc((size_t)nnz, sizeof(int32_t));
+  a->val.p = spx__alloc((size_t)nnz, SPX_DTYPE_SIZE(dtype));
+  if (!a->row_ptr || !a->col_idx || !a->val.p) {
+    spx_csr_destroy(a);
+    return spx__fail(SPX_OUT_OF_MEMORY, "out of host memory for a %lld x %lld CSR with %lld nonzeros",
+                     (long long)nrows, (long long)ncols, (long long)nnz);
+  }
+  *out = a;
+  return SPX_OK;
+}
+
+void spx_csr_destroy(spx_csr *a) {
+  if (!a) return;
+  SPX_FREE(a->row_ptr);
+  SPX_FREE(a->col_idx);
+  SPX_FREE(a->val.p);
+  SPX_FREE(a);
+}
+
+spx_status spx_csr_copy(const spx_csr *a, spx_dtype dtype, spx_csr **out) {
+  spx_csr *b;
+  spx_status s;
+  int64_t k;
+  if (!a || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_copy: NULL argument");
+  if ((s = spx_csr_create(a->nrows, a->ncols, a->nnz, dtype, &b))) return s;
+  memcpy(b->row_ptr, a->row_ptr, (size_t)(a->nrows + 1) * sizeof(int64_t));
+  memcpy(b->col_idx, a->col_idx, (size_t)a->nnz * sizeof(int32_t));
+  if (a->dtype == dtype) memcpy(b->val.p, a->val.p, (size_t)a->nnz * SPX_DTYPE_SIZE(dtype));
+  else if (dtype == SPX_FLOAT) for (k = 0; k < a->nnz; k++) b->val.f[k] = (float)a->val.d[k];
+  else for (k = 0; k < a->nnz; k++) b->val.d[k] = a->val.f[k];
+  *out = b;
+  return SPX_OK;
+}
+
+/* Heap-sort helper: sift entry r down within the first n entries (ordered by column). */
+static void spx__sift(int32_t *c, double *v, int64_t r, int64_t n) {
+  for (;;) {
+    int64_t ch = 2 * r + 1;
+    if (ch >= n) return;
+    if (ch + 1 < n && c[ch + 1] > c[ch]) ch++;
+    if (c[r] >= c[ch]) return;
+    { int32_t t = c[r]; c[r] = c[ch]; c[ch] = t; }
+    { double t = v[r]; v[r] = v[ch]; v[ch] = t; }
+    r = ch;
+  }
+}
+
+/* Sorts one row's (col, val) pairs by column: insertion sort for the short rows typical of sparse
+ * matrices, heap sort (in place, O(n log n) worst case) for long ones. */
+static void spx__sort_row(int32_t *c, double *v, int64_t n) {
+  int64_t i, j;
+  if (n <= 32) {
+    for (i = 1; i < n; i++) {
+      int32_t ci = c[i]; double vi = v[i];
+      for (j = i - 1; j >= 0 && c[j] > ci; j--) { c[j + 1] = c[j]; v[j + 1] = v[j]; }
+      c[j + 1] = ci; v[j + 1] = vi;
+    }
+    return;
+  }
+  for (i = n / 2 - 1; i >= 0; i--) spx__sift(c, v, i, n);
+  for (j = n - 1; j > 0; j--) {
+    { int32_t t = c[0]; c[0] = c[j]; c[j] = t; }
+    { double t = v[0]; v[0] = v[j]; v[j] = t; }
+    spx__sift(c, v, 0, j);
+  }
+}
+
+spx_status spx_csr_from_coo(int64_t nrows, int64_t ncols, int64_t nnz, const int32_t *row,
+                            const int32_t *col, const double *val, spx_dtype dtype, spx_csr **out) {
+  int64_t *ptr = NULL, *next = NULL, i, k, w;
+  int32_t *c = NULL;
+  double *v = NULL;
+  spx_csr *a = NULL;
+  spx_status s;
+  if (!out || (nnz > 0 && (!row || !col)))
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_from_coo: NULL argument");
+  *out = NULL;
+  if (nrows < 0 || ncols < 0 || nnz < 0)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_from_coo: negative size");
+  if (spx__check_dtype(dtype)) return SPX_INVALID_ARGUMENT;
+  for (k = 0; k < nnz; k++)
+    if (row[k] < 0 || row[k] >= nrows || col[k] < 0 || col[k] >= ncols)
+      return spx__fail(SPX_RANGE, "entry %lld: (%d, %d) is outside the %lld x %lld matrix (0-based)",
+                       (long long)k, (int)row[k], (int)col[k], (long long)nrows, (long long)ncols);
+  ptr = (int64_t *)spx__calloc((size_t)nrows + 1, sizeof *ptr);
+  next = (int64_t *)spx__alloc((size_t)nrows + 1, sizeof *next);
+  c = (int32_t *)spx__alloc((size_t)nnz, sizeof *c);
+  v = (double *)spx__alloc((size_t)nnz, sizeof *v);
+  if (!ptr || !next || !c || !v) { s = SPX_OUT_OF_MEMORY; goto done; }
+  /* Stable bucket by row: input sorted by column (as SuiteSparse writes it) stays sorted. */
+  for (k = 0; k < nnz; k++) ptr[row[k] + 1]++;
+  for (i = 0; i < nrows; i++) ptr[i + 1] += ptr[i];
+  memcpy(next, ptr, (size_t)(nrows + 1) * sizeof *next);
+  for (k = 0; k < nnz; k++) {
+    int64_t d = next[row[k]]++;
+    c[d] = col[k];
+    v[d] = val ? val[k] : 1.0;
+  }
+  /* Sort each row, then sum duplicates in place, compacting rows towards the front. */
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic, 1024)
+#endif
+  for (i = 0; i < nrows; i++) {
+    int64_t b = ptr[i], e = ptr[i + 1], j;
+    for (j = b + 1; j < e && c[j - 1] <= c[j]; j++) {}
+    if (j < e) spx__sort_row(c + b, v + b, e - b);
+  }
+  w = 0;
+  for (i = 0; i < nrows; i++) {
+    int64_t b = ptr[i], e = ptr[i + 1], j;
+    ptr[i] = w;
+    for (j = b; j < e; j++) {
+      if (w > ptr[i] && c[w - 1] == c[j]) v[w - 1] += v[j];
+      else { c[w] = c[j]; v[w] = v[j]; w++; }
+    }
+  }
+  ptr[nrows] = w;
+  if ((s = spx_csr_create(nrows, ncols, w, dtype, &a))) goto done;
+  memcpy(a->row_ptr, ptr, (size_t)(nrows + 1) * sizeof *ptr);
+  memcpy(a->col_idx, c, (size_t)w * sizeof *c);
+  if (dtype == SPX_DOUBLE) memcpy(a->val.d, v, (size_t)w * sizeof *v);
+  else for (k = 0; k < w; k++) a->val.f[k] = (float)v[k];
+  *out = a;
+  s = SPX_OK;
+done:
+  SPX_FREE(ptr); SPX_FREE(next); SPX_FREE(c); SPX_FREE(v);
+  return s;
+}
+
+spx_status spx_csr_transpose(const spx_csr *a, spx_csr **out) {
+  spx_csr *t;
+  spx_status s;
+  int64_t i, k, *next;
+  if (!a || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_transpose: NULL argument");
+  *out = NULL;
+  if ((s = spx_csr_create(a->ncols, a->nrows, a->nnz, a->dtype, &t))) return s;
+  next = (int64_t *)spx__alloc((size_t)a->ncols + 1, sizeof *next);
+  if (!next) { spx_csr_destroy(t); return SPX_OUT_OF_MEMORY; }
+  for (k = 0; k < a->nnz; k++) t->row_ptr[a->col_idx[k] + 1]++;
+  for (i = 0; i < a->ncols; i++) t->row_ptr[i + 1] += t->row_ptr[i];
+  memcpy(next, t->row_ptr, (size_t)(a->ncols + 1) * sizeof *next);
+  /* Walking rows in order makes every transposed row come out sorted. */
+  for (i = 0; i < a->nrows; i++)
+    for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
+      int64_t d = next[a->col_idx[k]]++;
+      t->col_idx[d] = (int32_t)i;
+      if (a->dtype == SPX_DOUBLE) t->val.d[d] = a->val.d[k];
+      else t->val.f[d] = a->val.f[k];
+    }
+  SPX_FREE(next);
+  *out = t;
+  return SPX_OK;
+}
+
+spx_status spx_csr_validate(const spx_csr *a) {
+  int64_t i, k;
+  if (!a) return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_validate: NULL matrix");
+  if (a->nrows < 0 || a->ncols < 0 || a->ncols > INT32_MAX || a->nnz < 0)
+    return spx__fail(SPX_INVALID_ARGUMENT, "CSR: bad sizes %lld x %lld, nnz %lld", (long long)a->nrows,
+                     (long long)a->ncols, (long long)a->nnz);
+  if (!a->row_ptr || (a->nnz > 0 && (!a->col_idx || !a->val.p)))
+    return spx__fail(SPX_INVALID_ARGUMENT, "CSR: missing arrays");
+  if (a->row_ptr[0] != 0 || a->row_ptr[a->nrows] != a->nnz)
+    return spx__fail(SPX_INVALID_ARGUMENT, "CSR: row_ptr[0] = %lld and row_ptr[n] = %lld (want 0 and nnz = %lld)",
+                     (long long)a->row_ptr[0], (long long)a->row_ptr[a->nrows], (long long)a->nnz);
+  /* Pointers first, so the entry checks below never read past nnz. */
+  for (i = 0; i < a->nrows; i++)
+    if (a->row_ptr[i + 1] < a->row_ptr[i] || a->row_ptr[i + 1] > a->nnz)
+      return spx__fail(SPX_INVALID_ARGUMENT, "CSR: row_ptr[%lld] = %lld is out of order or past nnz",
+                       (long long)i + 1, (long long)a->row_ptr[i + 1]);
+  for (i = 0; i < a->nrows; i++) {
+    for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
+      if (a->col_idx[k] < 0 || a->col_idx[k] >= a->ncols)
+        return spx__fail(SPX_INVALID_ARGUMENT, "CSR: row %lld has column %d outside [0, %lld)",
+                         (long long)i, (int)a->col_idx[k], (long long)a->ncols);
+      if (k > a->row_ptr[i] && a->col_idx[k] <= a->col_idx[k - 1])
+        return spx__fail(SPX_INVALID_ARGUMENT, "CSR: row %lld columns not strictly increasing at entry %lld",
+                         (long long)i, (long long)k);
+    }
+  }
+  return SPX_OK;
+}
+
+/* One SpMV body per value type; accumulation in the value type's precision for float is what a
+ * GPU kernel does too, but the oracle accumulates in double so it is the more accurate side. */
+#define SPX__CSR_SPMV_BODY(T)                                                         \
+  {                                                                                   \
+    const T *xv = (const T *)x;                                                       \
+    T *yv = (T *)y;                                                                   \
+    const T *av = (const T *)a->val.p;                                                \
+    int64_t i;                                                                        \
+    SPX__OMP_FOR                                                                      \
+    for (i = 0; i < a->nrows; i++) {                                                  \
+      double sum = 0;                                                                 \
+      int64_t k;                                                                      \
+      for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++)                             \
+        sum += (double)av[k] * (double)xv[a->col_idx[k]];                             \
+      yv[i] = (T)(beta == 0 ? alpha * sum : alpha * sum + beta * (double)yv[i]);      \
+    }                                                                                 \
+  }
+
+#if defined(_OPENMP)
+#define SPX__OMP_FOR _Pragma("omp parallel for schedule(static, 256)")
+#else
+#define SPX__OMP_FOR
+#endif
+
+spx_status spx_csr_spmv(const spx_csr *a, double alpha, const void *x, double beta, void *y) {
+  if (!a || (a->ncols > 0 && !x) || (a->nrows > 0 && !y))
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_spmv: NULL argument");
+  if (a->dtype == SPX_DOUBLE) SPX__CSR_SPMV_BODY(double)
+  else if (a->dtype == SPX_FLOAT) SPX__CSR_SPMV_BODY(float)
+  else return spx__check_dtype(a->dtype);
+  return SPX_OK;
+}

@@ -1,0 +1,3 @@
+/* Implementation of spx/gen.h. */
+#include "common.h"
+#include "../gen.h"

@@ -1,0 +1,3 @@
+/* Implementation of spx/loader.h. */
+#include "common.h"
+#include "../loader.h"

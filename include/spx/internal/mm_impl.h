@@ -1,0 +1,3 @@
+/* Implementation of spx/mm.h. */
+#include "common.h"
+#include "../mm.h"

@@ -1,0 +1,58 @@
+/* spx: sparse-matrix and stencil computing on NVIDIA GPUs, as a header-only C library.
+ *
+ * USE
+ *   In every file that calls spx:        #include <spx/spx.h>
+ *   In exactly one C file of the program: #define SPX_IMPLEMENTATION
+ *                                        #include <spx/spx.h>      (put it first in that file)
+ *   Build:  cc app.c -I<spx>/include -ldl -lz      (add -fopenmp for parallel host kernels)
+ *
+ *   The headers compile as C11 and as C++17; the implementation file must be C (C11 or later).
+ *   CUDA (driver API, NVRTC, cuSPARSE) is opened at run time with dlopen, so the program needs no
+ *   CUDA at build time and runs on machines without a GPU (spx then uses its host backend).
+ *
+ * OPTIONS (define before including spx.h in the implementation file)
+ *   SPX_MALLOC(sz), SPX_REALLOC(p, sz), SPX_CALLOC(n, sz), SPX_FREE(p): the host allocator.
+ * ENVIRONMENT
+ *   SPX_QUIET             no notices or warnings on stderr
+ *   SPX_SHARED_MATRICES   where the tests find the shared SuiteSparse matrices
+ *
+ * ERRORS
+ *   Functions return spx_status (SPX_OK == 0); spx_last_error() gives the sentence that explains a
+ *   failure, with "file:line:" for bad input files. The library never exits or aborts. */
+#ifndef SPX_SPX_H
+#define SPX_SPX_H
+
+/* The implementation uses POSIX calls (clock_gettime, dlopen, fileno); ask for them when this is
+ * the first include of the implementation file and the compiler runs in strict ISO mode. */
+#if defined(SPX_IMPLEMENTATION) && !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE) && \
+    !defined(__cplusplus)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#define SPX_VERSION_MAJOR 0
+#define SPX_VERSION_MINOR 1
+#define SPX_VERSION_PATCH 0
+#define SPX_VERSION_STRING "0.1.0"
+
+#include "status.h"
+#include "types.h"
+#include "csr.h"
+#include "mm.h"
+#include "analyze.h"
+#include "gen.h"
+#include "loader.h"
+
+#endif /* SPX_SPX_H */
+
+#if defined(SPX_IMPLEMENTATION) && !defined(SPX__IMPLEMENTATION_DONE)
+#define SPX__IMPLEMENTATION_DONE
+#ifdef __cplusplus
+#error "compile the spx implementation (SPX_IMPLEMENTATION) in a C file; C++ files include spx.h only"
+#endif
+#include "internal/status_impl.h"
+#include "internal/csr_impl.h"
+#include "internal/mm_impl.h"
+#include "internal/analyze_impl.h"
+#include "internal/gen_impl.h"
+#include "internal/loader_impl.h"
+#endif

@@ -1,0 +1,3 @@
+/* The one translation unit that compiles the spx implementation for the test binaries. */
+#define SPX_IMPLEMENTATION
+#include <spx/spx.h>

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs every test the build made: the cmocka programs of each toolchain (gcc, clang, clang with
+# ASan+UBSan), the header-only build check, the C++17 check, the CLI checks and the fuzzer for a
+# bounded time. Prints one summary line "spx-tests: N passed, N failed, N skipped".
+# Usage: tests/run.sh [OUTDIR]     Env: SPX_FUZZ_SECONDS (default 60), SPX_TEST_FILTER (glob).
+set -u
+cd "$(dirname "$0")/.."
+out=${1:-out}
+pass=0; fail=0; skip=0; failed=()
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export SPX_BIN="$PWD/$out/spx"
+
+count() { # $1 = label, $2 = exit code, $3 = log file; cmocka lines give the per-test counts
+  local p f s
+  p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$3" | awk '{t+=$1} END{print t+0}')
+  f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$3" | awk '{t+=$1} END{print t+0}')
+  s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$3" | awk '{t+=$1} END{print t+0}')
+  if [ $((p + f + s)) -eq 0 ]; then   # not a cmocka program: its exit code is the verdict
+    if [ "$2" -eq 0 ]; then p=1; else f=1; fi
+  elif [ "$2" -ne 0 ] && [ "$f" -eq 0 ]; then
+    f=1                               # crashed or sanitizer abort after the cmocka summary
+  fi
+  pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
+  if [ "$f" -ne 0 ]; then failed+=("$1"); echo "---- $1 failed; its output:"; tail -n 60 "$3"; fi
+  printf '%-40s %4d passed %3d failed %3d skipped\n' "$1" "$p" "$f" "$s"
+}
+
+run() { # $1 = label, rest = command
+  local label=$1; shift
+  case "$label" in ${SPX_TEST_FILTER:-*}) ;; *) return ;; esac
+  local lf="$log/$(echo "$label" | tr '/ ' '__').log"
+  "$@" >"$lf" 2>&1; count "$label" $? "$lf"
+}
+
+for dir in "$out" "$out/clang" "$out/clang_san"; do
+  [ -d "$dir" ] || continue
+  for t in "$dir"/test_*; do
+    [ -x "$t" ] && [ -f "$t" ] || continue
+    run "${t#$out/}" "$t"
+  done
+done
+
+# Header-only: the example builds with nothing but cc, the include path, -ldl and -lz.
+run "plain-cc hello.c" sh -c "build/cc_plain.sh examples/hello.c include $log/hello && $log/hello"
+
+if [ -x "$out/clang_fuzz/fuzz_mm" ]; then
+  mkdir -p "$log/corpus"
+  run "fuzz_mm (${SPX_FUZZ_SECONDS:-60}s)" "$out/clang_fuzz/fuzz_mm" -max_total_time="${SPX_FUZZ_SECONDS:-60}" \
+    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$log/corpus" tests/data/mm_seeds
+fi
+
+[ ${#failed[@]} -eq 0 ] || echo "failed: ${failed[*]}"
+echo "spx-tests: $pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

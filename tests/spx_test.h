@@ -1,0 +1,97 @@
+/* Shared helpers for the spx cmocka tests: where the matrices are, the manifest, random data. */
+#ifndef SPX_TEST_H
+#define SPX_TEST_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include <spx/spx.h>
+
+/* Shared SuiteSparse matrices: $SPX_SHARED_MATRICES, else ../shared/matrices (tests run from the
+ * repository root). */
+static inline const char *spx_test_matrix_dir(void) {
+  const char *d = getenv("SPX_SHARED_MATRICES");
+  return d && *d ? d : "../shared/matrices";
+}
+
+typedef struct spx_test_entry {
+  char name[128], field[32], symmetry[32];
+  int64_t rows, cols, nnz_stored;
+} spx_test_entry;
+
+/* Reads MANIFEST.tsv; returns the number of entries (0 if missing) and a malloc'd array. */
+static inline int spx_test_manifest(spx_test_entry **out) {
+  char path[1024], line[4096];
+  FILE *f;
+  int n = 0, cap = 0;
+  spx_test_entry *e = NULL;
+  snprintf(path, sizeof path, "%s/MANIFEST.tsv", spx_test_matrix_dir());
+  *out = NULL;
+  if (!(f = fopen(path, "r"))) return 0;
+  while (fgets(line, sizeof line, f)) {
+    spx_test_entry t;
+    long long r, c, z;
+    if (sscanf(line, "%127[^\t]\t%lld\t%lld\t%lld\t%31[^\t]\t%31[^\t]", t.name, &r, &c, &z, t.field,
+               t.symmetry) != 6)
+      continue; /* header line */
+    t.rows = r; t.cols = c; t.nnz_stored = z;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 128;
+      e = (spx_test_entry *)realloc(e, (size_t)cap * sizeof *e);
+      if (!e) break;
+    }
+    e[n++] = t;
+  }
+  fclose(f);
+  *out = e;
+  return e ? n : 0;
+}
+
+static inline void spx_test_matrix_path(const char *name, char *buf, size_t len) {
+  snprintf(buf, len, "%s/%s.mtx.gz", spx_test_matrix_dir(), name);
+}
+
+/* Fresh random data every run (xorshift64*, seeded from the clock, seed printed on failure paths
+ * via spx_test_seed()). Values in [-1, 1), never all zero. */
+static uint64_t spx_test_rng_state;
+static inline uint64_t spx_test_seed(void) {
+  if (!spx_test_rng_state) {
+    const char *s = getenv("SPX_TEST_SEED");
+    spx_test_rng_state = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) * 2654435761u + (uint64_t)clock();
+    if (!spx_test_rng_state) spx_test_rng_state = 88172645463325252ull;
+  }
+  return spx_test_rng_state;
+}
+static inline double spx_test_rand(void) {
+  uint64_t x = spx_test_seed();
+  x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+  spx_test_rng_state = x;
+  return (double)((x * 2685821657736338717ull) >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+}
+static inline void spx_test_fill(double *v, int64_t n) {
+  int64_t i;
+  for (i = 0; i < n; i++) v[i] = spx_test_rand();
+}
+
+/* ||a - b||_2 / ||b||_2 (or the absolute norm when b is zero); NaN anywhere gives +inf so a NaN
+ * never passes a tolerance check. */
+static inline double spx_test_relerr(const double *a, const double *b, int64_t n) {
+  double num = 0, den = 0;
+  int64_t i;
+  for (i = 0; i < n; i++) {
+    double d = a[i] - b[i];
+    if (a[i] != a[i] || b[i] != b[i]) return 1e300;
+    num += d * d; den += b[i] * b[i];
+  }
+  return den > 0 ? (num / den < 0 ? 0 : __builtin_sqrt(num / den)) : __builtin_sqrt(num);
+}
+
+#endif /* SPX_TEST_H */

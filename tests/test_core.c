@@ -1,0 +1,145 @@
+/* Tests of spx/status.h and spx/csr.h. */
+#include "spx_test.h"
+
+static void test_status_names(void **state) {
+  int s;
+  (void)state;
+  for (s = 0; s < SPX_STATUS_COUNT; s++) {
+    assert_non_null(spx_status_string((spx_status)s));
+    assert_string_not_equal(spx_status_string((spx_status)s), "unknown");
+  }
+  assert_int_equal(SPX_OK, 0);
+  assert_string_equal(spx_status_string(SPX_PARSE), "parse");
+  assert_string_equal(spx_status_string((spx_status)999), "unknown");
+}
+
+static void test_last_error(void **state) {
+  spx_csr *a = (spx_csr *)1;
+  (void)state;
+  spx_clear_error();
+  assert_string_equal(spx_last_error(), "");
+  assert_int_equal(spx_csr_create(-1, 3, 0, SPX_DOUBLE, &a), SPX_INVALID_ARGUMENT);
+  assert_null(a);
+  assert_int_equal(spx_last_status(), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "negative"));
+  assert_int_equal(spx_csr_create(3, 3, 0, (spx_dtype)7, &a), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "dtype"));
+}
+
+/* A 3x4 matrix given unsorted, with a duplicate and an empty row:
+ *   [ 1 0 2 0 ]
+ *   [ 0 0 0 0 ]
+ *   [ 0 5 0 7 ]   (5 = 2 + 3 summed) */
+static void test_from_coo(void **state) {
+  const int32_t r[] = {2, 0, 2, 0, 2}, c[] = {3, 2, 1, 0, 1};
+  const double v[] = {7, 2, 2, 1, 3};
+  spx_csr *a;
+  (void)state;
+  assert_int_equal(spx_csr_from_coo(3, 4, 5, r, c, v, SPX_DOUBLE, &a), SPX_OK);
+  assert_int_equal(a->nnz, 4);
+  assert_int_equal(spx_csr_validate(a), SPX_OK);
+  assert_int_equal(a->row_ptr[1], 2);
+  assert_int_equal(a->row_ptr[2], 2);
+  assert_int_equal(a->col_idx[0], 0);
+  assert_int_equal(a->col_idx[1], 2);
+  assert_int_equal(a->col_idx[2], 1);
+  assert_true(a->val.d[2] == 5.0);
+  assert_true(a->val.d[3] == 7.0);
+  spx_csr_destroy(a);
+  {
+    const int32_t bad[] = {3};
+    const int32_t zero[] = {0};
+    assert_int_equal(spx_csr_from_coo(3, 4, 1, bad, zero, v, SPX_DOUBLE, &a), SPX_RANGE);
+    assert_null(a);
+  }
+}
+
+/* Long unsorted rows go through the heap sort path; check against a dense reference. */
+static void test_from_coo_long_rows(void **state) {
+  enum { N = 7, M = 300, NNZ = 2000 };
+  int32_t r[NNZ], c[NNZ];
+  double v[NNZ], dense[N][M], x[M], y[N], yref[N];
+  spx_csr *a;
+  int k, i, j;
+  (void)state;
+  memset(dense, 0, sizeof dense);
+  for (k = 0; k < NNZ; k++) {
+    r[k] = (int32_t)((spx_test_rand() + 1) * 0.5 * N);
+    c[k] = (int32_t)((spx_test_rand() + 1) * 0.5 * M);
+    if (r[k] >= N) r[k] = N - 1;
+    if (c[k] >= M) c[k] = M - 1;
+    v[k] = spx_test_rand();
+    dense[r[k]][c[k]] += v[k];
+  }
+  assert_int_equal(spx_csr_from_coo(N, M, NNZ, r, c, v, SPX_DOUBLE, &a), SPX_OK);
+  assert_int_equal(spx_csr_validate(a), SPX_OK);
+  spx_test_fill(x, M);
+  spx_test_fill(y, N);
+  for (i = 0; i < N; i++) {
+    yref[i] = 0.5 * y[i];
+    for (j = 0; j < M; j++) yref[i] += 2.0 * dense[i][j] * x[j];
+  }
+  assert_int_equal(spx_csr_spmv(a, 2.0, x, 0.5, y), SPX_OK);
+  assert_true(spx_test_relerr(y, yref, N) < 1e-13);
+  spx_csr_destroy(a);
+}
+
+static void test_transpose_and_float(void **state) {
+  const int32_t r[] = {0, 0, 1, 2}, c[] = {0, 3, 1, 2};
+  const double v[] = {1, 2, 3, 4};
+  spx_csr *a, *t, *tt, *f;
+  float xf[4] = {1, 2, 3, 4}, yf[3] = {NAN, NAN, NAN};
+  (void)state;
+  assert_int_equal(spx_csr_from_coo(3, 4, 4, r, c, v, SPX_DOUBLE, &a), SPX_OK);
+  assert_int_equal(spx_csr_transpose(a, &t), SPX_OK);
+  assert_int_equal(t->nrows, 4);
+  assert_int_equal(t->ncols, 3);
+  assert_int_equal(spx_csr_validate(t), SPX_OK);
+  assert_int_equal(spx_csr_transpose(t, &tt), SPX_OK);
+  assert_memory_equal(tt->row_ptr, a->row_ptr, 4 * sizeof(int64_t));
+  assert_memory_equal(tt->col_idx, a->col_idx, 4 * sizeof(int32_t));
+  assert_memory_equal(tt->val.d, a->val.d, 4 * sizeof(double));
+  assert_int_equal(spx_csr_copy(a, SPX_FLOAT, &f), SPX_OK);
+  /* beta = 0 must not read y (it holds NaN). */
+  assert_int_equal(spx_csr_spmv(f, 1.0, xf, 0.0, yf), SPX_OK);
+  assert_true(yf[0] == 9.0f && yf[1] == 6.0f && yf[2] == 12.0f);
+  spx_csr_destroy(a); spx_csr_destroy(t); spx_csr_destroy(tt); spx_csr_destroy(f);
+}
+
+static void test_validate_catches(void **state) {
+  const int32_t r[] = {0, 0}, c[] = {0, 1};
+  spx_csr *a;
+  (void)state;
+  assert_int_equal(spx_csr_from_coo(2, 2, 2, r, c, NULL, SPX_DOUBLE, &a), SPX_OK);
+  assert_true(a->val.d[0] == 1.0); /* pattern: ones */
+  a->col_idx[1] = 0;
+  assert_int_equal(spx_csr_validate(a), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "strictly increasing"));
+  a->col_idx[1] = 2;
+  assert_int_equal(spx_csr_validate(a), SPX_INVALID_ARGUMENT);
+  a->col_idx[1] = 1;
+  a->row_ptr[1] = 3;
+  assert_int_equal(spx_csr_validate(a), SPX_INVALID_ARGUMENT);
+  spx_csr_destroy(a);
+  spx_csr_destroy(NULL);
+  assert_int_equal(spx_csr_spmv(NULL, 1, NULL, 0, NULL), SPX_INVALID_ARGUMENT);
+}
+
+static void test_empty(void **state) {
+  spx_csr *a;
+  (void)state;
+  assert_int_equal(spx_csr_from_coo(0, 0, 0, NULL, NULL, NULL, SPX_FLOAT, &a), SPX_OK);
+  assert_int_equal(spx_csr_validate(a), SPX_OK);
+  assert_int_equal(spx_csr_spmv(a, 1, NULL, 0, NULL), SPX_OK);
+  spx_csr_destroy(a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_status_names),     cmocka_unit_test(test_last_error),
+      cmocka_unit_test(test_from_coo),         cmocka_unit_test(test_from_coo_long_rows),
+      cmocka_unit_test(test_transpose_and_float), cmocka_unit_test(test_validate_catches),
+      cmocka_unit_test(test_empty),
+  };
+  return cmocka_run_group_tests_name("core", tests, NULL, NULL);
+}
