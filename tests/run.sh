@@ -9,7 +9,9 @@ out=${1:-out}
 pass=0; fail=0; skip=0; failed=()
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+# intercept_tls_get_addr=0: LSan in LLVM <= 16 crashes at exit after dlopen of NVRTC/cuSPARSE
+# (dynamic TLS, google/sanitizers#1322); protect_shadow_gap=0: cuInit fails under ASan otherwise.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0:protect_shadow_gap=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export SPX_BIN="$PWD/$out/spx"
 

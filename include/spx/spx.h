@@ -14,6 +14,10 @@
  *   SPX_MALLOC(sz), SPX_REALLOC(p, sz), SPX_CALLOC(n, sz), SPX_FREE(p): the host allocator.
  * ENVIRONMENT
  *   SPX_QUIET             no notices or warnings on stderr
+ *   SPX_BACKEND           auto | host | cuda: what an AUTO context picks (invalid: SPX_INVALID_ARGUMENT)
+ *   SPX_LIBCUDA, SPX_LIBNVRTC, SPX_LIBCUSPARSE
+ *                         full paths of the driver, NVRTC and cuSPARSE libraries (else the usual
+ *                         sonames, then $CUDA_HOME/lib64 and /usr/local/cuda/lib64)
  *   SPX_SHARED_MATRICES   where the tests find the shared SuiteSparse matrices
  *
  * ERRORS

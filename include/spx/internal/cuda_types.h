@@ -1,0 +1,323 @@
+/* spx/internal/cuda_types.h: the slice of the CUDA driver API, NVRTC and cuSPARSE that spx calls,
+ * declared here so that spx builds without any CUDA header; the loader's symbol tables; and the
+ * internal entry points of the CUDA backend (the function tables, error checks, context helpers).
+ * Internal: names carry the spx__ prefix and may change without notice.
+ *
+ * Every type below mirrors the ABI of the CUDA headers: handles are pointers to incomplete
+ * structs, enums are int-sized, CUdeviceptr is 64-bit. The names are spx__-prefixed so that a file
+ * may include <cuda.h> as well. Values are those of CUDA 13.0 (stable since CUDA 11). */
+#ifndef SPX_INTERNAL_CUDA_TYPES_H
+#define SPX_INTERNAL_CUDA_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../loader.h"
+
+/* ---- Types ---------------------------------------------------------------------------------- */
+typedef int spx__CUresult;
+typedef int spx__CUdevice;
+typedef int spx__CUdevice_attribute;
+typedef int spx__CUfunction_attribute;
+typedef int spx__CUjit_option;
+typedef unsigned long long spx__CUdeviceptr;
+typedef struct spx__CUctx_st *spx__CUcontext;
+typedef struct spx__CUmod_st *spx__CUmodule;
+typedef struct spx__CUfunc_st *spx__CUfunction;
+typedef struct spx__CUstream_st *spx__CUstream; /* also cudaStream_t, as cuSPARSE takes it */
+typedef struct spx__CUevent_st *spx__CUevent;
+typedef size_t (*spx__CUoccupancyB2DSize)(int block_size);
+
+typedef int spx__nvrtcResult;
+typedef struct spx__nvrtcProgram_st *spx__nvrtcProgram;
+
+typedef int spx__cusparseStatus_t;
+typedef int spx__cusparseIndexType_t;
+typedef int spx__cusparseIndexBase_t;
+typedef int spx__cusparseOperation_t;
+typedef int spx__cusparseSpMVAlg_t;
+typedef int spx__cudaDataType;
+typedef int spx__libraryPropertyType;
+typedef struct spx__cusparseContext *spx__cusparseHandle_t;
+typedef struct spx__cusparseSpMatDescr *spx__cusparseSpMatDescr_t;
+typedef struct spx__cusparseDnVecDescr *spx__cusparseDnVecDescr_t;
+typedef const struct spx__cusparseSpMatDescr *spx__cusparseConstSpMatDescr_t;
+typedef const struct spx__cusparseDnVecDescr *spx__cusparseConstDnVecDescr_t;
+
+/* ---- Constants ------------------------------------------------------------------------------ */
+/* Driver results spx names itself when cuGetErrorName cannot (a stub or too old a driver).
+ *  _(NAME after CUDA_ERROR_,            value) */
+#define SPX__CU_ERRORS(_)                         \
+  _(INVALID_VALUE,                       1)      \
+  _(OUT_OF_MEMORY,                       2)      \
+  _(NOT_INITIALIZED,                     3)      \
+  _(DEINITIALIZED,                       4)      \
+  _(STUB_LIBRARY,                        34)     \
+  _(INSUFFICIENT_DRIVER,                 35)     /* CUDA <= 12 */ \
+  _(CALL_REQUIRES_NEWER_DRIVER,          36)     \
+  _(DEVICE_UNAVAILABLE,                  46)     \
+  _(NO_DEVICE,                           100)    \
+  _(INVALID_DEVICE,                      101)    \
+  _(INVALID_IMAGE,                       200)    \
+  _(INVALID_CONTEXT,                     201)    \
+  _(NO_BINARY_FOR_GPU,                   209)    \
+  _(INVALID_PTX,                         218)    \
+  _(JIT_COMPILER_NOT_FOUND,              221)    \
+  _(UNSUPPORTED_PTX_VERSION,             222)    \
+  _(SHARED_OBJECT_INIT_FAILED,           303)    \
+  _(OPERATING_SYSTEM,                    304)    \
+  _(INVALID_HANDLE,                      400)    \
+  _(NOT_FOUND,                           500)    \
+  _(NOT_READY,                           600)    \
+  _(ILLEGAL_ADDRESS,                     700)    \
+  _(LAUNCH_OUT_OF_RESOURCES,             701)    \
+  _(LAUNCH_TIMEOUT,                      702)    \
+  _(ILLEGAL_INSTRUCTION,                 715)    \
+  _(MISALIGNED_ADDRESS,                  716)    \
+  _(LAUNCH_FAILED,                       719)    \
+  _(NOT_PERMITTED,                       800)    \
+  _(NOT_SUPPORTED,                       801)    \
+  _(SYSTEM_NOT_READY,                    802)    \
+  _(SYSTEM_DRIVER_MISMATCH,              803)    \
+  _(COMPAT_NOT_SUPPORTED_ON_DEVICE,      804)    \
+  _(UNKNOWN,                             999)
+
+enum {
+  SPX__CUDA_SUCCESS = 0,
+#define SPX__CU_ERROR_ENUM(name, value) SPX__CUDA_ERROR_##name = value,
+  SPX__CU_ERRORS(SPX__CU_ERROR_ENUM)
+#undef SPX__CU_ERROR_ENUM
+};
+
+enum {
+  /* CUdevice_attribute */
+  SPX__CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+  SPX__CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,
+  SPX__CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
+  SPX__CU_DEVICE_ATTRIBUTE_CLOCK_RATE = 13,
+  SPX__CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  SPX__CU_DEVICE_ATTRIBUTE_ECC_ENABLED = 32,
+  SPX__CU_DEVICE_ATTRIBUTE_PCI_BUS_ID = 33,
+  SPX__CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID = 34,
+  SPX__CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE = 36,
+  SPX__CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH = 37,
+  SPX__CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38,
+  SPX__CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR = 39,
+  SPX__CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID = 50,
+  SPX__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  SPX__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  SPX__CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 81,
+  SPX__CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR = 82,
+  SPX__CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+  /* CUfunction_attribute */
+  SPX__CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+  SPX__CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+  SPX__CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3,
+  SPX__CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
+  SPX__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+  /* CUjit_option */
+  SPX__CU_JIT_INFO_LOG_BUFFER = 3,
+  SPX__CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+  SPX__CU_JIT_ERROR_LOG_BUFFER = 5,
+  SPX__CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+  /* stream and event flags */
+  SPX__CU_STREAM_DEFAULT = 0,
+  SPX__CU_STREAM_NON_BLOCKING = 1,
+  SPX__CU_EVENT_DEFAULT = 0,
+  SPX__CU_EVENT_BLOCKING_SYNC = 1,
+  SPX__CU_EVENT_DISABLE_TIMING = 2
+};
+
+enum {
+  SPX__NVRTC_SUCCESS = 0,
+  SPX__NVRTC_ERROR_COMPILATION = 6
+};
+
+enum {
+  SPX__CUSPARSE_STATUS_SUCCESS = 0,
+  SPX__CUSPARSE_STATUS_ALLOC_FAILED = 2,
+  SPX__CUSPARSE_STATUS_INSUFFICIENT_RESOURCES = 11,
+  SPX__CUSPARSE_INDEX_32I = 2,
+  SPX__CUSPARSE_INDEX_64I = 3,
+  SPX__CUSPARSE_INDEX_BASE_ZERO = 0,
+  SPX__CUSPARSE_OPERATION_NON_TRANSPOSE = 0,
+  SPX__CUSPARSE_SPMV_ALG_DEFAULT = 0,
+  SPX__CUSPARSE_SPMV_CSR_ALG1 = 2,
+  SPX__CUSPARSE_SPMV_CSR_ALG2 = 3,
+  SPX__CUDA_R_32F = 0,
+  SPX__CUDA_R_64F = 1,
+  SPX__LIBRARY_MAJOR_VERSION = 0,
+  SPX__LIBRARY_MINOR_VERSION = 1,
+  SPX__LIBRARY_PATCH_LEVEL = 2
+};
+
+/* ---- Symbol tables ---------------------------------------------------------------------------
+ * One list per library; each is expanded into the function table (spx__cuda_api, ...), the
+ * name/offset table the loader walks with dlsym, and an enum whose duplicate members would not
+ * compile (so no symbol is listed twice, by member or by exported name).
+ *   req:      1 = the library is unusable without it; 0 = optional, the member is NULL if absent
+ *   ret:      return type
+ *   member:   the name spx calls it by (api->member)
+ *   exported: the name dlsym looks up: the versioned export (_v2) where <cuda.h> maps the plain
+ *             name to one, since the plain export keeps the old ABI for old binaries
+ *   params:   parameter list
+ * ORDER: free. cuEventElapsedTime stays unversioned: its _v2 exists only in drivers >= 12.8. */
+#define SPX__CUDA_SYMBOLS(_)                                                                        \
+  /* req  ret            member                             exported                            params */ \
+  _(1, spx__CUresult, cuInit,                            cuInit,                            (unsigned int flags)) \
+  _(1, spx__CUresult, cuDriverGetVersion,                cuDriverGetVersion,                (int *version)) \
+  _(1, spx__CUresult, cuGetErrorName,                    cuGetErrorName,                    (spx__CUresult r, const char **s)) \
+  _(1, spx__CUresult, cuGetErrorString,                  cuGetErrorString,                  (spx__CUresult r, const char **s)) \
+  _(1, spx__CUresult, cuDeviceGetCount,                  cuDeviceGetCount,                  (int *count)) \
+  _(1, spx__CUresult, cuDeviceGet,                       cuDeviceGet,                       (spx__CUdevice *dev, int ordinal)) \
+  _(1, spx__CUresult, cuDeviceGetName,                   cuDeviceGetName,                   (char *name, int len, spx__CUdevice dev)) \
+  _(1, spx__CUresult, cuDeviceGetAttribute,              cuDeviceGetAttribute,              (int *v, spx__CUdevice_attribute a, spx__CUdevice dev)) \
+  _(1, spx__CUresult, cuDeviceTotalMem,                  cuDeviceTotalMem_v2,               (size_t *bytes, spx__CUdevice dev)) \
+  _(1, spx__CUresult, cuDevicePrimaryCtxRetain,          cuDevicePrimaryCtxRetain,          (spx__CUcontext *ctx, spx__CUdevice dev)) \
+  _(1, spx__CUresult, cuDevicePrimaryCtxRelease,         cuDevicePrimaryCtxRelease_v2,      (spx__CUdevice dev)) \
+  _(1, spx__CUresult, cuCtxSetCurrent,                   cuCtxSetCurrent,                   (spx__CUcontext ctx)) \
+  _(1, spx__CUresult, cuCtxGetCurrent,                   cuCtxGetCurrent,                   (spx__CUcontext *ctx)) \
+  _(1, spx__CUresult, cuCtxPushCurrent,                  cuCtxPushCurrent_v2,               (spx__CUcontext ctx)) \
+  _(1, spx__CUresult, cuCtxPopCurrent,                   cuCtxPopCurrent_v2,                (spx__CUcontext *ctx)) \
+  _(1, spx__CUresult, cuCtxSynchronize,                  cuCtxSynchronize,                  (void)) \
+  _(1, spx__CUresult, cuMemGetInfo,                      cuMemGetInfo_v2,                   (size_t *free_bytes, size_t *total_bytes)) \
+  _(1, spx__CUresult, cuMemAlloc,                        cuMemAlloc_v2,                     (spx__CUdeviceptr *p, size_t bytes)) \
+  _(1, spx__CUresult, cuMemFree,                         cuMemFree_v2,                      (spx__CUdeviceptr p)) \
+  _(1, spx__CUresult, cuMemcpyHtoD,                      cuMemcpyHtoD_v2,                   (spx__CUdeviceptr dst, const void *src, size_t bytes)) \
+  _(1, spx__CUresult, cuMemcpyDtoH,                      cuMemcpyDtoH_v2,                   (void *dst, spx__CUdeviceptr src, size_t bytes)) \
+  _(1, spx__CUresult, cuMemcpyDtoD,                      cuMemcpyDtoD_v2,                   (spx__CUdeviceptr dst, spx__CUdeviceptr src, size_t bytes)) \
+  _(1, spx__CUresult, cuMemcpyHtoDAsync,                 cuMemcpyHtoDAsync_v2,              (spx__CUdeviceptr dst, const void *src, size_t bytes, spx__CUstream s)) \
+  _(1, spx__CUresult, cuMemcpyDtoHAsync,                 cuMemcpyDtoHAsync_v2,              (void *dst, spx__CUdeviceptr src, size_t bytes, spx__CUstream s)) \
+  _(1, spx__CUresult, cuMemsetD8,                        cuMemsetD8_v2,                     (spx__CUdeviceptr p, unsigned char v, size_t n)) \
+  _(1, spx__CUresult, cuMemsetD32,                       cuMemsetD32_v2,                    (spx__CUdeviceptr p, unsigned int v, size_t n)) \
+  _(1, spx__CUresult, cuMemsetD32Async,                  cuMemsetD32Async,                  (spx__CUdeviceptr p, unsigned int v, size_t n, spx__CUstream s)) \
+  _(1, spx__CUresult, cuStreamCreate,                    cuStreamCreate,                    (spx__CUstream *s, unsigned int flags)) \
+  _(1, spx__CUresult, cuStreamDestroy,                   cuStreamDestroy_v2,                (spx__CUstream s)) \
+  _(1, spx__CUresult, cuStreamSynchronize,               cuStreamSynchronize,               (spx__CUstream s)) \
+  _(1, spx__CUresult, cuEventCreate,                     cuEventCreate,                     (spx__CUevent *e, unsigned int flags)) \
+  _(1, spx__CUresult, cuEventRecord,                     cuEventRecord,                     (spx__CUevent e, spx__CUstream s)) \
+  _(1, spx__CUresult, cuEventSynchronize,                cuEventSynchronize,                (spx__CUevent e)) \
+  _(1, spx__CUresult, cuEventElapsedTime,                cuEventElapsedTime,                (float *ms, spx__CUevent start, spx__CUevent end)) \
+  _(1, spx__CUresult, cuEventDestroy,                    cuEventDestroy_v2,                 (spx__CUevent e)) \
+  _(1, spx__CUresult, cuModuleLoadDataEx,                cuModuleLoadDataEx,                (spx__CUmodule *m, const void *image, unsigned int nopt, spx__CUjit_option *opt, void **optval)) \
+  _(1, spx__CUresult, cuModuleUnload,                    cuModuleUnload,                    (spx__CUmodule m)) \
+  _(1, spx__CUresult, cuModuleGetFunction,               cuModuleGetFunction,               (spx__CUfunction *f, spx__CUmodule m, const char *name)) \
+  _(1, spx__CUresult, cuFuncGetAttribute,                cuFuncGetAttribute,                (int *v, spx__CUfunction_attribute a, spx__CUfunction f)) \
+  _(1, spx__CUresult, cuFuncSetAttribute,                cuFuncSetAttribute,                (spx__CUfunction f, spx__CUfunction_attribute a, int v)) \
+  _(1, spx__CUresult, cuLaunchKernel,                    cuLaunchKernel,                    (spx__CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem, spx__CUstream s, void **args, void **extra)) \
+  _(0, spx__CUresult, cuOccupancyMaxPotentialBlockSize,  cuOccupancyMaxPotentialBlockSize,  (int *min_grid, int *block, spx__CUfunction f, spx__CUoccupancyB2DSize smem_of_block, size_t smem, int block_limit)) \
+  _(0, spx__CUresult, cuOccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor, (int *blocks, spx__CUfunction f, int block, size_t smem))
+
+#define SPX__NVRTC_SYMBOLS(_)                                                                       \
+  /* req  ret               member                     exported                   params */        \
+  _(1, spx__nvrtcResult, nvrtcVersion,              nvrtcVersion,              (int *major, int *minor)) \
+  _(1, const char *,     nvrtcGetErrorString,       nvrtcGetErrorString,       (spx__nvrtcResult r)) \
+  _(1, spx__nvrtcResult, nvrtcGetNumSupportedArchs, nvrtcGetNumSupportedArchs, (int *n)) \
+  _(1, spx__nvrtcResult, nvrtcGetSupportedArchs,    nvrtcGetSupportedArchs,    (int *archs)) \
+  _(1, spx__nvrtcResult, nvrtcCreateProgram,        nvrtcCreateProgram,        (spx__nvrtcProgram *p, const char *src, const char *name, int nheaders, const char *const *headers, const char *const *include_names)) \
+  _(1, spx__nvrtcResult, nvrtcDestroyProgram,       nvrtcDestroyProgram,       (spx__nvrtcProgram *p)) \
+  _(1, spx__nvrtcResult, nvrtcCompileProgram,       nvrtcCompileProgram,       (spx__nvrtcProgram p, int nopt, const char *const *opt)) \
+  _(1, spx__nvrtcResult, nvrtcGetProgramLogSize,    nvrtcGetProgramLogSize,    (spx__nvrtcProgram p, size_t *size)) \
+  _(1, spx__nvrtcResult, nvrtcGetProgramLog,        nvrtcGetProgramLog,        (spx__nvrtcProgram p, char *log)) \
+  _(1, spx__nvrtcResult, nvrtcGetPTXSize,           nvrtcGetPTXSize,           (spx__nvrtcProgram p, size_t *size)) \
+  _(1, spx__nvrtcResult, nvrtcGetPTX,               nvrtcGetPTX,               (spx__nvrtcProgram p, char *ptx)) \
+  _(1, spx__nvrtcResult, nvrtcGetCUBINSize,         nvrtcGetCUBINSize,         (spx__nvrtcProgram p, size_t *size)) \
+  _(1, spx__nvrtcResult, nvrtcGetCUBIN,             nvrtcGetCUBIN,             (spx__nvrtcProgram p, char *cubin)) \
+  _(0, spx__nvrtcResult, nvrtcAddNameExpression,    nvrtcAddNameExpression,    (spx__nvrtcProgram p, const char *expr)) \
+  _(0, spx__nvrtcResult, nvrtcGetLoweredName,       nvrtcGetLoweredName,       (spx__nvrtcProgram p, const char *expr, const char **lowered))
+
+/* cusparseSpMV_preprocess came with CUDA 12.4. CUDA 11 declared the Const descriptors plain;
+ * the ABI is the same. */
+#define SPX__CUSPARSE_SYMBOLS(_)                                                                    \
+  /* req  ret                    member                    exported                  params */     \
+  _(1, spx__cusparseStatus_t, cusparseCreate,           cusparseCreate,           (spx__cusparseHandle_t *h)) \
+  _(1, spx__cusparseStatus_t, cusparseDestroy,          cusparseDestroy,          (spx__cusparseHandle_t h)) \
+  _(1, spx__cusparseStatus_t, cusparseGetVersion,       cusparseGetVersion,       (spx__cusparseHandle_t h, int *version)) \
+  _(1, spx__cusparseStatus_t, cusparseGetProperty,      cusparseGetProperty,      (spx__libraryPropertyType t, int *v)) \
+  _(1, const char *,          cusparseGetErrorString,   cusparseGetErrorString,   (spx__cusparseStatus_t s)) \
+  _(0, const char *,          cusparseGetErrorName,     cusparseGetErrorName,     (spx__cusparseStatus_t s)) \
+  _(1, spx__cusparseStatus_t, cusparseSetStream,        cusparseSetStream,        (spx__cusparseHandle_t h, spx__CUstream s)) \
+  _(1, spx__cusparseStatus_t, cusparseCreateCsr,        cusparseCreateCsr,        (spx__cusparseSpMatDescr_t *m, int64_t rows, int64_t cols, int64_t nnz, void *row_ptr, void *col_idx, void *val, spx__cusparseIndexType_t row_ptr_type, spx__cusparseIndexType_t col_idx_type, spx__cusparseIndexBase_t base, spx__cudaDataType val_type)) \
+  _(1, spx__cusparseStatus_t, cusparseDestroySpMat,     cusparseDestroySpMat,     (spx__cusparseConstSpMatDescr_t m)) \
+  _(1, spx__cusparseStatus_t, cusparseCreateDnVec,      cusparseCreateDnVec,      (spx__cusparseDnVecDescr_t *v, int64_t n, void *val, spx__cudaDataType val_type)) \
+  _(1, spx__cusparseStatus_t, cusparseDestroyDnVec,     cusparseDestroyDnVec,     (spx__cusparseConstDnVecDescr_t v)) \
+  _(1, spx__cusparseStatus_t, cusparseSpMV_bufferSize,  cusparseSpMV_bufferSize,  (spx__cusparseHandle_t h, spx__cusparseOperation_t op, const void *alpha, spx__cusparseConstSpMatDescr_t a, spx__cusparseConstDnVecDescr_t x, const void *beta, spx__cusparseDnVecDescr_t y, spx__cudaDataType compute, spx__cusparseSpMVAlg_t alg, size_t *bytes)) \
+  _(0, spx__cusparseStatus_t, cusparseSpMV_preprocess,  cusparseSpMV_preprocess,  (spx__cusparseHandle_t h, spx__cusparseOperation_t op, const void *alpha, spx__cusparseConstSpMatDescr_t a, spx__cusparseConstDnVecDescr_t x, const void *beta, spx__cusparseDnVecDescr_t y, spx__cudaDataType compute, spx__cusparseSpMVAlg_t alg, void *buffer)) \
+  _(1, spx__cusparseStatus_t, cusparseSpMV,             cusparseSpMV,             (spx__cusparseHandle_t h, spx__cusparseOperation_t op, const void *alpha, spx__cusparseConstSpMatDescr_t a, spx__cusparseConstDnVecDescr_t x, const void *beta, spx__cusparseDnVecDescr_t y, spx__cudaDataType compute, spx__cusparseSpMVAlg_t alg, void *buffer))
+
+/* The function tables: one pointer per symbol, in list order. */
+#define SPX__SYM_MEMBER(req, ret, member, exported, params) ret(*member) params;
+typedef struct spx__cuda_api { SPX__CUDA_SYMBOLS(SPX__SYM_MEMBER) } spx__cuda_api;
+typedef struct spx__nvrtc_api { SPX__NVRTC_SYMBOLS(SPX__SYM_MEMBER) } spx__nvrtc_api;
+typedef struct spx__cusparse_api { SPX__CUSPARSE_SYMBOLS(SPX__SYM_MEMBER) } spx__cusparse_api;
+#undef SPX__SYM_MEMBER
+
+/* Symbol counts; the enums also reject a name listed twice (by member or by exported name). */
+#define SPX__SYM_ENUM(req, ret, member, exported, params) SPX__SYM_##member,
+#define SPX__SYM_EXPORT_ENUM(req, ret, member, exported, params) SPX__SYM_EXPORT_##exported,
+enum { SPX__CUDA_SYMBOLS(SPX__SYM_ENUM) SPX__CUDA_SYMBOL_COUNT };
+enum { SPX__NVRTC_SYMBOLS(SPX__SYM_ENUM) SPX__NVRTC_SYMBOL_COUNT };
+enum { SPX__CUSPARSE_SYMBOLS(SPX__SYM_ENUM) SPX__CUSPARSE_SYMBOL_COUNT };
+enum { SPX__CUDA_SYMBOLS(SPX__SYM_EXPORT_ENUM) SPX__CUDA_EXPORT_COUNT };
+enum { SPX__NVRTC_SYMBOLS(SPX__SYM_EXPORT_ENUM) SPX__NVRTC_EXPORT_COUNT };
+enum { SPX__CUSPARSE_SYMBOLS(SPX__SYM_EXPORT_ENUM) SPX__CUSPARSE_EXPORT_COUNT };
+#undef SPX__SYM_ENUM
+#undef SPX__SYM_EXPORT_ENUM
+
+/* ---- Internal entry points (implemented in loader_impl.h) ------------------------------------ */
+/* The tables, loading the library on first use (once, thread-safe); NULL when it cannot be used.
+ * spx__cuda() is non-NULL only when the driver loaded and cuInit succeeded. */
+const spx__cuda_api *spx__cuda(void);
+const spx__nvrtc_api *spx__nvrtc(void);
+const spx__cusparse_api *spx__cusparse(void);
+
+/* Turn a result into a status with a message naming `what` and the library's error name and text.
+ * Out-of-memory results map to SPX_DEVICE_OUT_OF_MEMORY; success returns SPX_OK and records
+ * nothing. */
+spx_status spx__cu_check(spx__CUresult r, const char *what);
+spx_status spx__nvrtc_check(spx__nvrtcResult r, const char *what);
+spx_status spx__cusparse_check(spx__cusparseStatus_t r, const char *what);
+/* "CUDA_ERROR_OUT_OF_MEMORY", from the driver when it can, else from SPX__CU_ERRORS. */
+const char *spx__cu_error_name(spx__CUresult r);
+
+/* `SPX__CU_TRY(cu->cuMemAlloc(&p, n));` returns the failure status from the enclosing function. */
+#define SPX__CU_TRY(call)                                                 \
+  do {                                                                    \
+    spx_status spx__try_s_ = spx__cu_check((call), #call);                \
+    if (spx__try_s_ != SPX_OK) return spx__try_s_;                        \
+  } while (0)
+
+/* NVRTC: compile CUDA C++ `src` (named `name` in messages) with `opts`. cubin != 0 asks for a
+ * CUBIN (the options must name a real sm_XY), else PTX (NUL-terminated). On success *image and
+ * *size hold the binary (free with SPX_FREE). log, when non-NULL, receives the compile log
+ * (SPX_FREE it; "" when empty) on success and failure. A compile error returns SPX_NVRTC with the
+ * log in the message. */
+spx_status spx__nvrtc_compile(const char *src, const char *name, int nopts, const char *const *opts,
+                              int cubin, void **image, size_t *size, char **log);
+/* The --gpu-architecture option for a device of compute capability major.minor: sm_XY (CUBIN,
+ * *cubin = 1) when NVRTC supports it, else compute_XY of the newest supported arch below it (PTX
+ * that the driver compiles, *cubin = 0); SPX_UNSUPPORTED when NVRTC knows nothing that old. */
+spx_status spx__nvrtc_arch(int major, int minor, char *opt, size_t len, int *cubin);
+
+/* A context as spx keeps it. Objects made in a context keep a pointer to it. */
+struct spx_context {
+  spx_backend backend;    /* SPX_BACKEND_HOST or SPX_BACKEND_CUDA, never AUTO */
+  int device;             /* ordinal; -1 on the host */
+  spx__CUdevice cu_device;
+  spx__CUcontext cu_ctx;  /* the device's primary context, retained by this spx_context */
+  spx__CUstream stream;   /* NULL: the legacy default stream */
+  spx_device_info info;   /* device properties read at creation (library versions not filled) */
+};
+
+/* Make ctx's CUDA context current on this thread for a run of driver calls, and restore the
+ * caller's afterwards; spx never leaves its context current behind a caller's back. */
+spx_status spx__ctx_push(const spx_context *ctx);
+void spx__ctx_pop(const spx_context *ctx);
+
+/* Tests only: forget everything the loader learned (libraries, driver state, the fallback notice)
+ * so that the next call loads again under the current environment. Libraries stay mapped (CUDA
+ * libraries start threads and must not be unloaded). Not safe while other threads use spx. */
+void spx__loader_reset(void);
+/* How many times the host-fallback notice was issued in this process (it should be once). */
+int spx__loader_notice_count(void);
+
+#endif /* SPX_INTERNAL_CUDA_TYPES_H */
