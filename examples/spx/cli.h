@@ -1,0 +1,34 @@
+/* Shared pieces of the spx command: the subcommand table, argument helpers, progress output. */
+#ifndef SPX_CLI_H
+#define SPX_CLI_H
+
+#include <spx/spx.h>
+#include <stdio.h>
+
+/* Subcommands. Columns: name, usage (after "spx "), one-line summary. ORDER: as `spx help` lists. */
+#define SPX_CLI_COMMANDS(_)                                                                        \
+  _(info,    "info FILE [--json] [--float]",               "read a Matrix Market file and print its analysis") \
+  _(gen,     "gen KIND [options] -o FILE",                 "write a generated matrix (poisson3d, elasticity3d, powerlaw, replicate)") \
+  _(device,  "device [--json]",                            "show the backend and the GPU spx would use") \
+  _(run,     "run [--n N] [--json]",                       "the main job on a generated 3-D problem (what `spx` alone runs)") \
+  _(help,    "help",                                       "this list")
+
+#define SPX_CLI_DECLARE(name, usage, what) int spx_cli_##name(int argc, char **argv);
+SPX_CLI_COMMANDS(SPX_CLI_DECLARE)
+#undef SPX_CLI_DECLARE
+
+/* Prints "spx: <what>: <last error>" to stderr and returns 1 (the exit code for a failed command). */
+int spx_cli_fail(const char *what);
+/* Usage error: prints the message and the command's usage line; returns 2. */
+int spx_cli_usage(const char *cmd, const char *fmt, ...);
+/* Value of option `name` at argv[*i] ("--n 5" or "--n=5"); advances *i. NULL if argv[*i] is not it. */
+const char *spx_cli_opt(int argc, char **argv, int *i, const char *name);
+/* Parses a positive integer option value; returns 0 and prints usage on error. */
+int spx_cli_int(const char *cmd, const char *name, const char *v, int64_t *out);
+/* Progress on stderr, only when stderr is a terminal: "spx: <step>..." (overwritten by the next). */
+void spx_cli_progress(const char *fmt, ...);
+void spx_cli_progress_done(void);
+/* Seconds since an arbitrary start. */
+double spx_cli_now(void);
+
+#endif

@@ -1,0 +1,105 @@
+/* spx: the command-line face of the library. `spx` alone runs the main job (spx run). */
+#define SPX_IMPLEMENTATION
+#include <spx/spx.h>
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+typedef struct spx_cli_command {
+  const char *name, *usage, *what;
+  int (*fn)(int, char **);
+} spx_cli_command;
+
+static const spx_cli_command spx_cli_table[] = {
+#define SPX_CLI_ENTRY(name, usage, what) {#name, usage, what, spx_cli_##name},
+    SPX_CLI_COMMANDS(SPX_CLI_ENTRY)
+#undef SPX_CLI_ENTRY
+};
+#define SPX_CLI_NCOMMANDS (sizeof spx_cli_table / sizeof spx_cli_table[0])
+
+int spx_cli_help(int argc, char **argv) {
+  size_t i;
+  (void)argc; (void)argv;
+  printf("spx %s: sparse matrices and stencils on NVIDIA GPUs\n\nusage:\n", SPX_VERSION_STRING);
+  for (i = 0; i < SPX_CLI_NCOMMANDS; i++)
+    printf("  spx %-44s %s\n", spx_cli_table[i].usage, spx_cli_table[i].what);
+  printf("\nFILE may be .mtx or .mtx.gz. Set SPX_QUIET=1 to silence notices.\n");
+  return 0;
+}
+
+int spx_cli_fail(const char *what) {
+  fprintf(stderr, "spx: %s: %s\n", what, spx_last_error());
+  return 1;
+}
+
+int spx_cli_usage(const char *cmd, const char *fmt, ...) {
+  size_t i;
+  va_list ap;
+  fprintf(stderr, "spx %s: ", cmd);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  for (i = 0; i < SPX_CLI_NCOMMANDS; i++)
+    if (!strcmp(spx_cli_table[i].name, cmd)) fprintf(stderr, "usage: spx %s\n", spx_cli_table[i].usage);
+  return 2;
+}
+
+const char *spx_cli_opt(int argc, char **argv, int *i, const char *name) {
+  size_t n = strlen(name);
+  if (strncmp(argv[*i], name, n)) return NULL;
+  if (argv[*i][n] == '=') return argv[*i] + n + 1;
+  if (argv[*i][n] || *i + 1 >= argc) return NULL;
+  return argv[++*i];
+}
+
+int spx_cli_int(const char *cmd, const char *name, const char *v, int64_t *out) {
+  char *end;
+  long long x = strtoll(v, &end, 10);
+  if (*v == 0 || *end || x <= 0) {
+    spx_cli_usage(cmd, "%s wants a positive integer, got '%s'", name, v);
+    return 0;
+  }
+  *out = x;
+  return 1;
+}
+
+static int spx_cli_progress_shown;
+void spx_cli_progress(const char *fmt, ...) {
+  va_list ap;
+  if (!isatty(2)) return;
+  fputs("\r\033[Kspx: ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputs("...", stderr);
+  fflush(stderr);
+  spx_cli_progress_shown = 1;
+}
+void spx_cli_progress_done(void) {
+  if (spx_cli_progress_shown) fputs("\r\033[K", stderr);
+  spx_cli_progress_shown = 0;
+}
+
+double spx_cli_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+  size_t i;
+  if (argc < 2) return spx_cli_run(argc, argv);
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return spx_cli_help(argc, argv);
+  if (!strcmp(argv[1], "--version")) { printf("spx %s\n", SPX_VERSION_STRING); return 0; }
+  for (i = 0; i < SPX_CLI_NCOMMANDS; i++)
+    if (!strcmp(argv[1], spx_cli_table[i].name)) return spx_cli_table[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "spx: unknown command '%s'\n", argv[1]);
+  spx_cli_help(argc, argv);
+  return 2;
+}

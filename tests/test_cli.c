@@ -1,0 +1,115 @@
+/* Tests of the spx command itself ($SPX_BIN, set by tests/run.sh): sizes printed by `spx info`,
+ * generator round trips through files, and exit codes and messages for bad use. */
+#define _POSIX_C_SOURCE 200809L
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "spx_test.h"
+
+/* Runs `$SPX_BIN args` with stderr folded into stdout; returns the exit code, output in buf. */
+static int spx_cli_run_cmd(const char *args, char *buf, size_t len) {
+  char cmd[2048];
+  const char *bin = getenv("SPX_BIN");
+  FILE *p;
+  size_t n;
+  int rc;
+  snprintf(cmd, sizeof cmd, "SPX_QUIET=1 '%s' %s 2>&1", bin ? bin : "out/spx", args);
+  p = popen(cmd, "r");
+  if (!p) return -1;
+  n = fread(buf, 1, len - 1, p);
+  buf[n] = 0;
+  rc = pclose(p);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static int spx_cli_have_bin(void) {
+  const char *bin = getenv("SPX_BIN");
+  FILE *f = fopen(bin ? bin : "out/spx", "rb");
+  if (f) fclose(f);
+  return f != NULL;
+}
+
+static long long spx_json_int(const char *json, const char *key) {
+  char pat[128];
+  const char *p;
+  snprintf(pat, sizeof pat, "\"%s\": ", key);
+  p = strstr(json, pat);
+  return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+static void test_info_bcsstk16(void **state) {
+  static char out[1 << 16];
+  char args[1200], path[1024];
+  (void)state;
+  if (!spx_cli_have_bin()) skip();
+  spx_test_matrix_path("bcsstk16", path, sizeof path);
+  snprintf(args, sizeof args, "info --json '%s'", path);
+  assert_int_equal(spx_cli_run_cmd(args, out, sizeof out), 0);
+  /* SuiteSparse HB/bcsstk16: 4884 x 4884, 147631 stored (lower triangle), 290378 in full. */
+  assert_int_equal(spx_json_int(out, "nrows"), 4884);
+  assert_int_equal(spx_json_int(out, "ncols"), 4884);
+  assert_int_equal(spx_json_int(out, "entries"), 147631);
+  assert_int_equal(spx_json_int(out, "nnz"), 290378);
+  snprintf(args, sizeof args, "info '%s'", path);
+  assert_int_equal(spx_cli_run_cmd(args, out, sizeof out), 0);
+  assert_non_null(strstr(out, "4884"));
+}
+
+static void test_gen_then_info(void **state) {
+  static char out[1 << 16];
+  char args[512], tmpl[] = "/tmp/spx_cli_XXXXXX";
+  int fd;
+  (void)state;
+  if (!spx_cli_have_bin()) skip();
+  fd = mkstemp(tmpl);
+  assert_true(fd >= 0);
+  close(fd);
+  /* 4x5x6 7-point Poisson: 120 rows, 7*120 - 2*(20+24+30) = 692 nonzeros. */
+  snprintf(args, sizeof args, "gen poisson3d --nx 4 --ny 5 --nz 6 -o %s.mtx.gz", tmpl);
+  assert_int_equal(spx_cli_run_cmd(args, out, sizeof out), 0);
+  snprintf(args, sizeof args, "info --json %s.mtx.gz", tmpl);
+  assert_int_equal(spx_cli_run_cmd(args, out, sizeof out), 0);
+  assert_int_equal(spx_json_int(out, "nrows"), 120);
+  assert_int_equal(spx_json_int(out, "nnz"), 692);
+  snprintf(args, sizeof args, "gen replicate %s.mtx.gz --copies 3 -o %s.rep.mtx", tmpl, tmpl);
+  assert_int_equal(spx_cli_run_cmd(args, out, sizeof out), 0);
+  snprintf(args, sizeof args, "info --json %s.rep.mtx", tmpl);
+  assert_int_equal(spx_cli_run_cmd(args, out, sizeof out), 0);
+  assert_int_equal(spx_json_int(out, "nrows"), 360);
+  assert_int_equal(spx_json_int(out, "nnz"), 3 * 692);
+  snprintf(args, sizeof args, "%s.mtx.gz", tmpl); remove(args);
+  snprintf(args, sizeof args, "%s.rep.mtx", tmpl); remove(args);
+  remove(tmpl);
+}
+
+static void test_bad_use(void **state) {
+  static char out[1 << 16];
+  (void)state;
+  if (!spx_cli_have_bin()) skip();
+  assert_int_equal(spx_cli_run_cmd("info /nonexistent/m.mtx", out, sizeof out), 1);
+  assert_non_null(strstr(out, "/nonexistent/m.mtx"));
+  assert_int_equal(spx_cli_run_cmd("frobnicate", out, sizeof out), 2);
+  assert_non_null(strstr(out, "unknown command"));
+  assert_int_equal(spx_cli_run_cmd("gen poisson3d --n -3 -o /tmp/x.mtx", out, sizeof out), 2);
+  assert_non_null(strstr(out, "positive integer"));
+  assert_int_equal(spx_cli_run_cmd("info", out, sizeof out), 2);
+}
+
+static void test_main_job_small(void **state) {
+  static char out[1 << 16];
+  (void)state;
+  if (!spx_cli_have_bin()) skip();
+  assert_int_equal(spx_cli_run_cmd("run --n 12 --json", out, sizeof out), 0);
+  assert_int_equal(spx_json_int(out, "nrows"), 12 * 12 * 12);
+  assert_non_null(strstr(out, "\"check_max_abs_err\": 0,"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_info_bcsstk16),
+      cmocka_unit_test(test_gen_then_info),
+      cmocka_unit_test(test_bad_use),
+      cmocka_unit_test(test_main_job_small),
+  };
+  return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
+}
