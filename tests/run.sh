@@ -13,6 +13,8 @@ trap 'rm -rf "$log"' EXIT
 # (dynamic TLS, google/sanitizers#1322); protect_shadow_gap=0: cuInit fails under ASan otherwise.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0:protect_shadow_gap=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# libgomp spinning threads triple test times on a loaded 2-core machine.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 export SPX_BIN="$PWD/$out/spx"
 
 count() { # $1 = label, $2 = exit code, $3 = log file; cmocka lines give the per-test counts

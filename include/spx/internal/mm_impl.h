@@ -15,9 +15,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#define SPX__MM_MMAP 1
+#define SPX__MM_POSIX 1
 #else
-#define SPX__MM_MMAP 0
+#define SPX__MM_POSIX 0
 #endif
 #if defined(_OPENMP)
 #include <omp.h>
@@ -61,7 +61,7 @@ typedef struct spx__mm_src {
 
 static void spx__mm_release(spx__mm_src *s) {
   SPX_FREE(s->heap);
-#if SPX__MM_MMAP
+#if SPX__MM_POSIX
   if (s->map) munmap(s->map, s->maplen);
 #endif
   memset(s, 0, sizeof *s);
@@ -89,9 +89,9 @@ static spx_status spx__mm_load(const char *path, spx__mm_src *src) {
   char *b = NULL;
   size_t n = 0, cap = 0;
   spx_status s = SPX_OK;
-#if SPX__MM_MMAP
+#if SPX__MM_POSIX
   struct stat st;
-  int fd = open(path, O_RDONLY);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return spx__fail(SPX_IO, "%s: cannot open: %s", path, strerror(errno));
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
       (uint64_t)st.st_size < (uint64_t)SIZE_MAX / 2) {
@@ -976,6 +976,17 @@ static int spx__mm_put(spx__mm_out *w, const char *b, size_t n) {
   return 1;
 }
 
+/* No half-written matrix is left behind; but only a regular file is removed, never what else a
+ * path may name (a device such as /dev/full, a pipe). */
+static void spx__mm_remove_partial(const char *path) {
+#if SPX__MM_POSIX
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) remove(path);
+#else
+  (void)path;
+#endif
+}
+
 spx_status spx_mm_write(const char *path, const spx_csr *a, spx_mm_symmetry symmetry) {
   enum { BATCH = 1 << 15 };
   spx__mm_out w = {NULL, NULL};
@@ -1012,7 +1023,7 @@ spx_status spx_mm_write(const char *path, const spx_csr *a, spx_mm_symmetry symm
   for (k0 = 0; ok && k0 < a->nnz; k0 += nth * BATCH) {
     int64_t t;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 1)
+#pragma omp parallel for schedule(static, 1) if (a->nnz > BATCH)
 #endif
     for (t = 0; t < nth; t++) {
       int64_t kb = SPX__MIN(k0 + t * BATCH, a->nnz), ke = SPX__MIN(kb + BATCH, a->nnz);
@@ -1023,7 +1034,7 @@ spx_status spx_mm_write(const char *path, const spx_csr *a, spx_mm_symmetry symm
   if (!ok) s = spx__fail(SPX_IO, "%s: write failed: %s", path, strerror(errno));
   if (w.f && fclose(w.f) != 0 && !s) s = spx__fail(SPX_IO, "%s: write failed on close: %s", path, strerror(errno));
   if (w.g && gzclose(w.g) != Z_OK && !s) s = spx__fail(SPX_IO, "%s: write failed on close", path);
-  if (s) remove(path); /* no half-written matrix left behind */
+  if (s) spx__mm_remove_partial(path);
 done:
   SPX_FREE(buf);
   SPX_FREE(len);
