@@ -84,6 +84,32 @@ static void test_from_coo_long_rows(void **state) {
   spx_csr_destroy(a);
 }
 
+/* Enough triplets for the threaded bucketing path, with many duplicates, against a dense sum. */
+static void test_from_coo_parallel_duplicates(void **state) {
+  enum { N = 300, M = 400, NNZ = 200000 };
+  int32_t *r = malloc(NNZ * sizeof *r), *c = malloc(NNZ * sizeof *c);
+  double *v = malloc(NNZ * sizeof *v), *dense = calloc((size_t)N * M, sizeof *dense);
+  spx_csr *a;
+  int64_t k, i, nz = 0;
+  (void)state;
+  assert_true(r && c && v && dense);
+  for (k = 0; k < NNZ; k++) {
+    r[k] = (int32_t)((spx_test_rand() + 1) * 0.5 * N) % N;
+    c[k] = (int32_t)((spx_test_rand() + 1) * 0.5 * M) % M;
+    v[k] = spx_test_rand();
+    dense[(int64_t)r[k] * M + c[k]] += v[k];
+  }
+  for (k = 0; k < (int64_t)N * M; k++) nz += dense[k] != 0;
+  assert_int_equal(spx_csr_from_coo(N, M, NNZ, r, c, v, SPX_DOUBLE, &a), SPX_OK);
+  assert_int_equal(spx_csr_validate(a), SPX_OK);
+  assert_int_equal(a->nnz, nz);
+  for (i = 0; i < N; i++)
+    for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++)
+      assert_true(fabs(a->val.d[k] - dense[i * M + a->col_idx[k]]) < 1e-12);
+  spx_csr_destroy(a);
+  free(r); free(c); free(v); free(dense);
+}
+
 static void test_transpose_and_float(void **state) {
   const int32_t r[] = {0, 0, 1, 2}, c[] = {0, 3, 1, 2};
   const double v[] = {1, 2, 3, 4};
@@ -138,6 +164,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_names),     cmocka_unit_test(test_last_error),
       cmocka_unit_test(test_from_coo),         cmocka_unit_test(test_from_coo_long_rows),
+      cmocka_unit_test(test_from_coo_parallel_duplicates),
       cmocka_unit_test(test_transpose_and_float), cmocka_unit_test(test_validate_catches),
       cmocka_unit_test(test_empty),
   };

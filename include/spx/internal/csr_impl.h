@@ -1,6 +1,9 @@
 /* Implementation of spx/csr.h. */
 #include "common.h"
 #include "../csr.h"
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 const char *spx_dtype_name(spx_dtype t) {
   return t == SPX_DOUBLE ? "double" : t == SPX_FLOAT ? "float" : "unknown";
@@ -94,65 +97,121 @@ static void spx__sort_row(int32_t *c, double *v, int64_t n) {
   }
 }
 
+/* Parallel, deterministic bucketing of triplets by row. Thread t owns a contiguous row range and
+ * scans every triplet, keeping those of its rows: reading the row array once per thread is cheap
+ * next to a scatter, needs no atomics, keeps input order within a row (input sorted by column, as
+ * SuiteSparse writes it, stays sorted), and makes each thread first-touch its own output pages.
+ * Ranges are balanced by rows for counting, then by nonzeros for the scatter. */
+static int spx__nthreads(int64_t work) {
+#if defined(_OPENMP)
+  int t = omp_get_max_threads();
+  if (work < (1 << 16)) return 1;
+  return t < 1 ? 1 : t > 64 ? 64 : t;
+#else
+  (void)work;
+  return 1;
+#endif
+}
+
+static void spx__coo_bucket(int64_t nrows, int64_t nnz, const int32_t *row, const int32_t *col,
+                            const double *val, int64_t *ptr, int64_t *next, int32_t *c, double *v) {
+  int nt = spx__nthreads(nnz), t;
+  int64_t bounds[65], i;
+  for (t = 0; t <= nt; t++) bounds[t] = nrows * t / nt;
+#if defined(_OPENMP)
+#pragma omp parallel for num_threads(nt) schedule(static, 1) if (nt > 1)
+#endif
+  for (t = 0; t < nt; t++) {
+    int64_t k, r0 = bounds[t], r1 = bounds[t + 1];
+    for (k = 0; k < nnz; k++)
+      if (row[k] >= r0 && row[k] < r1) ptr[row[k] + 1]++;
+  }
+  for (i = 0; i < nrows; i++) ptr[i + 1] += ptr[i];
+  memcpy(next, ptr, (size_t)(nrows + 1) * sizeof *next);
+  /* Re-split so each thread scatters about nnz/nt entries. */
+  for (t = 1, i = 0; t < nt; t++) {
+    while (i < nrows && ptr[i] < nnz * t / nt) i++;
+    bounds[t] = i;
+  }
+#if defined(_OPENMP)
+#pragma omp parallel for num_threads(nt) schedule(static, 1) if (nt > 1)
+#endif
+  for (t = 0; t < nt; t++) {
+    int64_t k, r0 = bounds[t], r1 = bounds[t + 1];
+    for (k = 0; k < nnz; k++)
+      if (row[k] >= r0 && row[k] < r1) {
+        int64_t d = next[row[k]]++;
+        c[d] = col[k];
+        v[d] = val ? val[k] : 1.0;
+      }
+  }
+}
+
 spx_status spx_csr_from_coo(int64_t nrows, int64_t ncols, int64_t nnz, const int32_t *row,
                             const int32_t *col, const double *val, spx_dtype dtype, spx_csr **out) {
-  int64_t *ptr = NULL, *next = NULL, i, k, w;
-  int32_t *c = NULL;
+  int64_t *ptr = NULL, *uniq = NULL, i, k;
+  int32_t *c = NULL;  /* bucketed columns; uniq doubles as the bucketing cursor first */
   double *v = NULL;
   spx_csr *a = NULL;
   spx_status s;
+  int bad = 0;
   if (!out || (nnz > 0 && (!row || !col)))
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_from_coo: NULL argument");
   *out = NULL;
   if (nrows < 0 || ncols < 0 || nnz < 0)
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_from_coo: negative size");
   if (spx__check_dtype(dtype)) return SPX_INVALID_ARGUMENT;
+#if defined(_OPENMP)
+#pragma omp parallel for reduction(| : bad) if (nnz > (1 << 16))
+#endif
   for (k = 0; k < nnz; k++)
-    if (row[k] < 0 || row[k] >= nrows || col[k] < 0 || col[k] >= ncols)
-      return spx__fail(SPX_RANGE, "entry %lld: (%d, %d) is outside the %lld x %lld matrix (0-based)",
-                       (long long)k, (int)row[k], (int)col[k], (long long)nrows, (long long)ncols);
+    bad |= row[k] < 0 || row[k] >= nrows || col[k] < 0 || col[k] >= ncols;
+  if (bad)
+    for (k = 0; k < nnz; k++)
+      if (row[k] < 0 || row[k] >= nrows || col[k] < 0 || col[k] >= ncols)
+        return spx__fail(SPX_RANGE, "entry %lld: (%d, %d) is outside the %lld x %lld matrix (0-based)",
+                         (long long)k, (int)row[k], (int)col[k], (long long)nrows, (long long)ncols);
   ptr = (int64_t *)spx__calloc((size_t)nrows + 1, sizeof *ptr);
-  next = (int64_t *)spx__alloc((size_t)nrows + 1, sizeof *next);
+  uniq = (int64_t *)spx__alloc((size_t)nrows + 1, sizeof *uniq);
   c = (int32_t *)spx__alloc((size_t)nnz, sizeof *c);
   v = (double *)spx__alloc((size_t)nnz, sizeof *v);
-  if (!ptr || !next || !c || !v) { s = SPX_OUT_OF_MEMORY; goto done; }
-  /* Stable bucket by row: input sorted by column (as SuiteSparse writes it) stays sorted. */
-  for (k = 0; k < nnz; k++) ptr[row[k] + 1]++;
-  for (i = 0; i < nrows; i++) ptr[i + 1] += ptr[i];
-  memcpy(next, ptr, (size_t)(nrows + 1) * sizeof *next);
-  for (k = 0; k < nnz; k++) {
-    int64_t d = next[row[k]]++;
-    c[d] = col[k];
-    v[d] = val ? val[k] : 1.0;
-  }
-  /* Sort each row, then sum duplicates in place, compacting rows towards the front. */
+  if (!ptr || !uniq || !c || !v) { s = SPX_OUT_OF_MEMORY; goto done; }
+  spx__coo_bucket(nrows, nnz, row, col, val, ptr, uniq, c, v);
+  /* Sort each row, then count the distinct columns per row (duplicates are summed below). */
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(dynamic, 1024)
+#pragma omp parallel for schedule(dynamic, 1024) if (nnz > (1 << 16))
 #endif
   for (i = 0; i < nrows; i++) {
-    int64_t b = ptr[i], e = ptr[i + 1], j;
+    int64_t b = ptr[i], e = ptr[i + 1], j, u = e > b;
     for (j = b + 1; j < e && c[j - 1] <= c[j]; j++) {}
     if (j < e) spx__sort_row(c + b, v + b, e - b);
+    for (j = b + 1; j < e; j++) u += c[j] != c[j - 1];
+    uniq[i + 1] = u;
   }
-  w = 0;
+  uniq[0] = 0;
+  for (i = 0; i < nrows; i++) uniq[i + 1] += uniq[i];
+  if ((s = spx_csr_create(nrows, ncols, uniq[nrows], dtype, &a))) goto done;
+  memcpy(a->row_ptr, uniq, (size_t)(nrows + 1) * sizeof *uniq);
+  /* Sum duplicates in column order (fixed by the stable bucketing: deterministic results). */
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic, 1024) if (nnz > (1 << 16))
+#endif
   for (i = 0; i < nrows; i++) {
-    int64_t b = ptr[i], e = ptr[i + 1], j;
-    ptr[i] = w;
-    for (j = b; j < e; j++) {
-      if (w > ptr[i] && c[w - 1] == c[j]) v[w - 1] += v[j];
-      else { c[w] = c[j]; v[w] = v[j]; w++; }
+    int64_t j = ptr[i], w = uniq[i];
+    while (j < ptr[i + 1]) {
+      double sum = v[j];
+      int32_t cj = c[j];
+      for (j++; j < ptr[i + 1] && c[j] == cj; j++) sum += v[j];
+      a->col_idx[w] = cj;
+      if (dtype == SPX_DOUBLE) a->val.d[w] = sum;
+      else a->val.f[w] = (float)sum;
+      w++;
     }
   }
-  ptr[nrows] = w;
-  if ((s = spx_csr_create(nrows, ncols, w, dtype, &a))) goto done;
-  memcpy(a->row_ptr, ptr, (size_t)(nrows + 1) * sizeof *ptr);
-  memcpy(a->col_idx, c, (size_t)w * sizeof *c);
-  if (dtype == SPX_DOUBLE) memcpy(a->val.d, v, (size_t)w * sizeof *v);
-  else for (k = 0; k < w; k++) a->val.f[k] = (float)v[k];
   *out = a;
   s = SPX_OK;
 done:
-  SPX_FREE(ptr); SPX_FREE(next); SPX_FREE(c); SPX_FREE(v);
+  SPX_FREE(ptr); SPX_FREE(uniq); SPX_FREE(c); SPX_FREE(v);
   return s;
 }
 
