@@ -13,12 +13,14 @@ spx_t=$(for i in 1 2 3; do "$out/spx" info --json "$f" | python3 -c 'import json
 nnz=$("$out/spx" info --json "$f" | python3 -c 'import json,sys; print(json.load(sys.stdin)["analysis"]["nnz"])')
 sp=$(python3 - "$f" <<'PY' 2>/dev/null || echo "null null"
 import sys, time, scipy, scipy.io
-ts = []
+ts, tc = [], []
 for _ in range(3):
-    t = time.perf_counter(); scipy.io.mmread(sys.argv[1]); ts.append(time.perf_counter() - t)
-print(min(ts), scipy.__version__)
+    t = time.perf_counter(); m = scipy.io.mmread(sys.argv[1]); ts.append(time.perf_counter() - t)
+    m.tocsr(); tc.append(time.perf_counter() - t)   # CSR, what spx_mm_read returns
+    del m
+print(min(ts), min(tc), scipy.__version__)
 PY
 )
-read -r sp_t sp_v <<<"$sp"
-printf '{"file_bytes": %s, "nnz": %s, "threads": %s, "spx_read_s": %s, "scipy_mmread_s": %s, "scipy_version": "%s"}\n' \
-  "$(stat -c %s "$f")" "$nnz" "$(nproc)" "$spx_t" "$sp_t" "$sp_v"
+read -r sp_t sp_csr sp_v <<<"$sp"
+printf '{"file_bytes": %s, "nnz": %s, "threads": %s, "spx_read_to_csr_s": %s, "scipy_mmread_coo_s": %s, "scipy_mmread_tocsr_s": %s, "scipy_version": "%s", "command": "bench/mmread.sh %s %s"}\n' \
+  "$(stat -c %s "$f")" "$nnz" "$(nproc)" "$spx_t" "$sp_t" "$sp_csr" "$sp_v" "$out" "$n"
