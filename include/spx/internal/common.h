@@ -41,6 +41,9 @@ spx_status spx__wrap(spx_status s, const char *fmt, ...) SPX__PRINTF(2, 3);
 /* Allocation of n elements of size sz with overflow check; records OUT_OF_MEMORY on failure. */
 void *spx__alloc(size_t n, size_t sz);
 void *spx__calloc(size_t n, size_t sz);
+/* Asks for transparent huge pages on a large fresh buffer before it is first touched: page faults,
+ * not arithmetic, bound how fast large matrices are built (Linux; elsewhere a no-op). */
+void spx__advise_huge(void *p, size_t bytes);
 /* A copy of s (NULL on allocation failure). */
 char *spx__strdup(const char *s);
 

@@ -32,6 +32,8 @@ spx_status spx_csr_create(int64_t nrows, int64_t ncols, int64_t nnz, spx_dtype d
   a->row_ptr = (int64_t *)spx__calloc((size_t)nrows + 1, sizeof(int64_t));
   a->col_idx = (int32_t *)spx__alloc((size_t)nnz, sizeof(int32_t));
   a->val.p = spx__alloc((size_t)nnz, SPX_DTYPE_SIZE(dtype));
+  spx__advise_huge(a->col_idx, (size_t)nnz * sizeof(int32_t));
+  spx__advise_huge(a->val.p, (size_t)nnz * SPX_DTYPE_SIZE(dtype));
   if (!a->row_ptr || !a->col_idx || !a->val.p) {
     spx_csr_destroy(a);
     return spx__fail(SPX_OUT_OF_MEMORY, "out of host memory for a %lld x %lld CSR with %lld nonzeros",
@@ -179,6 +181,8 @@ spx_status spx_csr_from_coo(int64_t nrows, int64_t ncols, int64_t nnz, const int
   c = (int32_t *)spx__alloc((size_t)nnz, sizeof *c);
   v = (double *)spx__alloc((size_t)nnz, sizeof *v);
   if (!ptr || !uniq || !c || !v) { s = SPX_OUT_OF_MEMORY; goto done; }
+  spx__advise_huge(c, (size_t)nnz * sizeof *c);
+  spx__advise_huge(v, (size_t)nnz * sizeof *v);
   spx__coo_bucket(nrows, nnz, row, col, val, ptr, uniq, c, v);
   /* Sort each row, then count the distinct columns per row (duplicates are summed below). */
 #if defined(_OPENMP)

@@ -801,6 +801,9 @@ static spx_status spx__mm_read_text(spx__mm_src *src, const char *name, spx_dtyp
   cx.ri = (int32_t *)spx__alloc((size_t)ntrip, sizeof(int32_t));
   cx.ci = (int32_t *)spx__alloc((size_t)ntrip, sizeof(int32_t));
   if (cx.h.field != SPX_MM_PATTERN) cx.v = (double *)spx__alloc((size_t)ntrip, sizeof(double));
+  spx__advise_huge(cx.ri, (size_t)ntrip * sizeof(int32_t));
+  spx__advise_huge(cx.ci, (size_t)ntrip * sizeof(int32_t));
+  spx__advise_huge(cx.v, (size_t)ntrip * sizeof(double));
   if (!cx.ri || !cx.ci || (cx.h.field != SPX_MM_PATTERN && !cx.v)) { s = SPX_OUT_OF_MEMORY; goto done; }
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(dynamic, 1) if (nch > 1)

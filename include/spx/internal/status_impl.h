@@ -88,6 +88,21 @@ void *spx__calloc(size_t n, size_t sz) {
   return p;
 }
 
+#if defined(__linux__)
+#include <sys/mman.h>
+int madvise(void *addr, size_t length, int advice); /* hidden by strict POSIX feature macros */
+#define SPX__MADV_HUGEPAGE 14                        /* Linux ABI value */
+#endif
+void spx__advise_huge(void *p, size_t bytes) {
+#if defined(__linux__)
+  const uintptr_t huge = (uintptr_t)2 << 20;
+  uintptr_t b = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + bytes) & ~(huge - 1);
+  if (p && bytes >= 2 * huge && e > b) (void)madvise((void *)b, (size_t)(e - b), SPX__MADV_HUGEPAGE);
+#else
+  (void)p; (void)bytes;
+#endif
+}
+
 char *spx__strdup(const char *s) {
   size_t n = strlen(s) + 1;
   char *p = (char *)spx__alloc(n, 1);
