@@ -45,6 +45,9 @@
 #include "analyze.h"
 #include "gen.h"
 #include "loader.h"
+#include "device.h"
+#include "jit.h"
+#include "baseline.h"
 
 #endif /* SPX_SPX_H */
 
@@ -59,4 +62,7 @@
 #include "internal/analyze_impl.h"
 #include "internal/gen_impl.h"
 #include "internal/loader_impl.h"
+#include "internal/device_impl.h"
+#include "internal/jit_impl.h"
+#include "internal/baseline_impl.h"
 #endif

@@ -1,0 +1,48 @@
+/* spx/device.h: device memory, streams and timing in an spx_context (CUDA backend).
+ *
+ * Memory is plain cuMemAlloc in the context's device PRIMARY context, so pointers are interchangeable
+ * with cudaMalloc'd ones of a program on the CUDA runtime. Work is queued on the context's stream:
+ * the legacy default stream unless the caller hands in its own (spx_context_set_stream). */
+#ifndef SPX_DEVICE_H
+#define SPX_DEVICE_H
+
+#include "loader.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A device address (CUdeviceptr); 0 is "none". */
+typedef uint64_t spx_devptr;
+
+/* Allocates bytes on the context's device; SPX_DEVICE_OUT_OF_MEMORY (nothing leaked) when it does
+ * not fit; SPX_NOT_AVAILABLE on a host context. *out = 0 on failure. */
+spx_status spx_device_alloc(spx_context *ctx, size_t bytes, spx_devptr *out);
+/* Frees; 0 is a no-op. */
+void spx_device_free(spx_context *ctx, spx_devptr p);
+/* Copies, ordered on the context's stream; they return when the copy is complete. */
+spx_status spx_device_upload(spx_context *ctx, spx_devptr dst, const void *src, size_t bytes);
+spx_status spx_device_download(spx_context *ctx, void *dst, spx_devptr src, size_t bytes);
+spx_status spx_device_copy(spx_context *ctx, spx_devptr dst, spx_devptr src, size_t bytes);
+/* Fills bytes with one byte value (used to poison outputs in tests). */
+spx_status spx_device_memset(spx_context *ctx, spx_devptr dst, unsigned char value, size_t bytes);
+
+/* Work from now on goes to the caller's CUstream / cudaStream_t (NULL: the legacy default
+ * stream). spx never destroys a stream it was handed. */
+spx_status spx_context_set_stream(spx_context *ctx, void *stream);
+void *spx_context_stream(const spx_context *ctx);
+spx_status spx_context_synchronize(spx_context *ctx);
+
+/* Device-side timing with events on the context's stream. */
+typedef struct spx_timer spx_timer;
+spx_status spx_timer_create(spx_context *ctx, spx_timer **out);
+void spx_timer_destroy(spx_timer *t);
+spx_status spx_timer_start(spx_timer *t);
+/* Records the stop event, waits for it, returns milliseconds since start. */
+spx_status spx_timer_stop(spx_timer *t, double *ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SPX_DEVICE_H */

@@ -1,0 +1,3 @@
+/* Implementation of spx/baseline.h. */
+#include "common.h"
+#include "../baseline.h"

@@ -1,0 +1,3 @@
+/* Implementation of spx/jit.h. */
+#include "common.h"
+#include "../jit.h"
