@@ -49,6 +49,8 @@ done
 
 # Header-only: the example builds with nothing but cc, the include path, -ldl and -lz.
 run "plain-cc hello.c" sh -c "build/cc_plain.sh examples/hello.c include $log/hello && $log/hello"
+# An out-of-tree format (DIA) added with no edit to spx, checked on a few shared matrices.
+run "plain-cc dia example" sh -c "build/cc_plain.sh examples/dia/main.c include $log/dia && $log/dia"
 
 if [ -x "$out/clang_fuzz/fuzz_mm" ]; then
   mkdir -p "$log/corpus"

@@ -40,13 +40,13 @@ static spx_status dia_from_csr(const spx_csr *a, const dia_params *p, dia_fmt *s
   spx_status st;
   /* Which diagonals occur: index col - row + n, in [1, n + m - 1]. */
   if (!(slot = (int32_t *)calloc((size_t)span + 1, sizeof *slot)))
-    return spx_format_fail(SPX_OUT_OF_MEMORY, "dia: out of memory");
+    return spx_format_fail(SPX_OUT_OF_MEMORY, "out of memory for %lld diagonal marks", (long long)span);
   for (i = 0; i < n; i++)
     for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) slot[a->col_idx[k] - i + n] = 1;
   for (k = 0; k <= span; k++) d += slot[k];
   if (d * n > p->max_fill * (a->nnz > 0 ? a->nnz : 1)) {
     free(slot);
-    return spx_format_fail(SPX_UNSUPPORTED, "dia: %lld diagonals would store %lld slots for %lld nonzeros "
+    return spx_format_fail(SPX_UNSUPPORTED, "%lld diagonals would store %lld slots for %lld nonzeros "
                            "(more than dia_max_fill = %lld per nonzero)", (long long)d, (long long)(d * n),
                            (long long)a->nnz, (long long)p->max_fill);
   }

@@ -44,6 +44,7 @@
 #include "mm.h"
 #include "analyze.h"
 #include "gen.h"
+#include "formats.h"
 #include "loader.h"
 #include "device.h"
 #include "jit.h"
@@ -58,6 +59,7 @@
 #endif
 #include "internal/status_impl.h"
 #include "internal/csr_impl.h"
+#include "internal/formats_impl.h"
 #include "internal/mm_impl.h"
 #include "internal/analyze_impl.h"
 #include "internal/gen_impl.h"

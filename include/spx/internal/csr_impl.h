@@ -306,7 +306,8 @@ spx_status spx_csr_validate(const spx_csr *a) {
   }
 
 #if defined(_OPENMP)
-#define SPX__OMP_FOR _Pragma("omp parallel for schedule(static, 256)")
+/* Threads only where there is enough work: a parallel region costs microseconds. */
+#define SPX__OMP_FOR _Pragma("omp parallel for schedule(static, 256) if (a->nnz > 32768)")
 #else
 #define SPX__OMP_FOR
 #endif
