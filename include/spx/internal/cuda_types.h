@@ -35,6 +35,7 @@ typedef int spx__cusparseIndexType_t;
 typedef int spx__cusparseIndexBase_t;
 typedef int spx__cusparseOperation_t;
 typedef int spx__cusparseSpMVAlg_t;
+typedef int spx__cusparseOrder_t;
 typedef int spx__cudaDataType;
 typedef int spx__libraryPropertyType;
 typedef struct spx__cusparseContext *spx__cusparseHandle_t;
@@ -135,14 +136,21 @@ enum {
 enum {
   SPX__CUSPARSE_STATUS_SUCCESS = 0,
   SPX__CUSPARSE_STATUS_ALLOC_FAILED = 2,
+  SPX__CUSPARSE_STATUS_INVALID_VALUE = 3,
+  SPX__CUSPARSE_STATUS_NOT_SUPPORTED = 10,
   SPX__CUSPARSE_STATUS_INSUFFICIENT_RESOURCES = 11,
   SPX__CUSPARSE_INDEX_32I = 2,
   SPX__CUSPARSE_INDEX_64I = 3,
   SPX__CUSPARSE_INDEX_BASE_ZERO = 0,
   SPX__CUSPARSE_OPERATION_NON_TRANSPOSE = 0,
+  SPX__CUSPARSE_ORDER_ROW = 2,
   SPX__CUSPARSE_SPMV_ALG_DEFAULT = 0,
+  SPX__CUSPARSE_SPMV_COO_ALG1 = 1,
   SPX__CUSPARSE_SPMV_CSR_ALG1 = 2,
   SPX__CUSPARSE_SPMV_CSR_ALG2 = 3,
+  SPX__CUSPARSE_SPMV_COO_ALG2 = 4,
+  SPX__CUSPARSE_SPMV_SELL_ALG1 = 5,
+  SPX__CUSPARSE_SPMV_BSR_ALG1 = 6, /* in the CUDA 13 headers, not in CUDA 12's */
   SPX__CUDA_R_32F = 0,
   SPX__CUDA_R_64F = 1,
   SPX__LIBRARY_MAJOR_VERSION = 0,
@@ -225,8 +233,9 @@ enum {
   _(0, spx__nvrtcResult, nvrtcAddNameExpression,    nvrtcAddNameExpression,    (spx__nvrtcProgram p, const char *expr)) \
   _(0, spx__nvrtcResult, nvrtcGetLoweredName,       nvrtcGetLoweredName,       (spx__nvrtcProgram p, const char *expr, const char **lowered))
 
-/* cusparseSpMV_preprocess came with CUDA 12.4. CUDA 11 declared the Const descriptors plain;
- * the ABI is the same. */
+/* cusparseSpMV_preprocess came with CUDA 12.4; cusparseCreateSlicedEll and cusparseCreateBsr are
+ * CUDA 12 additions too (SpMV on BSR only with CUDA 13), so all three are optional. CUDA 11
+ * declared the Const descriptors plain; the ABI is the same. */
 #define SPX__CUSPARSE_SYMBOLS(_)                                                                    \
   /* req  ret                    member                    exported                  params */     \
   _(1, spx__cusparseStatus_t, cusparseCreate,           cusparseCreate,           (spx__cusparseHandle_t *h)) \
@@ -237,9 +246,13 @@ enum {
   _(0, const char *,          cusparseGetErrorName,     cusparseGetErrorName,     (spx__cusparseStatus_t s)) \
   _(1, spx__cusparseStatus_t, cusparseSetStream,        cusparseSetStream,        (spx__cusparseHandle_t h, spx__CUstream s)) \
   _(1, spx__cusparseStatus_t, cusparseCreateCsr,        cusparseCreateCsr,        (spx__cusparseSpMatDescr_t *m, int64_t rows, int64_t cols, int64_t nnz, void *row_ptr, void *col_idx, void *val, spx__cusparseIndexType_t row_ptr_type, spx__cusparseIndexType_t col_idx_type, spx__cusparseIndexBase_t base, spx__cudaDataType val_type)) \
+  _(1, spx__cusparseStatus_t, cusparseCreateCoo,        cusparseCreateCoo,        (spx__cusparseSpMatDescr_t *m, int64_t rows, int64_t cols, int64_t nnz, void *row_idx, void *col_idx, void *val, spx__cusparseIndexType_t idx_type, spx__cusparseIndexBase_t base, spx__cudaDataType val_type)) \
+  _(0, spx__cusparseStatus_t, cusparseCreateSlicedEll,  cusparseCreateSlicedEll,  (spx__cusparseSpMatDescr_t *m, int64_t rows, int64_t cols, int64_t nnz, int64_t values_size, int64_t slice_size, void *slice_offsets, void *col_idx, void *val, spx__cusparseIndexType_t slice_offsets_type, spx__cusparseIndexType_t col_idx_type, spx__cusparseIndexBase_t base, spx__cudaDataType val_type)) \
+  _(0, spx__cusparseStatus_t, cusparseCreateBsr,        cusparseCreateBsr,        (spx__cusparseSpMatDescr_t *m, int64_t brows, int64_t bcols, int64_t bnnz, int64_t row_block_dim, int64_t col_block_dim, void *row_ptr, void *col_idx, void *val, spx__cusparseIndexType_t row_ptr_type, spx__cusparseIndexType_t col_idx_type, spx__cusparseIndexBase_t base, spx__cudaDataType val_type, spx__cusparseOrder_t order)) \
   _(1, spx__cusparseStatus_t, cusparseDestroySpMat,     cusparseDestroySpMat,     (spx__cusparseConstSpMatDescr_t m)) \
   _(1, spx__cusparseStatus_t, cusparseCreateDnVec,      cusparseCreateDnVec,      (spx__cusparseDnVecDescr_t *v, int64_t n, void *val, spx__cudaDataType val_type)) \
   _(1, spx__cusparseStatus_t, cusparseDestroyDnVec,     cusparseDestroyDnVec,     (spx__cusparseConstDnVecDescr_t v)) \
+  _(1, spx__cusparseStatus_t, cusparseDnVecSetValues,   cusparseDnVecSetValues,   (spx__cusparseDnVecDescr_t v, void *val)) \
   _(1, spx__cusparseStatus_t, cusparseSpMV_bufferSize,  cusparseSpMV_bufferSize,  (spx__cusparseHandle_t h, spx__cusparseOperation_t op, const void *alpha, spx__cusparseConstSpMatDescr_t a, spx__cusparseConstDnVecDescr_t x, const void *beta, spx__cusparseDnVecDescr_t y, spx__cudaDataType compute, spx__cusparseSpMVAlg_t alg, size_t *bytes)) \
   _(0, spx__cusparseStatus_t, cusparseSpMV_preprocess,  cusparseSpMV_preprocess,  (spx__cusparseHandle_t h, spx__cusparseOperation_t op, const void *alpha, spx__cusparseConstSpMatDescr_t a, spx__cusparseConstDnVecDescr_t x, const void *beta, spx__cusparseDnVecDescr_t y, spx__cudaDataType compute, spx__cusparseSpMVAlg_t alg, void *buffer)) \
   _(1, spx__cusparseStatus_t, cusparseSpMV,             cusparseSpMV,             (spx__cusparseHandle_t h, spx__cusparseOperation_t op, const void *alpha, spx__cusparseConstSpMatDescr_t a, spx__cusparseConstDnVecDescr_t x, const void *beta, spx__cusparseDnVecDescr_t y, spx__cudaDataType compute, spx__cusparseSpMVAlg_t alg, void *buffer))
