@@ -33,7 +33,13 @@ if command -v clang >/dev/null && echo 'int LLVMFuzzerTestOneInput(const char*d,
   with_clang=true
 fi
 rm -f /tmp/spx_fuzz_probe.$$
+# nvcc (CUDA toolkit) builds the CUDA C++ example; spx itself needs none of CUDA at build time.
+with_nvcc=false
+cuda_root=${CUDA_HOME:-/usr/local/cuda}
+[ -x "$cuda_root/bin/nvcc" ] && with_nvcc=true
 mkdir -p "$out"
-if [ ! -f "$out/args.gn" ] || ! grep -q "spx_with_clang = $with_clang" "$out/args.gn"; then
-  printf '# written by build/bootstrap.sh for this machine\nspx_with_clang = %s\n' "$with_clang" > "$out/args.gn"
+args=$(printf '# written by build/bootstrap.sh for this machine\nspx_with_clang = %s\nspx_with_nvcc = %s\ncuda_root = "%s"\n' \
+  "$with_clang" "$with_nvcc" "$cuda_root")
+if [ ! -f "$out/args.gn" ] || [ "$(cat "$out/args.gn")" != "$args" ]; then
+  printf '%s\n' "$args" > "$out/args.gn"
 fi

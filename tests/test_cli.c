@@ -95,6 +95,26 @@ static void test_bad_use(void **state) {
   assert_int_equal(spx_cli_run_cmd("info", out, sizeof out), 2);
 }
 
+/* Pre-filling the JIT disk cache for another machine's GPU, here where there is none. */
+static void test_jit_warm_without_gpu(void **state) {
+  static char out[1 << 16];
+  char args[1600], path[1024], dir[] = "/tmp/spx_warm_XXXXXX";
+  int major, minor;
+  (void)state;
+  if (!spx_cli_have_bin() || spx_nvrtc_version(&major, &minor) != SPX_OK) skip();
+  assert_non_null(mkdtemp(dir));
+  spx_test_matrix_path("bcspwr02", path, sizeof path);
+  snprintf(args, sizeof args, "jit --warm '%s' --arch sm_80", path);
+  setenv("SPX_CACHE_DIR", dir, 1);
+  assert_int_equal(spx_cli_run_cmd(args, out, sizeof out), 0);
+  assert_null(strstr(out, " 0 kernels compiled"));
+  assert_non_null(strstr(out, "kernels compiled"));
+  assert_int_equal(spx_cli_run_cmd(args, out, sizeof out), 0);
+  assert_non_null(strstr(out, " 0 kernels compiled")); /* the second time everything is cached */
+  snprintf(args, sizeof args, "rm -rf '%s'", dir);
+  assert_int_equal(system(args), 0);
+}
+
 static void test_main_job_small(void **state) {
   static char out[1 << 16];
   (void)state;
@@ -109,6 +129,7 @@ int main(void) {
       cmocka_unit_test(test_info_bcsstk16),
       cmocka_unit_test(test_gen_then_info),
       cmocka_unit_test(test_bad_use),
+      cmocka_unit_test(test_jit_warm_without_gpu),
       cmocka_unit_test(test_main_job_small),
   };
   return cmocka_run_group_tests_name("cli", tests, NULL, NULL);

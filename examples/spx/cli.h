@@ -10,6 +10,8 @@
   _(info,    "info FILE [--json] [--float]",               "read a Matrix Market file and print its analysis") \
   _(gen,     "gen KIND [options] -o FILE",                 "write a generated matrix (poisson3d, elasticity3d, powerlaw, replicate)") \
   _(formats, "formats [FILE] [--json] [--float] [--param k=v,...]", "every format on a matrix (default elasticity3d 16^3): bytes, padding, conversion time, SpMV check") \
+  _(bench,   "bench [MATRIX ...] [--set large|small] [--dtype double|float|both] [--formats a,b] [--json F] [--csv F] [--svg F]", "GPU SpMV of every format vs best cuSPARSE (needs a GPU)") \
+  _(jit,     "jit --stats|--clear|--compile TPL [-D SPX_X=V]...|--warm MATRIX|--warm-list FILE [--arch sm_XY]", "the JIT kernel cache") \
   _(device,  "device [--json]",                            "show the backend and the GPU spx would use") \
   _(run,     "run [--n N] [--json]",                       "the main job on a generated 3-D problem (what `spx` alone runs)") \
   _(help,    "help",                                       "this list")

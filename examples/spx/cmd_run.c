@@ -13,6 +13,66 @@ static double spx_cli_poisson_rowsum(int64_t i, int64_t n) {
   return (double)((x == 0) + (x == n - 1) + (y == 0) + (y == n - 1) + (z == 0) + (z == n - 1));
 }
 
+/* On a GPU: upload the matrix in a few formats, check each SpMV against the host result yh, and
+ * time it (median of 20 after a warm-up) against the measured copy bandwidth. */
+static int spx_cli_run_gpu(spx_context *ctx, const spx_csr *a, const double *x, const double *yh, int json) {
+  static const spx_format fmts[] = {SPX_FORMAT_ELL, SPX_FORMAT_SELL, SPX_FORMAT_CSR};
+  spx_devptr dx = 0, dy = 0;
+  spx_timer *t = NULL;
+  double gbs = 0, *y = (double *)malloc((size_t)a->nrows * sizeof *y);
+  int f, k, bad = 0;
+  if (!y || spx_copy_bandwidth(ctx, (size_t)1 << 29, 5, &gbs) || spx_timer_create(ctx, &t) ||
+      spx_device_alloc(ctx, (size_t)a->ncols * 8, &dx) || spx_device_alloc(ctx, (size_t)a->nrows * 8, &dy) ||
+      spx_device_upload(ctx, dx, x, (size_t)a->ncols * 8)) {
+    spx_cli_fail("run (GPU)");
+    bad = 1;
+    goto done;
+  }
+  if (!json) printf("\nGPU SpMV          device copy bandwidth %.0f GB/s (read + write), measured now\n", gbs);
+  for (f = 0; f < (int)(sizeof fmts / sizeof *fmts); f++) {
+    spx_fmt *m = NULL;
+    spx_dmatrix *d = NULL;
+    double ms[20], best, err = 0, bytes;
+    int64_t i;
+    if (spx_fmt_from_csr(a, fmts[f], NULL, &m) || spx_dmatrix_create(ctx, m, NULL, &d) ||
+        spx_dmatrix_spmv(d, 1.0, dx, 0.0, dy) || spx_device_download(ctx, y, dy, (size_t)a->nrows * 8)) {
+      spx_cli_fail("run (GPU)");
+      bad = 1;
+    } else {
+      for (i = 0; i < a->nrows; i++) {
+        double e = y[i] - yh[i];
+        err = e * e > err ? e * e : err;
+      }
+      for (k = 0; k < 20; k++) {
+        spx_timer_start(t);
+        spx_dmatrix_spmv(d, 1.0, dx, 0.0, dy);
+        spx_timer_stop(t, &ms[k]);
+      }
+      best = ms[0];
+      for (k = 1; k < 20; k++) best = ms[k] < best ? ms[k] : best;
+      bytes = (double)spx_dmatrix_bytes(d) + (double)(a->nrows + a->ncols) * 8;
+      bad |= !(sqrt(err) < 1e-12);
+      if (json)
+        printf("%s\"%s\": {\"ms\": %.4f, \"gbs\": %.1f, \"pct_copy\": %.1f, \"max_abs_err\": %.3g}",
+               f ? ", " : ", \"gpu\": {", spx_format_name(fmts[f]), best, bytes / best * 1e-6,
+               100.0 * bytes / best * 1e-6 / gbs, sqrt(err));
+      else
+        printf("  %-6s %8.4f ms  %7.1f GB/s  %5.1f%% of copy  max |y - y_host| = %.2g  [%s]\n",
+               spx_format_name(fmts[f]), best, bytes / best * 1e-6, 100.0 * bytes / best * 1e-6 / gbs, sqrt(err),
+               spx_dmatrix_describe(d));
+    }
+    spx_dmatrix_destroy(d);
+    spx_fmt_destroy(m);
+  }
+  if (json) printf("}");
+done:
+  spx_timer_destroy(t);
+  spx_device_free(ctx, dx);
+  spx_device_free(ctx, dy);
+  free(y);
+  return bad;
+}
+
 int spx_cli_run(int argc, char **argv) {
   int64_t n = 100, i;
   int json = 0, k, reps = 10;
@@ -20,7 +80,8 @@ int spx_cli_run(int argc, char **argv) {
   spx_context *ctx = NULL;
   spx_csr *a = NULL;
   spx_analysis an;
-  double *x = NULL, *y = NULL, t0, tgen, best = 1e30, err = 0, bytes;
+  double *x = NULL, *y = NULL, *gpu_y = NULL, t0, tgen, best = 1e30, err = 0, bytes;
+  int gpu_bad = 0;
   for (k = 1; k < argc; k++) {
     if ((v = spx_cli_opt(argc, argv, &k, "--n"))) { if (!spx_cli_int("run", "--n", v, &n)) return 2; }
     else if (!strcmp(argv[k], "--json")) json = 1;
@@ -52,6 +113,11 @@ int spx_cli_run(int argc, char **argv) {
     best = t0 < best ? t0 : best;
   }
   spx_cli_progress_done();
+  {
+    /* yh: the host result on the timing vector, the oracle for the GPU kernels. */
+    gpu_y = (double *)malloc((size_t)a->nrows * sizeof *gpu_y);
+    if (gpu_y) memcpy(gpu_y, y, (size_t)a->nrows * sizeof *gpu_y);
+  }
   /* Bytes a CSR SpMV must move at least: values, column indices, row pointers, x once, y once. */
   bytes = (double)a->nnz * (8 + 4) + (double)(a->nrows + 1) * 8 + (double)(a->ncols + a->nrows) * 8;
   if (json) {
@@ -61,6 +127,7 @@ int spx_cli_run(int argc, char **argv) {
            (long long)n, spx_backend_name(ctx), tgen, best, 2.0 * (double)a->nnz / best * 1e-9,
            bytes / best * 1e-9, err > 0 ? sqrt(err) : 0.0);
     spx_analysis_print(&an, NULL, stdout, 1);
+    if (gpu_y && !strcmp(spx_backend_name(ctx), "cuda")) gpu_bad = spx_cli_run_gpu(ctx, a, x, gpu_y, 1);
     printf("}\n");
   } else {
     printf("spx %s main job: 3-D Poisson, 7-point, %lld^3 grid\n\n", SPX_VERSION_STRING, (long long)n);
@@ -72,13 +139,15 @@ int spx_cli_run(int argc, char **argv) {
            2.0 * (double)a->nnz / best * 1e-9, bytes / best * 1e-9);
     printf("check A*1         max |error| vs analytic row sums = %.3g (%s)\n", err > 0 ? sqrt(err) : 0.0,
            err == 0 ? "exact" : "MISMATCH");
+    if (gpu_y && !strcmp(spx_backend_name(ctx), "cuda")) gpu_bad = spx_cli_run_gpu(ctx, a, x, gpu_y, 0);
+    else printf("\nGPU SpMV          skipped: %s backend\n", spx_backend_name(ctx));
   }
-  free(x); free(y); spx_csr_destroy(a); spx_context_destroy(ctx);
-  return err == 0 ? 0 : 1;
+  free(x); free(y); free(gpu_y); spx_csr_destroy(a); spx_context_destroy(ctx);
+  return err == 0 && !gpu_bad ? 0 : 1;
 fail:
   spx_cli_progress_done();
   spx_cli_fail("run");
 fail_quiet:
-  free(x); free(y); spx_csr_destroy(a); spx_context_destroy(ctx);
+  free(x); free(y); free(gpu_y); spx_csr_destroy(a); spx_context_destroy(ctx);
   return 1;
 }

@@ -18,6 +18,9 @@
  *   SPX_LIBCUDA, SPX_LIBNVRTC, SPX_LIBCUSPARSE
  *                         full paths of the driver, NVRTC and cuSPARSE libraries (else the usual
  *                         sonames, then $CUDA_HOME/lib64 and /usr/local/cuda/lib64)
+ *   SPX_CACHE=off         no JIT disk cache (kernels are still cached in memory)
+ *   SPX_CACHE_DIR         JIT disk cache directory (else $XDG_CACHE_HOME/spx, else ~/.cache/spx)
+ *   SPX_CACHE_MAX_MB      disk cache size cap, least recently used entries go first (default 512)
  *   SPX_SHARED_MATRICES   where the tests find the shared SuiteSparse matrices
  *
  * ERRORS
@@ -49,6 +52,7 @@
 #include "device.h"
 #include "jit.h"
 #include "baseline.h"
+#include "cuda.h"
 
 #endif /* SPX_SPX_H */
 
@@ -67,4 +71,6 @@
 #include "internal/device_impl.h"
 #include "internal/jit_impl.h"
 #include "internal/baseline_impl.h"
+#include "internal/cuda_impl.h"
+#include "internal/kernels_impl.h"
 #endif

@@ -1,0 +1,96 @@
+/* spx/cuda.h: sparse matrices on the GPU. A converted matrix (spx_fmt) is uploaded once, array by
+ * array as its descriptor lists them, and multiplied by a kernel that NVRTC compiled for its shape
+ * (the row width K of ELL, the slice height C of SELL, the threads per row of CSR ...).
+ *
+ *   spx_dmatrix *d;
+ *   spx_dmatrix_create(ctx, m, NULL, &d);               upload + JIT (cached)
+ *   spx_dmatrix_spmv(d, 1.0, x, 0.0, y);                 y = alpha*A*x + beta*y on ctx's stream
+ *
+ * x and y are device pointers (spx_devptr, or any cudaMalloc'd memory) of the matrix's dtype, of
+ * length ncols and nrows. Each format names its kernel through a spec function (in-tree formats
+ * have theirs; spx_format_set_kernel adds one for a registered format). When the specialized
+ * kernel does not compile, spx warns, gives the NVRTC log, and uses the format's generic kernel. */
+#ifndef SPX_CUDA_H
+#define SPX_CUDA_H
+
+#include "device.h"
+#include "formats.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct spx_dmatrix_options {
+  int threads_per_row; /* CSR-like kernels: 1..32 (power of two); 0 = from the mean row length */
+  int block;           /* threads per block; 0 = the format's choice */
+  int generic;         /* 1: the unspecialized kernel (shape read at run time), for comparison */
+} spx_dmatrix_options;
+
+/* One kernel launch of an SpMV. Every kernel of a format takes the same arguments: the format's
+ * scalars and arrays in descriptor order, then (double alpha, double beta, const T *x, T *y). */
+#define SPX_KERNEL_DEFINES_MAX 12
+typedef struct spx_kernel_launch {
+  char template_name[32];   /* templates/<name>.cu */
+  char kernel[64];          /* extern "C" __global__ name */
+  int ndefines;             /* specialization constants, "SPX_K=27" */
+  int nshape;               /* the first nshape defines are the shape: dropped for the generic kernel */
+  char defines[SPX_KERNEL_DEFINES_MAX][48];
+  unsigned grid[3], block[3], shmem;
+} spx_kernel_launch;
+
+typedef struct spx_kernel_plan {
+  int nlaunch;              /* launches run in order on the stream (e.g. scale y, then atomics) */
+  spx_kernel_launch launch[3];
+  char summary[160];        /* human-readable choice, e.g. "ell K=27 unrolled, 256 threads" */
+} spx_kernel_plan;
+
+/* Fills plan for matrix m on device dev. SPX_VALUE_T is added by spx; the spec adds the rest. */
+typedef spx_status (*spx_kernel_spec_fn)(const spx_fmt *m, const spx_dmatrix_options *opt,
+                                         const spx_device_info *dev, spx_kernel_plan *plan);
+/* Gives a (registered) format its GPU kernel; in-tree formats come with theirs. */
+spx_status spx_format_set_kernel(spx_format f, spx_kernel_spec_fn fn);
+/* 1 when format f has a GPU kernel. */
+int spx_format_has_kernel(spx_format f);
+
+typedef struct spx_dmatrix spx_dmatrix;
+
+/* Uploads m to ctx's device and prepares its kernel(s). SPX_DEVICE_OUT_OF_MEMORY when it does not
+ * fit (nothing is left allocated); SPX_UNSUPPORTED for a format without a kernel. m may be
+ * destroyed afterwards. */
+spx_status spx_dmatrix_create(spx_context *ctx, const spx_fmt *m, const spx_dmatrix_options *opt,
+                              spx_dmatrix **out);
+/* A CSR that already lives on the device (caller-owned cudaMalloc'd arrays: int32 row_ptr of
+ * nrows+1, int32 col_idx and values of nnz), used in place: nothing is copied, and
+ * spx_dmatrix_destroy leaves the arrays to their owner. */
+spx_status spx_dmatrix_wrap_csr(spx_context *ctx, int64_t nrows, int64_t ncols, int64_t nnz,
+                                spx_devptr row_ptr, spx_devptr col_idx, spx_devptr val, spx_dtype dtype,
+                                const spx_dmatrix_options *opt, spx_dmatrix **out);
+/* y = alpha*A*x + beta*y, queued on the context's stream (asynchronous). beta == 0 does not read y. */
+spx_status spx_dmatrix_spmv(spx_dmatrix *d, double alpha, spx_devptr x, double beta, spx_devptr y);
+void spx_dmatrix_destroy(spx_dmatrix *d);
+
+/* Device bytes of the matrix arrays. */
+int64_t spx_dmatrix_bytes(const spx_dmatrix *d);
+/* What runs: "ell: spx_ell_spmv SPX_K=27, 256 threads" (and "(generic fallback)" if it fell back). */
+const char *spx_dmatrix_describe(const spx_dmatrix *d);
+/* Milliseconds spent getting the kernels (compile or cache), and 1 if any was compiled now. */
+double spx_dmatrix_jit_ms(const spx_dmatrix *d, int *compiled);
+spx_format spx_dmatrix_format(const spx_dmatrix *d);
+spx_dtype spx_dmatrix_dtype(const spx_dmatrix *d);
+
+/* Compiles (or finds cached) the kernels spx_dmatrix_create would use for m, without a GPU, for
+ * architecture arch ("sm_90"; NULL: device 0's): how a build machine pre-fills the JIT disk cache
+ * for GPU machines (`spx jit --warm FILE --arch sm_90`). Counts what was compiled and what was
+ * already cached. */
+spx_status spx_dmatrix_warm(const spx_fmt *m, const spx_dmatrix_options *opt, const char *arch,
+                            int *compiled, int *cached);
+
+/* The device's achievable streaming bandwidth: a copy kernel (templates/vector.cu) moving `bytes`
+ * bytes one way, best of `reps` runs after a warm-up, counting bytes read plus bytes written. This
+ * is the roof that spx measures its SpMV kernels against, in the same run. */
+spx_status spx_copy_bandwidth(spx_context *ctx, size_t bytes, int reps, double *gbs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SPX_CUDA_H */

@@ -1,0 +1,288 @@
+/* Implementation of spx/cuda.h: device copies of formats and their kernel launches. */
+#include "common.h"
+#include "cuda_types.h"
+#include "../cuda.h"
+#include "../jit.h"
+
+struct spx_dmatrix {
+  spx_context *ctx;
+  spx_format format;
+  spx_dtype dtype;
+  int64_t nrows, ncols, bytes;
+  int narrays;
+  spx_devptr arrays[SPX_KERNEL_ARGS_MAX];
+  spx_kernel_args args;       /* scalars, then the device array pointers */
+  spx_kernel_plan plan;
+  void *fn[3];                /* CUfunction per launch */
+  double jit_ms;
+  int compiled, generic;
+  char describe[256];
+};
+
+static spx_kernel_spec_fn spx__kernel_specs[SPX_FORMAT_MAX];
+static int spx__kernel_specs_ready;
+static void spx__kernel_specs_init(void); /* in-tree specs, kernels_impl.h */
+static int spx__tpr(const spx_fmt *m, int want);   /* kernels_impl.h */
+
+spx_status spx_format_set_kernel(spx_format f, spx_kernel_spec_fn fn) {
+  if (!spx_format_info(f)) return spx__fail(SPX_INVALID_ARGUMENT, "spx_format_set_kernel: unknown format %d", (int)f);
+  spx__kernel_specs_init();
+  spx__kernel_specs[f] = fn;
+  return SPX_OK;
+}
+
+int spx_format_has_kernel(spx_format f) {
+  spx__kernel_specs_init();
+  return f >= 0 && f < SPX_FORMAT_MAX && spx__kernel_specs[f] != NULL;
+}
+
+/* printf into the next define slot of a launch. */
+static void spx__kdef(spx_kernel_launch *l, const char *fmt, ...) SPX__PRINTF(2, 3);
+static void spx__kdef(spx_kernel_launch *l, const char *fmt, ...) {
+  va_list ap;
+  if (l->ndefines >= SPX_KERNEL_DEFINES_MAX) return;
+  va_start(ap, fmt);
+  vsnprintf(l->defines[l->ndefines++], sizeof l->defines[0], fmt, ap);
+  va_end(ap);
+}
+
+/* A 1-D launch of `kernel` from `tmpl` covering `items` work items with `per_block` per block. */
+static void spx__klaunch(spx_kernel_launch *l, const char *tmpl, const char *kernel, int64_t items,
+                         unsigned block, int64_t per_block) {
+  int64_t g = per_block > 0 ? (items + per_block - 1) / per_block : 1;
+  memset(l, 0, sizeof *l);
+  snprintf(l->template_name, sizeof l->template_name, "%s", tmpl);
+  snprintf(l->kernel, sizeof l->kernel, "%s", kernel);
+  l->grid[0] = (unsigned)(g < 1 ? 1 : g > 2147483647 ? 2147483647 : g);
+  l->grid[1] = l->grid[2] = 1;
+  l->block[0] = block; l->block[1] = l->block[2] = 1;
+}
+
+static void spx__dmatrix_free_arrays(spx_dmatrix *d) {
+  int i;
+  for (i = 0; i < d->narrays; i++) spx_device_free(d->ctx, d->arrays[i]);
+  d->narrays = 0;
+}
+
+void spx_dmatrix_destroy(spx_dmatrix *d) {
+  if (!d) return;
+  spx__dmatrix_free_arrays(d);
+  SPX_FREE(d);
+}
+
+/* The defines of launch l as the JIT takes them: SPX_VALUE_T first, the shape unless generic. */
+static int spx__kdefines(const spx_dmatrix *d, const spx_kernel_launch *l, int generic, const char **out) {
+  int n = 0, i;
+  out[n++] = d->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double";
+  if (generic) out[n++] = "SPX_GENERIC=1";
+  for (i = generic ? l->nshape : 0; i < l->ndefines; i++) out[n++] = l->defines[i];
+  return n;
+}
+
+static spx_status spx__dmatrix_jit(spx_dmatrix *d, int generic) {
+  int i;
+  for (i = 0; i < d->plan.nlaunch; i++) {
+    const char *defs[SPX_KERNEL_DEFINES_MAX + 2];
+    const spx_kernel_launch *l = &d->plan.launch[i];
+    int n = spx__kdefines(d, l, generic, defs);
+    spx_jit_stats before, after;
+    spx_status s;
+    double t0 = spx__now();
+    spx_jit_stats_get(&before);
+    s = spx_jit_kernel(d->ctx, l->template_name, l->kernel, n, defs, &d->fn[i]);
+    spx_jit_stats_get(&after);
+    d->jit_ms += 1e3 * (spx__now() - t0);
+    d->compiled |= after.compiles > before.compiles;
+    if (s) return s;
+  }
+  return SPX_OK;
+}
+
+/* Builds a dmatrix for m: uploads its arrays, or, with `given` non-NULL, uses those device arrays
+ * (caller-owned: never freed here). */
+static spx_status spx__dmatrix_build(spx_context *ctx, const spx_fmt *m, const spx_dmatrix_options *opt,
+                                     const spx_devptr *given, spx_dmatrix **out) {
+  spx_dmatrix_options o;
+  spx_format_array arr[SPX_KERNEL_ARGS_MAX];
+  spx_dmatrix *d;
+  spx_status s;
+  int i, n;
+  if (!out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_dmatrix_create: out is NULL");
+  *out = NULL;
+  if (!ctx || !m) return spx__fail(SPX_INVALID_ARGUMENT, "spx_dmatrix_create: NULL argument");
+  if (ctx->backend != SPX_BACKEND_CUDA)
+    return spx__fail(SPX_NOT_AVAILABLE, "spx_dmatrix_create: the context uses the host backend (no GPU)");
+  spx__kernel_specs_init();
+  if (m->format < 0 || m->format >= SPX_FORMAT_MAX || !spx__kernel_specs[m->format])
+    return spx__fail(SPX_UNSUPPORTED, "format '%s' has no GPU kernel", spx_format_name(m->format));
+  if (opt) o = *opt;
+  else memset(&o, 0, sizeof o);
+  if (!(d = (spx_dmatrix *)spx__calloc(1, sizeof *d))) return SPX_OUT_OF_MEMORY;
+  d->ctx = ctx; d->format = m->format; d->dtype = m->dtype; d->nrows = m->nrows; d->ncols = m->ncols;
+  if ((s = spx__kernel_specs[m->format](m, &o, &ctx->info, &d->plan))) goto fail;
+  n = spx_fmt_arrays(m, arr, SPX_KERNEL_ARGS_MAX);
+  if (n > SPX_KERNEL_ARGS_MAX - 4) { s = spx__fail(SPX_INTERNAL, "format '%s' has too many arrays", spx_format_name(m->format)); goto fail; }
+  /* Upload every array the descriptor lists; empty ones stay 0 (kernels never read them). */
+  for (i = 0; i < n && !given; i++) {
+    size_t bytes = (size_t)arr[i].count * arr[i].elem_size;
+    d->narrays = i + 1;
+    if (!bytes) continue;
+    if ((s = spx_device_alloc(ctx, bytes, &d->arrays[i]))) {
+      spx__wrap(s, "uploading %s (%s, %.1f MiB)", spx_format_name(m->format), arr[i].name, (double)bytes / 1048576.0);
+      goto fail;
+    }
+    if ((s = spx_device_upload(ctx, d->arrays[i], arr[i].host, bytes))) goto fail;
+  }
+  for (i = 0; i < n; i++) d->bytes += (int64_t)((size_t)arr[i].count * arr[i].elem_size);
+  {
+    const void *ptrs[SPX_KERNEL_ARGS_MAX];
+    for (i = 0; i < n; i++) ptrs[i] = (const void *)(uintptr_t)(given ? given[i] : d->arrays[i]);
+    if ((s = spx_fmt_kernel_args(m, ptrs, &d->args))) goto fail;
+  }
+  d->generic = o.generic;
+  if ((s = spx__dmatrix_jit(d, o.generic)) == SPX_NVRTC && !o.generic) {
+    /* The specialized kernel did not compile (the log is in the message): the generic one reads
+     * the shape at run time, slower but correct. */
+    spx__warn("%s; falling back to the generic %s kernel", spx_last_error(), spx_format_name(m->format));
+    d->generic = 1;
+    s = spx__dmatrix_jit(d, 1);
+  }
+  if (s) goto fail;
+  snprintf(d->describe, sizeof d->describe, "%s%s", d->plan.summary, d->generic ? " (generic)" : "");
+  *out = d;
+  return SPX_OK;
+fail:
+  spx_dmatrix_destroy(d);
+  return s;
+}
+
+spx_status spx_dmatrix_create(spx_context *ctx, const spx_fmt *m, const spx_dmatrix_options *opt,
+                              spx_dmatrix **out) {
+  return spx__dmatrix_build(ctx, m, opt, NULL, out);
+}
+
+spx_status spx_dmatrix_wrap_csr(spx_context *ctx, int64_t nrows, int64_t ncols, int64_t nnz,
+                                spx_devptr row_ptr, spx_devptr col_idx, spx_devptr val, spx_dtype dtype,
+                                const spx_dmatrix_options *opt, spx_dmatrix **out) {
+  spx_fmt_csr impl;
+  spx_fmt m;
+  spx_dmatrix_options o;
+  const spx_devptr given[3] = {row_ptr, col_idx, val};
+  if (out) *out = NULL;
+  if (nrows < 0 || ncols < 0 || nnz < 0 || nnz > INT32_MAX || !row_ptr || (nnz && (!col_idx || !val)))
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_dmatrix_wrap_csr: bad sizes or NULL device arrays "
+                     "(%lld x %lld, nnz %lld; 32-bit row pointers need nnz < 2^31)",
+                     (long long)nrows, (long long)ncols, (long long)nnz);
+  memset(&impl, 0, sizeof impl);
+  memset(&m, 0, sizeof m);
+  impl.dtype = dtype; impl.nrows = nrows; impl.ncols = ncols; impl.nnz = nnz;
+  m.format = SPX_FORMAT_CSR; m.dtype = dtype; m.nrows = nrows; m.ncols = ncols; m.nnz = nnz;
+  m.vt = spx_format_info(SPX_FORMAT_CSR);
+  m.impl = &impl;
+  /* The rows live on the device only: no host scan for skew, so the vector kernel with the
+   * threads per row the mean length suggests. */
+  if (opt) o = *opt;
+  else memset(&o, 0, sizeof o);
+  if (!o.threads_per_row) o.threads_per_row = spx__tpr(&m, 0);
+  return spx__dmatrix_build(ctx, &m, &o, given, out);
+}
+
+spx_status spx_dmatrix_spmv(spx_dmatrix *d, double alpha, spx_devptr x, double beta, spx_devptr y) {
+  const spx__cuda_api *cu = spx__cuda();
+  void *params[SPX_KERNEL_ARGS_MAX + 4];
+  spx_status s = SPX_OK;
+  int i;
+  if (!d || (!x && d->ncols) || (!y && d->nrows))
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_dmatrix_spmv: NULL argument");
+  if (!cu) return spx__fail(SPX_NOT_AVAILABLE, "spx_dmatrix_spmv: no CUDA driver");
+  for (i = 0; i < d->args.count; i++) params[i] = d->args.ptrs[i];
+  params[i++] = &alpha;
+  params[i++] = &beta;
+  params[i++] = &x;
+  params[i++] = &y;
+  if ((s = spx__ctx_push(d->ctx))) return s;
+  for (i = 0; i < d->plan.nlaunch && !s; i++) {
+    const spx_kernel_launch *l = &d->plan.launch[i];
+    s = spx__cu_check(cu->cuLaunchKernel((spx__CUfunction)d->fn[i], l->grid[0], l->grid[1], l->grid[2],
+                                         l->block[0], l->block[1], l->block[2], l->shmem,
+                                         d->ctx->stream, params, NULL),
+                      l->kernel);
+  }
+  spx__ctx_pop(d->ctx);
+  return s;
+}
+
+int64_t spx_dmatrix_bytes(const spx_dmatrix *d) { return d ? d->bytes : 0; }
+const char *spx_dmatrix_describe(const spx_dmatrix *d) { return d ? d->describe : ""; }
+double spx_dmatrix_jit_ms(const spx_dmatrix *d, int *compiled) {
+  if (compiled) *compiled = d ? d->compiled : 0;
+  return d ? d->jit_ms : 0;
+}
+spx_format spx_dmatrix_format(const spx_dmatrix *d) { return d ? d->format : (spx_format)-1; }
+spx_dtype spx_dmatrix_dtype(const spx_dmatrix *d) { return d ? d->dtype : SPX_DOUBLE; }
+
+spx_status spx_copy_bandwidth(spx_context *ctx, size_t bytes, int reps, double *gbs) {
+  const spx__cuda_api *cu = spx__cuda();
+  const char *defs[] = {"SPX_VALUE_T=double", "SPX_BLOCK=256"};
+  spx_devptr a = 0, b = 0;
+  spx_timer *t = NULL;
+  void *fn = NULL, *params[3];
+  long long n = (long long)(bytes / sizeof(double));
+  unsigned grid;
+  double best = 1e30, ms;
+  spx_status s;
+  int r;
+  if (!gbs || reps < 1 || n < 1) return spx__fail(SPX_INVALID_ARGUMENT, "spx_copy_bandwidth: bad argument");
+  *gbs = 0;
+  if ((s = spx_jit_kernel(ctx, "vector", "spx_copy_stream", 2, defs, &fn))) return s;
+  if ((s = spx_device_alloc(ctx, (size_t)n * sizeof(double), &a)) ||
+      (s = spx_device_alloc(ctx, (size_t)n * sizeof(double), &b)) ||
+      (s = spx_device_memset(ctx, a, 0x3f, (size_t)n * sizeof(double))) || (s = spx_timer_create(ctx, &t)))
+    goto done;
+  grid = (unsigned)(ctx->info.sm_count > 0 ? ctx->info.sm_count * 8 : 1024); /* a few waves, grid-stride */
+  params[0] = &n; params[1] = &a; params[2] = &b;
+  for (r = -1; r < reps; r++) { /* r = -1: warm-up */
+    if ((s = spx_timer_start(t))) goto done;
+    if ((s = spx__ctx_push(ctx))) goto done;
+    s = spx__cu_check(cu->cuLaunchKernel((spx__CUfunction)fn, grid, 1, 1, 256, 1, 1, 0, ctx->stream, params, NULL),
+                      "spx_copy_stream");
+    spx__ctx_pop(ctx);
+    if (s || (s = spx_timer_stop(t, &ms))) goto done;
+    if (r >= 0 && ms < best) best = ms;
+  }
+  *gbs = 2.0 * (double)n * sizeof(double) / (best * 1e-3) * 1e-9;
+done:
+  spx_timer_destroy(t);
+  spx_device_free(ctx, a);
+  spx_device_free(ctx, b);
+  return s;
+}
+
+spx_status spx_dmatrix_warm(const spx_fmt *m, const spx_dmatrix_options *opt, const char *arch,
+                            int *compiled, int *cached) {
+  spx_dmatrix_options o;
+  spx_device_info dev;
+  spx_dmatrix d; /* only dtype and plan are used */
+  spx_status s;
+  int i;
+  if (compiled) *compiled = 0;
+  if (cached) *cached = 0;
+  if (!m) return spx__fail(SPX_INVALID_ARGUMENT, "spx_dmatrix_warm: NULL matrix");
+  spx__kernel_specs_init();
+  if (m->format < 0 || m->format >= SPX_FORMAT_MAX || !spx__kernel_specs[m->format])
+    return spx__fail(SPX_UNSUPPORTED, "format '%s' has no GPU kernel", spx_format_name(m->format));
+  if (opt) o = *opt;
+  else memset(&o, 0, sizeof o);
+  memset(&dev, 0, sizeof dev);
+  memset(&d, 0, sizeof d);
+  d.dtype = m->dtype;
+  if ((s = spx__kernel_specs[m->format](m, &o, &dev, &d.plan))) return s;
+  for (i = 0; i < d.plan.nlaunch; i++) {
+    const char *defs[SPX_KERNEL_DEFINES_MAX + 2];
+    int n = spx__kdefines(&d, &d.plan.launch[i], o.generic, defs), origin = 0;
+    if ((s = spx_jit_compile_only(d.plan.launch[i].template_name, n, defs, arch, &origin))) return s;
+    if (origin == SPX_JIT_COMPILED) { if (compiled) (*compiled)++; }
+    else if (cached) (*cached)++;
+  }
+  return SPX_OK;
+}

@@ -1,0 +1,383 @@
+/* The GPU kernel of every in-tree format: which template, which kernels in which order, which
+ * specialization constants, and the launch shape. One spec function per format; the table at the
+ * bottom is the only list. Out-of-tree formats add theirs with spx_format_set_kernel. */
+#include "common.h"
+#include "../cuda.h"
+
+/* "ell K=27 unrolled, 256 threads" and the like. */
+#define SPX__KSUM(plan, ...) snprintf((plan)->summary, sizeof (plan)->summary, __VA_ARGS__)
+
+/* Longest loop a spec asks a template to unroll fully (ELL-like widths, diagonals, pairs): past it
+ * the template's run-time loop is as fast and the cubin stays small. */
+#define SPX__UNROLL_MAX 64
+
+static spx_status spx__ks_ell(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
+                              spx_kernel_plan *p) {
+  const spx_fmt_ell *e = (const spx_fmt_ell *)m->impl;
+  unsigned b = o->block ? (unsigned)o->block : 256;
+  spx_kernel_launch *l = &p->launch[0];
+  (void)dev;
+  p->nlaunch = 1;
+  spx__klaunch(l, "ell", "spx_ell_spmv", m->nrows, b, b);
+  if (e->k <= SPX__UNROLL_MAX) {
+    spx__kdef(l, "SPX_K=%d", (int)e->k);
+    l->nshape = 1;
+  }
+  spx__kdef(l, "SPX_BLOCK=%u", b);
+  if (m->nrows * (int64_t)e->k >= INT32_MAX) spx__kdef(l, "SPX_SLOT_T=long long");
+  SPX__KSUM(p, "ell: spx_ell_spmv K=%d%s, %u threads/block", (int)e->k, e->k <= SPX__UNROLL_MAX ? " unrolled" : "", b);
+  return SPX_OK;
+}
+
+static spx_status spx__ks_ell_r(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
+                                spx_kernel_plan *p) {
+  const spx_fmt_ell_r *e = (const spx_fmt_ell_r *)m->impl;
+  unsigned b = o->block ? (unsigned)o->block : 256;
+  spx_kernel_launch *l = &p->launch[0];
+  (void)dev;
+  p->nlaunch = 1;
+  spx__klaunch(l, "ell", "spx_ell_r_spmv", m->nrows, b, b);
+  spx__kdef(l, "SPX_BLOCK=%u", b);
+  if (m->nrows * (int64_t)e->k >= INT32_MAX) spx__kdef(l, "SPX_SLOT_T=long long");
+  SPX__KSUM(p, "ell_r: spx_ell_r_spmv K<=%d, %u threads/block", (int)e->k, b);
+  return SPX_OK;
+}
+
+/* The power of two within 1..32 nearest a mean amount of work per row, or `want` when it is one. */
+static int spx__tpr_of(double mean, int want) {
+  int t = 1;
+  if (want >= 1 && want <= 32 && !(want & (want - 1))) return want;
+  while (t < 32 && 2.0 * t <= mean * 1.5) t *= 2;
+  return t;
+}
+
+/* Threads per row of the CSR vector kernel: the largest power of two within 1..32 not above a fifth
+ * of the mean row length (measured on an H100, double and float: 7 per row runs best with 1-2
+ * lanes, 27 with 4, 81 with 8-16; whole warps on short rows idle most lanes and halve the
+ * bandwidth), or `want` when it is one. */
+static int spx__tpr(const spx_fmt *m, int want) {
+  double mean = m->nrows ? (double)m->nnz / (double)m->nrows : 0;
+  int t = 1;
+  if (want >= 1 && want <= 32 && !(want & (want - 1))) return want;
+  while (t < 32 && 2.0 * t * 5.0 <= mean) t *= 2;
+  return t;
+}
+
+/* Threads per block for kernels that use warps and shared memory: o->block when it is a multiple of
+ * 32 in 64..1024, else 256. */
+static unsigned spx__kblock(const spx_dmatrix_options *o) {
+  return o->block >= 64 && o->block <= 1024 && o->block % 32 == 0 ? (unsigned)o->block : 256;
+}
+
+/* Items (row ends + nonzeros) per block of the load-balanced CSR kernel: 8 per thread at 256
+ * threads; the block stages them in 2048 * (4 + sizeof(T)) bytes of shared memory. */
+#define SPX__LB_ITEMS 2048
+
+/* When the vector kernel loses to load balancing: B = longest/mean row > 8 with rows of 64 or more
+ * (a few long rows serialize their warps while the others idle), or mean row > 64 with a
+ * coefficient of variation > 0.5 (whole-warp rows of very different lengths). O(nrows).
+ * Measured on an H100 (double): power-law rows (1M rows, 10-12M nonzeros, B 195-411) run at 1.25
+ * TB/s merge-path against 0.89-1.02 for the best vector width; regular rows (7-81 per row) at
+ * 1.8 TB/s merge-path against 2.5-2.7 vector, hence vector unless skewed. */
+static int spx__csr_skewed(const spx_fmt_csr *c, int64_t n, int64_t nnz, double *ratio) {
+  double mean, var = 0, maxlen = 0;
+  int64_t i;
+  *ratio = 0;
+  if (n <= 0 || nnz <= 0 || !c->ptr) return 0;
+  mean = (double)nnz / (double)n;
+  for (i = 0; i < n; i++) {
+    double len = (double)(c->ptr[i + 1] - c->ptr[i]);
+    var += (len - mean) * (len - mean);
+    if (len > maxlen) maxlen = len;
+  }
+  var /= (double)n;
+  *ratio = maxlen / mean;
+  return (*ratio > 8 && maxlen >= 64) || (mean > 64 && var > 0.25 * mean * mean);
+}
+
+/* CSR: the vector kernel (csr.cu) with threads per row from the mean row length, or, on skewed
+ * rows (spx__csr_skewed) and unless threads_per_row is given, the merge-path kernel (csr_lb.cu):
+ * spx_csr_lb_fix scales the rows that block boundaries cut (when there is more than one block),
+ * then spx_csr_lb_spmv. */
+static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
+                              spx_kernel_plan *p) {
+  unsigned b = o->block ? (unsigned)o->block : 256;
+  int tpr = spx__tpr(m, o->threads_per_row);
+  spx_kernel_launch *l = &p->launch[0];
+  double ratio;
+  (void)dev;
+  if (!o->threads_per_row && spx__csr_skewed((const spx_fmt_csr *)m->impl, m->nrows, m->nnz, &ratio)) {
+    int64_t ipb, nblk;
+    int ipt;
+    b = spx__kblock(o);
+    ipt = SPX__LB_ITEMS / (int)b;
+    ipb = (int64_t)b * ipt;
+    nblk = (m->nrows + m->nnz + ipb - 1) / ipb;
+    p->nlaunch = 0;
+    if (nblk > 1) {
+      l = &p->launch[p->nlaunch++];
+      spx__klaunch(l, "csr_lb", "spx_csr_lb_fix", (nblk - 1) * 32, b, b);
+      spx__kdef(l, "SPX_BLOCK=%u", b);
+      spx__kdef(l, "SPX_IPT=%d", ipt);
+    }
+    l = &p->launch[p->nlaunch++];
+    spx__klaunch(l, "csr_lb", "spx_csr_lb_spmv", m->nrows + m->nnz, b, ipb);
+    spx__kdef(l, "SPX_BLOCK=%u", b);
+    spx__kdef(l, "SPX_IPT=%d", ipt);
+    SPX__KSUM(p, "csr: merge-path load balancing (longest/mean row %.1f), %d items/thread, %u threads/block%s",
+              ratio, ipt, b, nblk > 1 ? ", cut rows by atomics" : "");
+    return SPX_OK;
+  }
+  if (b % (unsigned)tpr) b = 256;
+  p->nlaunch = 1;
+  spx__klaunch(l, "csr", "spx_csr_spmv", m->nrows, b, b / (unsigned)tpr);
+  spx__kdef(l, "SPX_TPR=%d", tpr);
+  l->nshape = 1;
+  spx__kdef(l, "SPX_BLOCK=%u", b);
+  SPX__KSUM(p, "csr: spx_csr_spmv %d threads/row, %u threads/block", tpr, b);
+  return SPX_OK;
+}
+
+static spx_status spx__ks_sell(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
+                               spx_kernel_plan *p) {
+  const spx_fmt_sell *e = (const spx_fmt_sell *)m->impl;
+  unsigned b = o->block ? (unsigned)o->block : 256;
+  spx_kernel_launch *l = &p->launch[0];
+  (void)dev;
+  p->nlaunch = 1;
+  spx__klaunch(l, "sell", "spx_sell_spmv", m->nrows, b, b);
+  spx__kdef(l, "SPX_C=%d", (int)e->c);
+  l->nshape = 1;
+  spx__kdef(l, "SPX_BLOCK=%u", b);
+  SPX__KSUM(p, "sell: spx_sell_spmv C=%d sigma=%d, %u threads/block", (int)e->c, (int)e->sigma, b);
+  return SPX_OK;
+}
+
+static spx_status spx__ks_coo(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
+                              spx_kernel_plan *p) {
+  unsigned b = o->block ? (unsigned)o->block : 256;
+  (void)dev;
+  p->nlaunch = 2;
+  spx__klaunch(&p->launch[0], "coo", "spx_coo_scale", m->nrows, b, b);
+  spx__kdef(&p->launch[0], "SPX_BLOCK=%u", b);
+  spx__klaunch(&p->launch[1], "coo", "spx_coo_spmv", m->nnz, b, b);
+  spx__kdef(&p->launch[1], "SPX_BLOCK=%u", b);
+  SPX__KSUM(p, "coo: scale y, then warp-segmented atomics, %u threads/block", b);
+  return SPX_OK;
+}
+
+/* JDS: one thread per sorted position; the diagonal loop unrolled over SPX_NJD when it is short. */
+static spx_status spx__ks_jds(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
+                              spx_kernel_plan *p) {
+  const spx_fmt_jds *e = (const spx_fmt_jds *)m->impl;
+  unsigned b = o->block ? (unsigned)o->block : 256;
+  spx_kernel_launch *l = &p->launch[0];
+  int unroll = e->njd <= SPX__UNROLL_MAX;
+  (void)dev;
+  p->nlaunch = 1;
+  spx__klaunch(l, "jds", "spx_jds_spmv", m->nrows, b, b);
+  if (unroll) {
+    spx__kdef(l, "SPX_NJD=%d", (int)e->njd);
+    l->nshape = 1;
+  }
+  spx__kdef(l, "SPX_BLOCK=%u", b);
+  SPX__KSUM(p, "jds: spx_jds_spmv %d diagonals%s, %u threads/block", (int)e->njd, unroll ? " unrolled" : "", b);
+  return SPX_OK;
+}
+
+/* HYB: the ELL part writes alpha*sum + beta*y (K unrolled), then the COO part adds with warp-
+ * segmented atomics (only when it has entries). */
+static spx_status spx__ks_hyb(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
+                              spx_kernel_plan *p) {
+  const spx_fmt_hyb *e = (const spx_fmt_hyb *)m->impl;
+  unsigned b = spx__kblock(o);
+  spx_kernel_launch *l = &p->launch[0];
+  int unroll = e->k <= SPX__UNROLL_MAX;
+  (void)dev;
+  p->nlaunch = 1;
+  spx__klaunch(l, "hyb", "spx_hyb_ell", m->nrows, b, b);
+  if (unroll) {
+    spx__kdef(l, "SPX_K=%d", (int)e->k);
+    l->nshape = 1;
+  }
+  spx__kdef(l, "SPX_BLOCK=%u", b);
+  if (m->nrows * (int64_t)e->k >= INT32_MAX) spx__kdef(l, "SPX_SLOT_T=long long");
+  if (e->ncoo > 0) {
+    l = &p->launch[p->nlaunch++];
+    spx__klaunch(l, "hyb", "spx_hyb_coo", e->ncoo, b, b);
+    spx__kdef(l, "SPX_BLOCK=%u", b);
+  }
+  SPX__KSUM(p, "hyb: spx_hyb_ell K=%d%s%s, %u threads/block", (int)e->k, unroll ? " unrolled" : "",
+            e->ncoo > 0 ? " + spx_hyb_coo warp-segmented atomics" : "", b);
+  return SPX_OK;
+}
+
+/* SS: scale y by beta, then one block per tile of max(seg, block*SPX__SS_VPT) slots. The block
+ * is a power of two (tiles must hold whole segments). */
+#define SPX__SS_VPT 8
+static spx_status spx__ks_ss(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
+                             spx_kernel_plan *p) {
+  const spx_fmt_ss *e = (const spx_fmt_ss *)m->impl;
+  unsigned b = spx__kblock(o);
+  int64_t tile;
+  (void)dev;
+  while (b & (b - 1)) b &= b - 1; /* round down to a power of two */
+  tile = e->seg > (int64_t)b * SPX__SS_VPT ? e->seg : (int64_t)b * SPX__SS_VPT;
+  p->nlaunch = 2;
+  spx__klaunch(&p->launch[0], "ss", "spx_ss_scale", m->nrows, b, b);
+  spx__kdef(&p->launch[0], "SPX_BLOCK=%u", b);
+  spx__klaunch(&p->launch[1], "ss", "spx_ss_spmv", e->nseg * e->seg, b, tile);
+  spx__kdef(&p->launch[1], "SPX_SEG=%d", (int)e->seg);
+  p->launch[1].nshape = 1;
+  spx__kdef(&p->launch[1], "SPX_BLOCK=%u", b);
+  spx__kdef(&p->launch[1], "SPX_VPT=%d", SPX__SS_VPT);
+  SPX__KSUM(p, "ss: scale y, then spx_ss_spmv seg=%d, %lld slots/block, %d per thread, block scan, %u threads/block",
+            (int)e->seg, (long long)tile, SPX__SS_VPT, b);
+  return SPX_OK;
+}
+
+/* BSR: R*W lanes per block row (W block lanes, a power of two with R*W <= 32, up to the mean blocks
+ * per block row); C unrolled. */
+static spx_status spx__ks_bsr(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
+                              spx_kernel_plan *p) {
+  const spx_fmt_bsr *e = (const spx_fmt_bsr *)m->impl;
+  unsigned b = spx__kblock(o);
+  spx_kernel_launch *l = &p->launch[0];
+  double mb = e->nbrows ? (double)e->nblocks / (double)e->nbrows : 0;
+  int w = 1;
+  (void)dev;
+  while (2 * w * e->r <= 32 && 2 * w <= mb) w *= 2;
+  p->nlaunch = 1;
+  if (w == 1) spx__klaunch(l, "bsr", "spx_bsr_spmv", e->nbrows * e->r, b, b);
+  else {
+    int64_t gpw = 32 / (e->r * w), warps = (e->nbrows + gpw - 1) / gpw;
+    spx__klaunch(l, "bsr", "spx_bsr_spmv", warps * 32, b, b);
+  }
+  spx__kdef(l, "SPX_R=%d", (int)e->r);
+  spx__kdef(l, "SPX_C=%d", (int)e->c);
+  l->nshape = 2;
+  spx__kdef(l, "SPX_W=%d", w);
+  spx__kdef(l, "SPX_BLOCK=%u", b);
+  if (e->nblocks * e->r * e->c >= INT32_MAX) spx__kdef(l, "SPX_SLOT_T=long long");
+  SPX__KSUM(p, "bsr: spx_bsr_spmv %dx%d blocks unrolled, %d lanes per block row (%d per block-row row), "
+            "%u threads/block", (int)e->r, (int)e->c, (int)e->r * w, w, b);
+  return SPX_OK;
+}
+
+/* Block lengths of an RBP matrix, 2..SPX__UNROLL_MAX counted one by one (longer ones only in total). */
+typedef struct spx__rbp_runs {
+  int64_t count[SPX__UNROLL_MAX + 1], total;
+} spx__rbp_runs;
+
+/* Adds the blocks given by nb first/last pairs at comp_col[base + 2q*stride], [base + (2q+1)*stride],
+ * stopping at a padding pair (last < first). */
+static void spx__rbp_runs_add(spx__rbp_runs *h, const int32_t *comp_col, int64_t base, int64_t stride, int64_t nb) {
+  int64_t q;
+  for (q = 0; q < nb; q++) {
+    int64_t f = comp_col[base + 2 * q * stride], len = comp_col[base + (2 * q + 1) * stride] - f + 1;
+    if (len <= 0) break;
+    h->total++;
+    if (len <= SPX__UNROLL_MAX) h->count[len]++;
+  }
+}
+
+/* SPX_RUN: the most frequent block length when it covers at least half of the blocks (the template
+ * unrolls blocks of that length, loops over the others), else 0; *all = 1 when every block has it. */
+static int spx__rbp_run(const spx__rbp_runs *h, int *all) {
+  int len, best = 0;
+  for (len = 2; len <= SPX__UNROLL_MAX; len++)
+    if (h->count[len] > h->count[best]) best = len;
+  *all = best && h->count[best] == h->total;
+  return best && 2 * h->count[best] >= h->total ? best : 0;
+}
+
+/* RBP-CSR: Algorithm 2 widened to TPR lanes per row (the power of two nearest the mean blocks plus
+ * isolated entries per row; threads_per_row forces it, 1 is the paper's thread per row); SPX_RUN
+ * unrolls the common block length, SPX_RUN_ALL (every block that long) drops the length scan. */
+static spx_status spx__ks_rbp_csr(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
+                                  spx_kernel_plan *p) {
+  const spx_fmt_rbp_csr *e = (const spx_fmt_rbp_csr *)m->impl;
+  unsigned b = spx__kblock(o);
+  spx_kernel_launch *l = &p->launch[0];
+  double mean = m->nrows ? (double)(e->nblocks + e->nnon) / (double)m->nrows : 0;
+  int tpr = spx__tpr_of(mean, o->threads_per_row), run, all;
+  spx__rbp_runs h;
+  (void)dev;
+  memset(&h, 0, sizeof h);
+  if (e->comp_col) spx__rbp_runs_add(&h, e->comp_col, 0, 1, e->nblocks);
+  run = spx__rbp_run(&h, &all);
+  p->nlaunch = 1;
+  spx__klaunch(l, "rbp", "spx_rbp_csr_spmv", m->nrows, b, b / (unsigned)tpr);
+  if (run) spx__kdef(l, "SPX_RUN=%d", run);
+  if (run && all) spx__kdef(l, "SPX_RUN_ALL=1");
+  l->nshape = l->ndefines;
+  spx__kdef(l, "SPX_TPR=%d", tpr);
+  spx__kdef(l, "SPX_BLOCK=%u", b);
+  if (run) SPX__KSUM(p, "rbp_csr: spx_rbp_csr_spmv runs of %d unrolled (%s), %d threads/row, %u threads/block", run,
+                     all ? "all" : "most", tpr, b);
+  else SPX__KSUM(p, "rbp_csr: spx_rbp_csr_spmv %d threads/row, %u threads/block", tpr, b);
+  return SPX_OK;
+}
+
+/* RBP-ELL and RBP-ELL-R: one thread per row; SPX_KC unrolls the pair loop when Kc is small,
+ * SPX_RUN the common block length. rl NULL for RBP-ELL. */
+static spx_status spx__ks_rbpe(const spx_fmt *m, const spx_dmatrix_options *o, spx_kernel_plan *p, const char *name,
+                               const char *kernel, int32_t kv, int32_t kc, const int32_t *comp_col,
+                               const int32_t *rl) {
+  unsigned b = o->block ? (unsigned)o->block : 256;
+  spx_kernel_launch *l = &p->launch[0];
+  int run, all, unroll = kc <= SPX__UNROLL_MAX;
+  int64_t i, n = m->nrows;
+  spx__rbp_runs h;
+  memset(&h, 0, sizeof h);
+  for (i = 0; comp_col && i < n; i++) spx__rbp_runs_add(&h, comp_col, i, n, rl ? rl[i] : kc / 2);
+  run = spx__rbp_run(&h, &all);
+  p->nlaunch = 1;
+  spx__klaunch(l, "rbp", kernel, n, b, b);
+  if (unroll) spx__kdef(l, "SPX_KC=%d", (int)kc);
+  if (run) spx__kdef(l, "SPX_RUN=%d", run);
+  l->nshape = l->ndefines;
+  spx__kdef(l, "SPX_BLOCK=%u", b);
+  if (n * (int64_t)(kv > kc ? kv : kc) >= INT32_MAX) spx__kdef(l, "SPX_SLOT_T=long long");
+  if (run) SPX__KSUM(p, "%s: %s Kv=%d Kc=%d%s, runs of %d unrolled (%s), %u threads/block", name, kernel, (int)kv,
+                     (int)kc, unroll ? " unrolled" : "", run, all ? "all" : "most", b);
+  else SPX__KSUM(p, "%s: %s Kv=%d Kc=%d%s, %u threads/block", name, kernel, (int)kv, (int)kc, unroll ? " unrolled" : "", b);
+  return SPX_OK;
+}
+
+static spx_status spx__ks_rbp_ell(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
+                                  spx_kernel_plan *p) {
+  const spx_fmt_rbp_ell *e = (const spx_fmt_rbp_ell *)m->impl;
+  (void)dev;
+  return spx__ks_rbpe(m, o, p, "rbp_ell", "spx_rbp_ell_spmv", e->kv, e->kc, e->comp_col, NULL);
+}
+
+static spx_status spx__ks_rbp_ell_r(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
+                                    spx_kernel_plan *p) {
+  const spx_fmt_rbp_ell_r *e = (const spx_fmt_rbp_ell_r *)m->impl;
+  (void)dev;
+  return spx__ks_rbpe(m, o, p, "rbp_ell_r", "spx_rbp_ell_r_spmv", e->kv, e->kc, e->comp_col, e->rl);
+}
+
+/* Formats with a GPU kernel. _(ENUM suffix, spec function) */
+#define SPX__KERNELS(_)                \
+  _(COO,       spx__ks_coo)            \
+  _(CSR,       spx__ks_csr)            \
+  _(ELL,       spx__ks_ell)            \
+  _(ELL_R,     spx__ks_ell_r)          \
+  _(JDS,       spx__ks_jds)            \
+  _(SELL,      spx__ks_sell)           \
+  _(HYB,       spx__ks_hyb)            \
+  _(RBP_CSR,   spx__ks_rbp_csr)        \
+  _(RBP_ELL,   spx__ks_rbp_ell)        \
+  _(RBP_ELL_R, spx__ks_rbp_ell_r)      \
+  _(SS,        spx__ks_ss)             \
+  _(BSR,       spx__ks_bsr)
+
+static void spx__kernel_specs_init(void) {
+  if (spx__kernel_specs_ready) return;
+#define SPX__KSET(E, fn) spx__kernel_specs[SPX_FORMAT_##E] = fn;
+  SPX__KERNELS(SPX__KSET)
+#undef SPX__KSET
+  spx__kernel_specs_ready = 1;
+}

@@ -1,0 +1,184 @@
+/* Tests of spx/cuda.h: every format that has a GPU kernel, on every shared matrix and on generated
+ * ones, in double and float, against the host CSR reference. Without a GPU only the refusals run. */
+#include "spx_test.h"
+
+static spx_context *gpu;
+
+static int setup(void **state) {
+  spx_context_options o = {SPX_BACKEND_CUDA, 0};
+  (void)state;
+  if (spx_device_count() > 0 && spx_context_create(&o, &gpu) != SPX_OK) gpu = NULL;
+  return 0;
+}
+static int teardown(void **state) {
+  (void)state;
+  spx_context_destroy(gpu);
+  return 0;
+}
+
+/* Runs y = alpha*A*x + beta*y on the GPU through format f and compares with the host CSR result.
+ * Returns 0 when the format declined the matrix (SPX_UNSUPPORTED), 1 when checked. */
+static int check_one(const spx_csr *a64, spx_format f, spx_dtype dt, const spx_dmatrix_options *opt,
+                     const char *what) {
+  spx_csr *a = NULL;
+  spx_fmt *m = NULL;
+  spx_dmatrix *d = NULL;
+  spx_devptr dx = 0, dy = 0;
+  size_t vs = SPX_DTYPE_SIZE(dt);
+  int64_t i, n = a64->nrows, nc = a64->ncols;
+  double *x = malloc((size_t)(nc + 1) * sizeof *x), *y0 = malloc((size_t)(n + 1) * sizeof *y0);
+  double *yr = malloc((size_t)(n + 1) * sizeof *yr), *yg = malloc((size_t)(n + 1) * sizeof *yg);
+  void *hx = malloc((size_t)(nc + 1) * vs), *hy = malloc((size_t)(n + 1) * vs);
+  double alpha = 1.0 + 0.5 * spx_test_rand(), beta = spx_test_rand();
+  int pass, ok = 1;
+  spx_status s;
+  assert_true(x && y0 && yr && yg && hx && hy);
+  assert_int_equal(spx_csr_copy(a64, dt, &a), SPX_OK);
+  s = spx_fmt_from_csr(a, f, NULL, &m);
+  if (s == SPX_UNSUPPORTED) { ok = 0; goto done; }
+  if (s) fail_msg("%s %s: convert: %s", what, spx_format_name(f), spx_last_error());
+  if ((s = spx_dmatrix_create(gpu, m, opt, &d)))
+    fail_msg("%s %s %s: %s", what, spx_format_name(f), spx_dtype_name(dt), spx_last_error());
+  spx_test_fill(x, nc);
+  spx_test_fill(y0, n);
+  for (i = 0; i < nc; i++) {
+    if (dt == SPX_FLOAT) { ((float *)hx)[i] = (float)x[i]; x[i] = ((float *)hx)[i]; }
+    else ((double *)hx)[i] = x[i];
+  }
+  for (i = 0; i < n; i++) {
+    if (dt == SPX_FLOAT) { ((float *)hy)[i] = (float)y0[i]; y0[i] = ((float *)hy)[i]; }
+    else ((double *)hy)[i] = y0[i];
+  }
+  assert_int_equal(spx_device_alloc(gpu, (size_t)(nc + 1) * vs, &dx), SPX_OK);
+  assert_int_equal(spx_device_alloc(gpu, (size_t)(n + 1) * vs, &dy), SPX_OK);
+  assert_int_equal(spx_device_upload(gpu, dx, hx, (size_t)nc * vs), SPX_OK);
+  for (pass = 0; pass < 2; pass++) {
+    double b = pass == 0 ? 0.0 : beta;
+    /* The reference: CSR in double on the values and x the device sees. */
+    spx_csr *ad;
+    assert_int_equal(spx_csr_copy(a, SPX_DOUBLE, &ad), SPX_OK);
+    for (i = 0; i < n; i++) yr[i] = y0[i];
+    assert_int_equal(spx_csr_spmv(ad, alpha, x, b, yr), SPX_OK);
+    spx_csr_destroy(ad);
+    if (pass == 0) assert_int_equal(spx_device_memset(gpu, dy, 0xff, (size_t)n * vs), SPX_OK); /* NaN */
+    else assert_int_equal(spx_device_upload(gpu, dy, hy, (size_t)n * vs), SPX_OK);
+    if ((s = spx_dmatrix_spmv(d, alpha, dx, b, dy)) || (s = spx_context_synchronize(gpu)))
+      fail_msg("%s %s: spmv: %s", what, spx_format_name(f), spx_last_error());
+    assert_int_equal(spx_device_download(gpu, hy, dy, (size_t)n * vs), SPX_OK);
+    for (i = 0; i < n; i++) yg[i] = dt == SPX_FLOAT ? (double)((float *)hy)[i] : ((double *)hy)[i];
+    if (spx_test_relerr(yg, yr, n) > (dt == SPX_FLOAT ? 1e-5 : 1e-12))
+      fail_msg("%s: %s (%s) %s beta=%g: relative error %.3g", what, spx_format_name(f),
+               spx_dmatrix_describe(d), spx_dtype_name(dt), b, spx_test_relerr(yg, yr, n));
+    for (i = 0; i < n; i++) /* restore the host y for pass 1 */
+      if (dt == SPX_FLOAT) ((float *)hy)[i] = (float)y0[i];
+      else ((double *)hy)[i] = y0[i];
+  }
+done:
+  spx_device_free(gpu, dx);
+  spx_device_free(gpu, dy);
+  spx_dmatrix_destroy(d);
+  spx_fmt_destroy(m);
+  spx_csr_destroy(a);
+  free(x); free(y0); free(yr); free(yg); free(hx); free(hy);
+  return ok;
+}
+
+static void test_host_refuses(void **state) {
+  spx_context_options o = {SPX_BACKEND_HOST, 0};
+  spx_context *host;
+  spx_csr *a;
+  spx_fmt *m;
+  spx_dmatrix *d = (spx_dmatrix *)1;
+  (void)state;
+  assert_int_equal(spx_context_create(&o, &host), SPX_OK);
+  assert_int_equal(spx_gen_poisson3d(4, 4, 4, 7, SPX_DOUBLE, &a), SPX_OK);
+  assert_int_equal(spx_fmt_from_csr(a, SPX_FORMAT_ELL, NULL, &m), SPX_OK);
+  assert_int_equal(spx_dmatrix_create(host, m, NULL, &d), SPX_NOT_AVAILABLE);
+  assert_null(d);
+  assert_int_equal(spx_dmatrix_create(NULL, m, NULL, &d), SPX_INVALID_ARGUMENT);
+  spx_fmt_destroy(m);
+  spx_csr_destroy(a);
+  spx_context_destroy(host);
+}
+
+/* Every in-tree format has a kernel (formats added out of tree may not). */
+static void test_every_format_has_a_kernel(void **state) {
+  int f;
+  (void)state;
+  for (f = 0; f < SPX_FORMAT_COUNT; f++)
+    if (!spx_format_has_kernel((spx_format)f)) fail_msg("format %s has no GPU kernel", spx_format_name((spx_format)f));
+}
+
+static void test_generated(void **state) {
+  spx_csr *g[4];
+  const char *names[4] = {"poisson3d 7pt 20^3", "poisson3d 27pt 12^3", "elasticity3d 6^3", "powerlaw 5000"};
+  int f, k, t;
+  (void)state;
+  if (!gpu) skip();
+  assert_int_equal(spx_gen_poisson3d(20, 20, 20, 7, SPX_DOUBLE, &g[0]), SPX_OK);
+  assert_int_equal(spx_gen_poisson3d(12, 12, 12, 27, SPX_DOUBLE, &g[1]), SPX_OK);
+  assert_int_equal(spx_gen_elasticity3d(6, 6, 6, SPX_DOUBLE, &g[2]), SPX_OK);
+  assert_int_equal(spx_gen_powerlaw(5000, 2.0, 1, 500, 11, SPX_DOUBLE, &g[3]), SPX_OK);
+  for (k = 0; k < 4; k++)
+    for (f = 0; f < spx_format_count(); f++)
+      for (t = 0; t < 2; t++)
+        if (spx_format_has_kernel((spx_format)f))
+          check_one(g[k], (spx_format)f, t ? SPX_FLOAT : SPX_DOUBLE, NULL, names[k]);
+  for (k = 0; k < 4; k++) spx_csr_destroy(g[k]);
+}
+
+static void test_shared_matrices(void **state) {
+  spx_test_entry *e;
+  int ne = spx_test_manifest(&e), t, f, checked = 0;
+  (void)state;
+  if (!gpu) { free(e); skip(); }
+  if (ne == 0) skip();
+  for (t = 0; t < ne; t++) {
+    char path[1024];
+    spx_csr *a;
+    if (!strcmp(e[t].field, "complex")) continue;
+    spx_test_matrix_path(e[t].name, path, sizeof path);
+    if (spx_mm_read(path, SPX_DOUBLE, &a, NULL)) fail_msg("%s: %s", e[t].name, spx_last_error());
+    for (f = 0; f < spx_format_count(); f++)
+      if (spx_format_has_kernel((spx_format)f)) {
+        checked += check_one(a, (spx_format)f, SPX_DOUBLE, NULL, e[t].name);
+        checked += check_one(a, (spx_format)f, SPX_FLOAT, NULL, e[t].name);
+      }
+    spx_csr_destroy(a);
+  }
+  free(e);
+  print_message("checked %d (matrix, format, dtype) combinations on the GPU\n", checked);
+  assert_true(checked > 100);
+}
+
+/* The generic (unspecialized) kernels and every CSR threads-per-row choice give the same result. */
+static void test_variants(void **state) {
+  spx_csr *a;
+  spx_dmatrix_options o;
+  int f, tpr;
+  (void)state;
+  if (!gpu) skip();
+  assert_int_equal(spx_gen_powerlaw(3000, 1.8, 1, 300, 5, SPX_DOUBLE, &a), SPX_OK);
+  memset(&o, 0, sizeof o);
+  o.generic = 1;
+  for (f = 0; f < spx_format_count(); f++)
+    if (spx_format_has_kernel((spx_format)f)) check_one(a, (spx_format)f, SPX_DOUBLE, &o, "generic");
+  o.generic = 0;
+  for (tpr = 1; tpr <= 32; tpr *= 2) {
+    o.threads_per_row = tpr;
+    check_one(a, SPX_FORMAT_CSR, SPX_DOUBLE, &o, "csr tpr");
+    check_one(a, SPX_FORMAT_CSR, SPX_FLOAT, &o, "csr tpr");
+  }
+  spx_csr_destroy(a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_host_refuses),
+      cmocka_unit_test(test_every_format_has_a_kernel),
+      cmocka_unit_test(test_generated),
+      cmocka_unit_test(test_variants),
+      cmocka_unit_test(test_shared_matrices),
+  };
+  return cmocka_run_group_tests_name("cuda", tests, setup, teardown);
+}
