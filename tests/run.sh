@@ -61,7 +61,7 @@ run "plain-cc dia example" sh -c "build/cc_plain.sh examples/dia/main.c include 
 if [ -x "$out/clang_fuzz/fuzz_mm" ]; then
   mkdir -p "$log/corpus"
   run "fuzz_mm (${SPX_FUZZ_SECONDS:-60}s)" "$out/clang_fuzz/fuzz_mm" -max_total_time="${SPX_FUZZ_SECONDS:-60}" \
-    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$log/corpus" tests/data/mm_seeds
+    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$log/" "$log/corpus" tests/data/mm_seeds
 fi
 
 [ ${#failed[@]} -eq 0 ] || echo "failed: ${failed[*]}"

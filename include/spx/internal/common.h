@@ -44,6 +44,8 @@ void *spx__calloc(size_t n, size_t sz);
 /* Asks for transparent huge pages on a large fresh buffer before it is first touched: page faults,
  * not arithmetic, bound how fast large matrices are built (Linux; elsewhere a no-op). */
 void spx__advise_huge(void *p, size_t bytes);
+/* Matrix Market reader: the largest dimension accepted (default 2^31-1; the fuzz harness lowers it). */
+extern int64_t spx__mm_dim_limit;
 /* A copy of s (NULL on allocation failure). */
 char *spx__strdup(const char *s);
 

@@ -28,6 +28,11 @@
 /* Keyword tables, plus the keywords spx recognizes only to refuse them. */
 #define SPX__MM_KW(e, kw) kw,
 static const char *const spx__mm_formats[] = {SPX_MM_FORMAT_LIST(SPX__MM_KW)};
+/* Largest row or column count the reader accepts. A valid tiny file may declare a 2^31-row empty
+ * matrix, whose O(rows) row pointers cost seconds to zero; the fuzz harness lowers this so that it
+ * measures parsing, not page clearing. Internal, not thread-safe to change while reading. */
+int64_t spx__mm_dim_limit = INT32_MAX;
+
 static const char *const spx__mm_fields[] = {SPX_MM_FIELD_LIST(SPX__MM_KW) "complex"};
 static const char *const spx__mm_syms[] = {SPX_MM_SYMMETRY_LIST(SPX__MM_KW) "hermitian"};
 #undef SPX__MM_KW
@@ -558,6 +563,9 @@ static spx_status spx__mm_header(const char *b, size_t n, const char *name, spx_
   if (h->nrows > INT32_MAX || h->ncols > INT32_MAX)
     return spx__fail_at(SPX_RANGE, name, line, "size line: %lld x %lld exceeds the 32-bit index limit (2147483647)",
                         (long long)h->nrows, (long long)h->ncols);
+  if (h->nrows > spx__mm_dim_limit || h->ncols > spx__mm_dim_limit)
+    return spx__fail_at(SPX_RANGE, name, line, "size line: %lld x %lld exceeds the configured dimension limit %lld",
+                        (long long)h->nrows, (long long)h->ncols, (long long)spx__mm_dim_limit);
   if (h->sym != SPX_MM_GENERAL && h->nrows != h->ncols)
     return spx__fail_at(SPX_PARSE, name, line, "size line: a %s matrix must be square, got %lld x %lld",
                         spx__mm_syms[h->sym], (long long)h->nrows, (long long)h->ncols);
