@@ -164,6 +164,10 @@ static void test_variants(void **state) {
   for (f = 0; f < spx_format_count(); f++)
     if (spx_format_has_kernel((spx_format)f)) check_one(a, (spx_format)f, SPX_DOUBLE, &o, "generic");
   o.generic = 0;
+  o.load_balance = 1; /* the merge-path CSR kernel on a matrix the auto rule may not send to it */
+  check_one(a, SPX_FORMAT_CSR, SPX_DOUBLE, &o, "csr lb");
+  check_one(a, SPX_FORMAT_CSR, SPX_FLOAT, &o, "csr lb");
+  o.load_balance = 0;
   for (tpr = 1; tpr <= 32; tpr *= 2) {
     o.threads_per_row = tpr;
     check_one(a, SPX_FORMAT_CSR, SPX_DOUBLE, &o, "csr tpr");

@@ -24,6 +24,7 @@ typedef struct spx_dmatrix_options {
   int threads_per_row; /* CSR-like kernels: 1..32 (power of two); 0 = from the mean row length */
   int block;           /* threads per block; 0 = the format's choice */
   int generic;         /* 1: the unspecialized kernel (shape read at run time), for comparison */
+  int load_balance;    /* CSR: 1 = the merge-path kernel, -1 = never it, 0 = when rows are skewed */
 } spx_dmatrix_options;
 
 /* One kernel launch of an SpMV. Every kernel of a format takes the same arguments: the format's

@@ -106,7 +106,9 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
   spx_kernel_launch *l = &p->launch[0];
   double ratio;
   (void)dev;
-  if (!o->threads_per_row && spx__csr_skewed((const spx_fmt_csr *)m->impl, m->nrows, m->nnz, &ratio)) {
+  ratio = 0;
+  if (o->load_balance > 0 ||
+      (!o->threads_per_row && !o->load_balance && spx__csr_skewed((const spx_fmt_csr *)m->impl, m->nrows, m->nnz, &ratio))) {
     int64_t ipb, nblk;
     int ipt;
     b = spx__kblock(o);
@@ -124,8 +126,12 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
     spx__klaunch(l, "csr_lb", "spx_csr_lb_spmv", m->nrows + m->nnz, b, ipb);
     spx__kdef(l, "SPX_BLOCK=%u", b);
     spx__kdef(l, "SPX_IPT=%d", ipt);
-    SPX__KSUM(p, "csr: merge-path load balancing (longest/mean row %.1f), %d items/thread, %u threads/block%s",
-              ratio, ipt, b, nblk > 1 ? ", cut rows by atomics" : "");
+    if (o->load_balance > 0)
+      SPX__KSUM(p, "csr: merge-path load balancing (forced), %d items/thread, %u threads/block%s", ipt, b,
+                nblk > 1 ? ", cut rows by atomics" : "");
+    else
+      SPX__KSUM(p, "csr: merge-path load balancing (longest/mean row %.1f), %d items/thread, %u threads/block%s",
+                ratio, ipt, b, nblk > 1 ? ", cut rows by atomics" : "");
     return SPX_OK;
   }
   if (b % (unsigned)tpr) b = 256;
