@@ -79,6 +79,9 @@ static unsigned spx__kblock(const spx_dmatrix_options *o) {
  * Measured on an H100 (double): power-law rows (1M rows, 10-12M nonzeros, B 195-411) run at 1.25
  * TB/s merge-path against 0.89-1.02 for the best vector width; regular rows (7-81 per row) at
  * 1.8 TB/s merge-path against 2.5-2.7 vector, hence vector unless skewed. */
+/* Below this many nonzeros an SpMV is launch- and latency-bound (the small set of `spx bench`). */
+#define SPX__CSR_SMALL_NNZ 100000
+
 static int spx__csr_skewed(const spx_fmt_csr *c, int64_t n, int64_t nnz, double *ratio) {
   double mean, var = 0, maxlen = 0;
   int64_t i;
@@ -107,7 +110,15 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
   double ratio;
   (void)dev;
   ratio = 0;
-  if (o->load_balance > 0 ||
+  if (!o->threads_per_row && !o->load_balance && m->nnz < SPX__CSR_SMALL_NNZ &&
+      spx__csr_skewed((const spx_fmt_csr *)m->impl, m->nrows, m->nnz, &ratio)) {
+    /* A small matrix with a few long rows is latency-bound by its longest row, and the merge-path
+     * kernel's two launches cost more than the imbalance: one launch of the vector kernel with
+     * enough threads per row that the longest row takes at most ~8 steps (bench-small: G51,
+     * bcsstk08, bp_*). */
+    int64_t longest = (int64_t)(ratio * (double)m->nnz / (double)m->nrows + 0.5);
+    while (tpr < 32 && (longest + tpr - 1) / tpr > 8) tpr *= 2;
+  } else if (o->load_balance > 0 ||
       (!o->threads_per_row && !o->load_balance && spx__csr_skewed((const spx_fmt_csr *)m->impl, m->nrows, m->nnz, &ratio))) {
     int64_t ipb, nblk;
     int ipt;
