@@ -109,6 +109,81 @@ static void test_every_format_has_a_kernel(void **state) {
     if (!spx_format_has_kernel((spx_format)f)) fail_msg("format %s has no GPU kernel", spx_format_name((spx_format)f));
 }
 
+/* The plan of format f for a: asserts it exists and names templates the JIT table has. */
+static spx_kernel_plan plan_of(const spx_csr *a, spx_format f, const spx_dmatrix_options *o) {
+  spx_fmt *m;
+  spx_kernel_plan p;
+  int i;
+  assert_int_equal(spx_fmt_from_csr(a, f, NULL, &m), SPX_OK);
+  if (spx_dmatrix_plan(m, o, &p)) fail_msg("%s: %s", spx_format_name(f), spx_last_error());
+  assert_true(p.nlaunch >= 1 && p.nlaunch <= 3);
+  for (i = 0; i < p.nlaunch; i++) {
+    const char *src;
+    assert_int_equal(spx_jit_template_source(p.launch[i].template_name, &src, NULL, NULL), SPX_OK);
+    assert_non_null(strstr(src, p.launch[i].kernel)); /* the kernel is in its template */
+    assert_true(p.launch[i].grid[0] >= 1 && p.launch[i].block[0] >= 32 && p.launch[i].block[0] <= 1024);
+  }
+  spx_fmt_destroy(m);
+  return p;
+}
+
+static int has_define(const spx_kernel_launch *l, const char *d) {
+  int i;
+  for (i = 0; i < l->ndefines; i++)
+    if (!strcmp(l->defines[i], d)) return 1;
+  return 0;
+}
+
+/* The kernel choices, decided on the host, so CI (no GPU) checks them: every format plans kernels
+ * its templates define; ELL specializes K; CSR picks threads per row from the row lengths, one
+ * wide vector launch for small matrices with a few long rows, merge path for large skewed ones. */
+static void test_kernel_plans(void **state) {
+  spx_csr *poisson, *elast, *small_skew, *big_skew, *wide;
+  spx_dmatrix_options o;
+  spx_kernel_plan p;
+  int f;
+  int32_t r[1300], c[1300];
+  (void)state;
+  memset(&o, 0, sizeof o);
+  assert_int_equal(spx_gen_poisson3d(10, 10, 10, 7, SPX_DOUBLE, &poisson), SPX_OK);
+  assert_int_equal(spx_gen_elasticity3d(4, 4, 4, SPX_DOUBLE, &elast), SPX_OK);
+  assert_int_equal(spx_gen_powerlaw(200000, 1.5, 1, 2000, 3, SPX_DOUBLE, &big_skew), SPX_OK);
+  assert_true(big_skew->nnz >= 100000);
+  for (f = 0; f < 1000; f++) { r[f] = f; c[f] = f; }                      /* a diagonal ... */
+  for (f = 0; f < 300; f++) { r[1000 + f] = 7; c[1000 + f] = 3 * f + 1; } /* ... and one 300-long row */
+  assert_int_equal(spx_csr_from_coo(1000, 1000, 1300, r, c, NULL, SPX_DOUBLE, &small_skew), SPX_OK);
+  assert_int_equal(spx_gen_powerlaw(2000, 1.2, 100, 120, 5, SPX_DOUBLE, &wide), SPX_OK); /* rows ~100 long */
+  for (f = 0; f < SPX_FORMAT_COUNT; f++) {
+    plan_of(poisson, (spx_format)f, NULL);
+    plan_of(small_skew, (spx_format)f, NULL);
+  }
+  p = plan_of(poisson, SPX_FORMAT_ELL, NULL);
+  assert_string_equal(p.launch[0].kernel, "spx_ell_spmv");
+  assert_true(has_define(&p.launch[0], "SPX_K=7"));
+  p = plan_of(wide, SPX_FORMAT_ELL, NULL); /* K > 64: the run-time loop, no K constant */
+  for (f = 0; f < p.launch[0].ndefines; f++) assert_null(strstr(p.launch[0].defines[f], "SPX_K="));
+  p = plan_of(poisson, SPX_FORMAT_CSR, NULL);
+  assert_string_equal(p.launch[0].kernel, "spx_csr_spmv");
+  assert_true(has_define(&p.launch[0], "SPX_TPR=1"));
+  p = plan_of(elast, SPX_FORMAT_CSR, NULL); /* 4^3 elements: 50.7 per row; 50.7 / 5 -> 8 lanes */
+  assert_true(has_define(&p.launch[0], "SPX_TPR=8"));
+  p = plan_of(small_skew, SPX_FORMAT_CSR, NULL);
+  assert_int_equal(p.nlaunch, 1);
+  assert_string_equal(p.launch[0].kernel, "spx_csr_spmv");
+  assert_true(has_define(&p.launch[0], "SPX_TPR=32"));
+  p = plan_of(big_skew, SPX_FORMAT_CSR, NULL);
+  assert_string_equal(p.launch[p.nlaunch - 1].kernel, "spx_csr_lb_spmv");
+  o.load_balance = 1;
+  p = plan_of(small_skew, SPX_FORMAT_CSR, &o);
+  assert_string_equal(p.launch[p.nlaunch - 1].kernel, "spx_csr_lb_spmv");
+  o.load_balance = 0;
+  o.threads_per_row = 4;
+  p = plan_of(big_skew, SPX_FORMAT_CSR, &o);
+  assert_true(has_define(&p.launch[0], "SPX_TPR=4"));
+  spx_csr_destroy(poisson); spx_csr_destroy(elast); spx_csr_destroy(small_skew);
+  spx_csr_destroy(big_skew); spx_csr_destroy(wide);
+}
+
 static void test_generated(void **state) {
   spx_csr *g[4];
   const char *names[4] = {"poisson3d 7pt 20^3", "poisson3d 27pt 12^3", "elasticity3d 6^3", "powerlaw 5000"};
@@ -180,6 +255,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_host_refuses),
       cmocka_unit_test(test_every_format_has_a_kernel),
+      cmocka_unit_test(test_kernel_plans),
       cmocka_unit_test(test_generated),
       cmocka_unit_test(test_variants),
       cmocka_unit_test(test_shared_matrices),

@@ -79,6 +79,10 @@ double spx_dmatrix_jit_ms(const spx_dmatrix *d, int *compiled);
 spx_format spx_dmatrix_format(const spx_dmatrix *d);
 spx_dtype spx_dmatrix_dtype(const spx_dmatrix *d);
 
+/* The kernels spx_dmatrix_create would launch for m (templates, specialization constants, launch
+ * shape, summary), decided on the host: no GPU needed. */
+spx_status spx_dmatrix_plan(const spx_fmt *m, const spx_dmatrix_options *opt, spx_kernel_plan *plan);
+
 /* Compiles (or finds cached) the kernels spx_dmatrix_create would use for m, without a GPU, for
  * architecture arch ("sm_90"; NULL: device 0's): how a build machine pre-fills the JIT disk cache
  * for GPU machines (`spx jit --warm FILE --arch sm_90`). Counts what was compiled and what was

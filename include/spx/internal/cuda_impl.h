@@ -258,28 +258,33 @@ done:
   return s;
 }
 
-spx_status spx_dmatrix_warm(const spx_fmt *m, const spx_dmatrix_options *opt, const char *arch,
-                            int *compiled, int *cached) {
+spx_status spx_dmatrix_plan(const spx_fmt *m, const spx_dmatrix_options *opt, spx_kernel_plan *plan) {
   spx_dmatrix_options o;
   spx_device_info dev;
-  spx_dmatrix d; /* only dtype and plan are used */
-  spx_status s;
-  int i;
-  if (compiled) *compiled = 0;
-  if (cached) *cached = 0;
-  if (!m) return spx__fail(SPX_INVALID_ARGUMENT, "spx_dmatrix_warm: NULL matrix");
+  if (!m || !plan) return spx__fail(SPX_INVALID_ARGUMENT, "spx_dmatrix_plan: NULL argument");
+  memset(plan, 0, sizeof *plan);
   spx__kernel_specs_init();
   if (m->format < 0 || m->format >= SPX_FORMAT_MAX || !spx__kernel_specs[m->format])
     return spx__fail(SPX_UNSUPPORTED, "format '%s' has no GPU kernel", spx_format_name(m->format));
   if (opt) o = *opt;
   else memset(&o, 0, sizeof o);
   memset(&dev, 0, sizeof dev);
+  return spx__kernel_specs[m->format](m, &o, &dev, plan);
+}
+
+spx_status spx_dmatrix_warm(const spx_fmt *m, const spx_dmatrix_options *opt, const char *arch,
+                            int *compiled, int *cached) {
+  spx_dmatrix d; /* only dtype and plan are used */
+  spx_status s;
+  int i;
+  if (compiled) *compiled = 0;
+  if (cached) *cached = 0;
   memset(&d, 0, sizeof d);
+  if ((s = spx_dmatrix_plan(m, opt, &d.plan))) return s;
   d.dtype = m->dtype;
-  if ((s = spx__kernel_specs[m->format](m, &o, &dev, &d.plan))) return s;
   for (i = 0; i < d.plan.nlaunch; i++) {
     const char *defs[SPX_KERNEL_DEFINES_MAX + 2];
-    int n = spx__kdefines(&d, &d.plan.launch[i], o.generic, defs), origin = 0;
+    int n = spx__kdefines(&d, &d.plan.launch[i], opt ? opt->generic : 0, defs), origin = 0;
     if ((s = spx_jit_compile_only(d.plan.launch[i].template_name, n, defs, arch, &origin))) return s;
     if (origin == SPX_JIT_COMPILED) { if (compiled) (*compiled)++; }
     else if (cached) (*cached)++;
