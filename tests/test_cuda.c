@@ -20,7 +20,7 @@ static int teardown(void **state) {
  * Returns 0 when the format declined the matrix (SPX_UNSUPPORTED), 1 when checked. */
 static int check_one(const spx_csr *a64, spx_format f, spx_dtype dt, const spx_dmatrix_options *opt,
                      const char *what) {
-  spx_csr *a = NULL;
+  spx_csr *a = NULL, *ad = NULL;
   spx_fmt *m = NULL;
   spx_dmatrix *d = NULL;
   spx_devptr dx = 0, dy = 0;
@@ -52,14 +52,12 @@ static int check_one(const spx_csr *a64, spx_format f, spx_dtype dt, const spx_d
   assert_int_equal(spx_device_alloc(gpu, (size_t)(nc + 1) * vs, &dx), SPX_OK);
   assert_int_equal(spx_device_alloc(gpu, (size_t)(n + 1) * vs, &dy), SPX_OK);
   assert_int_equal(spx_device_upload(gpu, dx, hx, (size_t)nc * vs), SPX_OK);
+  /* The reference: CSR in double on the values and x the device sees (one copy for both passes). */
+  assert_int_equal(spx_csr_copy(a, SPX_DOUBLE, &ad), SPX_OK);
   for (pass = 0; pass < 2; pass++) {
     double b = pass == 0 ? 0.0 : beta;
-    /* The reference: CSR in double on the values and x the device sees. */
-    spx_csr *ad;
-    assert_int_equal(spx_csr_copy(a, SPX_DOUBLE, &ad), SPX_OK);
     for (i = 0; i < n; i++) yr[i] = y0[i];
     assert_int_equal(spx_csr_spmv(ad, alpha, x, b, yr), SPX_OK);
-    spx_csr_destroy(ad);
     if (pass == 0) assert_int_equal(spx_device_memset(gpu, dy, 0xff, (size_t)n * vs), SPX_OK); /* NaN */
     else assert_int_equal(spx_device_upload(gpu, dy, hy, (size_t)n * vs), SPX_OK);
     if ((s = spx_dmatrix_spmv(d, alpha, dx, b, dy)) || (s = spx_context_synchronize(gpu)))
@@ -74,6 +72,7 @@ static int check_one(const spx_csr *a64, spx_format f, spx_dtype dt, const spx_d
       else ((double *)hy)[i] = y0[i];
   }
 done:
+  spx_csr_destroy(ad);
   spx_device_free(gpu, dx);
   spx_device_free(gpu, dy);
   spx_dmatrix_destroy(d);

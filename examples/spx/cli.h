@@ -31,6 +31,10 @@ int spx_cli_int(const char *cmd, const char *name, const char *v, int64_t *out);
 /* Progress on stderr, only when stderr is a terminal: "spx: <step>..." (overwritten by the next). */
 void spx_cli_progress(const char *fmt, ...);
 void spx_cli_progress_done(void);
+/* The stated minimal-bytes model of a GPU SpMV, the same for every format so rates compare: CSR's
+ * arrays once (values, 32-bit columns, 32-bit row pointers), x read once, y written once (beta = 0).
+ * A format that stores less (BSR, RBP) can pass 100% of copy bandwidth. */
+double spx_cli_spmv_min_bytes(const spx_csr *a, size_t value_bytes);
 /* Seconds since an arbitrary start. */
 double spx_cli_now(void);
 

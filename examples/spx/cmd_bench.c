@@ -4,7 +4,7 @@
  * elasticity:N (N^3 hexahedra, 3 unknowns per node), powerlaw:N, rep:FILE:NNZ (block-diagonal
  * copies of a file until it has at least NNZ nonzeros). --set large | small picks the benchmark
  * sets of issue 4. Times are medians over samples of back-to-back SpMVs timed with events after a
- * warm-up; GB/s use one minimal-bytes model for all formats (bench_min_bytes: CSR's arrays once,
+ * warm-up; GB/s use one minimal-bytes model for all formats (spx_cli_spmv_min_bytes: CSR's arrays once,
  * x once, y once); the device's copy bandwidth is measured in the same run. */
 #include <math.h>
 #include <stdlib.h>
@@ -79,13 +79,6 @@ static spx_status bench_load(const char *spec, spx_csr **a, char *name, size_t l
     if ((c = strstr(name, ".mtx"))) name[c - name] = 0;
   }
   return spx_mm_read(spec, SPX_DOUBLE, a, NULL);
-}
-
-/* The stated minimal-bytes model, the same for every format so rates compare: what a CSR SpMV
- * must move at least, each array read once (values, 32-bit columns, 32-bit row pointers), x read
- * once, y written once (beta = 0). A format that stores less (BSR, RBP) can pass 100% of copy. */
-static double bench_min_bytes(const spx_csr *a, size_t vs) {
-  return (double)a->nnz * (double)(vs + 4) + (double)(a->nrows + 1) * 4 + (double)(a->ncols + a->nrows) * (double)vs;
 }
 
 typedef spx_status (*bench_fn)(void *obj, spx_devptr x, spx_devptr y);
@@ -199,7 +192,7 @@ static spx_status bench_matrix(bench_state *st, const spx_csr *a64, const char *
   snprintf(r.kernel, sizeof r.kernel, "best: %s", spx_cusparse_alg_name(spx_cusparse_plan_alg(cs)));
   r.us = cs_us;
   r.gflops = 2.0 * (double)a->nnz / (cs_us * 1e3);
-  r.gbs = bench_min_bytes(a, vs) / (cs_us * 1e3);
+  r.gbs = spx_cli_spmv_min_bytes(a, vs) / (cs_us * 1e3);
   r.pct_copy = 100.0 * r.gbs / st->copy_gbs;
   r.speedup = 1.0;
   r.format_bytes = spx_cusparse_plan_device_bytes(cs);
@@ -241,7 +234,7 @@ static spx_status bench_matrix(bench_state *st, const spx_csr *a64, const char *
         r.relerr = num != num ? INFINITY : den > 0 ? sqrt(num / den) : sqrt(num);
         r.us = us;
         r.gflops = 2.0 * (double)a->nnz / (us * 1e3);
-        r.gbs = bench_min_bytes(a, vs) / (us * 1e3);
+        r.gbs = spx_cli_spmv_min_bytes(a, vs) / (us * 1e3);
         r.format_bytes = spx_dmatrix_bytes(d);
         r.pct_copy = 100.0 * r.gbs / st->copy_gbs;
         r.speedup = cs_us / us;

@@ -86,6 +86,11 @@ void spx_cli_progress_done(void) {
   spx_cli_progress_shown = 0;
 }
 
+double spx_cli_spmv_min_bytes(const spx_csr *a, size_t value_bytes) {
+  return (double)a->nnz * (double)(value_bytes + 4) + (double)(a->nrows + 1) * 4 +
+         (double)(a->ncols + a->nrows) * (double)value_bytes;
+}
+
 double spx_cli_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
