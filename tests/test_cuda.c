@@ -179,6 +179,25 @@ static void test_kernel_plans(void **state) {
   o.threads_per_row = 4;
   p = plan_of(big_skew, SPX_FORMAT_CSR, &o);
   assert_true(has_define(&p.launch[0], "SPX_TPR=4"));
+  /* SELL and SELL16 unroll to the widest slice (7 on Poisson 7-point); each compiles through NVRTC
+   * for sm_90 with its plan's constants (no GPU needed; skipped where NVRTC is missing). */
+  p = plan_of(poisson, SPX_FORMAT_SELL16, NULL);
+  assert_string_equal(p.launch[0].kernel, "spx_sell16_spmv");
+  assert_true(has_define(&p.launch[0], "SPX_WMAX=7") && has_define(&p.launch[0], "SPX_C=32"));
+  p = plan_of(big_skew, SPX_FORMAT_SELL, NULL); /* slices up to 2000 wide: the run-time loop */
+  for (f = 0; f < p.launch[0].ndefines; f++) assert_null(strstr(p.launch[0].defines[f], "SPX_WMAX="));
+  for (f = 0; f < 2; f++) {
+    spx_fmt *m;
+    int compiled = 0, cached = 0;
+    spx_status s;
+    assert_int_equal(spx_fmt_from_csr(poisson, f ? SPX_FORMAT_SELL16 : SPX_FORMAT_SELL, NULL, &m), SPX_OK);
+    s = spx_dmatrix_warm(m, NULL, "sm_90", &compiled, &cached);
+    if (s != SPX_NOT_AVAILABLE) {
+      if (s) fail_msg("warm %s: %s", f ? "sell16" : "sell", spx_last_error());
+      assert_int_equal(compiled + cached, 1);
+    }
+    spx_fmt_destroy(m);
+  }
   spx_csr_destroy(poisson); spx_csr_destroy(elast); spx_csr_destroy(small_skew);
   spx_csr_destroy(big_skew); spx_csr_destroy(wide);
 }

@@ -12,7 +12,7 @@
  *
  *   PARAM rows are the conversion parameters (int64; SPX_AUTO means the default shown), SCALAR
  *   rows the sizes a kernel needs (int32_t or int64_t; the first three are always nrows, ncols,
- *   nnz), ARRAY rows the arrays: element type int32_t, int64_t or SPX_VAL (the matrix's value type,
+ *   nnz), ARRAY rows the arrays: element type int32_t, int64_t, uint16_t or SPX_VAL (the matrix's value type,
  *   double or float) and a length expression in the scalars. From that one table the macros below
  *   generate the struct (spx_fmt_ell), the parameter fields of spx_format_params (ell_k), and the
  *   tables and accessors (spx_format_layout) that generic code uses for allocation, freeing, exact
@@ -57,8 +57,9 @@ extern "C" {
  * matrix", as ELL's K). Every field of spx_format_params starts as SPX_AUTO. */
 #define SPX_AUTO INT64_MIN
 
-/* Element type of an array: 32- or 64-bit integers, or the matrix's values (double or float). */
-typedef enum spx_elem { SPX_ELEM_I32, SPX_ELEM_I64, SPX_ELEM_VAL } spx_elem;
+/* Element type of an array: 32- or 64-bit integers, 16-bit unsigned offsets (index compression),
+ * or the matrix's values (double or float). ORDER: append only. */
+typedef enum spx_elem { SPX_ELEM_I32, SPX_ELEM_I64, SPX_ELEM_VAL, SPX_ELEM_U16 } spx_elem;
 
 /* A pointer to the values of a format, typed by the matrix's dtype. */
 typedef union spx_val {
@@ -121,22 +122,26 @@ typedef struct spx_format_vtable {
  * A descriptor is `#define DESC(X, PARAM, SCALAR, ARRAY)` whose rows are
  *   PARAM (X, name, default, lo, hi, "doc")          int64 conversion parameter
  *   SCALAR(X, type, name, "doc")                      int32_t or int64_t size
- *   ARRAY (X, type, name, length-expression, "doc")   type int32_t, int64_t or SPX_VAL
+ *   ARRAY (X, type, name, length-expression, "doc")   type int32_t, int64_t, uint16_t or SPX_VAL
  * X is passed through untouched (the registry passes the format's name). A length expression may
  * use the scalars by name and must not contain a top-level comma. */
 #define SPX__NONE(...)
 /* Per element-type token: the field's type, its spx_elem, reading and writing it as void *. */
 #define SPX__PTR_int32_t int32_t *
 #define SPX__PTR_int64_t int64_t *
+#define SPX__PTR_uint16_t uint16_t *
 #define SPX__PTR_SPX_VAL spx_val
 #define SPX__ELEM_int32_t SPX_ELEM_I32
 #define SPX__ELEM_int64_t SPX_ELEM_I64
+#define SPX__ELEM_uint16_t SPX_ELEM_U16
 #define SPX__ELEM_SPX_VAL SPX_ELEM_VAL
 #define SPX__GET_int32_t(f) ((void *)(f))
 #define SPX__GET_int64_t(f) ((void *)(f))
+#define SPX__GET_uint16_t(f) ((void *)(f))
 #define SPX__GET_SPX_VAL(f) ((f).p)
 #define SPX__SET_int32_t(f, q) ((f) = (int32_t *)(q))
 #define SPX__SET_int64_t(f, q) ((f) = (int64_t *)(q))
+#define SPX__SET_uint16_t(f, q) ((f) = (uint16_t *)(q))
 #define SPX__SET_SPX_VAL(f, q) ((f).p = (q))
 
 #define SPX__S_FIELD(X, type, name, doc) type name;
@@ -243,6 +248,7 @@ typedef struct spx_format_vtable {
 #include "formats/rbp_ell_r.h"
 #include "formats/ss.h"
 #include "formats/bsr.h"
+#include "formats/sell16.h"
 
 /* The formats spx has. ORDER: the enum order, the order tests and `spx formats` list them;
  * append only (stored plans name formats by their string, but the enum is part of the ABI).
@@ -259,7 +265,8 @@ typedef struct spx_format_vtable {
   _(RBP_ELL,   rbp_ell,   SPX_DESC_RBP_ELL,   "O(n (Kv + Kc) + nnz)",   "row block packing on ELL")                           \
   _(RBP_ELL_R, rbp_ell_r, SPX_DESC_RBP_ELL_R, "O(n (Kv + Kc) + nnz)",   "row block packing on ELL-R")                         \
   _(SS,        ss,        SPX_DESC_SS,        "O(nnz + n)",             "segmented scan with a per-element index")            \
-  _(BSR,       bsr,       SPX_DESC_BSR,       "O(nnz + n/r + ncols/c)", "r x c blocks (auto: square, least bytes)")
+  _(BSR,       bsr,       SPX_DESC_BSR,       "O(nnz + n/r + ncols/c)", "r x c blocks (auto: square, least bytes)")           \
+  _(SELL16,    sell16,    SPX_DESC_SELL16,    "O(slots + n log sigma)", "SELL-C-sigma with 16-bit column offsets per slice")
 
 typedef enum spx_format {
 #define SPX__FORMAT_ENUM(E, n, D, cost, what) SPX_FORMAT_##E,

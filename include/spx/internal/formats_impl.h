@@ -375,7 +375,8 @@ spx_status spx_format_params_parse(spx_format_params *p, const char *text) {
 
 /* ---- Allocation, conversion, the generic operations ----------------------------------------- */
 static size_t spx__elem_size(spx_elem e, spx_dtype t) {
-  return e == SPX_ELEM_I32 ? sizeof(int32_t) : e == SPX_ELEM_I64 ? sizeof(int64_t) : SPX_DTYPE_SIZE(t);
+  return e == SPX_ELEM_I32 ? sizeof(int32_t) : e == SPX_ELEM_I64 ? sizeof(int64_t) : e == SPX_ELEM_U16 ? sizeof(uint16_t)
+                                                                                            : SPX_DTYPE_SIZE(t);
 }
 static spx_dtype spx__impl_dtype(const void *impl) { return *(const spx_dtype *)impl; }
 
@@ -596,6 +597,7 @@ spx_status spx_fmt_kernel_args(const spx_fmt *m, const void *const *array_ptrs, 
 static void spx__dump_elem(FILE *f, const void *p, spx_elem e, spx_dtype t, int64_t k) {
   if (e == SPX_ELEM_I32) fprintf(f, " %d", (int)((const int32_t *)p)[k]);
   else if (e == SPX_ELEM_I64) fprintf(f, " %lld", (long long)((const int64_t *)p)[k]);
+  else if (e == SPX_ELEM_U16) fprintf(f, " %u", (unsigned)((const uint16_t *)p)[k]);
   else if (t == SPX_DOUBLE) fprintf(f, " %.17g", ((const double *)p)[k]);
   else fprintf(f, " %.9g", (double)((const float *)p)[k]);
 }
@@ -620,7 +622,10 @@ spx_status spx_fmt_dump(const spx_fmt *m, FILE *f, int64_t max_entries) {
     const void *p = L->array(m->impl, i);
     spx_elem e = L->arrays[i].elem;
     fprintf(f, "  array  %s[%s = %lld] %s:", L->arrays[i].name, L->arrays[i].length, (long long)n,
-            e == SPX_ELEM_I32 ? "int32" : e == SPX_ELEM_I64 ? "int64" : spx_dtype_name(m->dtype));
+            e == SPX_ELEM_I32   ? "int32"
+            : e == SPX_ELEM_I64 ? "int64"
+            : e == SPX_ELEM_U16 ? "uint16"
+                                : spx_dtype_name(m->dtype));
     for (k = 0; p && k < n && (max_entries < 0 || k < max_entries); k++) spx__dump_elem(f, p, e, m->dtype, k);
     fprintf(f, "%s\n", max_entries >= 0 && n > max_entries ? " ..." : "");
   }

@@ -155,19 +155,40 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
   return SPX_OK;
 }
 
+/* Widest slice a SELL kernel unrolls (guarded, uniform per slice): wider ones loop at run time. */
+#define SPX__SELL_UNROLL_MAX 32
+
+/* SELL and SELL16: one thread per sorted position, C fixed, the slot loop unrolled up to the widest
+ * slice when that is at most SPX__SELL_UNROLL_MAX (loads of a row all in flight at once). */
+static spx_status spx__ks_sellx(const spx_fmt *m, const spx_dmatrix_options *o, spx_kernel_plan *p, const char *name,
+                                const char *kernel, int32_t c, int32_t sigma, int64_t nslices, const int32_t *slice_ptr) {
+  unsigned b = o->block ? (unsigned)o->block : 256;
+  spx_kernel_launch *l = &p->launch[0];
+  int64_t sl, wmax = 0;
+  for (sl = 0; slice_ptr && sl < nslices; sl++) wmax = SPX__MAX(wmax, (slice_ptr[sl + 1] - slice_ptr[sl]) / c);
+  p->nlaunch = 1;
+  spx__klaunch(l, "sell", kernel, m->nrows, b, b);
+  spx__kdef(l, "SPX_C=%d", (int)c);
+  if (wmax <= SPX__SELL_UNROLL_MAX) spx__kdef(l, "SPX_WMAX=%d", (int)wmax);
+  l->nshape = l->ndefines;
+  spx__kdef(l, "SPX_BLOCK=%u", b);
+  SPX__KSUM(p, "%s: %s C=%d sigma=%d, widest slice %d%s, %u threads/block", name, kernel, (int)c, (int)sigma,
+            (int)wmax, wmax <= SPX__SELL_UNROLL_MAX ? " unrolled" : "", b);
+  return SPX_OK;
+}
+
 static spx_status spx__ks_sell(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
                                spx_kernel_plan *p) {
   const spx_fmt_sell *e = (const spx_fmt_sell *)m->impl;
-  unsigned b = o->block ? (unsigned)o->block : 256;
-  spx_kernel_launch *l = &p->launch[0];
   (void)dev;
-  p->nlaunch = 1;
-  spx__klaunch(l, "sell", "spx_sell_spmv", m->nrows, b, b);
-  spx__kdef(l, "SPX_C=%d", (int)e->c);
-  l->nshape = 1;
-  spx__kdef(l, "SPX_BLOCK=%u", b);
-  SPX__KSUM(p, "sell: spx_sell_spmv C=%d sigma=%d, %u threads/block", (int)e->c, (int)e->sigma, b);
-  return SPX_OK;
+  return spx__ks_sellx(m, o, p, "sell", "spx_sell_spmv", e->c, e->sigma, e->nslices, e->slice_ptr);
+}
+
+static spx_status spx__ks_sell16(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
+                                 spx_kernel_plan *p) {
+  const spx_fmt_sell16 *e = (const spx_fmt_sell16 *)m->impl;
+  (void)dev;
+  return spx__ks_sellx(m, o, p, "sell16", "spx_sell16_spmv", e->c, e->sigma, e->nslices, e->slice_ptr);
 }
 
 static spx_status spx__ks_coo(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
@@ -389,7 +410,8 @@ static spx_status spx__ks_rbp_ell_r(const spx_fmt *m, const spx_dmatrix_options 
   _(RBP_ELL,   spx__ks_rbp_ell)        \
   _(RBP_ELL_R, spx__ks_rbp_ell_r)      \
   _(SS,        spx__ks_ss)             \
-  _(BSR,       spx__ks_bsr)
+  _(BSR,       spx__ks_bsr)            \
+  _(SELL16,    spx__ks_sell16)
 
 static void spx__kernel_specs_init(void) {
   if (spx__kernel_specs_ready) return;

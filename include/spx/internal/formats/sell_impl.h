@@ -158,3 +158,173 @@ static spx_status spx__sell_spmv(const spx_fmt_sell *s, double alpha, const void
   SPX__DISPATCH(s->dtype, SPX__SELL_SPMV);
   return SPX_OK;
 }
+
+/* ---- SELL16: SELL-C-sigma with 16-bit column offsets from a per-slice base ------------------
+ * Built through SELL (one converter for the layout), then the columns are re-based per slice;
+ * to_csr and check decode into a SELL view and reuse SELL's. */
+
+static int spx__i32_desc(const void *x, const void *y) {
+  int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+  return (a < b) - (a > b);
+}
+
+/* Slots SELL-c-sigma would store, from the row lengths alone (len: n ints of scratch). */
+static int64_t spx__sell_slots(const spx_csr *a, int64_t c, int64_t sigma, int32_t *len) {
+  int64_t n = a->nrows, i, w, slots = 0;
+  for (i = 0; i < n; i++) len[i] = (int32_t)spx__row_len(a, i);
+  if (sigma > 1)
+    for (w = 0; w < n; w += sigma) qsort(len + w, (size_t)SPX__MIN(sigma, n - w), sizeof *len, spx__i32_desc);
+  for (i = 0; i < n; i += c) {
+    int64_t q, width = 0;
+    for (q = i; q < SPX__MIN(n, i + c); q++) width = SPX__MAX(width, len[q]);
+    slots += width * c;
+  }
+  return slots;
+}
+
+/* sigma auto: sort in windows of 256 only when the padding it removes outweighs the perm array. */
+static spx_status spx__sell16_sigma(const spx_csr *a, int64_t c, int64_t *sigma) {
+  int32_t *len;
+  int64_t s1, s256, slot = 2 + (int64_t)SPX_DTYPE_SIZE(a->dtype);
+  *sigma = 1;
+  if (a->nrows <= 1) return SPX_OK;
+  if (!(len = (int32_t *)spx__alloc((size_t)a->nrows, sizeof *len))) return SPX_OUT_OF_MEMORY;
+  s1 = spx__sell_slots(a, c, 1, len);
+  s256 = spx__sell_slots(a, c, 256, len);
+  SPX_FREE(len);
+  if (s256 * slot + 4 * a->nrows < s1 * slot) *sigma = 256;
+  return SPX_OK;
+}
+
+static spx_status spx__sell16_from_csr(const spx_csr *a, const spx__sell16_params *p, spx_fmt_sell16 *s) {
+  spx__sell_params q;
+  spx_fmt_sell t;
+  spx_status st;
+  int64_t sl, c = p->c, sigma = p->sigma, bad = -1;
+  (void)spx__sell16_alloc; /* the arrays come from SELL's converter, plus two allocated here */
+  memset(&t, 0, sizeof t);
+  t.dtype = a->dtype;
+  if (sigma == SPX_AUTO && (st = spx__sell16_sigma(a, c, &sigma))) return st;
+  q.spx__none = 0; q.c = c; q.sigma = sigma;
+  if ((st = spx__sell_from_csr(a, &q, &t))) goto fail;
+  s->nrows = t.nrows; s->ncols = t.ncols; s->nnz = t.nnz; s->c = t.c; s->sigma = t.sigma;
+  s->nslices = t.nslices; s->nslots = t.nslots;
+  /* The arrays SELL16 shares with SELL move over; cbase and the offsets are new. */
+  s->perm = t.perm; s->slice_ptr = t.slice_ptr; s->val = t.val;
+  t.perm = NULL; t.slice_ptr = NULL; t.val.p = NULL;
+  st = SPX_OUT_OF_MEMORY;
+  if ((t.nslices > 0 && !(s->cbase = (int32_t *)spx__calloc((size_t)t.nslices, sizeof *s->cbase))) ||
+      (t.nslots > 0 && !(s->col = (uint16_t *)spx__calloc((size_t)t.nslots, sizeof *s->col))))
+    goto fail;
+  SPX__FMT_OMP_FOR(t.nslices)
+  for (sl = 0; sl < t.nslices; sl++) {
+    int64_t b = s->slice_ptr[sl], w = (s->slice_ptr[sl + 1] - b) / c, live = SPX__MIN(c, t.nrows - sl * c), r, j;
+    int32_t lo = INT32_MAX, hi = -1;
+    for (j = 0; j < w; j++)
+      for (r = 0; r < live; r++) {
+        int32_t col = t.col[b + j * c + r];
+        lo = SPX__MIN(lo, col);
+        hi = SPX__MAX(hi, col);
+      }
+    if (hi < 0) lo = hi = 0;
+    s->cbase[sl] = lo;
+    if ((int64_t)hi - lo > UINT16_MAX) {
+#if defined(_OPENMP)
+#pragma omp critical(spx__sell16_bad)
+#endif
+      bad = bad < 0 || sl < bad ? sl : bad;
+      continue;
+    }
+    for (j = 0; j < w; j++) /* positions past the last row: offset 0 */
+      for (r = 0; r < c; r++) s->col[b + j * c + r] = r < live ? (uint16_t)(t.col[b + j * c + r] - lo) : 0;
+  }
+  if (bad >= 0) {
+    int64_t b = s->slice_ptr[bad], w = (s->slice_ptr[bad + 1] - b) / c, j;
+    int32_t hi = 0;
+    for (j = 0; j < w * c; j++)
+      if ((bad * c + j % c) < t.nrows) hi = SPX__MAX(hi, t.col[b + j]);
+    st = spx__fail(SPX_UNSUPPORTED, "sell16: slice %lld uses columns %d..%d, more than the 65536 a 16-bit offset "
+                   "reaches (use sell, or reorder the matrix to a smaller bandwidth)", (long long)bad,
+                   (int)s->cbase[bad], (int)hi);
+    goto fail;
+  }
+  st = SPX_OK;
+fail:
+  spx_format_free(&spx__sell_layout, &t);
+  return st;
+}
+
+/* A SELL view of s with decoded 32-bit columns (positions past the last row on column 0, as SELL
+ * stores them); *v's col must be freed. Checks what decoding relies on first. */
+static spx_status spx__sell16_view(const spx_fmt_sell16 *s, spx_fmt_sell *v) {
+  int64_t n = s->nrows, c = s->c, sl;
+  memset(v, 0, sizeof *v);
+  if (c < 1 || s->nslices != (n + c - 1) / c || s->slice_ptr[0] != 0 || s->slice_ptr[s->nslices] != s->nslots)
+    return spx__fail(SPX_INVALID_ARGUMENT, "sell16: c = %lld, %lld slices for %lld rows, slice_ptr must run "
+                     "from 0 to nslots = %lld", (long long)c, (long long)s->nslices, (long long)n, (long long)s->nslots);
+  for (sl = 0; sl < s->nslices; sl++) {
+    int64_t d = (int64_t)s->slice_ptr[sl + 1] - s->slice_ptr[sl];
+    if (d < 0 || d % c)
+      return spx__fail(SPX_INVALID_ARGUMENT, "sell16: slice %lld spans %lld slots, not a multiple of c = %lld",
+                       (long long)sl, (long long)d, (long long)c);
+    if (s->cbase[sl] < 0 || (s->cbase[sl] >= s->ncols && s->ncols > 0))
+      return spx__fail(SPX_INVALID_ARGUMENT, "sell16: slice %lld base column %d outside [0, %lld)", (long long)sl,
+                       (int)s->cbase[sl], (long long)s->ncols);
+  }
+  v->dtype = s->dtype; v->nrows = n; v->ncols = s->ncols; v->nnz = s->nnz; v->c = s->c; v->sigma = s->sigma;
+  v->nslices = s->nslices; v->nslots = s->nslots; v->perm = s->perm; v->slice_ptr = s->slice_ptr; v->val = s->val;
+  if (s->nslots > 0 && !(v->col = (int32_t *)spx__alloc((size_t)s->nslots, sizeof *v->col))) return SPX_OUT_OF_MEMORY;
+  for (sl = 0; sl < s->nslices; sl++) {
+    int64_t b = s->slice_ptr[sl], w = (s->slice_ptr[sl + 1] - b) / c, j, r;
+    for (j = 0; j < w; j++)
+      for (r = 0; r < c; r++) {
+        int64_t k = b + j * c + r;
+        if (sl * c + r < n) v->col[k] = s->cbase[sl] + (int32_t)s->col[k];
+        else if (s->col[k] != 0) {
+          SPX_FREE(v->col);
+          return spx__fail(SPX_INVALID_ARGUMENT, "sell16: position %lld past the last row has offset %u, not 0",
+                           (long long)(sl * c + r), (unsigned)s->col[k]);
+        } else v->col[k] = 0;
+      }
+  }
+  return SPX_OK;
+}
+
+static spx_status spx__sell16_to_csr(const spx_fmt_sell16 *s, spx_csr *o) {
+  spx_fmt_sell v;
+  spx_status st = spx__sell16_view(s, &v);
+  if (!st) st = spx__sell_to_csr(&v, o);
+  SPX_FREE(v.col);
+  return st;
+}
+
+static spx_status spx__sell16_check(const spx_fmt_sell16 *s) {
+  spx_fmt_sell v;
+  spx_status st = spx__sell16_view(s, &v);
+  if (!st) st = spx__sell_check(&v);
+  SPX_FREE(v.col);
+  return st;
+}
+
+/* As SELL's, the column rebuilt from the slice base. */
+#define SPX__SELL16_SPMV(T)                                                    \
+  {                                                                            \
+    const T *xv = (const T *)x, *av = (const T *)s->val.p;                     \
+    T *yv = (T *)y;                                                            \
+    int64_t sl, c = s->c;                                                      \
+    SPX__FMT_OMP_FOR(s->nslices)                                               \
+    for (sl = 0; sl < s->nslices; sl++) {                                      \
+      int64_t base = s->slice_ptr[sl], w = (s->slice_ptr[sl + 1] - base) / c, r, j; \
+      const T *xb = xv + s->cbase[sl];                                         \
+      for (r = 0; r < c && sl * c + r < s->nrows; r++) {                       \
+        double sum = 0;                                                        \
+        for (j = 0; j < w; j++) sum += (double)av[base + j * c + r] * (double)xb[s->col[base + j * c + r]]; \
+        SPX__YSET(T, yv, s->perm ? s->perm[sl * c + r] : sl * c + r, sum);     \
+      }                                                                        \
+    }                                                                          \
+  }
+
+static spx_status spx__sell16_spmv(const spx_fmt_sell16 *s, double alpha, const void *x, double beta, void *y) {
+  SPX__DISPATCH(s->dtype, SPX__SELL16_SPMV);
+  return SPX_OK;
+}
