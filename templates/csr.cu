@@ -41,3 +41,55 @@ spx_csr_spmv(long long nrows, long long ncols, long long nnz, const int *__restr
   if (i < nrows && lane == 0)
     y[i] = beta == 0.0 ? (spx_value_t)(alpha * sum) : (spx_value_t)(alpha * sum + beta * y[i]);
 }
+
+/* spx_csr_stream_spmv: CSR-stream (Greathouse and Daga, SC'14, their "CSR-Stream" case) for short,
+ * irregular rows, where one thread per row reads val and col scattered and a warp per row idles.
+ *
+ * MAPPING  block b owns rows [b*SPX_BLOCK, (b+1)*SPX_BLOCK), one row per thread for the sums. The
+ *          block's nonzeros are contiguous in CSR; it walks them in chunks of SPX_BLOCK*SPX_NPT:
+ *          thread t computes the products val[q]*x[col[q]] of q = chunk + t + k*SPX_BLOCK
+ *          (coalesced loads, SPX_NPT independent ones in flight per thread) into shared memory,
+ *          then each thread adds the products of its own row that fall in the chunk. Rows up to
+ *          a few hundred long cost a few chunks; much longer rows serialize one thread (the spec
+ *          uses this kernel only where rows are short and not skewed).
+ * BYTES    per nonzero: 4 (col) + sizeof(T) (val) + x gathered; per row: 4 (ptr), y written (read
+ *          when beta != 0). Shared: SPX_BLOCK*SPX_NPT*sizeof(T) + 4*(SPX_BLOCK+1).
+ *
+ * CONSTANTS  SPX_VALUE_T, SPX_BLOCK (the launch must use exactly this many threads), SPX_NPT
+ *            (nonzeros per thread per chunk). */
+#ifndef SPX_NPT
+#define SPX_NPT 8
+#endif
+
+extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
+spx_csr_stream_spmv(long long nrows, long long ncols, long long nnz, const int *__restrict__ ptr,
+                    const int *__restrict__ col, const spx_value_t *__restrict__ val, double alpha,
+                    double beta, const spx_value_t *__restrict__ x, spx_value_t *__restrict__ y) {
+  __shared__ spx_value_t prod[SPX_BLOCK * SPX_NPT];
+  __shared__ int sptr[SPX_BLOCK + 1];
+  const long long r0 = (long long)blockIdx.x * SPX_BLOCK;
+  const int nr = (int)(nrows - r0 < SPX_BLOCK ? nrows - r0 : SPX_BLOCK);
+  const int t = threadIdx.x;
+  (void)ncols; (void)nnz;
+  for (int i = t; i <= nr; i += SPX_BLOCK) sptr[i] = ptr[r0 + i];
+  __syncthreads();
+  const int b0 = sptr[0], b1 = sptr[nr];
+  const int mb = t < nr ? sptr[t] : b1, me = t < nr ? sptr[t + 1] : b1;
+  spx_value_t sum = 0;
+  for (int c0 = b0; c0 < b1; c0 += SPX_BLOCK * SPX_NPT) {
+    const int c1 = b1 - c0 < SPX_BLOCK * SPX_NPT ? b1 : c0 + SPX_BLOCK * SPX_NPT;
+#pragma unroll
+    for (int k = 0; k < SPX_NPT; k++) {
+      const int q = c0 + t + k * SPX_BLOCK;
+      if (q < c1) prod[q - c0] = val[q] * __ldg(x + col[q]);
+    }
+    __syncthreads();
+    const int lo = mb > c0 ? mb : c0, hi = me < c1 ? me : c1;
+    for (int q = lo; q < hi; q++) sum += prod[q - c0];
+    __syncthreads(); /* the next chunk overwrites prod */
+  }
+  if (t < nr) {
+    const long long i = r0 + t;
+    y[i] = beta == 0.0 ? (spx_value_t)(alpha * sum) : (spx_value_t)(alpha * sum + beta * y[i]);
+  }
+}

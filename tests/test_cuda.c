@@ -176,6 +176,11 @@ static void test_kernel_plans(void **state) {
   p = plan_of(small_skew, SPX_FORMAT_CSR, &o);
   assert_string_equal(p.launch[p.nlaunch - 1].kernel, "spx_csr_lb_spmv");
   o.load_balance = 0;
+  o.stream = 1; /* forced: one thread block per SPX_BLOCK rows, 2048 products per chunk */
+  p = plan_of(big_skew, SPX_FORMAT_CSR, &o);
+  assert_string_equal(p.launch[0].kernel, "spx_csr_stream_spmv");
+  assert_true(has_define(&p.launch[0], "SPX_NPT=8") && p.launch[0].grid[0] == (unsigned)((big_skew->nrows + 255) / 256));
+  o.stream = 0;
   o.threads_per_row = 4;
   p = plan_of(big_skew, SPX_FORMAT_CSR, &o);
   assert_true(has_define(&p.launch[0], "SPX_TPR=4"));

@@ -199,7 +199,7 @@ static spx_status bench_matrix(bench_state *st, const spx_csr *a64, const char *
   bench_push(st, &r);
   for (f = 0; f < st->nformats; f++) {
     spx_fmt *m = NULL;
-    int variant, nvariants = st->formats[f] == SPX_FORMAT_CSR ? 7 : 1;
+    int variant, nvariants = st->formats[f] == SPX_FORMAT_CSR ? 8 : 1;
     s = spx_fmt_from_csr(a, (spx_format)st->formats[f], NULL, &m);
     if (s == SPX_UNSUPPORTED) { s = SPX_OK; continue; }
     if (s) goto done;
@@ -210,13 +210,15 @@ static spx_status bench_matrix(bench_state *st, const spx_csr *a64, const char *
       spx_dmatrix *d = NULL;
       double us;
       memset(&o, 0, sizeof o);
-      o.threads_per_row = variant && variant != 4 ? 1 << (variant < 4 ? variant : variant - 1) : 0;
+      o.threads_per_row = variant && variant != 4 && variant != 7 ? 1 << (variant < 4 ? variant : variant - 1) : 0;
       o.load_balance = variant == 4;
+      o.stream = variant == 7;
       s = spx_dmatrix_create(st->ctx, m, &o, &d);
       if (s == SPX_DEVICE_OUT_OF_MEMORY) { s = SPX_OK; break; }
       if (s) break;
       memset(r.format, 0, sizeof r.format);
       if (variant == 4) snprintf(r.format, sizeof r.format, "%s/lb", spx_format_name(m->format));
+      else if (variant == 7) snprintf(r.format, sizeof r.format, "%s/stream", spx_format_name(m->format));
       else if (variant) snprintf(r.format, sizeof r.format, "%s/%d", spx_format_name(m->format), o.threads_per_row);
       else snprintf(r.format, sizeof r.format, "%s", spx_format_name(m->format));
       snprintf(r.kernel, sizeof r.kernel, "%s", spx_dmatrix_describe(d));

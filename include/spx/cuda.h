@@ -25,6 +25,8 @@ typedef struct spx_dmatrix_options {
   int block;           /* threads per block; 0 = the format's choice */
   int generic;         /* 1: the unspecialized kernel (shape read at run time), for comparison */
   int load_balance;    /* CSR: 1 = the merge-path kernel, -1 = never it, 0 = when rows are skewed */
+  int stream;          /* CSR: 1 = the block-streaming kernel (short irregular rows), -1 = never it,
+                        * 0 = the spec's choice */
 } spx_dmatrix_options;
 
 /* One kernel launch of an SpMV. Every kernel of a format takes the same arguments: the format's

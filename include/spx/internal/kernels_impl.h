@@ -98,6 +98,15 @@ static int spx__csr_skewed(const spx_fmt_csr *c, int64_t n, int64_t nnz, double 
   return (*ratio > 8 && maxlen >= 64) || (mean > 64 && var > 0.25 * mean * mean);
 }
 
+/* Products a CSR-stream block stages per chunk (2048 * sizeof(T) bytes of shared memory). */
+#define SPX__STREAM_ITEMS 2048
+
+/* When CSR-stream beats the vector kernel: not yet measured, so only on request. */
+static int spx__csr_stream_pays(const spx_fmt *m, double ratio) {
+  (void)m; (void)ratio;
+  return 0;
+}
+
 /* CSR: the vector kernel (csr.cu) with threads per row from the mean row length, or, on skewed
  * rows (spx__csr_skewed) and unless threads_per_row is given, the merge-path kernel (csr_lb.cu):
  * spx_csr_lb_fix scales the rows that block boundaries cut (when there is more than one block),
@@ -110,7 +119,7 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
   double ratio;
   (void)dev;
   ratio = 0;
-  if (!o->threads_per_row && !o->load_balance && m->nnz < SPX__CSR_SMALL_NNZ &&
+  if (!o->threads_per_row && !o->load_balance && o->stream <= 0 && m->nnz < SPX__CSR_SMALL_NNZ &&
       spx__csr_skewed((const spx_fmt_csr *)m->impl, m->nrows, m->nnz, &ratio)) {
     /* A small matrix with a few long rows is latency-bound by its longest row, and the merge-path
      * kernel's two launches cost more than the imbalance: one launch of the vector kernel with
@@ -119,7 +128,7 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
     int64_t longest = (int64_t)(ratio * (double)m->nnz / (double)m->nrows + 0.5);
     while (tpr < 32 && (longest + tpr - 1) / tpr > 8) tpr *= 2;
   } else if (o->load_balance > 0 ||
-      (!o->threads_per_row && !o->load_balance && spx__csr_skewed((const spx_fmt_csr *)m->impl, m->nrows, m->nnz, &ratio))) {
+      (!o->threads_per_row && !o->load_balance && o->stream <= 0 && spx__csr_skewed((const spx_fmt_csr *)m->impl, m->nrows, m->nnz, &ratio))) {
     int64_t ipb, nblk;
     int ipt;
     b = spx__kblock(o);
@@ -143,6 +152,19 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
     else
       SPX__KSUM(p, "csr: merge-path load balancing (longest/mean row %.1f), %d items/thread, %u threads/block%s",
                 ratio, ipt, b, nblk > 1 ? ", cut rows by atomics" : "");
+    return SPX_OK;
+  }
+  if (o->stream > 0 || (!o->threads_per_row && !o->stream && spx__csr_stream_pays(m, ratio))) {
+    /* A chunk of SPX__STREAM_ITEMS products in shared memory whatever the block size. */
+    int npt;
+    b = spx__kblock(o);
+    npt = SPX__STREAM_ITEMS / (int)b;
+    p->nlaunch = 1;
+    spx__klaunch(l, "csr", "spx_csr_stream_spmv", m->nrows, b, b);
+    spx__kdef(l, "SPX_BLOCK=%u", b);
+    spx__kdef(l, "SPX_NPT=%d", npt);
+    SPX__KSUM(p, "csr: spx_csr_stream_spmv (block-streamed products, %d per thread per chunk), %u threads/block",
+              npt, b);
     return SPX_OK;
   }
   if (b % (unsigned)tpr) b = 256;

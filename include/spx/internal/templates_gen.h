@@ -171,7 +171,7 @@ static const char *const spx__template_coo[] = {
 
 /* templates/csr.cu */
 static const char *const spx__template_csr[] = {
-    /* chunk 0: bytes 0..1992 */
+    /* chunk 0: bytes 0..3973 */
     ("/* csr.cu: SpMV on CSR (32-bit row pointers), \"vector\" kernel with SPX_TPR threads per row.\n"
     " *\n"
     " * MAPPING  SPX_TPR consecutive threads (1, 2, 4, 8, 16 or 32; a power of two dividing the warp)\n"
@@ -214,6 +214,59 @@ static const char *const spx__template_csr[] = {
     "#endif\n"
     "  if (i < nrows && lane == 0)\n"
     "    y[i] = beta == 0.0 ? (spx_value_t)(alpha * sum) : (spx_value_t)(alpha * sum + beta * y[i]);\n"
+    "}\n"
+    "\n"
+    "/* spx_csr_stream_spmv: CSR-stream (Greathouse and Daga, SC'14, their \"CSR-Stream\" case) for short,\n"
+    " * irregular rows, where one thread per row reads val and col scattered and a warp per row idles.\n"
+    " *\n"
+    " * MAPPING  block b owns rows [b*SPX_BLOCK, (b+1)*SPX_BLOCK), one row per thread for the sums. The\n"
+    " *          block's nonzeros are contiguous in CSR; it walks them in chunks of SPX_BLOCK*SPX_NPT:\n"
+    " *          thread t computes the products val[q]*x[col[q]] of q = chunk + t + k*SPX_BLOCK\n"
+    " *          (coalesced loads, SPX_NPT independent ones in flight per thread) into shared memory,\n"
+    " *          then each thread adds the products of its own row that fall in the chunk. Rows up to\n"
+    " *          a few hundred long cost a few chunks; much longer rows serialize one thread (the spec\n"
+    " *          uses this kernel only where rows are short and not skewed).\n"
+    " * BYTES    per nonzero: 4 (col) + sizeof(T) (val) + x gathered; per row: 4 (ptr), y written (read\n"
+    " *          when beta != 0). Shared: SPX_BLOCK*SPX_NPT*sizeof(T) + 4*(SPX_BLOCK+1).\n"
+    " *\n"
+    " * CONSTANTS  SPX_VALUE_T, SPX_BLOCK (the launch must use exactly this many threads), SPX_NPT\n"
+    " *            (nonzeros per thread per chunk). */\n"
+    "#ifndef SPX_NPT\n"
+    "#define SPX_NPT 8\n"
+    "#endif\n"
+    "\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_csr_stream_spmv(long long nrows, long long ncols, long long nnz, const int *__restrict__ ptr,\n"
+    "                    const int *__restrict__ col, const spx_value_t *__restrict__ val, double alpha,\n"
+    "                    double beta, const spx_value_t *__restrict__ x, spx_value_t *__restrict__ y) {\n"
+    "  __shared__ spx_value_t prod[SPX_BLOCK * SPX_NPT];\n"
+    "  __shared__ int sptr[SPX_BLOCK + 1];\n"
+    "  const long long r0 = (long long)blockIdx.x * SPX_BLOCK;\n"
+    "  const int nr = (int)(nrows - r0 < SPX_BLOCK ? nrows - r0 : SPX_BLOCK);\n"
+    "  const int t = threadIdx.x;\n"
+    "  (void)ncols; (void)nnz;\n"
+    "  for (int i = t; i <= nr; i += SPX_BLOCK) sptr[i] = ptr[r0 + i];\n"
+    "  __syncthreads();\n"
+    "  const int b0 = sptr[0], b1 = sptr[nr];\n"),
+    /* chunk 1: bytes 3973..4724 */
+    ("  const int mb = t < nr ? sptr[t] : b1, me = t < nr ? sptr[t + 1] : b1;\n"
+    "  spx_value_t sum = 0;\n"
+    "  for (int c0 = b0; c0 < b1; c0 += SPX_BLOCK * SPX_NPT) {\n"
+    "    const int c1 = b1 - c0 < SPX_BLOCK * SPX_NPT ? b1 : c0 + SPX_BLOCK * SPX_NPT;\n"
+    "#pragma unroll\n"
+    "    for (int k = 0; k < SPX_NPT; k++) {\n"
+    "      const int q = c0 + t + k * SPX_BLOCK;\n"
+    "      if (q < c1) prod[q - c0] = val[q] * __ldg(x + col[q]);\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "    const int lo = mb > c0 ? mb : c0, hi = me < c1 ? me : c1;\n"
+    "    for (int q = lo; q < hi; q++) sum += prod[q - c0];\n"
+    "    __syncthreads(); /* the next chunk overwrites prod */\n"
+    "  }\n"
+    "  if (t < nr) {\n"
+    "    const long long i = r0 + t;\n"
+    "    y[i] = beta == 0.0 ? (spx_value_t)(alpha * sum) : (spx_value_t)(alpha * sum + beta * y[i]);\n"
+    "  }\n"
     "}\n"),
 };
 
@@ -1160,7 +1213,7 @@ static const char *const spx__template_vector[] = {
 static const spx__template spx__templates[] = {
     {"bsr", spx__template_bsr, 1, 3952, UINT64_C(0xf7afcfb7ecaf1e22)},
     {"coo", spx__template_coo, 1, 2522, UINT64_C(0x458c4eb8bf929258)},
-    {"csr", spx__template_csr, 1, 1992, UINT64_C(0x22cf40efdc7833ca)},
+    {"csr", spx__template_csr, 2, 4724, UINT64_C(0x2e50ff6a3967c362)},
     {"csr_lb", spx__template_csr_lb, 3, 8500, UINT64_C(0x7f31538d95437959)},
     {"ell", spx__template_ell, 1, 2778, UINT64_C(0x86e44e2ac7757b4d)},
     {"hyb", spx__template_hyb, 1, 3927, UINT64_C(0x755b4a5233eeed54)},
