@@ -137,7 +137,7 @@ static int has_define(const spx_kernel_launch *l, const char *d) {
  * its templates define; ELL specializes K; CSR picks threads per row from the row lengths, one
  * wide vector launch for small matrices with a few long rows, merge path for large skewed ones. */
 static void test_kernel_plans(void **state) {
-  spx_csr *poisson, *elast, *small_skew, *big_skew, *wide;
+  spx_csr *poisson, *elast, *small_skew, *big_skew, *wide, *huge_row;
   spx_dmatrix_options o;
   spx_kernel_plan p;
   int f;
@@ -146,8 +146,17 @@ static void test_kernel_plans(void **state) {
   memset(&o, 0, sizeof o);
   assert_int_equal(spx_gen_poisson3d(10, 10, 10, 7, SPX_DOUBLE, &poisson), SPX_OK);
   assert_int_equal(spx_gen_elasticity3d(4, 4, 4, SPX_DOUBLE, &elast), SPX_OK);
-  assert_int_equal(spx_gen_powerlaw(200000, 1.5, 1, 2000, 3, SPX_DOUBLE, &big_skew), SPX_OK);
+  assert_int_equal(spx_gen_powerlaw(200000, 2.2, 2, 2000, 3, SPX_DOUBLE, &big_skew), SPX_OK);
   assert_true(big_skew->nnz >= 100000);
+  {
+    int32_t *hr = malloc(sizeof(int32_t) * 205000), *hc = malloc(sizeof(int32_t) * 205000);
+    int64_t k = 0;
+    assert_true(hr && hc);
+    for (f = 0; f < 200000; f++) { hr[k] = f; hc[k++] = f; }         /* a diagonal ... */
+    for (f = 0; f < 5000; f++) { hr[k] = 9; hc[k++] = 20 * f + 1; }   /* ... and one 5000-long row */
+    assert_int_equal(spx_csr_from_coo(200000, 200000, k, hr, hc, NULL, SPX_DOUBLE, &huge_row), SPX_OK);
+    free(hr); free(hc);
+  }
   for (f = 0; f < 1000; f++) { r[f] = f; c[f] = f; }                      /* a diagonal ... */
   for (f = 0; f < 300; f++) { r[1000 + f] = 7; c[1000 + f] = 3 * f + 1; } /* ... and one 300-long row */
   assert_int_equal(spx_csr_from_coo(1000, 1000, 1300, r, c, NULL, SPX_DOUBLE, &small_skew), SPX_OK);
@@ -170,8 +179,16 @@ static void test_kernel_plans(void **state) {
   assert_int_equal(p.nlaunch, 1);
   assert_string_equal(p.launch[0].kernel, "spx_csr_spmv");
   assert_true(has_define(&p.launch[0], "SPX_TPR=32"));
-  p = plan_of(big_skew, SPX_FORMAT_CSR, NULL);
+  p = plan_of(big_skew, SPX_FORMAT_CSR, NULL); /* short rows on average, none over 2048: CSR-stream */
+  assert_string_equal(p.launch[0].kernel, "spx_csr_stream_spmv");
+  o.stream = -1; /* without it, skewed rows go to merge path */
+  p = plan_of(big_skew, SPX_FORMAT_CSR, &o);
   assert_string_equal(p.launch[p.nlaunch - 1].kernel, "spx_csr_lb_spmv");
+  o.stream = 0;
+  p = plan_of(huge_row, SPX_FORMAT_CSR, NULL); /* a 5000-long row would serialize a stream thread */
+  assert_string_equal(p.launch[p.nlaunch - 1].kernel, "spx_csr_lb_spmv");
+  p = plan_of(elast, SPX_FORMAT_CSR, NULL); /* 50 per row: the vector kernel, not stream */
+  assert_string_equal(p.launch[0].kernel, "spx_csr_spmv");
   o.load_balance = 1;
   p = plan_of(small_skew, SPX_FORMAT_CSR, &o);
   assert_string_equal(p.launch[p.nlaunch - 1].kernel, "spx_csr_lb_spmv");
@@ -204,7 +221,7 @@ static void test_kernel_plans(void **state) {
     spx_fmt_destroy(m);
   }
   spx_csr_destroy(poisson); spx_csr_destroy(elast); spx_csr_destroy(small_skew);
-  spx_csr_destroy(big_skew); spx_csr_destroy(wide);
+  spx_csr_destroy(big_skew); spx_csr_destroy(wide); spx_csr_destroy(huge_row);
 }
 
 static void test_generated(void **state) {
@@ -266,6 +283,16 @@ static void test_variants(void **state) {
   check_one(a, SPX_FORMAT_CSR, SPX_DOUBLE, &o, "csr lb");
   check_one(a, SPX_FORMAT_CSR, SPX_FLOAT, &o, "csr lb");
   o.load_balance = 0;
+  /* CSR-stream forced, with 64, 256 and 1024 threads (32, 8 and 2 products per thread per chunk):
+   * blocks of 256 rows here hold several chunks, and rows cross chunk boundaries. */
+  o.stream = 1;
+  for (tpr = 64; tpr <= 1024; tpr *= 4) {
+    o.block = tpr;
+    check_one(a, SPX_FORMAT_CSR, SPX_DOUBLE, &o, "csr stream");
+    check_one(a, SPX_FORMAT_CSR, SPX_FLOAT, &o, "csr stream");
+  }
+  o.block = 0;
+  o.stream = 0;
   for (tpr = 1; tpr <= 32; tpr *= 2) {
     o.threads_per_row = tpr;
     check_one(a, SPX_FORMAT_CSR, SPX_DOUBLE, &o, "csr tpr");

@@ -101,10 +101,22 @@ static int spx__csr_skewed(const spx_fmt_csr *c, int64_t n, int64_t nnz, double 
 /* Products a CSR-stream block stages per chunk (2048 * sizeof(T) bytes of shared memory). */
 #define SPX__STREAM_ITEMS 2048
 
-/* When CSR-stream beats the vector kernel: not yet measured, so only on request. */
-static int spx__csr_stream_pays(const spx_fmt *m, double ratio) {
-  (void)m; (void)ratio;
-  return 0;
+/* When CSR-stream beats the vector and merge-path kernels: large matrices (small ones are latency-
+ * bound, where its two barriers per chunk cost more than they save) with short rows on average and
+ * no row so long that one thread's serial sum from shared memory dominates. Measured on an H100
+ * (bench-large, double/float): graphs and circuits with 5 per row run 1.2-1.25x faster than the
+ * best vector width (ct2010 x60: 81% of copy bandwidth against 67%), power-law rows (mean 5, up
+ * to 2000) 1.05-1.14x faster than merge path; 3-D Poisson 7/27-point ties (+-3%); 60-80 per row
+ * (FEM) lose 10-15% to 8 lanes per row. */
+#define SPX__STREAM_MEAN_MAX 32.0
+#define SPX__STREAM_ROW_MAX 2048
+static int spx__csr_stream_pays(const spx_fmt *m) {
+  const spx_fmt_csr *c = (const spx_fmt_csr *)m->impl;
+  int64_t i, longest = 0;
+  if (m->nnz < SPX__CSR_SMALL_NNZ || m->nrows <= 0 || !c->ptr) return 0;
+  if ((double)m->nnz / (double)m->nrows > SPX__STREAM_MEAN_MAX) return 0;
+  for (i = 0; i < m->nrows && longest <= SPX__STREAM_ROW_MAX; i++) longest = SPX__MAX(longest, (int64_t)(c->ptr[i + 1] - c->ptr[i]));
+  return longest <= SPX__STREAM_ROW_MAX;
 }
 
 /* CSR: the vector kernel (csr.cu) with threads per row from the mean row length, or, on skewed
@@ -128,7 +140,8 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
     int64_t longest = (int64_t)(ratio * (double)m->nnz / (double)m->nrows + 0.5);
     while (tpr < 32 && (longest + tpr - 1) / tpr > 8) tpr *= 2;
   } else if (o->load_balance > 0 ||
-      (!o->threads_per_row && !o->load_balance && o->stream <= 0 && spx__csr_skewed((const spx_fmt_csr *)m->impl, m->nrows, m->nnz, &ratio))) {
+      (!o->threads_per_row && !o->load_balance && o->stream <= 0 && !(o->stream == 0 && spx__csr_stream_pays(m)) &&
+       spx__csr_skewed((const spx_fmt_csr *)m->impl, m->nrows, m->nnz, &ratio))) {
     int64_t ipb, nblk;
     int ipt;
     b = spx__kblock(o);
@@ -154,7 +167,7 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
                 ratio, ipt, b, nblk > 1 ? ", cut rows by atomics" : "");
     return SPX_OK;
   }
-  if (o->stream > 0 || (!o->threads_per_row && !o->stream && spx__csr_stream_pays(m, ratio))) {
+  if (o->stream > 0 || (!o->threads_per_row && !o->stream && !o->load_balance && spx__csr_stream_pays(m))) {
     /* A chunk of SPX__STREAM_ITEMS products in shared memory whatever the block size. */
     int npt;
     b = spx__kblock(o);
