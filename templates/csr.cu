@@ -85,7 +85,18 @@ spx_csr_stream_spmv(long long nrows, long long ncols, long long nnz, const int *
     }
     __syncthreads();
     const int lo = mb > c0 ? mb : c0, hi = me < c1 ? me : c1;
-    for (int q = lo; q < hi; q++) sum += prod[q - c0];
+    /* Four independent sums: a long row's thread keeps four shared-memory loads in flight instead
+     * of waiting out each one's latency (power-law blocks wait on their longest row). */
+    spx_value_t s1 = 0, s2 = 0, s3 = 0;
+    int q = lo;
+    for (; q + 4 <= hi; q += 4) {
+      sum += prod[q - c0];
+      s1 += prod[q + 1 - c0];
+      s2 += prod[q + 2 - c0];
+      s3 += prod[q + 3 - c0];
+    }
+    for (; q < hi; q++) sum += prod[q - c0];
+    sum += (s1 + s2) + s3;
     __syncthreads(); /* the next chunk overwrites prod */
   }
   if (t < nr) {
