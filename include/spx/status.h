@@ -28,7 +28,9 @@ extern "C" {
   _(NVRTC,               "nvrtc",            "run-time compilation failed")             \
   _(CUSPARSE,            "cusparse",         "a cuSPARSE call failed")                  \
   _(DEVICE_OUT_OF_MEMORY, "device-out-of-memory", "device memory allocation failed")    \
-  _(INTERNAL,            "internal",         "an spx invariant broke (a bug: please report)")
+  _(INTERNAL,            "internal",         "an spx invariant broke (a bug: please report)") \
+  _(BREAKDOWN,           "breakdown",        "an iterative method broke down (a divisor ~0, or CG on a non-SPD matrix)") \
+  _(NOT_CONVERGED,       "not-converged",    "an iterative method reached its iteration limit")
 
 typedef enum spx_status {
 #define SPX__STATUS_ENUM(e, name, what) SPX_##e,
