@@ -53,6 +53,7 @@
 #include "jit.h"
 #include "baseline.h"
 #include "cuda.h"
+#include "plan.h"
 
 #endif /* SPX_SPX_H */
 
@@ -73,4 +74,5 @@
 #include "internal/baseline_impl.h"
 #include "internal/cuda_impl.h"
 #include "internal/kernels_impl.h"
+#include "internal/plan_impl.h"
 #endif

@@ -195,12 +195,16 @@ enum {
   _(1, spx__CUresult, cuMemcpyDtoD,                      cuMemcpyDtoD_v2,                   (spx__CUdeviceptr dst, spx__CUdeviceptr src, size_t bytes)) \
   _(1, spx__CUresult, cuMemcpyHtoDAsync,                 cuMemcpyHtoDAsync_v2,              (spx__CUdeviceptr dst, const void *src, size_t bytes, spx__CUstream s)) \
   _(1, spx__CUresult, cuMemcpyDtoHAsync,                 cuMemcpyDtoHAsync_v2,              (void *dst, spx__CUdeviceptr src, size_t bytes, spx__CUstream s)) \
+  _(1, spx__CUresult, cuMemcpyDtoDAsync,                 cuMemcpyDtoDAsync_v2,              (spx__CUdeviceptr dst, spx__CUdeviceptr src, size_t bytes, spx__CUstream s)) \
+  _(1, spx__CUresult, cuMemHostAlloc,                    cuMemHostAlloc,                    (void **p, size_t bytes, unsigned int flags)) \
+  _(1, spx__CUresult, cuMemFreeHost,                     cuMemFreeHost,                     (void *p)) \
   _(1, spx__CUresult, cuMemsetD8,                        cuMemsetD8_v2,                     (spx__CUdeviceptr p, unsigned char v, size_t n)) \
   _(1, spx__CUresult, cuMemsetD32,                       cuMemsetD32_v2,                    (spx__CUdeviceptr p, unsigned int v, size_t n)) \
   _(1, spx__CUresult, cuMemsetD32Async,                  cuMemsetD32Async,                  (spx__CUdeviceptr p, unsigned int v, size_t n, spx__CUstream s)) \
   _(1, spx__CUresult, cuStreamCreate,                    cuStreamCreate,                    (spx__CUstream *s, unsigned int flags)) \
   _(1, spx__CUresult, cuStreamDestroy,                   cuStreamDestroy_v2,                (spx__CUstream s)) \
   _(1, spx__CUresult, cuStreamSynchronize,               cuStreamSynchronize,               (spx__CUstream s)) \
+  _(1, spx__CUresult, cuStreamWaitEvent,                 cuStreamWaitEvent,                 (spx__CUstream s, spx__CUevent e, unsigned int flags)) \
   _(1, spx__CUresult, cuEventCreate,                     cuEventCreate,                     (spx__CUevent *e, unsigned int flags)) \
   _(1, spx__CUresult, cuEventRecord,                     cuEventRecord,                     (spx__CUevent e, spx__CUstream s)) \
   _(1, spx__CUresult, cuEventSynchronize,                cuEventSynchronize,                (spx__CUevent e)) \

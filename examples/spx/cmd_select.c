@@ -1,0 +1,268 @@
+/* spx select FILE: the plan and its reason for each strategy (or one, --strategy).
+ * spx select --eval FILES...: the selection paper's protocol on the GPU. Per matrix: the oracle
+ * (fastest measured over every candidate format and cuSPARSE CSR, by a full trial), each strategy's
+ * choice and its slowdown against the oracle, and the end-to-end time of 100 and 500 BiCGSTAB-style
+ * iterations (2 SpMVs each) including analysis + conversion + compile, against cuSPARSE CSR alone
+ * (its setup + the same SpMVs). Summary: share within 5 % of the oracle, geometric-mean slowdown,
+ * worst case; --json F and --svg F write the rows and a slowdown plot. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const int sel_iters[2] = {100, 500};
+
+typedef struct sel_row {
+  char matrix[96];
+  int64_t nnz;
+  double oracle_us;
+  char oracle[24];
+  char choice[SPX_PLAN_STRATEGY_COUNT][24];
+  double us[SPX_PLAN_STRATEGY_COUNT], slowdown[SPX_PLAN_STRATEGY_COUNT];
+  double e2e_ms[SPX_PLAN_STRATEGY_COUNT][2], cs_e2e_ms[2];
+} sel_row;
+
+static const char *sel_cname(const spx_plan *p) {
+  return spx_plan_engine_of(p) == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(spx_plan_format(p));
+}
+
+static int sel_one(const char *path, int has_strategy, spx_plan_strategy only, int json, int64_t calls) {
+  spx_csr *a = NULL;
+  int st, first = 1;
+  if (spx_mm_read(path, SPX_DOUBLE, &a, NULL)) return spx_cli_fail("select");
+  if (json) printf("{\"file\": \"%s\", \"plans\": [", path);
+  for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
+    spx_plan_options o;
+    spx_plan *p;
+    if (has_strategy && st != (int)only) continue;
+    spx_plan_options_default(&o);
+    o.strategy = (spx_plan_strategy)st;
+    o.expected_calls = calls;
+    spx_cli_progress("%s: %s", path, spx_plan_strategy_name(o.strategy));
+    if (spx_plan_create(NULL, a, &o, &p)) {
+      spx_cli_progress_done();
+      spx_csr_destroy(a);
+      return spx_cli_fail("select");
+    }
+    spx_cli_progress_done();
+    if (json && !first) printf(",\n");
+    first = 0;
+    if (!json) printf("%s-- %s\n", st && !has_strategy ? "\n" : "", spx_plan_strategy_name(o.strategy));
+    spx_plan_print(p, stdout, json);
+    spx_plan_destroy(p);
+  }
+  if (json) printf("]}\n");
+  spx_csr_destroy(a);
+  return 0;
+}
+
+/* cuSPARSE CSR alone: setup wall time and median us per SpMV. */
+static spx_status sel_cusparse(spx_context *ctx, const spx_csr *a, double *setup_ms, double *us) {
+  spx_cusparse_plan *cp = NULL;
+  spx_timer *t = NULL;
+  spx_devptr x = 0, y = 0;
+  double t0 = spx_cli_now(), ms, best = -1;
+  int k, i;
+  spx_status s;
+  if ((s = spx_cusparse_plan_create(ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &cp)) || (s = spx_context_synchronize(ctx)))
+    goto done;
+  *setup_ms = 1e3 * (spx_cli_now() - t0);
+  if ((s = spx_device_alloc(ctx, (size_t)(a->ncols + 1) * 8, &x)) || (s = spx_device_alloc(ctx, (size_t)(a->nrows + 1) * 8, &y)) ||
+      (s = spx_device_memset(ctx, x, 0x3f, (size_t)a->ncols * 8)) || (s = spx_timer_create(ctx, &t)))
+    goto done;
+  for (k = 0; k < 3; k++) if ((s = spx_cusparse_spmv(cp, 1.0, x, 0.0, y))) goto done;
+  for (k = 0; k < 9; k++) { /* best of 9 samples of 20 */
+    if ((s = spx_timer_start(t))) goto done;
+    for (i = 0; i < 20; i++) if ((s = spx_cusparse_spmv(cp, 1.0, x, 0.0, y))) goto done;
+    if ((s = spx_timer_stop(t, &ms))) goto done;
+    if (best < 0 || ms < best) best = ms;
+  }
+  *us = 1e3 * best / 20;
+done:
+  spx_timer_destroy(t);
+  spx_device_free(ctx, x);
+  spx_device_free(ctx, y);
+  spx_cusparse_plan_destroy(cp);
+  return s;
+}
+
+static spx_status sel_eval_matrix(spx_context *ctx, const char *path, sel_row *r) {
+  spx_csr *a = NULL;
+  spx_plan_options o;
+  spx_plan *p = NULL;
+  const spx_plan_candidate *c;
+  double cs_setup = 0, cs_us = 0;
+  int n, k, st, it;
+  spx_status s;
+  const char *base = strrchr(path, '/');
+  memset(r, 0, sizeof *r);
+  snprintf(r->matrix, sizeof r->matrix, "%s", base ? base + 1 : path);
+  if ((s = spx_mm_read(path, SPX_DOUBLE, &a, NULL))) return s;
+  r->nnz = a->nnz;
+  /* The oracle: every candidate timed. */
+  spx_plan_options_default(&o);
+  o.strategy = SPX_PLAN_TRIAL;
+  o.trial_reps = 20;
+  if ((s = spx_plan_create(ctx, a, &o, &p))) goto done;
+  c = spx_plan_candidates(p, &n);
+  r->oracle_us = -1;
+  for (k = 0; k < n; k++)
+    if (c[k].measured_us > 0 && (r->oracle_us < 0 || c[k].measured_us < r->oracle_us)) {
+      r->oracle_us = c[k].measured_us;
+      snprintf(r->oracle, sizeof r->oracle, "%s", c[k].engine == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(c[k].format));
+    }
+  spx_plan_destroy(p);
+  p = NULL;
+  if ((s = sel_cusparse(ctx, a, &cs_setup, &cs_us))) goto done;
+  for (it = 0; it < 2; it++) r->cs_e2e_ms[it] = cs_setup + 2.0 * sel_iters[it] * cs_us * 1e-3;
+  for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
+    for (it = 0; it < 2; it++) {
+      double t0 = spx_cli_now(), setup, us;
+      spx_plan_options_default(&o);
+      o.strategy = (spx_plan_strategy)st;
+      o.expected_calls = 2 * sel_iters[it];
+      o.eager = 1;
+      if ((s = spx_plan_create(ctx, a, &o, &p)) || (s = spx_context_synchronize(ctx))) goto done;
+      setup = 1e3 * (spx_cli_now() - t0);
+      if ((s = spx_plan_time(p, 20, &us))) goto done;
+      r->e2e_ms[st][it] = setup + 2.0 * sel_iters[it] * us * 1e-3;
+      if (it == 0) {
+        r->us[st] = us;
+        r->slowdown[st] = us / r->oracle_us;
+        snprintf(r->choice[st], sizeof r->choice[st], "%s", sel_cname(p));
+      }
+      spx_plan_destroy(p);
+      p = NULL;
+    }
+  }
+done:
+  spx_plan_destroy(p);
+  spx_csr_destroy(a);
+  return s;
+}
+
+static void sel_svg(const char *file, const sel_row *rows, int nr) {
+  FILE *f = fopen(file, "w");
+  int i, st, W = 60 + 40 * nr * 1, H = 320;
+  double ymax = 2.0;
+  static const char *col[] = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e"};
+  if (!f) { fprintf(stderr, "spx: select: cannot write %s\n", file); return; }
+  if (W < 400) W = 400;
+  fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-size=\"10\">\n", W, H + 120);
+  fprintf(f, "<text x=\"10\" y=\"14\">slowdown vs oracle per strategy (1.0 = oracle; clipped at %.1f)</text>\n", ymax);
+  fprintf(f, "<line x1=\"50\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"gray\" stroke-dasharray=\"4\"/>\n",
+          H - (int)(H * 1.05 / ymax) + 20, W, H - (int)(H * 1.05 / ymax) + 20);
+  for (i = 0; i < nr; i++) {
+    for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
+      double v = rows[i].slowdown[st] > ymax ? ymax : rows[i].slowdown[st];
+      int h = (int)(H * v / ymax), x = 55 + 40 * i + 7 * st;
+      fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"6\" height=\"%d\" fill=\"%s\"/>\n", x, H - h + 20, h, col[st % 5]);
+    }
+    fprintf(f, "<text transform=\"translate(%d,%d) rotate(60)\">%s</text>\n", 60 + 40 * i, H + 26, rows[i].matrix);
+  }
+  for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++)
+    fprintf(f, "<text x=\"%d\" y=\"30\" fill=\"%s\">%s</text>\n", 60 + 60 * st, col[st % 5],
+            spx_plan_strategy_name((spx_plan_strategy)st));
+  fprintf(f, "</svg>\n");
+  fclose(f);
+}
+
+static int sel_eval(int nfiles, char **files, const char *json, const char *svg) {
+  spx_context *ctx = NULL;
+  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  sel_row *rows = (sel_row *)calloc((size_t)nfiles + 1, sizeof *rows);
+  int i, st, nr = 0;
+  if (!rows) { fprintf(stderr, "spx: select: out of memory\n"); return 1; }
+  if (spx_device_count() < 1 || spx_context_create(&co, &ctx)) {
+    fprintf(stderr, "spx: select --eval needs a GPU (it times every format and cuSPARSE): %s\n",
+            spx_last_error()[0] ? spx_last_error() : "no CUDA device");
+    free(rows);
+    return 1;
+  }
+  printf("%-24s %-13s %9s", "matrix", "oracle", "us");
+  for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) printf("  %-13s %6s", spx_plan_strategy_name((spx_plan_strategy)st), "slow");
+  printf("  %s\n", "auto e2e vs cusparse @100/@500");
+  for (i = 0; i < nfiles; i++) {
+    sel_row *r = &rows[nr];
+    spx_cli_progress("%s", files[i]);
+    if (sel_eval_matrix(ctx, files[i], r)) {
+      spx_cli_progress_done();
+      fprintf(stderr, "spx: select: %s: %s (skipped)\n", files[i], spx_last_error());
+      continue;
+    }
+    spx_cli_progress_done();
+    printf("%-24s %-13s %9.2f", r->matrix, r->oracle, r->oracle_us);
+    for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) printf("  %-13s %5.2fx", r->choice[st], r->slowdown[st]);
+    printf("  %.2fx %.2fx\n", r->cs_e2e_ms[0] / r->e2e_ms[SPX_PLAN_AUTO][0], r->cs_e2e_ms[1] / r->e2e_ms[SPX_PLAN_AUTO][1]);
+    fflush(stdout);
+    nr++;
+  }
+  printf("\nsummary over %d matrices: strategy, within 5%% of oracle, geomean slowdown, worst, "
+         "min speedup vs cuSPARSE end to end @100, @500\n", nr);
+  for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
+    int within = 0;
+    double lg = 0, worst = 0, e100 = 1e30, e500 = 1e30;
+    for (i = 0; i < nr; i++) {
+      within += rows[i].slowdown[st] <= 1.05;
+      lg += log(rows[i].slowdown[st]);
+      if (rows[i].slowdown[st] > worst) worst = rows[i].slowdown[st];
+      if (rows[i].cs_e2e_ms[0] / rows[i].e2e_ms[st][0] < e100) e100 = rows[i].cs_e2e_ms[0] / rows[i].e2e_ms[st][0];
+      if (rows[i].cs_e2e_ms[1] / rows[i].e2e_ms[st][1] < e500) e500 = rows[i].cs_e2e_ms[1] / rows[i].e2e_ms[st][1];
+    }
+    printf("  %-7s %5.1f%%  %.3fx  %.3fx  %.3fx  %.3fx\n", spx_plan_strategy_name((spx_plan_strategy)st),
+           nr ? 100.0 * within / nr : 0, nr ? exp(lg / nr) : 0, worst, nr ? e100 : 0, nr ? e500 : 0);
+  }
+  if (json) {
+    FILE *f = fopen(json, "w");
+    if (!f) fprintf(stderr, "spx: select: cannot write %s\n", json);
+    else {
+      fprintf(f, "[");
+      for (i = 0; i < nr; i++) {
+        const sel_row *r = &rows[i];
+        fprintf(f, "%s\n {\"matrix\": \"%s\", \"nnz\": %lld, \"oracle\": \"%s\", \"oracle_us\": %.6g, "
+                   "\"cusparse_e2e_ms\": [%.6g, %.6g], \"strategies\": {",
+                i ? "," : "", r->matrix, (long long)r->nnz, r->oracle, r->oracle_us, r->cs_e2e_ms[0], r->cs_e2e_ms[1]);
+        for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++)
+          fprintf(f, "%s\"%s\": {\"choice\": \"%s\", \"us\": %.6g, \"slowdown\": %.6g, \"e2e_ms\": [%.6g, %.6g]}",
+                  st ? ", " : "", spx_plan_strategy_name((spx_plan_strategy)st), r->choice[st], r->us[st],
+                  r->slowdown[st], r->e2e_ms[st][0], r->e2e_ms[st][1]);
+        fprintf(f, "}}");
+      }
+      fprintf(f, "\n]\n");
+      fclose(f);
+    }
+  }
+  if (svg) sel_svg(svg, rows, nr);
+  free(rows);
+  spx_context_destroy(ctx);
+  return nr == nfiles ? 0 : 1;
+}
+
+int spx_cli_select(int argc, char **argv) {
+  const char *json_file = NULL, *svg = NULL, *v;
+  char **files = (char **)calloc((size_t)argc + 1, sizeof *files);
+  int json = 0, eval = 0, has_strategy = 0, nf = 0, i, rc = 0;
+  int64_t calls = 1000;
+  spx_plan_strategy only = SPX_PLAN_AUTO;
+  if (!files) return 1;
+  for (i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--eval")) eval = 1;
+    else if ((v = spx_cli_opt(argc, argv, &i, "--strategy"))) {
+      if (spx_plan_strategy_parse(v, &only)) { free(files); return spx_cli_usage("select", "%s", spx_last_error()); }
+      has_strategy = 1;
+    } else if ((v = spx_cli_opt(argc, argv, &i, "--calls"))) {
+      if (!spx_cli_int("select", "--calls", v, &calls)) { free(files); return 2; }
+    } else if ((v = spx_cli_opt(argc, argv, &i, "--svg"))) svg = v;
+    else if (!strcmp(argv[i], "--json")) json = 1;
+    else if ((v = spx_cli_opt(argc, argv, &i, "--json-file"))) json_file = v;
+    else if (argv[i][0] == '-') { free(files); return spx_cli_usage("select", "unknown option '%s'", argv[i]); }
+    else files[nf++] = argv[i];
+  }
+  if (!nf) { free(files); return spx_cli_usage("select", "FILE is missing"); }
+  if (eval) rc = sel_eval(nf, files, json_file, svg);
+  else
+    for (i = 0; i < nf && !rc; i++) rc = sel_one(files[i], has_strategy, only, json, calls);
+  free(files);
+  return rc;
+}

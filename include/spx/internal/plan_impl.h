@@ -1,0 +1,1299 @@
+/* The auto-tuner (spx/plan.h): candidates, byte predictors, the cost model, the heuristics of the
+ * two papers, the trial, calibration, plans and re-selection. */
+#include <errno.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include "common.h"
+#include "../plan.h"
+#include "../cuda.h"
+#include "../baseline.h"
+#include "../gen.h"
+
+/* ---- Strategies ------------------------------------------------------------------------------ */
+static const char *const spx__plan_snames[] = {
+#define SPX__PS_NAME(e, name, what) name,
+    SPX_PLAN_STRATEGIES(SPX__PS_NAME)
+#undef SPX__PS_NAME
+};
+static const char *const spx__plan_sdescs[] = {
+#define SPX__PS_DESC(e, name, what) what,
+    SPX_PLAN_STRATEGIES(SPX__PS_DESC)
+#undef SPX__PS_DESC
+};
+
+const char *spx_plan_strategy_name(spx_plan_strategy s) {
+  return (int)s >= 0 && s < SPX_PLAN_STRATEGY_COUNT ? spx__plan_snames[s] : "unknown";
+}
+const char *spx_plan_strategy_description(spx_plan_strategy s) {
+  return (int)s >= 0 && s < SPX_PLAN_STRATEGY_COUNT ? spx__plan_sdescs[s] : "";
+}
+
+static int spx__plan_ieq(const char *a, const char *b) {
+  for (; *a && *b; a++, b++) {
+    int x = *a >= 'A' && *a <= 'Z' ? *a + 32 : *a, y = *b >= 'A' && *b <= 'Z' ? *b + 32 : *b;
+    if (x != y) return 0;
+  }
+  return *a == *b;
+}
+
+spx_status spx_plan_strategy_parse(const char *name, spx_plan_strategy *out) {
+  int i;
+  if (!name || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_strategy_parse: NULL argument");
+  for (i = 0; i < SPX_PLAN_STRATEGY_COUNT; i++)
+    if (spx__plan_ieq(name, spx__plan_snames[i])) { *out = (spx_plan_strategy)i; return SPX_OK; }
+  return spx__fail(SPX_INVALID_ARGUMENT, "unknown strategy \"%s\" (auto, kubota, mps, trial, model)", name);
+}
+
+void spx_plan_options_default(spx_plan_options *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->strategy = SPX_PLAN_AUTO;
+  o->expected_calls = 1000;
+  o->backend = SPX_BACKEND_AUTO;
+  o->dtype = -1;
+  o->trial_reps = 20;
+  o->trial_share = 0.02;
+}
+
+/* ---- The row structure the predictors read ---------------------------------------------------- */
+typedef struct spx__pprof {
+  int64_t n, ncols, nnz, row_max;
+  int64_t *hist;       /* hist[len]: rows of length len, 0 .. row_max */
+  int64_t nblocks, nval, nnon, max_blocks, max_bval; /* column runs (RBP) */
+  int64_t ss_runs;     /* row pieces of SS with its default segment */
+  double idle_row;     /* idle lane-slots of one thread per row, warps of consecutive rows */
+  double idle_sorted;  /* the same with rows sorted by length (JDS) */
+  double idle_csr;     /* the CSR vector kernel's groups (tpr lanes per row) */
+  int tpr;
+} spx__pprof;
+
+/* Idle lane-slots when `warp` lanes run `warp/tpr` consecutive rows, tpr lanes each, in lock step. */
+static double spx__plan_idle(const spx_csr *a, int warp, int tpr) {
+  int64_t g = warp / tpr > 0 ? warp / tpr : 1, i, j;
+  double idle = 0;
+  if (warp <= 1) return 0;
+  for (i = 0; i < a->nrows; i += g) {
+    int64_t steps = 0, sum = 0, e = SPX__MIN(a->nrows, i + g);
+    for (j = i; j < e; j++) {
+      int64_t l = a->row_ptr[j + 1] - a->row_ptr[j];
+      steps = SPX__MAX(steps, (l + tpr - 1) / tpr);
+      sum += l;
+    }
+    idle += (double)(steps * tpr * (e - i) - sum);
+  }
+  return idle;
+}
+
+static void spx__pprof_free(spx__pprof *p) { SPX_FREE(p->hist); p->hist = NULL; }
+
+static spx_status spx__pprof_make(const spx_csr *a, int warp, spx__pprof *p) {
+  int64_t i, k, seg = 256;
+  memset(p, 0, sizeof *p);
+  p->n = a->nrows; p->ncols = a->ncols; p->nnz = a->nnz;
+  for (i = 0; i < a->nrows; i++) p->row_max = SPX__MAX(p->row_max, a->row_ptr[i + 1] - a->row_ptr[i]);
+  if (!(p->hist = (int64_t *)spx__calloc((size_t)p->row_max + 1, sizeof *p->hist))) return SPX_OUT_OF_MEMORY;
+  for (i = 0; i < a->nrows; i++) {
+    int64_t b = a->row_ptr[i], e = a->row_ptr[i + 1], blocks = 0, bval = 0;
+    p->hist[e - b]++;
+    if (e > b) p->ss_runs += (e - 1) / seg - b / seg + 1;
+    for (k = b; k < e;) { /* maximal runs of consecutive columns */
+      int64_t r = k + 1;
+      while (r < e && a->col_idx[r] == a->col_idx[r - 1] + 1) r++;
+      if (r - k >= 2) { blocks++; bval += r - k; }
+      else p->nnon++;
+      k = r;
+    }
+    p->nblocks += blocks; p->nval += bval;
+    p->max_blocks = SPX__MAX(p->max_blocks, blocks);
+    p->max_bval = SPX__MAX(p->max_bval, bval);
+  }
+  /* Sorted rows: walk the histogram from the longest down, warps of `warp` rows. */
+  if (warp > 1) {
+    int64_t len = p->row_max, left = 0, in = 0, mx = 0, sum = 0;
+    for (; len >= 0; len--) {
+      left = p->hist[len];
+      while (left > 0) {
+        int64_t take = SPX__MIN(left, warp - in);
+        if (in == 0) mx = len;
+        in += take; sum += take * len; left -= take;
+        if (in == warp) { p->idle_sorted += (double)(mx * warp - sum); in = 0; sum = 0; }
+      }
+    }
+    if (in) p->idle_sorted += (double)(mx * in - sum);
+  }
+  {
+    double mean = a->nrows ? (double)a->nnz / (double)a->nrows : 0;
+    int t = 1; /* the CSR kernel's threads per row: a power of two near a fifth of the mean row */
+    while (t < 32 && 2.0 * t <= mean / 5.0) t *= 2;
+    p->tpr = t;
+  }
+  p->idle_row = spx__plan_idle(a, warp, 1);
+  p->idle_csr = spx__plan_idle(a, warp, p->tpr);
+  return SPX_OK;
+}
+
+/* ---- Byte predictors ------------------------------------------------------------------------
+ * One per format spx knows the layout of, keyed by registry name: the bytes spx_fmt_bytes would
+ * give after conversion with default parameters, from the row structure alone (tests check they are
+ * equal). A format without one is converted to learn its bytes. `map` says how lanes meet rows,
+ * which picks the imbalance term: FLAT (nonzeros spread evenly: COO, SS), PADDED (padding already
+ * in the bytes: ELL, SELL), ROW (a thread per row in row order), SORTED (rows sorted: JDS), CSR
+ * (the vector kernel's lanes per row). */
+enum { SPX__MAP_FLAT, SPX__MAP_PADDED, SPX__MAP_ROW, SPX__MAP_SORTED, SPX__MAP_CSR };
+
+typedef int64_t (*spx__pred_fn)(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb);
+
+/* A parameter's descriptor default by name (SPX_AUTO when the format decides, or has none). */
+static int64_t spx__plan_pdef(const spx_format_vtable *vt, const char *name) {
+  int i;
+  for (i = 0; i < vt->layout->nparams; i++)
+    if (!strcmp(vt->layout->params[i].name, name)) return vt->layout->params[i].def;
+  return SPX_AUTO;
+}
+
+static int64_t spx__pb_coo(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  (void)vt; return p->nnz * (8 + vb);
+}
+static int64_t spx__pb_csr(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  (void)vt; return 4 * (p->n + 1) + p->nnz * (4 + vb);
+}
+static int64_t spx__pb_ell(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  int64_t k = spx__plan_pdef(vt, "k");
+  return p->n * (k == SPX_AUTO ? p->row_max : k) * (4 + vb);
+}
+static int64_t spx__pb_ell_r(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  (void)vt; return p->n * p->row_max * (4 + vb) + 4 * p->n;
+}
+static int64_t spx__pb_jds(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  (void)vt; return 4 * p->n + 4 * (p->row_max + 1) + p->nnz * (4 + vb);
+}
+static int64_t spx__pb_hyb(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  int64_t k = spx__plan_pdef(vt, "k"), rows = p->n, i, ncoo = 0;
+  if (k == SPX_AUTO) { /* Bell and Garland's rule, as the converter applies it */
+    k = p->row_max;
+    for (i = 0; i < p->row_max; i++) {
+      rows -= p->hist[i];
+      if (3 * rows < p->n || rows < 4096) { k = i; break; }
+    }
+  }
+  for (i = k + 1; i <= p->row_max; i++) ncoo += p->hist[i] * (i - k);
+  return p->n * k * (4 + vb) + ncoo * (8 + vb);
+}
+static int64_t spx__pb_ss(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  int64_t seg = spx__plan_pdef(vt, "seg"), nseg;
+  if (seg != 256) return -1; /* the profile counted runs for 256 */
+  nseg = (p->nnz + seg - 1) / seg;
+  return nseg * seg * (8 + vb) + 4 * p->ss_runs + 4 * (nseg + 1);
+}
+static int64_t spx__pb_rbp_csr(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  (void)vt; return vb * p->nval + 8 * p->nblocks + 12 * (p->n + 1) + (vb + 4) * p->nnon;
+}
+static int64_t spx__pb_rbp_ell(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  (void)vt; return vb * p->n * p->max_bval + 8 * p->n * p->max_blocks + 4 * (p->n + 1) + (vb + 4) * p->nnon;
+}
+static int64_t spx__pb_rbp_ell_r(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  return spx__pb_rbp_ell(p, vt, vb) + 4 * p->n;
+}
+
+/* Predictors by registry name. _(name, predictor or NULL, lane mapping, kernel launches) */
+#define SPX__PLAN_PREDICTORS(_)                              \
+  _("coo",       spx__pb_coo,       SPX__MAP_FLAT,   2)     \
+  _("csr",       spx__pb_csr,       SPX__MAP_CSR,    1)     \
+  _("ell",       spx__pb_ell,       SPX__MAP_PADDED, 1)     \
+  _("ell_r",     spx__pb_ell_r,     SPX__MAP_ROW,    1)     \
+  _("jds",       spx__pb_jds,       SPX__MAP_SORTED, 1)     \
+  _("sell",      NULL,              SPX__MAP_PADDED, 1)     \
+  _("hyb",       spx__pb_hyb,       SPX__MAP_PADDED, 2)     \
+  _("rbp_csr",   spx__pb_rbp_csr,   SPX__MAP_ROW,    1)     \
+  _("rbp_ell",   spx__pb_rbp_ell,   SPX__MAP_ROW,    1)     \
+  _("rbp_ell_r", spx__pb_rbp_ell_r, SPX__MAP_ROW,    1)     \
+  _("ss",        spx__pb_ss,        SPX__MAP_FLAT,   2)
+
+typedef struct spx__plan_pred {
+  const char *name;
+  spx__pred_fn fn;
+  int map, launches;
+} spx__plan_pred;
+
+static const spx__plan_pred spx__plan_preds[] = {
+#define SPX__PP_ROW(name, fn, map, launches) {name, fn, map, launches},
+    SPX__PLAN_PREDICTORS(SPX__PP_ROW)
+#undef SPX__PP_ROW
+    {NULL, NULL, SPX__MAP_FLAT, 1}};
+
+static const spx__plan_pred *spx__plan_pred_of(const char *name) {
+  const spx__plan_pred *q;
+  for (q = spx__plan_preds; q->name; q++)
+    if (!strcmp(q->name, name)) return q;
+  return q; /* the sentinel: no predictor, flat mapping, one launch */
+}
+
+/* SELL-C-sigma slots with the descriptor's C and sigma (rows sorted by length in windows). */
+static spx_status spx__pb_sell(const spx_csr *a, const spx_format_vtable *vt, int64_t vb, int64_t *bytes) {
+  int64_t c = spx__plan_pdef(vt, "c"), sigma = spx__plan_pdef(vt, "sigma"), n = a->nrows, w, i, slots = 0;
+  int64_t *len;
+  if (c == SPX_AUTO || sigma == SPX_AUTO || c < 1 || sigma < 1) { *bytes = -1; return SPX_OK; }
+  if (!(len = (int64_t *)spx__alloc((size_t)n + 1, sizeof *len))) return SPX_OUT_OF_MEMORY;
+  for (i = 0; i < n; i++) len[i] = a->row_ptr[i + 1] - a->row_ptr[i];
+  if (sigma > 1)
+    for (w = 0; w < n; w += sigma) { /* descending insertion-free sort: counting by a small heap */
+      int64_t e = SPX__MIN(n, w + sigma), x, y;
+      for (x = w + 1; x < e; x++) { /* shell sort, descending: windows are short */
+        int64_t v = len[x];
+        for (y = x; y > w && len[y - 1] < v; y--) len[y] = len[y - 1];
+        len[y] = v;
+      }
+    }
+  for (i = 0; i < n; i += c) {
+    int64_t m = 0, e = SPX__MIN(n, i + c), j;
+    for (j = i; j < e; j++) m = SPX__MAX(m, len[j]);
+    slots += m * c;
+  }
+  SPX_FREE(len);
+  *bytes = (sigma > 1 ? 4 * n : 0) + 4 * ((n + c - 1) / c + 1) + slots * (4 + vb);
+  return SPX_OK;
+}
+
+/* ---- Device descriptions ------------------------------------------------------------------------ */
+spx_status spx_plan_device_default(spx_context *ctx, spx_plan_device *d) {
+  spx_device_info info;
+  if (!d) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_device_default: NULL argument");
+  memset(d, 0, sizeof *d);
+  if (ctx && spx_context_backend(ctx) == SPX_BACKEND_CUDA) {
+    spx_status s = spx_context_device_info(ctx, &info);
+    if (s) return s;
+    snprintf(d->name, sizeof d->name, "%.63s", info.name);
+    /* An SpMV kernel reaches about 80 % of the DDR peak on recent parts. */
+    d->bandwidth_gbs = info.peak_bandwidth_gbs > 0 ? 0.8 * info.peak_bandwidth_gbs : 500;
+    d->launch_us = 4;
+    d->imbalance_weight = 0.5;
+    d->x_miss = 0.25;
+    d->cache_bytes = info.l2_bytes > 0 ? info.l2_bytes : 4 << 20;
+    d->warp = 32;
+    d->cusparse_factor = 1.1;
+    d->h2d_gbs = 12;
+    d->convert_ns_per_byte = 1.0;
+    d->convert_ns_per_nnz = 1.0;
+    d->jit_ms = 5;
+    d->memory_bytes = info.free_mem > 0 ? info.free_mem : info.total_mem;
+    return SPX_OK;
+  }
+  snprintf(d->name, sizeof d->name, "host");
+  d->bandwidth_gbs = 10;
+  d->launch_us = 0.5;
+  d->imbalance_weight = 0;
+  d->x_miss = 0.25;
+  d->cache_bytes = 32 << 20;
+  d->warp = 1;
+  d->cusparse_factor = 1;
+  d->convert_ns_per_byte = 1.0;
+  d->convert_ns_per_nnz = 1.0;
+  return SPX_OK;
+}
+
+/* Device JSON: one flat object of numbers and the name; fields unknown to this reader are ignored. */
+#define SPX__PLAN_DEV_FIELDS(_)                                          \
+  _(bandwidth_gbs,       double)                                         \
+  _(launch_us,           double)                                         \
+  _(imbalance_weight,    double)                                         \
+  _(x_miss,              double)                                         \
+  _(cache_bytes,         int64_t)                                        \
+  _(warp,                int)                                            \
+  _(cusparse_factor,     double)                                         \
+  _(h2d_gbs,             double)                                         \
+  _(convert_ns_per_byte, double)                                         \
+  _(convert_ns_per_nnz,  double)                                         \
+  _(jit_ms,              double)                                         \
+  _(memory_bytes,        int64_t)                                        \
+  _(calibrated,          int)
+
+spx_status spx_plan_device_save(const char *path, const spx_plan_device *d) {
+  FILE *f;
+  char tmp[1200];
+  const char *c;
+  int ok;
+  if (!path || !d) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_device_save: NULL argument");
+  snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)clock());
+  if (!(f = fopen(tmp, "w"))) return spx__fail(SPX_IO, "%s: cannot write: %s", tmp, strerror(errno));
+  fprintf(f, "{\n  \"name\": \"");
+  for (c = d->name; *c; c++) fputc(*c == '"' || *c == '\\' ? '_' : *c, f);
+  fprintf(f, "\"");
+#define SPX__PD_W(field, type) fprintf(f, ",\n  \"" #field "\": %.9g", (double)d->field);
+  SPX__PLAN_DEV_FIELDS(SPX__PD_W)
+#undef SPX__PD_W
+  fprintf(f, "\n}\n");
+  ok = !ferror(f);
+  ok &= fclose(f) == 0;
+  if (!ok || rename(tmp, path) != 0) {
+    remove(tmp);
+    return spx__fail(SPX_IO, "%s: cannot write", path);
+  }
+  return SPX_OK;
+}
+
+/* The number after "key": in text, or 0 when absent. */
+static int spx__plan_json_num(const char *text, const char *key, double *v) {
+  char pat[80];
+  const char *p;
+  char *end;
+  snprintf(pat, sizeof pat, "\"%s\"", key);
+  if (!(p = strstr(text, pat))) return 0;
+  p += strlen(pat);
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+  if (*p++ != ':') return 0;
+  *v = strtod(p, &end);
+  return end != p;
+}
+
+spx_status spx_plan_device_load(const char *path, spx_plan_device *d) {
+  FILE *f;
+  char text[4096];
+  size_t n;
+  const char *p;
+  double v;
+  if (!path || !d) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_device_load: NULL argument");
+  if (!(f = fopen(path, "r"))) return spx__fail(SPX_IO, "%s: cannot open: %s", path, strerror(errno));
+  n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  memset(d, 0, sizeof *d);
+  if ((p = strstr(text, "\"name\"")) && (p = strchr(p + 6, '"'))) {
+    size_t i = 0;
+    for (p++; *p && *p != '"' && i + 1 < sizeof d->name; p++) d->name[i++] = *p;
+    d->name[i] = 0;
+  }
+#define SPX__PD_R(field, type) \
+  if (!spx__plan_json_num(text, #field, &v)) return spx__fail(SPX_PARSE, "%s: no \"%s\"", path, #field); \
+  d->field = (type)v;
+  SPX__PLAN_DEV_FIELDS(SPX__PD_R)
+#undef SPX__PD_R
+  if (!(d->bandwidth_gbs > 0) || d->warp < 1 || d->launch_us < 0)
+    return spx__fail(SPX_PARSE, "%s: bandwidth_gbs, warp and launch_us out of range", path);
+  return SPX_OK;
+}
+
+const char *spx_plan_device_path(const char *device_name) {
+  static SPX__THREAD_LOCAL char path[1400];
+  const char *root = spx_jit_cache_dir(), *c;
+  char name[80];
+  size_t i = 0;
+  if (!root || !device_name) return NULL;
+  for (c = device_name; *c && i + 1 < sizeof name; c++)
+    name[i++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ? *c : '_';
+  name[i] = 0;
+  if (snprintf(path, sizeof path, "%s/tuner/%s.json", root, name) >= (int)sizeof path) return NULL;
+  return path;
+}
+
+/* mkdir -p of the directory part of path. */
+static void spx__plan_mkdirs(const char *path) {
+  char d[1400];
+  size_t i;
+  snprintf(d, sizeof d, "%s", path);
+  for (i = 1; d[i]; i++)
+    if (d[i] == '/') { d[i] = 0; mkdir(d, 0700); d[i] = '/'; }
+}
+
+/* ---- The model ---------------------------------------------------------------------------------- */
+/* Predicted microseconds per SpMV for a format storing `bytes`, with `idle` idle lane-slots. */
+static double spx__plan_time_us(const spx_plan_device *d, const spx__pprof *p, int64_t vb, int64_t bytes,
+                                double idle, int launches) {
+  double bpus = d->bandwidth_gbs * 1e3; /* bytes per microsecond */
+  double moved = (double)bytes + (double)(vb * (p->ncols + p->n));
+  if (p->ncols * vb > d->cache_bytes) moved += d->x_miss * (double)(p->nnz * vb);
+  return d->launch_us * launches + moved / bpus + d->imbalance_weight * idle * (double)(4 + vb) / bpus;
+}
+
+/* Conversion (host) + upload + one compile, milliseconds. */
+static double spx__plan_conv_ms(const spx_plan_device *d, const spx__pprof *p, int64_t bytes, int cuda) {
+  double ms = 1e-6 * (d->convert_ns_per_nnz * (double)p->nnz + d->convert_ns_per_byte * (double)bytes);
+  if (d->h2d_gbs > 0) ms += (double)bytes / (d->h2d_gbs * 1e6);
+  if (cuda) ms += d->jit_ms;
+  return ms;
+}
+
+static void spx__plan_score(spx_plan_candidate *c, int64_t calls) {
+  c->score_us = c->predicted_us + 1e3 * c->convert_ms / (double)(calls > 0 ? calls : 1);
+}
+
+/* Fills the candidates of a (dtype of a). cuSPARSE CSR last when with_cusparse. */
+static spx_status spx__plan_candidates(const spx_csr *a, const spx_plan_device *d, int64_t calls, int64_t limit,
+                                       int with_cusparse, int cuda, spx_plan_candidate *out, int max, int *n) {
+  spx__pprof p;
+  int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype), vec = vb * (a->nrows + a->ncols);
+  int f, k = 0;
+  spx_status s;
+  if ((s = spx__pprof_make(a, d->warp, &p))) return s;
+  for (f = 0; f < spx_format_count() && k < max; f++) {
+    const spx_format_vtable *vt = spx_format_info((spx_format)f);
+    const spx__plan_pred *q;
+    spx_plan_candidate *c = &out[k];
+    double idle = 0;
+    if (!vt || !spx_format_has_kernel((spx_format)f)) continue;
+    q = spx__plan_pred_of(vt->name);
+    memset(c, 0, sizeof *c);
+    c->format = (spx_format)f;
+    c->engine = SPX_PLAN_ENGINE_SPX;
+    c->measured_us = -1;
+    c->bytes = -1;
+    if (q->fn) c->bytes = q->fn(&p, vt, vb);
+    else if (!strcmp(vt->name, "sell") && (s = spx__pb_sell(a, vt, vb, &c->bytes))) goto fail;
+    if (c->bytes < 0) { /* no predictor: convert once and ask */
+      spx_fmt *m = NULL;
+      s = spx_fmt_from_csr(a, (spx_format)f, NULL, &m);
+      if (s == SPX_UNSUPPORTED || s == SPX_RANGE) {
+        snprintf(c->note, sizeof c->note, "declined: %.80s", spx_last_error());
+        spx_clear_error();
+        c->fits = 0;
+        c->predicted_us = c->score_us = c->convert_ms = -1;
+        k++;
+        continue;
+      }
+      if (s) goto fail;
+      c->bytes = spx_fmt_bytes(m);
+      c->bytes_exact = 1;
+      spx_fmt_destroy(m);
+    }
+    switch (q->map) {
+    case SPX__MAP_ROW: idle = p.idle_row; break;
+    case SPX__MAP_SORTED: idle = p.idle_sorted; break;
+    case SPX__MAP_CSR: idle = p.idle_csr; break;
+    default: idle = 0;
+    }
+    c->idle = p.nnz ? idle / (double)p.nnz : 0;
+    c->padding = 1; /* stored slots / nnz, from the bytes: slots cost 4 + vb each */
+    if (q->map == SPX__MAP_PADDED && p.nnz) c->padding = (double)c->bytes / (double)(p.nnz * (4 + vb));
+    c->fits = !(limit > 0 && c->bytes + vec > limit);
+    if (!c->fits)
+      snprintf(c->note, sizeof c->note, "%.1f MB + vectors over the %.1f MB limit", 1e-6 * (double)c->bytes,
+               1e-6 * (double)limit);
+    c->predicted_us = spx__plan_time_us(d, &p, vb, c->bytes, idle, q->launches);
+    c->convert_ms = spx__plan_conv_ms(d, &p, c->bytes, cuda);
+    spx__plan_score(c, calls);
+    k++;
+  }
+  if (with_cusparse && k < max) {
+    spx_plan_candidate *c = &out[k++];
+    memset(c, 0, sizeof *c);
+    c->format = SPX_FORMAT_CSR;
+    c->engine = SPX_PLAN_ENGINE_CUSPARSE;
+    c->measured_us = -1;
+    c->bytes = spx__pb_csr(&p, NULL, vb);
+    c->padding = 1;
+    c->fits = !(limit > 0 && c->bytes + vec > limit);
+    if (!c->fits) snprintf(c->note, sizeof c->note, "over the %.1f MB limit", 1e-6 * (double)limit);
+    c->predicted_us = d->cusparse_factor * spx__plan_time_us(d, &p, vb, c->bytes, 0, 1);
+    /* No host conversion besides narrowing the row pointers; a handle and a work buffer. */
+    c->convert_ms = 1e-6 * d->convert_ns_per_nnz * (double)p.n + (d->h2d_gbs > 0 ? (double)c->bytes / (d->h2d_gbs * 1e6) : 0) + 0.5;
+    spx__plan_score(c, calls);
+  }
+  spx__pprof_free(&p);
+  *n = k;
+  return SPX_OK;
+fail:
+  spx__pprof_free(&p);
+  return s;
+}
+
+spx_status spx_plan_model(const spx_csr *a, const spx_plan_device *dev, int64_t expected_calls,
+                          int64_t memory_limit, int with_cusparse, spx_plan_candidate *out, int max, int *n) {
+  spx_status s;
+  if (!a || !dev || !out || !n || max < 0)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_model: NULL argument or negative max");
+  *n = 0;
+  if (!(dev->bandwidth_gbs > 0) || dev->warp < 1)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_model: the device needs bandwidth_gbs > 0 and warp >= 1");
+  if (expected_calls < 0 || memory_limit < 0)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_model: negative expected_calls or memory_limit");
+  if ((s = spx_csr_validate(a))) return s;
+  return spx__plan_candidates(a, dev, expected_calls, memory_limit, with_cusparse, dev->h2d_gbs > 0, out, max, n);
+}
+
+/* ---- Plans --------------------------------------------------------------------------------------- */
+struct spx_plan {
+  spx_context *ctx;
+  int own_ctx;
+  spx_backend backend;
+  spx_plan_strategy strategy;
+  spx_dtype dtype;
+  int64_t nrows, ncols;
+  spx_format format;
+  spx_plan_engine engine;
+  spx_format_params params;
+  spx_csr *a;              /* a copy, kept until built (lazy plans) */
+  spx_fmt *fmt;            /* the converted matrix (host backend: what runs) */
+  spx_dmatrix *dm;
+  spx_cusparse_plan *cs;
+  int built;
+  spx_analysis an;
+  spx_plan_candidate cand[SPX_FORMAT_MAX + 1];
+  int ncand, chosen;       /* chosen: index into cand */
+  int64_t calls;           /* expected_calls */
+  double select_ms;
+  char reason[768];
+};
+
+static void spx__plan_unbuild(spx_plan *p) {
+  spx_dmatrix_destroy(p->dm); p->dm = NULL;
+  spx_cusparse_plan_destroy(p->cs); p->cs = NULL;
+  spx_fmt_destroy(p->fmt); p->fmt = NULL;
+  p->built = 0;
+}
+
+/* Converts a to the plan's choice and makes it runnable on the backend. */
+static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
+  spx_status s;
+  if (p->built) return SPX_OK;
+  if (p->engine == SPX_PLAN_ENGINE_CUSPARSE) {
+    if ((s = spx_cusparse_plan_create(p->ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
+  } else {
+    /* The re-selection worker may have converted already (on its thread). */
+    if (!p->fmt && (s = spx_fmt_from_csr(a, p->format, &p->params, &p->fmt))) return s;
+    if (p->backend == SPX_BACKEND_CUDA) {
+      s = spx_dmatrix_create(p->ctx, p->fmt, NULL, &p->dm);
+      spx_fmt_destroy(p->fmt);
+      p->fmt = NULL;
+      if (s) return s;
+    }
+  }
+  p->built = 1;
+  return SPX_OK;
+}
+
+spx_status spx_plan_build(spx_plan *p) {
+  spx_status s;
+  if (!p) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_build: NULL plan");
+  if (p->built) return SPX_OK;
+  if (!p->a) return spx__fail(SPX_INTERNAL, "spx_plan_build: the plan lost its matrix");
+  if ((s = spx__plan_build_from(p, p->a))) { spx__plan_unbuild(p); return s; }
+  spx_csr_destroy(p->a);
+  p->a = NULL;
+  return SPX_OK;
+}
+
+spx_status spx_plan_spmv(spx_plan *p, double alpha, const void *x, double beta, void *y) {
+  spx_status s;
+  if (!p || !x || !y) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_spmv: NULL argument");
+  if (!p->built && (s = spx_plan_build(p))) return s;
+  if (p->cs) return spx_cusparse_spmv(p->cs, alpha, (spx_devptr)(uintptr_t)x, beta, (spx_devptr)(uintptr_t)y);
+  if (p->dm) return spx_dmatrix_spmv(p->dm, alpha, (spx_devptr)(uintptr_t)x, beta, (spx_devptr)(uintptr_t)y);
+  if (p->fmt) return spx_fmt_spmv(p->fmt, alpha, x, beta, y);
+  return spx__fail(SPX_INTERNAL, "spx_plan_spmv: a built plan holds no matrix");
+}
+
+void spx_plan_destroy(spx_plan *p) {
+  if (!p) return;
+  spx__plan_unbuild(p);
+  spx_csr_destroy(p->a);
+  if (p->own_ctx) spx_context_destroy(p->ctx);
+  SPX_FREE(p);
+}
+
+static int spx__plan_cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+spx_status spx_plan_time(spx_plan *p, int reps, double *us) {
+  double samples[64], ms = 0, t0;
+  int64_t vs, i;
+  int k, inner = 1, ns;
+  spx_status s;
+  if (!p || !us || reps < 1) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_time: NULL argument or reps < 1");
+  if (!p->built && (s = spx_plan_build(p))) return s;
+  ns = reps < 64 ? reps : 64;
+  vs = (int64_t)SPX_DTYPE_SIZE(p->dtype);
+  if (p->backend == SPX_BACKEND_CUDA) {
+    spx_devptr x = 0, y = 0;
+    spx_timer *t = NULL;
+    void *hx = spx__alloc((size_t)p->ncols + 1, (size_t)vs);
+    if (!hx) return SPX_OUT_OF_MEMORY;
+    for (i = 0; i < p->ncols; i++) { /* finite, non-zero x */
+      if (p->dtype == SPX_FLOAT) ((float *)hx)[i] = 0.5f + (float)(i % 7) * 0.1f;
+      else ((double *)hx)[i] = 0.5 + (double)(i % 7) * 0.1;
+    }
+    if (!(s = spx_device_alloc(p->ctx, (size_t)((p->ncols + 1) * vs), &x)) &&
+        !(s = spx_device_alloc(p->ctx, (size_t)((p->nrows + 1) * vs), &y)) &&
+        !(s = spx_device_upload(p->ctx, x, hx, (size_t)(p->ncols * vs))) && !(s = spx_timer_create(p->ctx, &t))) {
+      const void *vx = (const void *)(uintptr_t)x;
+      void *vy = (void *)(uintptr_t)y;
+      for (k = 0; k < 3 && !s; k++) s = spx_plan_spmv(p, 1.0, vx, 0.0, vy);
+      if (!s && !(s = spx_timer_start(t)) && !(s = spx_plan_spmv(p, 1.0, vx, 0.0, vy)) && !(s = spx_timer_stop(t, &ms))) {
+        inner = ms > 0 ? (int)(0.5 / ms) : 1000; /* samples of about half a millisecond */
+        inner = inner < 1 ? 1 : inner > 1000 ? 1000 : inner;
+        for (k = 0; k < ns && !s; k++) {
+          if ((s = spx_timer_start(t))) break;
+          for (i = 0; i < inner && !s; i++) s = spx_plan_spmv(p, 1.0, vx, 0.0, vy);
+          if (!s && !(s = spx_timer_stop(t, &ms))) samples[k] = 1e3 * ms / inner;
+        }
+      }
+    }
+    spx_timer_destroy(t);
+    spx_device_free(p->ctx, x);
+    spx_device_free(p->ctx, y);
+    SPX_FREE(hx);
+  } else {
+    void *hx = spx__alloc((size_t)p->ncols + 1, (size_t)vs), *hy = spx__alloc((size_t)p->nrows + 1, (size_t)vs);
+    s = hx && hy ? SPX_OK : SPX_OUT_OF_MEMORY;
+    for (i = 0; !s && i < p->ncols; i++) {
+      if (p->dtype == SPX_FLOAT) ((float *)hx)[i] = 0.5f + (float)(i % 7) * 0.1f;
+      else ((double *)hx)[i] = 0.5 + (double)(i % 7) * 0.1;
+    }
+    if (!s) s = spx_plan_spmv(p, 1.0, hx, 0.0, hy); /* warm-up */
+    for (k = 0; k < ns && !s; k++) {
+      t0 = spx__now();
+      s = spx_plan_spmv(p, 1.0, hx, 0.0, hy);
+      samples[k] = 1e6 * (spx__now() - t0);
+    }
+    SPX_FREE(hx);
+    SPX_FREE(hy);
+  }
+  if (s) return s;
+  qsort(samples, (size_t)ns, sizeof *samples, spx__plan_cmp);
+  *us = samples[ns / 2];
+  return SPX_OK;
+}
+
+/* ---- The papers' heuristics ------------------------------------------------------------------
+ * papers/001 (Kubota), section 5, formula (2), R printed in %:
+ *   ELL if B < 2.0 and R < 0.048 %;  cuSPARSE CSR if B > 8.0 or R >= 0.048 %;  else JDS.
+ * papers/002 (MPS thesis), section 5.2.2, formula (5-1), R as a FRACTION (its Figure 5-4 gives R
+ * from 0.0053 to 0.0078 on 5824-row matrices, i.e. 30-45 nonzeros a row; read as % it would be
+ * under one nonzero a row). The thesis prints the CSR line as "B < 2.7 or R >= 0.005455", the other
+ * way round from its text ("CSR for matrices of large variation and high density"; 2.7 is "0.1
+ * below the largest B observed") and from Kubota's rule, which it also copies as "B < 8.0" in
+ * (4-3). Taken literally, JDS could only follow B >= 2.7 and CSR would take every matrix with
+ * B < 2.7 that misses ELL. We implement what the text means:
+ *   ELL if B < 2.3 and R < 0.005455;  CSR if B > 2.7 or R >= 0.005455;  else JDS.
+ * spx_analysis.R is a fraction, so Kubota's 0.048 % is 0.00048 here. */
+typedef struct spx__plan_rule {
+  double ell_b, csr_b, r; /* thresholds, R as a fraction */
+  const char *r_text;     /* R as the paper prints it */
+  double r_scale;         /* to print R in the paper's unit */
+  const char *r_unit;
+} spx__plan_rule;
+
+static const spx__plan_rule spx__plan_kubota = {2.0, 8.0, 0.00048, "0.048 %", 100.0, " %"};
+static const spx__plan_rule spx__plan_mps = {2.3, 2.7, 0.005455, "0.005455", 1.0, ""};
+
+/* The rule's choice: SPX_FORMAT_ELL, SPX_FORMAT_JDS, or CSR with *cusparse = 1. */
+static spx_format spx__plan_rule_apply(const spx__plan_rule *r, const spx_analysis *an, int *cusparse,
+                                       char *why, size_t len) {
+  double B = an->B, R = an->R, Rp = an->R * r->r_scale;
+  *cusparse = 0;
+  if (B < r->ell_b && R < r->r) {
+    snprintf(why, len, "B = %.3g < %.3g and R = %.4g%s < %s -> ell", B, r->ell_b, Rp, r->r_unit, r->r_text);
+    return SPX_FORMAT_ELL;
+  }
+  if (B > r->csr_b || R >= r->r) {
+    *cusparse = 1;
+    if (B > r->csr_b) snprintf(why, len, "B = %.3g > %.3g -> cuSPARSE csr", B, r->csr_b);
+    else snprintf(why, len, "R = %.4g%s >= %s -> cuSPARSE csr", Rp, r->r_unit, r->r_text);
+    return SPX_FORMAT_CSR;
+  }
+  snprintf(why, len, "%.3g <= B = %.3g <= %.3g%s, R = %.4g%s -> jds", r->ell_b, B, r->csr_b,
+           B < r->ell_b ? " (R rules ELL out)" : "", Rp, r->r_unit);
+  return SPX_FORMAT_JDS;
+}
+
+static int spx__plan_find(const spx_plan *p, spx_format f, spx_plan_engine e) {
+  int i;
+  for (i = 0; i < p->ncand; i++)
+    if (p->cand[i].format == f && p->cand[i].engine == e) return i;
+  return -1;
+}
+
+static int spx__plan_usable(const spx_plan *p, int i) { return i >= 0 && p->cand[i].fits && p->cand[i].predicted_us >= 0; }
+
+/* Heuristic choice with the fallbacks: a choice that does not fit (the paper's out-of-memory ELL
+ * cases) goes to JDS, then CSR; cuSPARSE that is not there goes to spx's CSR. */
+static spx_status spx__plan_heuristic(spx_plan *p, const spx__plan_rule *r) {
+  char why[300];
+  int cus, i;
+  spx_format f = spx__plan_rule_apply(r, &p->an, &cus, why, sizeof why);
+  size_t n = (size_t)snprintf(p->reason, sizeof p->reason, "%s: %s", spx_plan_strategy_name(p->strategy), why);
+  i = spx__plan_find(p, f, cus ? SPX_PLAN_ENGINE_CUSPARSE : SPX_PLAN_ENGINE_SPX);
+  if (i < 0 && cus) {
+    n += (size_t)snprintf(p->reason + n, sizeof p->reason - n, "; cuSPARSE is not available (%s backend): spx csr",
+                          p->backend == SPX_BACKEND_CUDA ? "no library on the" : "host");
+    i = spx__plan_find(p, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_SPX);
+  }
+  if (!spx__plan_usable(p, i)) {
+    static const spx_format order[] = {SPX_FORMAT_JDS, SPX_FORMAT_CSR};
+    int k, j = -1;
+    for (k = 0; k < 2 && j < 0; k++) {
+      j = spx__plan_find(p, order[k], SPX_PLAN_ENGINE_SPX);
+      if (!spx__plan_usable(p, j)) j = -1;
+    }
+    if (j < 0) {
+      j = spx__plan_find(p, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_CUSPARSE);
+      if (!spx__plan_usable(p, j)) j = -1;
+    }
+    if (j < 0) return spx__fail(SPX_DEVICE_OUT_OF_MEMORY, "%s; neither it nor jds nor csr fits the memory limit", p->reason);
+    n += (size_t)snprintf(p->reason + n, sizeof p->reason - n, "; %s does not fit (%s): %s%s",
+                          i >= 0 ? spx_format_name(p->cand[i].format) : "it", i >= 0 ? p->cand[i].note : "not a candidate",
+                          p->cand[j].engine == SPX_PLAN_ENGINE_CUSPARSE ? "cuSPARSE " : "", spx_format_name(p->cand[j].format));
+    i = j;
+  }
+  (void)n;
+  p->chosen = i;
+  return SPX_OK;
+}
+
+/* Candidate indices usable, sorted by score (best first). */
+static int spx__plan_ranked(const spx_plan *p, int *idx) {
+  int i, j, k = 0;
+  for (i = 0; i < p->ncand; i++)
+    if (spx__plan_usable(p, i)) idx[k++] = i;
+  for (i = 1; i < k; i++) { /* insertion sort: a dozen entries */
+    int v = idx[i];
+    for (j = i; j > 0 && p->cand[idx[j - 1]].score_us > p->cand[v].score_us; j--) idx[j] = idx[j - 1];
+    idx[j] = v;
+  }
+  return k;
+}
+
+static const char *spx__plan_cname(const spx_plan_candidate *c) {
+  return c->engine == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(c->format);
+}
+
+static spx_status spx__plan_model_choice(spx_plan *p) {
+  int idx[SPX_FORMAT_MAX + 1], k = spx__plan_ranked(p, idx);
+  const spx_plan_candidate *b;
+  if (!k) return spx__fail(SPX_DEVICE_OUT_OF_MEMORY, "no candidate format fits the memory limit");
+  p->chosen = idx[0];
+  b = &p->cand[idx[0]];
+  snprintf(p->reason, sizeof p->reason,
+           "%s: %s predicted %.3g us/SpMV + %.3g ms conversion / %lld calls = %.3g us (next: %s %.3g us)",
+           spx_plan_strategy_name(p->strategy), spx__plan_cname(b), b->predicted_us, b->convert_ms,
+           (long long)p->calls, b->score_us,
+           k > 1 ? spx__plan_cname(&p->cand[idx[1]]) : "none", k > 1 ? p->cand[idx[1]].score_us : 0.0);
+  return SPX_OK;
+}
+
+/* A plan for one candidate, built, in p's context (for the trial). */
+static spx_status spx__plan_fixed(spx_plan *p, const spx_csr *a, int i, spx_plan **out) {
+  spx_plan *q = (spx_plan *)spx__calloc(1, sizeof *q);
+  spx_status s;
+  if (!q) return SPX_OUT_OF_MEMORY;
+  q->ctx = p->ctx; q->backend = p->backend; q->dtype = p->dtype; q->nrows = p->nrows; q->ncols = p->ncols;
+  q->format = p->cand[i].format; q->engine = p->cand[i].engine;
+  spx_format_params_default(&q->params);
+  if ((s = spx__plan_build_from(q, a))) { spx_plan_destroy(q); return s; }
+  *out = q;
+  return SPX_OK;
+}
+
+/* Times the candidates in idx[0..k) and keeps the fastest built in p (at most two built at once). */
+static spx_status spx__plan_trial(spx_plan *p, const spx_csr *a, const int *idx, int k, int reps) {
+  spx_plan *best = NULL;
+  double best_us = 0;
+  int i, bi = -1;
+  spx_status s;
+  for (i = 0; i < k; i++) {
+    spx_plan *q = NULL;
+    double us;
+    spx_plan_candidate *c = &p->cand[idx[i]];
+    if ((s = spx__plan_fixed(p, a, idx[i], &q)) || (s = spx_plan_time(q, reps, &us))) {
+      if (s == SPX_OUT_OF_MEMORY) { spx_plan_destroy(q); spx_plan_destroy(best); return s; }
+      snprintf(c->note, sizeof c->note, "trial failed: %.80s", spx_last_error());
+      spx_clear_error();
+      spx_plan_destroy(q);
+      continue;
+    }
+    c->measured_us = us;
+    if (!best || us < best_us) { spx_plan_destroy(best); best = q; best_us = us; bi = idx[i]; }
+    else spx_plan_destroy(q);
+  }
+  if (!best) return spx__fail(SPX_UNSUPPORTED, "trial: no candidate could be built and timed");
+  p->chosen = bi;
+  p->fmt = best->fmt; p->dm = best->dm; p->cs = best->cs; p->built = 1;
+  best->fmt = NULL; best->dm = NULL; best->cs = NULL;
+  spx_plan_destroy(best);
+  return SPX_OK;
+}
+
+/* Whether the context has cuSPARSE. */
+static int spx__plan_has_cusparse(const spx_plan *p) {
+  spx_lib_status ls;
+  if (p->backend != SPX_BACKEND_CUDA) return 0;
+  spx_lib_status_get(SPX_LIB_CUSPARSE, &ls);
+  return ls.loaded;
+}
+
+static spx_status spx__plan_check(const spx_csr *a, const spx_plan_options *o) {
+  if (!a) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: NULL matrix");
+  if ((int)o->strategy < 0 || o->strategy >= SPX_PLAN_STRATEGY_COUNT)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: strategy %d is not one of the %d strategies",
+                     (int)o->strategy, (int)SPX_PLAN_STRATEGY_COUNT);
+  if (o->expected_calls < 1)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: expected_calls = %lld; it must be at least 1",
+                     (long long)o->expected_calls);
+  if (o->memory_limit < 0)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: negative memory_limit %lld", (long long)o->memory_limit);
+  if (o->dtype != -1 && o->dtype != SPX_DOUBLE && o->dtype != SPX_FLOAT)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: dtype %d (use -1, SPX_DOUBLE or SPX_FLOAT)", o->dtype);
+  if (o->backend != SPX_BACKEND_AUTO && o->backend != SPX_BACKEND_HOST && o->backend != SPX_BACKEND_CUDA)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: backend %d is not auto, host or cuda", (int)o->backend);
+  if (o->trial_reps < 1 || !(o->trial_share >= 0))
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: trial_reps must be >= 1 and trial_share >= 0");
+  if (o->device && (!(o->device->bandwidth_gbs > 0) || o->device->warp < 1))
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: the device description needs bandwidth_gbs > 0, warp >= 1");
+  return spx_csr_validate(a);
+}
+
+/* The plan's context: the caller's, checked against the options, or one of its own. */
+static spx_status spx__plan_context(spx_plan *p, spx_context *ctx, const spx_plan_options *o) {
+  if (ctx) {
+    spx_backend b = spx_context_backend(ctx);
+    if (o->backend != SPX_BACKEND_AUTO && o->backend != b)
+      return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: options ask for the %s backend, the context is %s",
+                       o->backend == SPX_BACKEND_CUDA ? "cuda" : "host", spx_backend_name(ctx));
+    p->ctx = ctx;
+  } else {
+    spx_context_options co = {o->backend, 0};
+    spx_status s = spx_context_create(&co, &p->ctx);
+    if (s) return s;
+    p->own_ctx = 1;
+  }
+  p->backend = spx_context_backend(p->ctx);
+  return SPX_OK;
+}
+
+/* The model's constants: given, calibrated, or defaults. */
+static spx_status spx__plan_devdesc(spx_plan *p, const spx_plan_options *o, spx_plan_device *d) {
+  if (o->device) { *d = *o->device; return SPX_OK; }
+  if (!o->no_calibrate && p->backend == SPX_BACKEND_CUDA && spx_plan_calibrate(p->ctx, 0, d) == SPX_OK) return SPX_OK;
+  spx_clear_error();
+  return spx_plan_device_default(p->ctx, d);
+}
+
+/* Selection proper: analysis, candidates, strategy. Builds the plan only for trial (and auto's
+ * trial). On return p->a holds the (dtype-converted) copy when the plan is not built yet. */
+static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_options *o) {
+  spx_plan_device dev;
+  spx_csr *a = NULL;
+  const spx_csr *use = a0;
+  int64_t limit = o->memory_limit;
+  double t0 = spx__now();
+  spx_status s;
+  p->strategy = o->strategy;
+  p->calls = o->expected_calls;
+  p->dtype = o->dtype == -1 ? a0->dtype : (spx_dtype)o->dtype;
+  p->nrows = a0->nrows; p->ncols = a0->ncols;
+  spx_format_params_default(&p->params);
+  if ((s = spx_csr_copy(a0, p->dtype, &a))) return s;
+  use = a;
+  if ((s = spx__plan_devdesc(p, o, &dev))) goto fail;
+  if (limit == 0 && p->backend == SPX_BACKEND_CUDA) {
+    spx_device_info info;
+    if (spx_context_device_info(p->ctx, &info) == SPX_OK && info.free_mem > 0) limit = info.free_mem;
+    spx_clear_error();
+  }
+  if ((s = spx_analyze(use, &p->an))) goto fail;
+  if ((s = spx__plan_candidates(use, &dev, o->expected_calls, limit, spx__plan_has_cusparse(p),
+                                p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand)))
+    goto fail;
+  switch (p->strategy) {
+  case SPX_PLAN_KUBOTA: s = spx__plan_heuristic(p, &spx__plan_kubota); break;
+  case SPX_PLAN_MPS: s = spx__plan_heuristic(p, &spx__plan_mps); break;
+  case SPX_PLAN_MODEL: s = spx__plan_model_choice(p); break;
+  case SPX_PLAN_TRIAL: {
+    int idx[SPX_FORMAT_MAX + 1], k = spx__plan_ranked(p, idx);
+    if (!k) { s = spx__fail(SPX_DEVICE_OUT_OF_MEMORY, "no candidate format fits the memory limit"); break; }
+    if (!(s = spx__plan_trial(p, use, idx, k, o->trial_reps)))
+      snprintf(p->reason, sizeof p->reason, "trial: %s measured %.3g us/SpMV, fastest of %d candidates timed",
+               spx__plan_cname(&p->cand[p->chosen]), p->cand[p->chosen].measured_us, k);
+    break;
+  }
+  default: { /* AUTO */
+    int idx[SPX_FORMAT_MAX + 1], k;
+    double trial_ms, work_ms;
+    if ((s = spx__plan_model_choice(p))) break;
+    k = spx__plan_ranked(p, idx);
+    /* A trial of the best two converts and compiles the runner-up too and runs ~reps+4 SpMVs each. */
+    trial_ms = k > 1 ? p->cand[idx[1]].convert_ms + 1e-3 * (o->trial_reps + 4) *
+                                                         (p->cand[idx[0]].predicted_us + p->cand[idx[1]].predicted_us)
+                     : 0;
+    work_ms = 1e-3 * (double)o->expected_calls * p->cand[idx[0]].predicted_us;
+    if (k > 1 && trial_ms <= o->trial_share * work_ms) {
+      char model_reason[400];
+      snprintf(model_reason, sizeof model_reason, "%s", p->reason);
+      if (!(s = spx__plan_trial(p, use, idx, 2, o->trial_reps)))
+        snprintf(p->reason, sizeof p->reason, "%s; trial of the best two (%.3g ms <= %.3g x %.3g ms of work): %s %.3g us vs %s %.3g us",
+                 model_reason, trial_ms, o->trial_share, work_ms, spx__plan_cname(&p->cand[idx[0]]),
+                 p->cand[idx[0]].measured_us, spx__plan_cname(&p->cand[idx[1]]), p->cand[idx[1]].measured_us);
+    } else if (k > 1) {
+      size_t n = strlen(p->reason);
+      snprintf(p->reason + n, sizeof p->reason - n, "; no trial (%.3g ms > %.3g x %.3g ms of work)", trial_ms,
+               o->trial_share, work_ms);
+    }
+  }
+  }
+  if (s) goto fail;
+  p->format = p->cand[p->chosen].format;
+  p->engine = p->cand[p->chosen].engine;
+  p->select_ms = 1e3 * (spx__now() - t0);
+  if (!p->built) p->a = a;
+  else spx_csr_destroy(a);
+  return SPX_OK;
+fail:
+  spx_csr_destroy(a);
+  return s;
+}
+
+spx_status spx_plan_create(spx_context *ctx, const spx_csr *a, const spx_plan_options *options, spx_plan **out) {
+  spx_plan_options o;
+  spx_plan *p;
+  spx_status s;
+  if (!out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: NULL output");
+  *out = NULL;
+  if (options) o = *options;
+  else spx_plan_options_default(&o);
+  if ((s = spx__plan_check(a, &o))) return s;
+  if (!(p = (spx_plan *)spx__calloc(1, sizeof *p))) return SPX_OUT_OF_MEMORY;
+  if ((s = spx__plan_context(p, ctx, &o)) || (s = spx__plan_select(p, a, &o)) || (o.eager && (s = spx_plan_build(p)))) {
+    spx_plan_destroy(p);
+    return s;
+  }
+  *out = p;
+  return SPX_OK;
+}
+
+spx_format spx_plan_format(const spx_plan *p) { return p ? p->format : SPX_FORMAT_COUNT; }
+spx_plan_engine spx_plan_engine_of(const spx_plan *p) { return p ? p->engine : SPX_PLAN_ENGINE_SPX; }
+spx_plan_strategy spx_plan_strategy_of(const spx_plan *p) { return p ? p->strategy : SPX_PLAN_STRATEGY_COUNT; }
+spx_backend spx_plan_backend(const spx_plan *p) { return p ? p->backend : SPX_BACKEND_HOST; }
+spx_dtype spx_plan_dtype(const spx_plan *p) { return p ? p->dtype : SPX_DOUBLE; }
+const spx_format_params *spx_plan_params(const spx_plan *p) { return p ? &p->params : NULL; }
+double spx_plan_predicted_us(const spx_plan *p) { return p ? p->cand[p->chosen].predicted_us : -1; }
+double spx_plan_convert_ms(const spx_plan *p) { return p ? p->cand[p->chosen].convert_ms : -1; }
+double spx_plan_select_ms(const spx_plan *p) { return p ? p->select_ms : -1; }
+const char *spx_plan_reason(const spx_plan *p) { return p ? p->reason : ""; }
+const spx_analysis *spx_plan_analysis(const spx_plan *p) { return p ? &p->an : NULL; }
+const spx_plan_candidate *spx_plan_candidates(const spx_plan *p, int *n) {
+  if (n) *n = p ? p->ncand : 0;
+  return p ? p->cand : NULL;
+}
+
+static void spx__plan_json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", (unsigned)(unsigned char)*s);
+    else fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+spx_status spx_plan_print(const spx_plan *p, FILE *f, int json) {
+  int i;
+  if (!p || !f) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_print: NULL argument");
+  if (json) {
+    fprintf(f, "{\"strategy\": \"%s\", \"backend\": \"%s\", \"format\": \"%s\", \"engine\": \"%s\", \"dtype\": \"%s\", "
+               "\"predicted_us\": %.6g, \"convert_ms\": %.6g, \"select_ms\": %.6g, \"B\": %.6g, \"R\": %.6g, \"reason\": ",
+            spx_plan_strategy_name(p->strategy), p->backend == SPX_BACKEND_CUDA ? "cuda" : "host",
+            spx_format_name(p->format), p->engine == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse" : "spx",
+            spx_dtype_name(p->dtype), spx_plan_predicted_us(p), spx_plan_convert_ms(p), p->select_ms, p->an.B, p->an.R);
+    spx__plan_json_str(f, p->reason);
+    fprintf(f, ", \"candidates\": [");
+    for (i = 0; i < p->ncand; i++) {
+      const spx_plan_candidate *c = &p->cand[i];
+      fprintf(f, "%s\n  {\"name\": \"%s\", \"bytes\": %lld, \"bytes_exact\": %d, \"fits\": %d, \"padding\": %.4g, "
+                 "\"idle\": %.4g, \"predicted_us\": %.6g, \"convert_ms\": %.6g, \"score_us\": %.6g, \"measured_us\": %.6g, \"note\": ",
+              i ? "," : "", spx__plan_cname(c), (long long)c->bytes, c->bytes_exact, c->fits, c->padding, c->idle,
+              c->predicted_us, c->convert_ms, c->score_us, c->measured_us);
+      spx__plan_json_str(f, c->note);
+      fputc('}', f);
+    }
+    fprintf(f, "]}\n");
+  } else {
+    fprintf(f, "strategy    %s\nbackend     %s\nformat      %s%s (%s)\npredicted   %.4g us/SpMV, conversion %.4g ms, selection %.4g ms\nreason      %s\n",
+            spx_plan_strategy_name(p->strategy), p->backend == SPX_BACKEND_CUDA ? "cuda" : "host",
+            p->engine == SPX_PLAN_ENGINE_CUSPARSE ? "cuSPARSE " : "", spx_format_name(p->format), spx_dtype_name(p->dtype),
+            spx_plan_predicted_us(p), spx_plan_convert_ms(p), p->select_ms, p->reason);
+  }
+  return ferror(f) ? spx__fail(SPX_IO, "spx_plan_print: write failed") : SPX_OK;
+}
+
+/* ---- Calibration --------------------------------------------------------------------------------- */
+/* Median microseconds of one candidate (format, engine) on a, built in ctx. */
+static spx_status spx__plan_probe(spx_context *ctx, const spx_csr *a, spx_format f, spx_plan_engine e, double *us) {
+  spx_plan shell, *q = NULL;
+  spx_status s;
+  memset(&shell, 0, sizeof shell);
+  shell.ctx = ctx; shell.backend = spx_context_backend(ctx); shell.dtype = a->dtype;
+  shell.nrows = a->nrows; shell.ncols = a->ncols; shell.ncand = 1;
+  shell.cand[0].format = f; shell.cand[0].engine = e;
+  if ((s = spx__plan_fixed(&shell, a, 0, &q))) return s;
+  s = spx_plan_time(q, 15, us);
+  spx_plan_destroy(q);
+  return s;
+}
+
+static int spx__plan_dcmp(const void *a, const void *b) { return spx__plan_cmp(a, b); }
+
+/* Host conversion rate: median over the formats spx predicts of ns per byte of the result. */
+static spx_status spx__plan_cal_convert(const spx_csr *a, spx_plan_device *d) {
+  double r[SPX_FORMAT_MAX];
+  int f, n = 0;
+  for (f = 0; f < spx_format_count(); f++) {
+    const spx_format_vtable *vt = spx_format_info((spx_format)f);
+    spx_fmt *m = NULL;
+    double t0 = spx__now(), dt;
+    if (!vt || !spx__plan_pred_of(vt->name)->fn) continue;
+    if (spx_fmt_from_csr(a, (spx_format)f, NULL, &m)) { spx_clear_error(); continue; }
+    dt = spx__now() - t0;
+    if (spx_fmt_bytes(m) > 0) r[n++] = 1e9 * dt / (double)spx_fmt_bytes(m);
+    spx_fmt_destroy(m);
+  }
+  if (n) {
+    qsort(r, (size_t)n, sizeof *r, spx__plan_dcmp);
+    d->convert_ns_per_byte = r[n / 2];
+    d->convert_ns_per_nnz = 0; /* folded into the per-byte rate */
+  }
+  return SPX_OK;
+}
+
+/* Measures d on ctx: streaming bandwidth of a CSR SpMV on a 7-point Laplacian, the launch floor on a
+ * 1 x 1 matrix, cuSPARSE relative to the model, the cost of idle lanes on a power-law matrix with
+ * ELL-R (one thread per row), upload bandwidth and host conversion rates. */
+static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
+  const int32_t z = 0;
+  const double one = 1;
+  spx_csr *tiny = NULL, *lap = NULL, *pl = NULL;
+  spx__pprof pp;
+  double t_launch = 0, t_csr = 0, t_cs = -1, t_er = 0, bal, idle_term, bpus;
+  int cuda = spx_context_backend(ctx) == SPX_BACKEND_CUDA;
+  spx_status s;
+  memset(&pp, 0, sizeof pp);
+  if ((s = spx_csr_from_coo(1, 1, 1, &z, &z, &one, SPX_DOUBLE, &tiny)) ||
+      (s = spx_gen_poisson3d(64, 64, 64, 7, SPX_DOUBLE, &lap)) ||
+      (s = spx_gen_powerlaw(200000, 2.0, 2, 400, 7, SPX_DOUBLE, &pl)))
+    goto done;
+  if ((s = spx__plan_probe(ctx, tiny, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_SPX, &t_launch)) ||
+      (s = spx__plan_probe(ctx, lap, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_SPX, &t_csr)))
+    goto done;
+  d->launch_us = t_launch;
+  if ((s = spx__pprof_make(lap, d->warp, &pp))) goto done;
+  { /* bandwidth from the balanced CSR time: moved bytes / (time - launch) */
+    double moved = (double)(spx__pb_csr(&pp, NULL, 8) + 8 * (lap->nrows + lap->ncols));
+    double busy = t_csr - t_launch > 0.05 * t_csr ? t_csr - t_launch : t_csr;
+    d->bandwidth_gbs = moved / (busy * 1e3);
+  }
+  spx__pprof_free(&pp);
+  if (cuda) {
+    spx_lib_status ls;
+    spx_lib_status_get(SPX_LIB_CUSPARSE, &ls);
+    if (ls.loaded && spx__plan_probe(ctx, lap, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_CUSPARSE, &t_cs) == SPX_OK && t_cs > 0)
+      d->cusparse_factor = t_cs / t_csr;
+    spx_clear_error();
+  }
+  /* Idle lanes: ELL-R runs a thread per row; what it loses against the balanced prediction. */
+  if (d->warp > 1) {
+    if ((s = spx__pprof_make(pl, d->warp, &pp))) goto done;
+    if ((s = spx__plan_probe(ctx, pl, SPX_FORMAT_ELL_R, SPX_PLAN_ENGINE_SPX, &t_er))) goto done;
+    bpus = d->bandwidth_gbs * 1e3;
+    d->imbalance_weight = 0;
+    /* the same bytes the model charges ELL-R, so the weight absorbs what the padding does not cost */
+    bal = spx__plan_time_us(d, &pp, 8, spx__pb_ell_r(&pp, NULL, 8), 0, 1);
+    idle_term = pp.idle_row * 12.0 / bpus;
+    d->imbalance_weight = idle_term > 0 ? (t_er - bal) / idle_term : 0;
+    d->imbalance_weight = d->imbalance_weight < 0 ? 0 : d->imbalance_weight > 2 ? 2 : d->imbalance_weight;
+  }
+  if (cuda) { /* upload bandwidth: 64 MB, best of three */
+    size_t bytes = 64u << 20;
+    void *h = spx__calloc(bytes, 1);
+    spx_devptr dp = 0;
+    int k;
+    double best = 0;
+    if (h && spx_device_alloc(ctx, bytes, &dp) == SPX_OK)
+      for (k = 0; k < 3; k++) {
+        double t0 = spx__now();
+        if (spx_device_upload(ctx, dp, h, bytes)) break;
+        t0 = spx__now() - t0;
+        if (t0 > 0 && (best == 0 || (double)bytes / t0 > best)) best = (double)bytes / t0;
+      }
+    if (best > 0) d->h2d_gbs = best * 1e-9;
+    spx_device_free(ctx, dp);
+    SPX_FREE(h);
+    spx_clear_error();
+  }
+  s = spx__plan_cal_convert(lap, d);
+  d->calibrated = 1;
+done:
+  spx__pprof_free(&pp);
+  spx_csr_destroy(tiny);
+  spx_csr_destroy(lap);
+  spx_csr_destroy(pl);
+  return s;
+}
+
+spx_status spx_plan_calibrate(spx_context *ctx, int force, spx_plan_device *out) {
+  spx_plan_device d;
+  const char *path;
+  char keep[1400];
+  spx_status s;
+  if (!ctx || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_calibrate: NULL argument");
+  if ((s = spx_plan_device_default(ctx, &d))) return s;
+  path = spx_plan_device_path(d.name);
+  keep[0] = 0;
+  if (path) snprintf(keep, sizeof keep, "%s", path);
+  if (!force && keep[0]) {
+    spx_plan_device c;
+    if (spx_plan_device_load(keep, &c) == SPX_OK && c.calibrated && !strcmp(c.name, d.name)) {
+      c.memory_bytes = d.memory_bytes; /* free memory is now, not then */
+      *out = c;
+      return SPX_OK;
+    }
+    spx_clear_error();
+  }
+  if ((s = spx__plan_measure(ctx, &d))) return s;
+  if (keep[0]) {
+    spx__plan_mkdirs(keep);
+    if (spx_plan_device_save(keep, &d)) {
+      spx__warn("spx: tuner calibration not saved: %s\n", spx_last_error());
+      spx_clear_error();
+    }
+  }
+  *out = d;
+  return SPX_OK;
+}
+
+/* ---- Re-selection --------------------------------------------------------------------------------- */
+struct spx_reselect {
+  spx_context *ctx;
+  int own_ctx;
+  spx_plan_options o;
+  spx_plan_device dev;
+  pthread_t th;
+  int pending;
+  const spx_csr *a;
+  spx_plan *plan;      /* selected (and host-converted) by the worker */
+  spx_status st;
+  char err[1100];
+  double t_start, t_done;
+  int64_t step;
+  int have_prev;
+  spx_format prev_format;
+  spx_plan_engine prev_engine;
+};
+
+static void *spx__reselect_worker(void *arg) {
+  spx_reselect *r = (spx_reselect *)arg;
+  spx_plan *p = (spx_plan *)spx__calloc(1, sizeof *p);
+  spx_status s = SPX_OUT_OF_MEMORY;
+  if (p) {
+    p->ctx = r->ctx;
+    p->backend = spx_context_backend(r->ctx);
+    s = spx__plan_select(p, r->a, &r->o);
+    /* The host part of the conversion belongs to the hidden work too. */
+    if (!s && p->engine == SPX_PLAN_ENGINE_SPX && !p->fmt) s = spx_fmt_from_csr(p->a, p->format, &p->params, &p->fmt);
+  }
+  if (s) {
+    snprintf(r->err, sizeof r->err, "%s", spx_last_error());
+    spx_plan_destroy(p);
+    p = NULL;
+  }
+  r->plan = p;
+  r->st = s;
+  r->t_done = spx__now();
+  return NULL;
+}
+
+spx_status spx_reselect_create(spx_context *ctx, const spx_plan_options *options, spx_reselect **out) {
+  spx_reselect *r;
+  spx_status s;
+  if (!out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_reselect_create: NULL output");
+  *out = NULL;
+  if (!(r = (spx_reselect *)spx__calloc(1, sizeof *r))) return SPX_OUT_OF_MEMORY;
+  if (options) r->o = *options;
+  else spx_plan_options_default(&r->o);
+  if (r->o.strategy == SPX_PLAN_TRIAL) {
+    SPX_FREE(r);
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_reselect_create: the trial strategy times on the device the caller is "
+                                           "using; pick kubota, mps, model or auto (which runs as model here)");
+  }
+  if (r->o.strategy == SPX_PLAN_AUTO) r->o.strategy = SPX_PLAN_MODEL; /* no trial beside the caller's work */
+  if ((int)r->o.strategy < 0 || r->o.strategy >= SPX_PLAN_STRATEGY_COUNT || r->o.expected_calls < 1 ||
+      r->o.memory_limit < 0) {
+    SPX_FREE(r);
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_reselect_create: bad strategy, expected_calls or memory_limit");
+  }
+  {
+    spx_plan shell;
+    memset(&shell, 0, sizeof shell);
+    if ((s = spx__plan_context(&shell, ctx, &r->o))) { SPX_FREE(r); return s; }
+    r->ctx = shell.ctx;
+    r->own_ctx = shell.own_ctx;
+    /* Calibrate (or read the calibration) and load cuSPARSE now, on this thread, not the worker's. */
+    if ((s = spx__plan_devdesc(&shell, &r->o, &r->dev))) {
+      if (r->own_ctx) spx_context_destroy(r->ctx);
+      SPX_FREE(r);
+      return s;
+    }
+    (void)spx__plan_has_cusparse(&shell);
+  }
+  r->o.device = &r->dev;
+  *out = r;
+  return SPX_OK;
+}
+
+spx_status spx_reselect_submit(spx_reselect *r, const spx_csr *a) {
+  int e;
+  if (!r || !a) return spx__fail(SPX_INVALID_ARGUMENT, "spx_reselect_submit: NULL argument");
+  if (r->pending) return spx__fail(SPX_INVALID_ARGUMENT, "spx_reselect_submit: step %lld is still pending; call spx_reselect_next first", (long long)r->step);
+  r->a = a;
+  r->plan = NULL;
+  r->st = SPX_OK;
+  r->err[0] = 0;
+  r->t_start = spx__now();
+  r->t_done = r->t_start;
+  if ((e = pthread_create(&r->th, NULL, spx__reselect_worker, r)) != 0)
+    return spx__fail(SPX_INTERNAL, "spx_reselect_submit: pthread_create: %s", strerror(e));
+  r->pending = 1;
+  return SPX_OK;
+}
+
+spx_status spx_reselect_next(spx_reselect *r, spx_plan **plan, spx_reselect_step *info) {
+  double t_call, t_joined;
+  spx_plan *p;
+  spx_status s;
+  if (plan) *plan = NULL;
+  if (!r || !plan) return spx__fail(SPX_INVALID_ARGUMENT, "spx_reselect_next: NULL argument");
+  if (!r->pending) return spx__fail(SPX_INVALID_ARGUMENT, "spx_reselect_next: nothing submitted");
+  t_call = spx__now();
+  pthread_join(r->th, NULL);
+  t_joined = spx__now();
+  r->pending = 0;
+  r->step++;
+  if (r->st) return spx__fail(r->st, "re-selection of step %lld: %s", (long long)(r->step - 1), r->err);
+  p = r->plan;
+  r->plan = NULL;
+  if ((s = spx_plan_build(p))) { spx_plan_destroy(p); return s; }
+  if (info) {
+    double sel = 1e3 * (r->t_done - r->t_start);
+    info->step = r->step - 1;
+    info->format = p->format;
+    info->engine = p->engine;
+    info->switched = r->have_prev && (p->format != r->prev_format || p->engine != r->prev_engine);
+    info->select_ms = sel;
+    info->hidden_ms = SPX__MIN(sel, 1e3 * (t_call - r->t_start));
+    if (info->hidden_ms < 0) info->hidden_ms = 0;
+    info->exposed_ms = 1e3 * (spx__now() - t_call);
+    (void)t_joined;
+  }
+  r->have_prev = 1;
+  r->prev_format = p->format;
+  r->prev_engine = p->engine;
+  *plan = p;
+  return SPX_OK;
+}
+
+void spx_reselect_destroy(spx_reselect *r) {
+  if (!r) return;
+  if (r->pending) pthread_join(r->th, NULL);
+  spx_plan_destroy(r->plan);
+  if (r->own_ctx) spx_context_destroy(r->ctx);
+  SPX_FREE(r);
+}

@@ -1,0 +1,218 @@
+/* spx/plan.h: the auto-tuner. A plan is a format + its parameters + an engine (an spx kernel or
+ * cuSPARSE CSR), chosen for one matrix on one device, with the predicted time per SpMV, the
+ * predicted conversion time and a sentence saying why.
+ *
+ *   spx_plan_options o;  spx_plan_options_default(&o);  o.expected_calls = 500;
+ *   spx_plan *p;
+ *   spx_plan_create(ctx, a, &o, &p);            ctx NULL: the plan makes its own (o.backend)
+ *   spx_plan_spmv(p, 1.0, x, 0.0, y);           host pointers on the host backend, device on CUDA
+ *   puts(spx_plan_reason(p));  spx_plan_destroy(p);
+ *
+ * STRATEGIES (by name; the table below)
+ *   kubota  papers/001 section 5, formula (2): ELL if B < 2.0 and R < 0.048 %, cuSPARSE CSR if
+ *           B > 8.0 or R >= 0.048 %, else JDS.
+ *   mps     papers/002 section 5.2.2, formula (5-1): the same rule retuned for small MPS matrices
+ *           (B 2.3 / 2.7, R 0.005455 as a fraction); see plan_impl.h for the two printing slips.
+ *   trial   the papers' "exam": convert, run and time every candidate, keep the fastest.
+ *   model   predicted time = bytes / bandwidth + launch + imbalance, plus conversion / expected_calls.
+ *   auto    model, then a trial of the model's best two when that trial costs little next to the
+ *           work expected_calls SpMVs will do.
+ * A heuristic's choice that is not a candidate (does not fit the memory limit; cuSPARSE on the
+ * host backend) falls back, and the reason says so.
+ *
+ * CANDIDATES  every registry format with a GPU kernel (spx_format_has_kernel), and cuSPARSE CSR on
+ *   the CUDA backend when cuSPARSE loads. A candidate whose predicted bytes (plus x and y) pass the
+ *   memory limit is excluded before anything is converted. Bytes come from a predictor per format
+ *   where spx has one (O(n) or O(nnz) on the row structure, equal to spx_fmt_bytes); a format
+ *   without one (a new or registered format) is converted on the host once to learn its bytes.
+ *
+ * THE DEVICE DESCRIPTION  spx_plan_device holds the constants the model uses. On the CUDA backend
+ *   they are measured once per device by spx_plan_calibrate (copy bandwidth, launch latency, probe
+ *   SpMVs, host conversion rates) and kept in <cache>/tuner/<device>.json (cache as for the JIT:
+ *   $SPX_CACHE_DIR, $XDG_CACHE_HOME/spx, ~/.cache/spx); spx_plan_device_default gives unmeasured
+ *   defaults. A test may fill one by hand (options.device) and needs no GPU.
+ *
+ * RE-SELECTION  spx_reselect serves codes whose matrix changes every step (papers/002): hand in
+ *   step k+1's matrix, keep working on step k, and the analysis, the choice and the host conversion
+ *   run on a host thread meanwhile; spx_reselect_next gives step k+1's plan and what was hidden. */
+#ifndef SPX_PLAN_H
+#define SPX_PLAN_H
+
+#include <stdio.h>
+#include "status.h"
+#include "types.h"
+#include "csr.h"
+#include "analyze.h"
+#include "formats.h"
+#include "loader.h"
+#include "device.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Strategies. ORDER: the order `spx select` lists them; AUTO first (the default, 0).
+ *  _(ENUM_SUFFIX, "name",   "what it does") */
+#define SPX_PLAN_STRATEGIES(_)                                                                 \
+  _(AUTO,    "auto",   "model, then a timed trial of the best two when the work makes it cheap") \
+  _(KUBOTA,  "kubota", "B/R thresholds of the selection paper (ELL, JDS, cuSPARSE CSR)")         \
+  _(MPS,     "mps",    "B/R thresholds retuned by the MPS thesis (5-1)")                         \
+  _(TRIAL,   "trial",  "convert, run and time every candidate; keep the fastest")              \
+  _(MODEL,   "model",  "calibrated cost model incl. conversion / expected_calls")
+
+typedef enum spx_plan_strategy {
+#define SPX__PLAN_STRATEGY_ENUM(e, name, what) SPX_PLAN_##e,
+  SPX_PLAN_STRATEGIES(SPX__PLAN_STRATEGY_ENUM)
+#undef SPX__PLAN_STRATEGY_ENUM
+  SPX_PLAN_STRATEGY_COUNT
+} spx_plan_strategy;
+
+/* "kubota"; "unknown" outside the table. */
+const char *spx_plan_strategy_name(spx_plan_strategy s);
+const char *spx_plan_strategy_description(spx_plan_strategy s);
+/* By name (case ignored); SPX_INVALID_ARGUMENT listing the names otherwise. */
+spx_status spx_plan_strategy_parse(const char *name, spx_plan_strategy *out);
+
+/* What runs the SpMV. */
+typedef enum spx_plan_engine {
+  SPX_PLAN_ENGINE_SPX = 0,     /* an spx format: its GPU kernel (CUDA) or host SpMV (host) */
+  SPX_PLAN_ENGINE_CUSPARSE = 1 /* cuSPARSE CSR (CUDA backend only) */
+} spx_plan_engine;
+
+/* The constants of the cost model for one device (all times per SpMV unless said otherwise). */
+typedef struct spx_plan_device {
+  char name[64];              /* "NVIDIA H100 80GB HBM3", "host" */
+  double bandwidth_gbs;       /* achievable streaming bandwidth of an SpMV kernel, 1e9 B/s */
+  double launch_us;           /* fixed cost of one SpMV call (launch + tail), microseconds */
+  double imbalance_weight;    /* 0..1: cost of an idle lane-slot relative to a busy one */
+  double x_miss;              /* share of nnz whose x read misses cache when x exceeds cache_bytes */
+  int64_t cache_bytes;        /* L2 (GPU) or last-level cache (host) */
+  int warp;                   /* lanes that run in lock step (32 on NVIDIA GPUs, 1 on the host) */
+  double cusparse_factor;     /* cuSPARSE CSR time / the model's balanced-CSR time */
+  double h2d_gbs;             /* host -> device upload bandwidth (0: no upload, host backend) */
+  double convert_ns_per_byte; /* host conversion, per byte of the converted format */
+  double convert_ns_per_nnz;  /* host conversion, per input nonzero (reading the CSR) */
+  double jit_ms;              /* one kernel compile when the JIT cache misses */
+  int64_t memory_bytes;       /* device memory for the matrix (0: unknown, no limit) */
+  int calibrated;             /* 1 when measured on this device, 0 for the defaults */
+} spx_plan_device;
+
+typedef struct spx_plan_options {
+  spx_plan_strategy strategy; /* AUTO */
+  int64_t expected_calls;     /* SpMVs the plan will serve [1000] */
+  int64_t memory_limit;       /* bytes the matrix (+ x, y) may take; 0: the device's free memory
+                               * (CUDA), no limit (host) */
+  int eager;                  /* 1: convert, upload and compile in spx_plan_create; 0: at the first
+                               * spx_plan_spmv (trial plans are always built) */
+  spx_backend backend;        /* AUTO: the context's; HOST or CUDA must match a given context */
+  int dtype;                  /* -1: the matrix's; else SPX_DOUBLE or SPX_FLOAT */
+  int trial_reps;             /* timed SpMVs per candidate in a trial [20] */
+  double trial_share;         /* auto: trial when it costs at most this share of the expected
+                               * work [0.02] */
+  const spx_plan_device *device; /* the model's constants; NULL: calibrated (CUDA) or defaults */
+  int no_calibrate;           /* 1: never run or read a calibration (defaults instead) */
+} spx_plan_options;
+
+void spx_plan_options_default(spx_plan_options *o);
+
+/* One candidate as the planner saw it. Times in microseconds (SpMV) and milliseconds (conversion);
+ * negative when not known. */
+typedef struct spx_plan_candidate {
+  spx_format format;          /* the spx format (CSR for cuSPARSE) */
+  spx_plan_engine engine;
+  int64_t bytes;              /* device bytes of the matrix arrays (exact when bytes_exact) */
+  int bytes_exact;            /* 1: measured by converting; 0: predicted from the row structure */
+  int fits;                   /* 0: over the memory limit, excluded */
+  double padding;             /* stored slots / nnz */
+  double idle;                /* idle lane-slots / nnz (row imbalance inside a warp) */
+  double predicted_us;        /* the model's time per SpMV */
+  double convert_ms;          /* the model's conversion (+ upload + compile) time */
+  double score_us;            /* predicted_us + convert / expected_calls */
+  double measured_us;         /* a trial's time per SpMV (-1: not timed) */
+  char note[96];              /* why excluded, or what was notable */
+} spx_plan_candidate;
+
+typedef struct spx_plan spx_plan;
+
+/* Chooses and (eagerly or later) builds a plan for a on ctx (NULL: the plan makes and owns a
+ * context of options->backend). a is not kept after the call returns. options NULL: defaults.
+ * SPX_INVALID_ARGUMENT for NULL or bad arguments; SPX_DEVICE_OUT_OF_MEMORY when no candidate fits
+ * the memory limit; *out = NULL on failure. */
+spx_status spx_plan_create(spx_context *ctx, const spx_csr *a, const spx_plan_options *options,
+                           spx_plan **out);
+/* y = alpha*A*x + beta*y: host arrays on the host backend, device pointers (cast to void *) on
+ * the CUDA backend, queued on the context's stream. beta == 0 does not read y. */
+spx_status spx_plan_spmv(spx_plan *p, double alpha, const void *x, double beta, void *y);
+/* Converts, uploads and compiles now if that has not happened yet (what eager does). */
+spx_status spx_plan_build(spx_plan *p);
+void spx_plan_destroy(spx_plan *p);
+
+spx_format spx_plan_format(const spx_plan *p);
+spx_plan_engine spx_plan_engine_of(const spx_plan *p);
+spx_plan_strategy spx_plan_strategy_of(const spx_plan *p);
+spx_backend spx_plan_backend(const spx_plan *p);
+spx_dtype spx_plan_dtype(const spx_plan *p);
+/* The conversion parameters the plan uses (SPX_AUTO where the format decides). */
+const spx_format_params *spx_plan_params(const spx_plan *p);
+double spx_plan_predicted_us(const spx_plan *p);   /* per SpMV */
+double spx_plan_convert_ms(const spx_plan *p);     /* predicted conversion + upload + compile */
+double spx_plan_select_ms(const spx_plan *p);      /* what the choice itself took (wall) */
+/* "kubota: B = 1.03 < 2.0 and R = 0.045 % < 0.048 % -> ell (...)". */
+const char *spx_plan_reason(const spx_plan *p);
+/* The candidates in registry order, cuSPARSE last; *n receives their number. */
+const spx_plan_candidate *spx_plan_candidates(const spx_plan *p, int *n);
+/* The analysis the plan was made from. */
+const spx_analysis *spx_plan_analysis(const spx_plan *p);
+/* Median microseconds per spx_plan_spmv (alpha 1, beta 0) over reps timed runs after a warm-up,
+ * on vectors the plan allocates: device events on CUDA, the wall clock on the host. */
+spx_status spx_plan_time(spx_plan *p, int reps, double *us);
+/* The plan as one JSON object, or as text lines (json == 0). */
+spx_status spx_plan_print(const spx_plan *p, FILE *f, int json);
+
+/* ---- The cost model ------------------------------------------------------------------------ */
+/* Unmeasured defaults: a host description (ctx NULL or host) or one derived from the device's
+ * properties (peak bandwidth, L2, memory). */
+spx_status spx_plan_device_default(spx_context *ctx, spx_plan_device *out);
+/* The calibrated description of ctx's device: read from the cache file, else measured now (a few
+ * hundred ms on a GPU) and written there (force: measure again). Host contexts measure the host. */
+spx_status spx_plan_calibrate(spx_context *ctx, int force, spx_plan_device *out);
+/* The calibration file for a device name (NULL when the cache is off); thread-local storage. */
+const char *spx_plan_device_path(const char *device_name);
+/* Reads / writes a description as a small JSON object. */
+spx_status spx_plan_device_load(const char *path, spx_plan_device *out);
+spx_status spx_plan_device_save(const char *path, const spx_plan_device *d);
+/* The model's candidates for a without building anything (no GPU needed): what the model strategy
+ * decides from. out receives up to max candidates; *n their number. dtype as in the options. */
+spx_status spx_plan_model(const spx_csr *a, const spx_plan_device *dev, int64_t expected_calls,
+                          int64_t memory_limit, int with_cusparse, spx_plan_candidate *out, int max,
+                          int *n);
+
+/* ---- Re-selection for time-stepping codes ---------------------------------------------------- */
+typedef struct spx_reselect spx_reselect;
+
+typedef struct spx_reselect_step {
+  int64_t step;           /* 0 for the first matrix submitted */
+  spx_format format;
+  spx_plan_engine engine;
+  int switched;           /* 1 when format or engine differ from the previous step's */
+  double select_ms;       /* analysis + choice + host conversion, on the worker thread */
+  double hidden_ms;       /* the part of select_ms that ran while the caller worked */
+  double exposed_ms;      /* what spx_reselect_next waited for, plus the upload/compile it ran */
+} spx_reselect_step;
+
+/* Options as for plans (strategy TRIAL is refused: it would compete for the device). ctx may be NULL
+ * (a host-backend context is made for the plans). */
+spx_status spx_reselect_create(spx_context *ctx, const spx_plan_options *options, spx_reselect **out);
+/* Starts selecting for the next step's matrix on the worker thread and returns at once. a must stay
+ * valid and unchanged until spx_reselect_next returns. SPX_INVALID_ARGUMENT while one is pending. */
+spx_status spx_reselect_submit(spx_reselect *r, const spx_csr *a);
+/* Waits for the pending selection, builds its plan and gives it (the caller owns and destroys it).
+ * SPX_INVALID_ARGUMENT when nothing was submitted. */
+spx_status spx_reselect_next(spx_reselect *r, spx_plan **plan, spx_reselect_step *info);
+/* Waits for a pending selection (discarding it) and frees everything. NULL is a no-op. */
+void spx_reselect_destroy(spx_reselect *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SPX_PLAN_H */

@@ -1,0 +1,577 @@
+/* Tests of spx/plan.h: the papers' heuristics branch by branch on crafted matrices, the byte
+ * predictors against the converters, the cost model on a hand-filled device description, memory
+ * limits, the trial on the host backend, re-selection ordering, and bad arguments. A GPU part runs
+ * only with a GPU. */
+#define _POSIX_C_SOURCE 200809L
+#include <unistd.h>
+#include "spx_test.h"
+
+/* n x n with the given row lengths (row i: columns i, i+1, ... wrapping), random values. */
+static spx_csr *rows_matrix(int64_t n, const int64_t *len) {
+  int64_t i, k, nnz = 0, q = 0;
+  int32_t *r, *c;
+  double *v;
+  spx_csr *a = NULL;
+  for (i = 0; i < n; i++) nnz += len[i];
+  r = malloc((size_t)(nnz + 1) * sizeof *r); c = malloc((size_t)(nnz + 1) * sizeof *c);
+  v = malloc((size_t)(nnz + 1) * sizeof *v);
+  assert_true(r && c && v);
+  for (i = 0; i < n; i++)
+    for (k = 0; k < len[i]; k++, q++) {
+      r[q] = (int32_t)i;
+      c[q] = (int32_t)((i + k) % n);
+      v[q] = 0.5 + 0.5 * spx_test_rand();
+    }
+  assert_int_equal(spx_csr_from_coo(n, n, nnz, r, c, v, SPX_DOUBLE, &a), SPX_OK);
+  free(r); free(c); free(v);
+  return a;
+}
+
+/* Lengths: `base` everywhere, `big` on every `every`-th row (every 0: none), `zero_every` rows empty. */
+static spx_csr *pattern(int64_t n, int64_t base, int64_t big, int64_t every) {
+  int64_t *len = malloc((size_t)n * sizeof *len), i;
+  spx_csr *a;
+  assert_non_null(len);
+  for (i = 0; i < n; i++) len[i] = every && i % every == 0 ? big : base;
+  a = rows_matrix(n, len);
+  free(len);
+  return a;
+}
+
+static spx_format plan_with(const spx_csr *a, spx_plan_strategy st, char *reason, size_t len) {
+  spx_plan_options o;
+  spx_plan *p = NULL;
+  spx_format f;
+  spx_plan_options_default(&o);
+  o.strategy = st;
+  o.backend = SPX_BACKEND_HOST;
+  o.no_calibrate = 1;
+  if (spx_plan_create(NULL, a, &o, &p) != SPX_OK) fail_msg("plan: %s", spx_last_error());
+  f = spx_plan_format(p);
+  assert_int_equal(spx_plan_engine_of(p), SPX_PLAN_ENGINE_SPX); /* no cuSPARSE on the host */
+  if (reason) snprintf(reason, len, "%s", spx_plan_reason(p));
+  spx_plan_destroy(p);
+  return f;
+}
+
+static void test_strategy_names(void **state) {
+  spx_plan_strategy s;
+  int i;
+  (void)state;
+  for (i = 0; i < SPX_PLAN_STRATEGY_COUNT; i++) {
+    assert_int_equal(spx_plan_strategy_parse(spx_plan_strategy_name((spx_plan_strategy)i), &s), SPX_OK);
+    assert_int_equal((int)s, i);
+  }
+  assert_int_equal(spx_plan_strategy_parse("KUBOTA", &s), SPX_OK);
+  assert_int_equal(s, SPX_PLAN_KUBOTA);
+  assert_int_equal(spx_plan_strategy_parse("exam", &s), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "kubota"));
+  assert_string_equal(spx_plan_strategy_name((spx_plan_strategy)99), "unknown");
+}
+
+/* Kubota (papers/001, formula (2)); R printed in %, 0.048 % = 0.00048. */
+static void test_kubota_branches(void **state) {
+  char why[800];
+  spx_csr *a;
+  (void)state;
+  /* Tridiagonal-like, 3 per row, n = 10000: B = 1, R = 0.0003 < 0.00048 -> ELL. */
+  a = pattern(10000, 3, 0, 0);
+  assert_int_equal(plan_with(a, SPX_PLAN_KUBOTA, why, sizeof why), SPX_FORMAT_ELL);
+  assert_non_null(strstr(why, "-> ell"));
+  spx_csr_destroy(a);
+  /* n = 1000: R = 0.003 >= 0.00048 -> cuSPARSE CSR, spx csr on the host. */
+  a = pattern(1000, 3, 0, 0);
+  assert_int_equal(plan_with(a, SPX_PLAN_KUBOTA, why, sizeof why), SPX_FORMAT_CSR);
+  assert_non_null(strstr(why, "R = "));
+  assert_non_null(strstr(why, "cuSPARSE is not available"));
+  spx_csr_destroy(a);
+  /* B > 8: one row of 2000 among rows of 1 (mean ~1.02). */
+  a = pattern(100000, 1, 2000, 100000);
+  assert_int_equal(plan_with(a, SPX_PLAN_KUBOTA, why, sizeof why), SPX_FORMAT_CSR);
+  assert_non_null(strstr(why, "> 8"));
+  spx_csr_destroy(a);
+  /* 2 <= B <= 8: every 10th row 10 long, the rest 1 (mean 1.9, B 5.3) -> JDS. */
+  a = pattern(100000, 1, 10, 10);
+  assert_int_equal(plan_with(a, SPX_PLAN_KUBOTA, why, sizeof why), SPX_FORMAT_JDS);
+  spx_csr_destroy(a);
+  { /* B exactly 8.0 is not "> 8.0": JDS. One row of 8, 7 empty rows, the rest 1: mean 1. */
+    int64_t n = 80000, i, *len = malloc((size_t)n * sizeof *len);
+    spx_plan_options o;
+    spx_plan *p;
+    assert_non_null(len);
+    for (i = 0; i < n; i++) len[i] = i == 0 ? 8 : i < 8 ? 0 : 1;
+    a = rows_matrix(n, len);
+    free(len);
+    spx_plan_options_default(&o);
+    o.strategy = SPX_PLAN_KUBOTA; o.backend = SPX_BACKEND_HOST;
+    assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+    assert_true(spx_plan_analysis(p)->B == 8.0);
+    assert_int_equal(spx_plan_format(p), SPX_FORMAT_JDS);
+    spx_plan_destroy(p);
+    spx_csr_destroy(a);
+  }
+}
+
+/* The MPS thesis (5-1), read as its text means: R a fraction, CSR when B > 2.7. */
+static void test_mps_branches(void **state) {
+  char why[800];
+  spx_csr *a;
+  (void)state;
+  /* n = 1000, 3 a row: R = 0.003 < 0.005455, B = 1 -> ELL (Kubota says CSR here). */
+  a = pattern(1000, 3, 0, 0);
+  assert_int_equal(plan_with(a, SPX_PLAN_MPS, why, sizeof why), SPX_FORMAT_ELL);
+  assert_int_equal(plan_with(a, SPX_PLAN_KUBOTA, NULL, 0), SPX_FORMAT_CSR);
+  spx_csr_destroy(a);
+  /* n = 300: R = 0.01 >= 0.005455 -> CSR. */
+  a = pattern(300, 3, 0, 0);
+  assert_int_equal(plan_with(a, SPX_PLAN_MPS, why, sizeof why), SPX_FORMAT_CSR);
+  spx_csr_destroy(a);
+  /* B > 2.7 (one row of 30 among rows of 1) -> CSR. */
+  a = pattern(1000, 1, 30, 1000);
+  assert_int_equal(plan_with(a, SPX_PLAN_MPS, why, sizeof why), SPX_FORMAT_CSR);
+  assert_non_null(strstr(why, "> 2.7"));
+  spx_csr_destroy(a);
+  /* 2.3 <= B = 2.5 <= 2.7, R small -> JDS (the literal "B < 2.7 -> CSR" would say CSR). */
+  a = pattern(10000, 1, 3, 10);
+  {
+    spx_analysis an;
+    assert_int_equal(spx_analyze(a, &an), SPX_OK);
+    assert_true(an.B > 2.3 && an.B < 2.7);
+  }
+  assert_int_equal(plan_with(a, SPX_PLAN_MPS, why, sizeof why), SPX_FORMAT_JDS);
+  spx_csr_destroy(a);
+}
+
+/* Every predicted byte count equals what the converter stores. */
+static void test_predicted_bytes(void **state) {
+  spx_csr *m[4];
+  spx_plan_device d;
+  int i, j;
+  (void)state;
+  assert_int_equal(spx_plan_device_default(NULL, &d), SPX_OK);
+  assert_int_equal(spx_gen_poisson3d(12, 11, 10, 7, SPX_DOUBLE, &m[0]), SPX_OK);
+  assert_int_equal(spx_gen_powerlaw(5000, 2.0, 1, 300, 11, SPX_FLOAT, &m[1]), SPX_OK);
+  assert_int_equal(spx_gen_elasticity3d(4, 3, 3, SPX_DOUBLE, &m[2]), SPX_OK);
+  m[3] = pattern(20000, 2, 40, 7);
+  for (i = 0; i < 4; i++) {
+    spx_plan_candidate c[SPX_FORMAT_MAX + 1];
+    int n, checked = 0;
+    assert_int_equal(spx_plan_model(m[i], &d, 100, 0, 0, c, SPX_FORMAT_MAX + 1, &n), SPX_OK);
+    assert_true(n >= 5);
+    for (j = 0; j < n; j++) {
+      spx_fmt *f = NULL;
+      spx_status s = spx_fmt_from_csr(m[i], c[j].format, NULL, &f);
+      if (s == SPX_UNSUPPORTED) { assert_int_equal(c[j].fits, 0); continue; }
+      assert_int_equal(s, SPX_OK);
+      if (spx_fmt_bytes(f) != c[j].bytes)
+        fail_msg("matrix %d, %s: predicted %lld bytes, stored %lld", i, spx_format_name(c[j].format),
+                 (long long)c[j].bytes, (long long)spx_fmt_bytes(f));
+      checked += !c[j].bytes_exact;
+      spx_fmt_destroy(f);
+    }
+    assert_true(checked >= 8); /* most formats predicted, not converted */
+    spx_csr_destroy(m[i]);
+  }
+}
+
+static spx_plan_device fake_gpu(void) {
+  spx_plan_device d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.name, sizeof d.name, "fake");
+  d.bandwidth_gbs = 1000; d.launch_us = 5; d.imbalance_weight = 1; d.x_miss = 0;
+  d.cache_bytes = (int64_t)1 << 40; d.warp = 32; d.cusparse_factor = 1.25; d.h2d_gbs = 10;
+  d.convert_ns_per_byte = 2; d.convert_ns_per_nnz = 1; d.jit_ms = 3; d.memory_bytes = 0;
+  return d;
+}
+
+static const spx_plan_candidate *cand(const spx_plan_candidate *c, int n, const char *name, int cusparse) {
+  int i;
+  for (i = 0; i < n; i++)
+    if (!strcmp(spx_format_name(c[i].format), name) && (c[i].engine == SPX_PLAN_ENGINE_CUSPARSE) == cusparse) return &c[i];
+  fail_msg("no candidate %s", name);
+  return NULL;
+}
+
+/* The model's formula on a hand-filled device, checked against arithmetic done here. */
+static void test_model_fake_device(void **state) {
+  spx_plan_device d = fake_gpu();
+  spx_plan_candidate c[SPX_FORMAT_MAX + 1];
+  const spx_plan_candidate *csr, *ell, *cs, *er;
+  spx_csr *a = pattern(64000, 4, 0, 0);
+  double moved, want;
+  int n;
+  (void)state;
+  assert_int_equal(spx_plan_model(a, &d, 100, 0, 1, c, SPX_FORMAT_MAX + 1, &n), SPX_OK);
+  csr = cand(c, n, "csr", 0); ell = cand(c, n, "ell", 0); cs = cand(c, n, "csr", 1);
+  /* Uniform rows: CSR has no idle lanes; bytes (n+1)*4 + nnz*12, plus x and y. */
+  assert_int_equal(csr->bytes, 4 * (64000 + 1) + 64000 * 4 * 12);
+  moved = (double)csr->bytes + 8.0 * 2 * 64000;
+  want = 5 + moved / 1e6;
+  assert_true(fabs(csr->predicted_us - want) < 1e-9 * want);
+  assert_true(fabs(cs->predicted_us - 1.25 * want) < 1e-9 * want);
+  /* Conversion: 1 ns/nnz + 2 ns/byte + upload at 10 GB/s + one compile. */
+  want = 1e-6 * (1.0 * 256000 + 2.0 * (double)csr->bytes) + (double)csr->bytes / 1e7 + 3;
+  assert_true(fabs(csr->convert_ms - want) < 1e-9 * want);
+  assert_true(fabs(csr->score_us - (csr->predicted_us + 1e3 * csr->convert_ms / 100)) < 1e-9 * csr->score_us);
+  assert_true(ell->padding == 1.0 && ell->bytes == 64000 * 4 * 12);
+  spx_csr_destroy(a);
+
+  /* Skewed rows: one thread per row (ELL-R) idles lanes; the imbalance term makes it slower than
+   * its balanced cost, and a weight of 0 removes exactly that term. */
+  a = pattern(64000, 2, 64, 33);
+  assert_int_equal(spx_plan_model(a, &d, 100, 0, 0, c, SPX_FORMAT_MAX + 1, &n), SPX_OK);
+  er = cand(c, n, "ell_r", 0);
+  assert_true(er->idle > 1.0);
+  {
+    double with = er->predicted_us, idle = er->idle * (double)a->nnz;
+    d.imbalance_weight = 0;
+    assert_int_equal(spx_plan_model(a, &d, 100, 0, 0, c, SPX_FORMAT_MAX + 1, &n), SPX_OK);
+    er = cand(c, n, "ell_r", 0);
+    assert_true(fabs(with - er->predicted_us - idle * 12 / 1e6) < 1e-6 * with);
+    d.imbalance_weight = 1;
+  }
+  spx_csr_destroy(a);
+
+  /* expected_calls moves the decision: conversion dominates at 1 call, the SpMV at 1e9. */
+  {
+    spx_plan_options o;
+    spx_plan *p;
+    const spx_plan_candidate *pc;
+    int i, best_conv = -1, best_t = -1;
+    a = pattern(50000, 3, 12, 5);
+    spx_plan_options_default(&o);
+    d.convert_ns_per_byte = 200; /* slow conversion */
+    o.device = &d; o.strategy = SPX_PLAN_MODEL; o.backend = SPX_BACKEND_HOST;
+    o.expected_calls = 1;
+    assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+    pc = spx_plan_candidates(p, &n);
+    for (i = 0; i < n; i++) {
+      if (!pc[i].fits) continue;
+      if (best_conv < 0 || pc[i].score_us < pc[best_conv].score_us) best_conv = i;
+    }
+    assert_int_equal(spx_plan_format(p), pc[best_conv].format);
+    spx_plan_destroy(p);
+    o.expected_calls = 1000000000;
+    assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+    pc = spx_plan_candidates(p, &n);
+    for (i = 0; i < n; i++)
+      if (pc[i].fits && (best_t < 0 || pc[i].predicted_us < pc[best_t].predicted_us)) best_t = i;
+    assert_int_equal(spx_plan_format(p), pc[best_t].format);
+    assert_non_null(strstr(spx_plan_reason(p), "model: "));
+    spx_plan_destroy(p);
+    spx_csr_destroy(a);
+  }
+}
+
+/* Formats that would not fit are excluded; a heuristic's ELL that does not fit falls back. */
+static void test_memory_limit(void **state) {
+  spx_plan_options o;
+  spx_plan *p = NULL;
+  spx_plan_device d = fake_gpu();
+  const spx_plan_candidate *c;
+  spx_csr *a = pattern(20000, 3, 0, 0); /* B = 1, R tiny: Kubota says ELL */
+  int64_t csr_bytes = 4 * (20000 + 1) + 60000 * 12, vec = 8 * 40000;
+  int n, i, excluded = 0;
+  (void)state;
+  spx_plan_options_default(&o);
+  o.device = &d; o.backend = SPX_BACKEND_HOST; o.strategy = SPX_PLAN_MODEL;
+  o.memory_limit = csr_bytes + vec; /* CSR fits exactly; ELL (12 B a slot, no row pointers) too */
+  assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+  c = spx_plan_candidates(p, &n);
+  for (i = 0; i < n; i++) {
+    if (c[i].fits) assert_true(c[i].bytes + vec <= o.memory_limit);
+    else { excluded++; assert_true(c[i].bytes < 0 || c[i].bytes + vec > o.memory_limit); }
+    if (c[i].format == spx_plan_format(p) && c[i].engine == spx_plan_engine_of(p)) assert_true(c[i].fits);
+  }
+  assert_true(excluded >= 3); /* COO, ELL-R, SS, ... store more than CSR */
+  spx_plan_destroy(p);
+  /* Kubota's ELL is over the limit: falls back to JDS, and says so. */
+  { /* rows of 3 and 4 alternating: B = 1.14, ELL (48 B a row) is larger than JDS (46 B a row) */
+    spx_csr *b = pattern(20000, 3, 4, 2);
+    o.strategy = SPX_PLAN_KUBOTA;
+    o.memory_limit = 0;
+    assert_int_equal(spx_plan_create(NULL, b, &o, &p), SPX_OK);
+    assert_int_equal(spx_plan_format(p), SPX_FORMAT_ELL);
+    spx_plan_destroy(p);
+    o.memory_limit = 20000 * 4 * 12 + vec - 1;
+    assert_int_equal(spx_plan_create(NULL, b, &o, &p), SPX_OK);
+    spx_csr_destroy(b);
+  }
+  assert_int_equal(spx_plan_format(p), SPX_FORMAT_JDS);
+  assert_non_null(strstr(spx_plan_reason(p), "does not fit"));
+  spx_plan_destroy(p);
+  /* Nothing fits. */
+  o.strategy = SPX_PLAN_MODEL;
+  o.memory_limit = 1000;
+  assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_DEVICE_OUT_OF_MEMORY);
+  assert_null(p);
+  assert_non_null(strstr(spx_last_error(), "memory limit"));
+  o.strategy = SPX_PLAN_KUBOTA;
+  assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_DEVICE_OUT_OF_MEMORY);
+  spx_csr_destroy(a);
+}
+
+/* y from a plan equals the CSR reference, for every strategy on the host backend (trial included),
+ * eager and lazy, double and float. */
+static void test_plans_compute(void **state) {
+  spx_csr *a, *ad;
+  int st, eager, dt;
+  (void)state;
+  assert_int_equal(spx_gen_powerlaw(3000, 1.8, 1, 200, 5, SPX_DOUBLE, &a), SPX_OK);
+  for (dt = 0; dt < 2; dt++)
+    for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++)
+      for (eager = 0; eager < 2; eager++) {
+        spx_plan_options o;
+        spx_plan *p;
+        int64_t i, nr = a->nrows;
+        double *x = malloc((size_t)nr * 8), *y0 = malloc((size_t)nr * 8), *yr = malloc((size_t)nr * 8);
+        double *yp = malloc((size_t)nr * 8), alpha = 1 + spx_test_rand(), beta = spx_test_rand(), tol;
+        void *hx = malloc((size_t)nr * 8), *hy = malloc((size_t)nr * 8);
+        assert_true(x && y0 && yr && yp && hx && hy);
+        spx_plan_options_default(&o);
+        o.strategy = (spx_plan_strategy)st; o.eager = eager; o.backend = SPX_BACKEND_HOST; o.trial_reps = 3;
+        o.dtype = dt ? SPX_FLOAT : SPX_DOUBLE;
+        if (spx_plan_create(NULL, a, &o, &p)) fail_msg("%s: %s", spx_plan_strategy_name(o.strategy), spx_last_error());
+        assert_int_equal(spx_plan_dtype(p), o.dtype);
+        spx_test_fill(x, nr); spx_test_fill(y0, nr);
+        for (i = 0; i < nr; i++) {
+          if (dt) { ((float *)hx)[i] = (float)x[i]; x[i] = ((float *)hx)[i]; ((float *)hy)[i] = (float)y0[i]; y0[i] = ((float *)hy)[i]; }
+          else { ((double *)hx)[i] = x[i]; ((double *)hy)[i] = y0[i]; }
+          yr[i] = y0[i];
+        }
+        assert_int_equal(spx_csr_copy(a, dt ? SPX_FLOAT : SPX_DOUBLE, &ad), SPX_OK);
+        { /* the reference in double on the values the plan sees */
+          spx_csr *r;
+          assert_int_equal(spx_csr_copy(ad, SPX_DOUBLE, &r), SPX_OK);
+          assert_int_equal(spx_csr_spmv(r, alpha, x, beta, yr), SPX_OK);
+          spx_csr_destroy(r);
+        }
+        assert_int_equal(spx_plan_spmv(p, alpha, hx, beta, hy), SPX_OK);
+        for (i = 0; i < nr; i++) yp[i] = dt ? (double)((float *)hy)[i] : ((double *)hy)[i];
+        tol = dt ? 1e-5 : 1e-12;
+        if (spx_test_relerr(yp, yr, nr) > tol)
+          fail_msg("%s %s: relerr %g", spx_plan_strategy_name(o.strategy), spx_format_name(spx_plan_format(p)),
+                   spx_test_relerr(yp, yr, nr));
+        if (st == SPX_PLAN_TRIAL) { /* every fitting candidate was timed; the choice is the fastest */
+          int n, k;
+          const spx_plan_candidate *c = spx_plan_candidates(p, &n), *ch = NULL;
+          for (k = 0; k < n; k++) if (c[k].format == spx_plan_format(p)) ch = &c[k];
+          assert_non_null(ch);
+          for (k = 0; k < n; k++)
+            if (c[k].fits) { assert_true(c[k].measured_us >= 0); assert_true(ch->measured_us <= c[k].measured_us); }
+        }
+        assert_true(strlen(spx_plan_reason(p)) > 10);
+        spx_csr_destroy(ad);
+        spx_plan_destroy(p);
+        free(x); free(y0); free(yr); free(yp); free(hx); free(hy);
+      }
+  spx_csr_destroy(a);
+}
+
+static void test_bad_arguments(void **state) {
+  spx_plan_options o;
+  spx_plan *p = (spx_plan *)1;
+  spx_csr *a = pattern(100, 3, 0, 0);
+  spx_plan_device d = fake_gpu();
+  spx_plan_candidate c[4];
+  int n;
+  (void)state;
+  assert_int_equal(spx_plan_create(NULL, NULL, NULL, &p), SPX_INVALID_ARGUMENT);
+  assert_null(p);
+  assert_int_equal(spx_plan_create(NULL, a, NULL, NULL), SPX_INVALID_ARGUMENT);
+  spx_plan_options_default(&o);
+  o.expected_calls = 0;
+  assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "expected_calls"));
+  spx_plan_options_default(&o);
+  o.strategy = (spx_plan_strategy)42;
+  assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_INVALID_ARGUMENT);
+  spx_plan_options_default(&o);
+  o.memory_limit = -1;
+  assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_INVALID_ARGUMENT);
+  spx_plan_options_default(&o);
+  o.dtype = 7;
+  assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_INVALID_ARGUMENT);
+  spx_plan_options_default(&o);
+  d.bandwidth_gbs = 0;
+  o.device = &d;
+  assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_INVALID_ARGUMENT);
+  assert_int_equal(spx_plan_model(a, &d, 10, 0, 0, c, 4, &n), SPX_INVALID_ARGUMENT);
+  { /* a malformed CSR */
+    int64_t keep = a->row_ptr[5];
+    a->row_ptr[5] = a->row_ptr[6] + 1;
+    spx_plan_options_default(&o);
+    o.backend = SPX_BACKEND_HOST;
+    assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_INVALID_ARGUMENT);
+    a->row_ptr[5] = keep;
+  }
+  { /* a host context with options asking for CUDA */
+    spx_context *h;
+    spx_context_options co = {SPX_BACKEND_HOST, 0};
+    assert_int_equal(spx_context_create(&co, &h), SPX_OK);
+    spx_plan_options_default(&o);
+    o.backend = SPX_BACKEND_CUDA;
+    assert_int_equal(spx_plan_create(h, a, &o, &p), SPX_INVALID_ARGUMENT);
+    assert_non_null(strstr(spx_last_error(), "cuda"));
+    spx_context_destroy(h);
+  }
+  assert_int_equal(spx_plan_spmv(NULL, 1, c, 0, c), SPX_INVALID_ARGUMENT);
+  spx_plan_destroy(NULL);
+  assert_int_equal(spx_plan_format(NULL), SPX_FORMAT_COUNT);
+  spx_csr_destroy(a);
+}
+
+static void test_device_file(void **state) {
+  spx_plan_device d = fake_gpu(), e;
+  char path[256];
+  FILE *f;
+  (void)state;
+  snprintf(path, sizeof path, "/tmp/spx_test_plan_%d.json", (int)getpid());
+  d.calibrated = 1;
+  assert_int_equal(spx_plan_device_save(path, &d), SPX_OK);
+  assert_int_equal(spx_plan_device_load(path, &e), SPX_OK);
+  assert_string_equal(e.name, "fake");
+  assert_true(e.bandwidth_gbs == 1000 && e.warp == 32 && e.cusparse_factor == 1.25 && e.calibrated == 1);
+  f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("{\"name\": \"x\", \"bandwidth_gbs\": 5}", f);
+  fclose(f);
+  assert_int_equal(spx_plan_device_load(path, &e), SPX_PARSE);
+  remove(path);
+  assert_int_equal(spx_plan_device_load(path, &e), SPX_IO);
+  { /* the calibration file lives in the JIT cache directory */
+    const char *p = spx_plan_device_path("NVIDIA H100 80GB");
+    if (spx_jit_cache_dir()) {
+      assert_non_null(p);
+      assert_non_null(strstr(p, "/tuner/NVIDIA_H100_80GB.json"));
+    }
+  }
+}
+
+/* The worker selects step k+1 while the caller works on step k; its time is hidden when the caller
+ * works longer than it, and the plan it gives computes step k+1's matrix. */
+static void test_reselect_ordering(void **state) {
+  spx_plan_options o;
+  spx_reselect *r = NULL;
+  spx_csr *m[4];
+  spx_plan *cur = NULL;
+  spx_reselect_step info;
+  int k;
+  (void)state;
+  m[0] = pattern(1000, 3, 0, 0);      /* mps: ELL */
+  m[1] = pattern(1000, 1, 30, 1000);  /* mps: CSR (B > 2.7) */
+  m[2] = pattern(1001, 3, 0, 0);      /* ELL again */
+  m[3] = pattern(1002, 3, 0, 0);      /* ELL, no switch */
+  spx_plan_options_default(&o);
+  o.strategy = SPX_PLAN_MPS; o.backend = SPX_BACKEND_HOST;
+  assert_int_equal(spx_reselect_create(NULL, &o, &r), SPX_OK);
+  assert_int_equal(spx_reselect_next(r, &cur, &info), SPX_INVALID_ARGUMENT); /* nothing submitted */
+  assert_null(cur);
+  assert_int_equal(spx_reselect_submit(r, m[0]), SPX_OK);
+  assert_int_equal(spx_reselect_submit(r, m[1]), SPX_INVALID_ARGUMENT);   /* one pending at a time */
+  assert_int_equal(spx_reselect_next(r, &cur, &info), SPX_OK);
+  assert_int_equal(info.step, 0);
+  assert_int_equal(info.format, SPX_FORMAT_ELL);
+  assert_int_equal(info.switched, 0);
+  for (k = 1; k < 4; k++) {
+    spx_plan *nxt = NULL;
+    int64_t i, n = m[k]->nrows;
+    double *x = malloc((size_t)n * 8), *y = malloc((size_t)n * 8), *yr = malloc((size_t)n * 8), t0;
+    assert_int_equal(spx_reselect_submit(r, m[k]), SPX_OK);
+    /* The caller's step k-1: SpMVs with the current plan for at least 30 ms. */
+    spx_test_fill(x, m[k - 1]->ncols);
+    t0 = (double)clock() / CLOCKS_PER_SEC;
+    {
+      struct timespec ts = {0, 30 * 1000 * 1000};
+      double *yy = malloc((size_t)m[k - 1]->nrows * 8);
+      assert_int_equal(spx_plan_spmv(cur, 1.0, x, 0.0, yy), SPX_OK);
+      nanosleep(&ts, NULL);
+      free(yy);
+    }
+    (void)t0;
+    assert_int_equal(spx_reselect_next(r, &nxt, &info), SPX_OK);
+    assert_int_equal(info.step, k);
+    assert_int_equal(info.format, k == 1 ? SPX_FORMAT_CSR : SPX_FORMAT_ELL);
+    assert_int_equal(info.switched, k <= 2);
+    assert_true(info.select_ms > 0);
+    /* Selection on matrices this small takes far under 30 ms: all of it hidden. */
+    assert_true(info.hidden_ms == info.select_ms);
+    assert_true(info.exposed_ms >= 0 && info.exposed_ms < 30);
+    spx_test_fill(x, n);
+    assert_int_equal(spx_plan_spmv(nxt, 1.0, x, 0.0, y), SPX_OK);
+    assert_int_equal(spx_csr_spmv(m[k], 1.0, x, 0.0, yr), SPX_OK);
+    assert_true(spx_test_relerr(y, yr, n) < 1e-13);
+    for (i = 0; i < n; i++) (void)i;
+    spx_plan_destroy(cur);
+    cur = nxt;
+    free(x); free(y); free(yr);
+  }
+  /* Pending work at destroy is joined, not leaked. */
+  assert_int_equal(spx_reselect_submit(r, m[0]), SPX_OK);
+  spx_reselect_destroy(r);
+  spx_plan_destroy(cur);
+  /* Trial is refused: it would time on the device the caller uses. */
+  o.strategy = SPX_PLAN_TRIAL;
+  assert_int_equal(spx_reselect_create(NULL, &o, &r), SPX_INVALID_ARGUMENT);
+  /* A worker failure comes back from next with its message. */
+  o.strategy = SPX_PLAN_MODEL;
+  o.memory_limit = 10;
+  assert_int_equal(spx_reselect_create(NULL, &o, &r), SPX_OK);
+  assert_int_equal(spx_reselect_submit(r, m[0]), SPX_OK);
+  assert_int_equal(spx_reselect_next(r, &cur, &info), SPX_DEVICE_OUT_OF_MEMORY);
+  assert_non_null(strstr(spx_last_error(), "step 0"));
+  spx_reselect_destroy(r);
+  spx_reselect_destroy(NULL);
+  for (k = 0; k < 4; k++) spx_csr_destroy(m[k]);
+}
+
+/* GPU: every strategy computes the right y with device vectors; skipped without a GPU. */
+static void test_gpu_plans(void **state) {
+  spx_context *g = NULL;
+  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_csr *a;
+  int st;
+  (void)state;
+  if (spx_device_count() < 1 || spx_context_create(&co, &g) != SPX_OK) {
+    spx_clear_error();
+    skip();
+  }
+  assert_int_equal(spx_gen_powerlaw(20000, 2.0, 2, 300, 3, SPX_DOUBLE, &a), SPX_OK);
+  for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
+    spx_plan_options o;
+    spx_plan *p;
+    spx_devptr dx, dy;
+    int64_t n = a->nrows;
+    double *x = malloc((size_t)n * 8), *y = malloc((size_t)n * 8), *yr = malloc((size_t)n * 8);
+    spx_plan_options_default(&o);
+    o.strategy = (spx_plan_strategy)st; o.trial_reps = 5;
+    if (spx_plan_create(g, a, &o, &p)) fail_msg("%s: %s", spx_plan_strategy_name(o.strategy), spx_last_error());
+    spx_test_fill(x, n);
+    assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dx), SPX_OK);
+    assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dy), SPX_OK);
+    assert_int_equal(spx_device_upload(g, dx, x, (size_t)n * 8), SPX_OK);
+    assert_int_equal(spx_device_memset(g, dy, 0xff, (size_t)n * 8), SPX_OK);
+    assert_int_equal(spx_plan_spmv(p, 1.0, (const void *)(uintptr_t)dx, 0.0, (void *)(uintptr_t)dy), SPX_OK);
+    assert_int_equal(spx_device_download(g, y, dy, (size_t)n * 8), SPX_OK);
+    assert_int_equal(spx_csr_spmv(a, 1.0, x, 0.0, yr), SPX_OK);
+    if (spx_test_relerr(y, yr, n) > 1e-12) fail_msg("%s: %s", spx_plan_strategy_name(o.strategy), spx_plan_reason(p));
+    spx_device_free(g, dx); spx_device_free(g, dy);
+    spx_plan_destroy(p);
+    free(x); free(y); free(yr);
+  }
+  spx_csr_destroy(a);
+  spx_context_destroy(g);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_strategy_names),   cmocka_unit_test(test_kubota_branches),
+      cmocka_unit_test(test_mps_branches),     cmocka_unit_test(test_predicted_bytes),
+      cmocka_unit_test(test_model_fake_device), cmocka_unit_test(test_memory_limit),
+      cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_bad_arguments),
+      cmocka_unit_test(test_device_file),      cmocka_unit_test(test_reselect_ordering),
+      cmocka_unit_test(test_gpu_plans),
+  };
+  setenv("SPX_QUIET", "1", 0);
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
