@@ -12,7 +12,7 @@
   _(formats, "formats [FILE] [--json] [--float] [--param k=v,...]", "every format on a matrix (default elasticity3d 16^3): bytes, padding, conversion time, SpMV check") \
   _(bench,   "bench [MATRIX ...] [--set large|small] [--dtype double|float|both] [--formats a,b] [--json F] [--csv F] [--svg F]", "GPU SpMV of every format vs best cuSPARSE (needs a GPU)") \
   _(jit,     "jit --stats|--clear|--compile TPL [-D SPX_X=V]...|--warm MATRIX|--warm-list FILE [--arch sm_XY]", "the JIT kernel cache") \
-  _(select,  "select FILE... [--strategy S] [--json] [--calls N] | select --eval FILES... [--json-file F] [--svg F]", "the auto-tuner's plan and reason per strategy; --eval: against the measured oracle (needs a GPU)") \
+  _(select,  "select FILE... [--strategy S] [--json] [--calls N] | select --eval MATRIX... [--set large] [--json-file F] [--svg F]", "the auto-tuner's plan and reason per strategy; --eval: against the measured oracle (needs a GPU)") \
   _(device,  "device [--json]",                            "show the backend and the GPU spx would use") \
   _(run,     "run [--n N] [--json]",                       "the main job on a generated 3-D problem (what `spx` alone runs)") \
   _(help,    "help",                                       "this list")
@@ -36,6 +36,13 @@ void spx_cli_progress_done(void);
  * arrays once (values, 32-bit columns, 32-bit row pointers), x read once, y written once (beta = 0).
  * A format that stores less (BSR, RBP) can pass 100% of copy bandwidth. */
 double spx_cli_spmv_min_bytes(const spx_csr *a, size_t value_bytes);
+/* A matrix from a spec: a Matrix Market file or a generator, poisson7:N, poisson27:N (N^3 grid),
+ * elasticity:N (N^3 hexahedra, 3 unknowns per node), powerlaw:N (rows), rep:FILE:NNZ (block-diagonal
+ * copies of a file, a path or a shared matrix name, until at least NNZ nonzeros). name receives a
+ * short label. */
+spx_status spx_cli_load_matrix(const char *spec, spx_csr **a, char *name, size_t len);
+/* The large benchmark set of issue 4 (generators and replicated shared matrices), NULL-terminated. */
+extern const char *const spx_cli_large_set[];
 /* Seconds since an arbitrary start. */
 double spx_cli_now(void);
 

@@ -32,55 +32,6 @@ typedef struct bench_state {
   const char *json, *csv, *svg;
 } bench_state;
 
-static const char *const bench_large[] = {
-    "poisson7:128", "poisson27:100", "elasticity:48", "powerlaw:4000000",
-    "rep:bcsstk16:20000000", "rep:cage10:20000000", "rep:ct2010:20000000", "rep:bayer10:20000000"};
-
-/* A matrix from a spec; name receives a short label. */
-static spx_status bench_load(const char *spec, spx_csr **a, char *name, size_t len) {
-  const char *c = strchr(spec, ':');
-  long long n = c ? atoll(c + 1) : 0;
-  if (!strncmp(spec, "poisson7:", 9) || !strncmp(spec, "poisson27:", 10)) {
-    snprintf(name, len, "%s", spec);
-    return spx_gen_poisson3d(n, n, n, spec[7] == '7' ? 7 : 27, SPX_DOUBLE, a);
-  }
-  if (!strncmp(spec, "elasticity:", 11)) {
-    snprintf(name, len, "%s", spec);
-    return spx_gen_elasticity3d(n, n, n, SPX_DOUBLE, a);
-  }
-  if (!strncmp(spec, "powerlaw:", 9)) {
-    snprintf(name, len, "%s", spec);
-    return spx_gen_powerlaw(n, 2.2, 2, 2000, 42, SPX_DOUBLE, a);
-  }
-  if (!strncmp(spec, "rep:", 4)) {
-    char file[64], path[1100];
-    const char *colon = strrchr(spec + 4, ':');
-    spx_csr *b;
-    spx_status s;
-    long long want = colon ? atoll(colon + 1) : 20000000;
-    size_t fl = colon ? (size_t)(colon - (spec + 4)) : strlen(spec + 4);
-    if (fl >= sizeof file) fl = sizeof file - 1;
-    memcpy(file, spec + 4, fl);
-    file[fl] = 0;
-    if (strchr(file, '/') || strstr(file, ".mtx")) snprintf(path, sizeof path, "%s", file);
-    else {
-      const char *dir = getenv("SPX_SHARED_MATRICES");
-      snprintf(path, sizeof path, "%s/%s.mtx.gz", dir && *dir ? dir : "../shared/matrices", file);
-    }
-    if ((s = spx_mm_read(path, SPX_DOUBLE, &b, NULL))) return s;
-    s = spx_gen_replicate(b, b->nnz ? (want + b->nnz - 1) / b->nnz : 1, a);
-    snprintf(name, len, "%s x%lld", file, b->nnz ? (want + b->nnz - 1) / b->nnz : 1);
-    spx_csr_destroy(b);
-    return s;
-  }
-  {
-    const char *base = strrchr(spec, '/');
-    snprintf(name, len, "%s", base ? base + 1 : spec);
-    if ((c = strstr(name, ".mtx"))) name[c - name] = 0;
-  }
-  return spx_mm_read(spec, SPX_DOUBLE, a, NULL);
-}
-
 typedef spx_status (*bench_fn)(void *obj, spx_devptr x, spx_devptr y);
 static spx_status bench_dm(void *o, spx_devptr x, spx_devptr y) { return spx_dmatrix_spmv((spx_dmatrix *)o, 1.0, x, 0.0, y); }
 static spx_status bench_cs(void *o, spx_devptr x, spx_devptr y) { return spx_cusparse_spmv((spx_cusparse_plan *)o, 1.0, x, 0.0, y); }
@@ -415,7 +366,7 @@ int spx_cli_bench(int argc, char **argv) {
         st.formats[st.nformats++] = (int)f;
       }
     } else if ((v = spx_cli_opt(argc, argv, &i, "--set"))) {
-      if (!strcmp(v, "large")) for (k = 0; k < (int)(sizeof bench_large / sizeof *bench_large); k++) specs[nspecs++] = bench_large[k];
+      if (!strcmp(v, "large")) for (k = 0; spx_cli_large_set[k]; k++) specs[nspecs++] = spx_cli_large_set[k];
       else if (!strcmp(v, "small")) small = 1;
       else return spx_cli_usage("bench", "--set large|small");
     } else if (argv[i][0] == '-') return spx_cli_usage("bench", "unknown option '%s'", argv[i]);
@@ -460,7 +411,7 @@ int spx_cli_bench(int argc, char **argv) {
     char name[96];
     int t;
     spx_cli_progress("loading %s", specs[k]);
-    s = bench_load(specs[k], &a, name, sizeof name);
+    s = spx_cli_load_matrix(specs[k], &a, name, sizeof name);
     spx_cli_progress_done();
     if (s) { spx_cli_fail(specs[k]); continue; }
     for (t = 0; t < st.ndtypes && !s; t++) s = bench_matrix(&st, a, name, st.dtypes[t]);

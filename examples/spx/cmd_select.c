@@ -1,5 +1,5 @@
 /* spx select FILE: the plan and its reason for each strategy (or one, --strategy).
- * spx select --eval FILES...: the selection paper's protocol on the GPU. Per matrix: the oracle
+ * spx select --eval MATRIX...: the selection paper's protocol on the GPU. Per matrix: the oracle
  * (fastest measured over every candidate format and cuSPARSE CSR, by a full trial), each strategy's
  * choice and its slowdown against the oracle, and the end-to-end time of 100 and 500 BiCGSTAB-style
  * iterations (2 SpMVs each) including analysis + conversion + compile, against cuSPARSE CSR alone
@@ -21,6 +21,10 @@ typedef struct sel_row {
   char choice[SPX_PLAN_STRATEGY_COUNT][24];
   double us[SPX_PLAN_STRATEGY_COUNT], slowdown[SPX_PLAN_STRATEGY_COUNT];
   double e2e_ms[SPX_PLAN_STRATEGY_COUNT][2], cs_e2e_ms[2];
+  double select_ms[SPX_PLAN_STRATEGY_COUNT]; /* the choice itself (analysis + model, or + trial) */
+  int ncand;                                 /* candidates the oracle's trial timed */
+  char cand[SPX_FORMAT_MAX + 1][24];
+  double cand_pred_us[SPX_FORMAT_MAX + 1], cand_meas_us[SPX_FORMAT_MAX + 1];
 } sel_row;
 
 static const char *sel_cname(const spx_plan *p) {
@@ -30,7 +34,8 @@ static const char *sel_cname(const spx_plan *p) {
 static int sel_one(const char *path, int has_strategy, spx_plan_strategy only, int json, int64_t calls) {
   spx_csr *a = NULL;
   int st, first = 1;
-  if (spx_mm_read(path, SPX_DOUBLE, &a, NULL)) return spx_cli_fail("select");
+  char name[128];
+  if (spx_cli_load_matrix(path, &a, name, sizeof name)) return spx_cli_fail("select");
   if (json) printf("{\"file\": \"%s\", \"plans\": [", path);
   for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
     spx_plan_options o;
@@ -87,7 +92,11 @@ done:
   return s;
 }
 
-static spx_status sel_eval_matrix(spx_context *ctx, const char *path, sel_row *r) {
+/* One matrix of the eval. The oracle is a full trial (every candidate converted and timed); its
+ * plan is also the trial strategy's (a trial does not depend on expected_calls), timed again like
+ * every other plan. kubota and mps do not depend on expected_calls either: one plan serves both
+ * iteration counts. model and auto are planned once per count. */
+static spx_status sel_eval_matrix(spx_context *ctx, const char *spec, sel_row *r) {
   spx_csr *a = NULL;
   spx_plan_options o;
   spx_plan *p = NULL;
@@ -95,30 +104,19 @@ static spx_status sel_eval_matrix(spx_context *ctx, const char *path, sel_row *r
   double cs_setup = 0, cs_us = 0;
   int n, k, st, it;
   spx_status s;
-  const char *base = strrchr(path, '/');
   memset(r, 0, sizeof *r);
-  snprintf(r->matrix, sizeof r->matrix, "%s", base ? base + 1 : path);
-  if ((s = spx_mm_read(path, SPX_DOUBLE, &a, NULL))) return s;
+  if ((s = spx_cli_load_matrix(spec, &a, r->matrix, sizeof r->matrix))) return s;
   r->nnz = a->nnz;
-  /* The oracle: every candidate timed. */
-  spx_plan_options_default(&o);
-  o.strategy = SPX_PLAN_TRIAL;
-  o.trial_reps = 20;
-  if ((s = spx_plan_create(ctx, a, &o, &p))) goto done;
-  c = spx_plan_candidates(p, &n);
-  r->oracle_us = -1;
-  for (k = 0; k < n; k++)
-    if (c[k].measured_us > 0 && (r->oracle_us < 0 || c[k].measured_us < r->oracle_us)) {
-      r->oracle_us = c[k].measured_us;
-      snprintf(r->oracle, sizeof r->oracle, "%s", c[k].engine == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(c[k].format));
-    }
-  spx_plan_destroy(p);
-  p = NULL;
   if ((s = sel_cusparse(ctx, a, &cs_setup, &cs_us))) goto done;
   for (it = 0; it < 2; it++) r->cs_e2e_ms[it] = cs_setup + 2.0 * sel_iters[it] * cs_us * 1e-3;
   for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
+    int same = st == SPX_PLAN_TRIAL || st == SPX_PLAN_KUBOTA || st == SPX_PLAN_MPS;
     for (it = 0; it < 2; it++) {
       double t0 = spx_cli_now(), setup, us;
+      if (it == 1 && same) {
+        r->e2e_ms[st][1] = r->e2e_ms[st][0] - 2.0 * sel_iters[0] * r->us[st] * 1e-3 + 2.0 * sel_iters[1] * r->us[st] * 1e-3;
+        continue;
+      }
       spx_plan_options_default(&o);
       o.strategy = (spx_plan_strategy)st;
       o.expected_calls = 2 * sel_iters[it];
@@ -129,17 +127,105 @@ static spx_status sel_eval_matrix(spx_context *ctx, const char *path, sel_row *r
       r->e2e_ms[st][it] = setup + 2.0 * sel_iters[it] * us * 1e-3;
       if (it == 0) {
         r->us[st] = us;
-        r->slowdown[st] = us / r->oracle_us;
+        r->select_ms[st] = spx_plan_select_ms(p);
         snprintf(r->choice[st], sizeof r->choice[st], "%s", sel_cname(p));
+      }
+      if (st == SPX_PLAN_TRIAL) { /* the oracle: the fastest of every candidate measured */
+        c = spx_plan_candidates(p, &n);
+        r->oracle_us = -1;
+        for (k = 0; k < n; k++) {
+          if (c[k].measured_us <= 0) continue;
+          if (r->oracle_us < 0 || c[k].measured_us < r->oracle_us) {
+            r->oracle_us = c[k].measured_us;
+            snprintf(r->oracle, sizeof r->oracle, "%s", c[k].engine == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(c[k].format));
+          }
+          if (r->ncand <= SPX_FORMAT_MAX) {
+            snprintf(r->cand[r->ncand], sizeof r->cand[0], "%s", c[k].engine == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(c[k].format));
+            r->cand_pred_us[r->ncand] = c[k].predicted_us;
+            r->cand_meas_us[r->ncand++] = c[k].measured_us;
+          }
+        }
+        /* The trial plan's own re-timing can beat its trial sample: the oracle is the faster. */
+        if (us < r->oracle_us) r->oracle_us = us;
       }
       spx_plan_destroy(p);
       p = NULL;
     }
   }
+  for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) r->slowdown[st] = r->us[st] / r->oracle_us;
 done:
   spx_plan_destroy(p);
   spx_csr_destroy(a);
   return s;
+}
+
+static int sel_cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* The model's error over the timed candidates of rows with nnz >= min_nnz: |predicted/measured - 1|
+ * quantiles and the share within 20 %; also for the candidate each row's model strategy chose. */
+static void sel_model_error(const sel_row *rows, int nr, int64_t min_nnz, const char *label, FILE *f, int json) {
+  double *e = (double *)malloc(sizeof(double) * (size_t)(nr * (SPX_FORMAT_MAX + 1) + 1)), *ec = (double *)malloc(sizeof(double) * (size_t)(nr + 1));
+  int i, k, n = 0, nc = 0, in = 0, inc = 0;
+  if (!e || !ec) { free(e); free(ec); return; }
+  for (i = 0; i < nr; i++) {
+    if (rows[i].nnz < min_nnz) continue;
+    for (k = 0; k < rows[i].ncand; k++) {
+      double v;
+      if (rows[i].cand_pred_us[k] <= 0 || rows[i].cand_meas_us[k] <= 0) continue;
+      v = fabs(rows[i].cand_pred_us[k] / rows[i].cand_meas_us[k] - 1);
+      e[n++] = v;
+      in += v <= 0.2;
+      if (!strcmp(rows[i].cand[k], rows[i].choice[SPX_PLAN_MODEL])) { ec[nc++] = v; inc += v <= 0.2; }
+    }
+  }
+  qsort(e, (size_t)n, sizeof *e, sel_cmp_double);
+  qsort(ec, (size_t)nc, sizeof *ec, sel_cmp_double);
+#define SEL_Q(a, m, q) ((m) ? (a)[(int)((q) * ((m) - 1) + 0.5)] : 0.0)
+  if (json)
+    fprintf(f, "\"%s\": {\"candidates\": %d, \"within_20pct\": %d, \"median\": %.4g, \"p90\": %.4g, \"max\": %.4g, "
+               "\"chosen\": %d, \"chosen_within_20pct\": %d, \"chosen_median\": %.4g, \"chosen_max\": %.4g}",
+            label, n, in, SEL_Q(e, n, 0.5), SEL_Q(e, n, 0.9), n ? e[n - 1] : 0, nc, inc, SEL_Q(ec, nc, 0.5), nc ? ec[nc - 1] : 0);
+  else
+    fprintf(f, "model error |predicted/measured - 1| (%s): all %d timed candidates: %.0f%% within 20%%, median %.1f%%, "
+               "90th pct %.1f%%, max %.1f%%; the model's choices (%d): %.0f%% within 20%%, median %.1f%%, max %.1f%%\n",
+            label, n, n ? 100.0 * in / n : 0, 100 * SEL_Q(e, n, 0.5), 100 * SEL_Q(e, n, 0.9), n ? 100 * e[n - 1] : 0, nc,
+            nc ? 100.0 * inc / nc : 0, 100 * SEL_Q(ec, nc, 0.5), nc ? 100 * ec[nc - 1] : 0);
+#undef SEL_Q
+  free(e);
+  free(ec);
+}
+
+/* Rewritten after every matrix so that a run cut short keeps what it measured. */
+static void sel_write_json(const char *file, const sel_row *rows, int nr) {
+  FILE *f = fopen(file, "w");
+  int i, st;
+  if (!f) { fprintf(stderr, "spx: select: cannot write %s\n", file); return; }
+  fprintf(f, "{\"model_error\": {");
+  sel_model_error(rows, nr, 0, "all", f, 1);
+  fprintf(f, ", ");
+  sel_model_error(rows, nr, 1000000, "nnz_ge_1M", f, 1);
+  fprintf(f, "},\n\"rows\": [");
+  for (i = 0; i < nr; i++) {
+    const sel_row *r = &rows[i];
+    int k;
+    fprintf(f, "%s\n {\"matrix\": \"%s\", \"nnz\": %lld, \"oracle\": \"%s\", \"oracle_us\": %.6g, "
+               "\"cusparse_e2e_ms\": [%.6g, %.6g], \"strategies\": {",
+            i ? "," : "", r->matrix, (long long)r->nnz, r->oracle, r->oracle_us, r->cs_e2e_ms[0], r->cs_e2e_ms[1]);
+    for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++)
+      fprintf(f, "%s\"%s\": {\"choice\": \"%s\", \"us\": %.6g, \"slowdown\": %.6g, \"select_ms\": %.6g, \"e2e_ms\": [%.6g, %.6g]}",
+              st ? ", " : "", spx_plan_strategy_name((spx_plan_strategy)st), r->choice[st], r->us[st],
+              r->slowdown[st], r->select_ms[st], r->e2e_ms[st][0], r->e2e_ms[st][1]);
+    fprintf(f, "}, \"candidates\": [");
+    for (k = 0; k < r->ncand; k++)
+      fprintf(f, "%s{\"format\": \"%s\", \"predicted_us\": %.6g, \"measured_us\": %.6g}", k ? ", " : "", r->cand[k],
+              r->cand_pred_us[k], r->cand_meas_us[k]);
+    fprintf(f, "]}");
+  }
+  fprintf(f, "\n]}\n");
+  fclose(f);
 }
 
 static void sel_svg(const char *file, const sel_row *rows, int nr) {
@@ -192,11 +278,12 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
       continue;
     }
     spx_cli_progress_done();
-    printf("%-24s %-13s %9.2f", r->matrix, r->oracle, r->oracle_us);
+    printf("%-24.24s %-13s %9.2f", r->matrix, r->oracle, r->oracle_us);
     for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) printf("  %-13s %5.2fx", r->choice[st], r->slowdown[st]);
     printf("  %.2fx %.2fx\n", r->cs_e2e_ms[0] / r->e2e_ms[SPX_PLAN_AUTO][0], r->cs_e2e_ms[1] / r->e2e_ms[SPX_PLAN_AUTO][1]);
     fflush(stdout);
     nr++;
+    if (json) sel_write_json(json, rows, nr);
   }
   printf("\nsummary over %d matrices: strategy, within 5%% of oracle, geomean slowdown, worst, "
          "min speedup vs cuSPARSE end to end @100, @500\n", nr);
@@ -213,26 +300,24 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
     printf("  %-7s %5.1f%%  %.3fx  %.3fx  %.3fx  %.3fx\n", spx_plan_strategy_name((spx_plan_strategy)st),
            nr ? 100.0 * within / nr : 0, nr ? exp(lg / nr) : 0, worst, nr ? e100 : 0, nr ? e500 : 0);
   }
-  if (json) {
-    FILE *f = fopen(json, "w");
-    if (!f) fprintf(stderr, "spx: select: cannot write %s\n", json);
-    else {
-      fprintf(f, "[");
-      for (i = 0; i < nr; i++) {
-        const sel_row *r = &rows[i];
-        fprintf(f, "%s\n {\"matrix\": \"%s\", \"nnz\": %lld, \"oracle\": \"%s\", \"oracle_us\": %.6g, "
-                   "\"cusparse_e2e_ms\": [%.6g, %.6g], \"strategies\": {",
-                i ? "," : "", r->matrix, (long long)r->nnz, r->oracle, r->oracle_us, r->cs_e2e_ms[0], r->cs_e2e_ms[1]);
-        for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++)
-          fprintf(f, "%s\"%s\": {\"choice\": \"%s\", \"us\": %.6g, \"slowdown\": %.6g, \"e2e_ms\": [%.6g, %.6g]}",
-                  st ? ", " : "", spx_plan_strategy_name((spx_plan_strategy)st), r->choice[st], r->us[st],
-                  r->slowdown[st], r->e2e_ms[st][0], r->e2e_ms[st][1]);
-        fprintf(f, "}}");
-      }
-      fprintf(f, "\n]\n");
-      fclose(f);
+  {
+    double worst = 0, sum = 0;
+    int big = 0, below = 0;
+    for (i = 0; i < nr; i++) {
+      double sel;
+      if (rows[i].nnz < 1000000) continue;
+      sel = 1e3 * rows[i].select_ms[SPX_PLAN_MODEL] / rows[i].oracle_us;
+      big++;
+      sum += sel;
+      below += sel < 1;
+      if (sel > worst) worst = sel;
     }
+    if (big)
+      printf("selection cost (analysis + model) on the %d matrices with >= 1M nonzeros: %d below one SpMV; "
+             "mean %.2f, worst %.2f SpMVs\n", big, below, sum / big, worst);
   }
+  sel_model_error(rows, nr, 0, "all matrices", stdout, 0);
+  sel_model_error(rows, nr, 1000000, ">= 1M nonzeros", stdout, 0);
   if (svg) sel_svg(svg, rows, nr);
   free(rows);
   spx_context_destroy(ctx);
@@ -241,7 +326,10 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
 
 int spx_cli_select(int argc, char **argv) {
   const char *json_file = NULL, *svg = NULL, *v;
-  char **files = (char **)calloc((size_t)argc + 1, sizeof *files);
+  int nlarge = 0;
+  char **files;
+  while (spx_cli_large_set[nlarge]) nlarge++;
+  files = (char **)calloc((size_t)(argc + nlarge) + 1, sizeof *files);
   int json = 0, eval = 0, has_strategy = 0, nf = 0, i, rc = 0;
   int64_t calls = 1000;
   spx_plan_strategy only = SPX_PLAN_AUTO;
@@ -255,6 +343,11 @@ int spx_cli_select(int argc, char **argv) {
       if (!spx_cli_int("select", "--calls", v, &calls)) { free(files); return 2; }
     } else if ((v = spx_cli_opt(argc, argv, &i, "--svg"))) svg = v;
     else if (!strcmp(argv[i], "--json")) json = 1;
+    else if ((v = spx_cli_opt(argc, argv, &i, "--set"))) {
+      int k;
+      if (strcmp(v, "large")) { free(files); return spx_cli_usage("select", "--set large (the large benchmark set)"); }
+      for (k = 0; k < nlarge; k++) files[nf++] = (char *)spx_cli_large_set[k];
+    }
     else if ((v = spx_cli_opt(argc, argv, &i, "--json-file"))) json_file = v;
     else if (argv[i][0] == '-') { free(files); return spx_cli_usage("select", "unknown option '%s'", argv[i]); }
     else files[nf++] = argv[i];

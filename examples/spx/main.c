@@ -97,6 +97,54 @@ double spx_cli_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+const char *const spx_cli_large_set[] = {
+    "poisson7:128", "poisson27:100", "elasticity:48", "powerlaw:4000000",
+    "rep:bcsstk16:20000000", "rep:cage10:20000000", "rep:ct2010:20000000", "rep:bayer10:20000000", NULL};
+
+spx_status spx_cli_load_matrix(const char *spec, spx_csr **a, char *name, size_t len) {
+  const char *c = strchr(spec, ':');
+  long long n = c ? atoll(c + 1) : 0;
+  if (!strncmp(spec, "poisson7:", 9) || !strncmp(spec, "poisson27:", 10)) {
+    snprintf(name, len, "%s", spec);
+    return spx_gen_poisson3d(n, n, n, spec[7] == '7' ? 7 : 27, SPX_DOUBLE, a);
+  }
+  if (!strncmp(spec, "elasticity:", 11)) {
+    snprintf(name, len, "%s", spec);
+    return spx_gen_elasticity3d(n, n, n, SPX_DOUBLE, a);
+  }
+  if (!strncmp(spec, "powerlaw:", 9)) {
+    snprintf(name, len, "%s", spec);
+    return spx_gen_powerlaw(n, 2.2, 2, 2000, 42, SPX_DOUBLE, a);
+  }
+  if (!strncmp(spec, "rep:", 4)) {
+    char file[64], path[1100];
+    const char *colon = strrchr(spec + 4, ':');
+    spx_csr *b;
+    spx_status s;
+    long long want = colon ? atoll(colon + 1) : 20000000;
+    size_t fl = colon ? (size_t)(colon - (spec + 4)) : strlen(spec + 4);
+    if (fl >= sizeof file) fl = sizeof file - 1;
+    memcpy(file, spec + 4, fl);
+    file[fl] = 0;
+    if (strchr(file, '/') || strstr(file, ".mtx")) snprintf(path, sizeof path, "%s", file);
+    else {
+      const char *dir = getenv("SPX_SHARED_MATRICES");
+      snprintf(path, sizeof path, "%s/%s.mtx.gz", dir && *dir ? dir : "../shared/matrices", file);
+    }
+    if ((s = spx_mm_read(path, SPX_DOUBLE, &b, NULL))) return s;
+    s = spx_gen_replicate(b, b->nnz ? (want + b->nnz - 1) / b->nnz : 1, a);
+    snprintf(name, len, "%s x%lld", file, b->nnz ? (want + b->nnz - 1) / b->nnz : 1);
+    spx_csr_destroy(b);
+    return s;
+  }
+  {
+    const char *base = strrchr(spec, '/');
+    snprintf(name, len, "%s", base ? base + 1 : spec);
+    if ((c = strstr(name, ".mtx"))) name[c - name] = 0;
+  }
+  return spx_mm_read(spec, SPX_DOUBLE, a, NULL);
+}
+
 int main(int argc, char **argv) {
   size_t i;
   if (argc < 2) return spx_cli_run(argc, argv);
