@@ -917,8 +917,8 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
                      : 0;
     work_ms = 1e-3 * (double)o->expected_calls * p->cand[idx[0]].predicted_us;
     if (k > 1 && trial_ms <= o->trial_share * work_ms) {
-      char model_reason[400];
-      snprintf(model_reason, sizeof model_reason, "%s", p->reason);
+      char model_reason[400]; /* the model's sentence, bounded so the trial's fits after it */
+      snprintf(model_reason, sizeof model_reason, "%.399s", p->reason);
       if (!(s = spx__plan_trial(p, use, idx, 2, o->trial_reps)))
         snprintf(p->reason, sizeof p->reason, "%s; trial of the best two (%.3g ms <= %.3g x %.3g ms of work): %s %.3g us vs %s %.3g us",
                  model_reason, trial_ms, o->trial_share, work_ms, spx__plan_cname(&p->cand[idx[0]]),
