@@ -174,6 +174,35 @@ static void test_predicted_bytes(void **state) {
   }
 }
 
+/* Above 2^20 nonzeros the column counts come from sampled windows: close to the converter's bytes
+ * on a regular matrix, and marked as estimates. */
+static void test_sampled_bytes(void **state) {
+  spx_csr *a;
+  spx_plan_device d;
+  spx_plan_candidate c[SPX_FORMAT_MAX + 1];
+  int n, j, sampled = 0;
+  (void)state;
+  assert_int_equal(spx_plan_device_default(NULL, &d), SPX_OK);
+  assert_int_equal(spx_gen_elasticity3d(36, 36, 36, SPX_DOUBLE, &a), SPX_OK); /* 4.5M nonzeros */
+  assert_true(a->nnz > (1 << 20));
+  assert_int_equal(spx_plan_model(a, &d, 100, 0, 0, c, SPX_FORMAT_MAX + 1, &n), SPX_OK);
+  for (j = 0; j < n; j++) {
+    const char *nm = spx_format_name(c[j].format);
+    spx_fmt *f = NULL;
+    double err;
+    if (strcmp(nm, "bsr") && strcmp(nm, "sell") && strcmp(nm, "sell16") && strcmp(nm, "rbp_csr")) continue;
+    assert_false(c[j].bytes_exact);
+    assert_non_null(strstr(c[j].note, "sampled"));
+    assert_int_equal(spx_fmt_from_csr(a, c[j].format, NULL, &f), SPX_OK);
+    err = fabs((double)c[j].bytes / (double)spx_fmt_bytes(f) - 1);
+    if (err > 0.03) fail_msg("%s: sampled %lld bytes, stored %lld", nm, (long long)c[j].bytes, (long long)spx_fmt_bytes(f));
+    sampled++;
+    spx_fmt_destroy(f);
+  }
+  assert_int_equal(sampled, 4);
+  spx_csr_destroy(a);
+}
+
 static spx_plan_device fake_gpu(void) {
   spx_plan_device d;
   memset(&d, 0, sizeof d);
@@ -428,10 +457,31 @@ static void test_device_file(void **state) {
   (void)state;
   snprintf(path, sizeof path, "/tmp/spx_test_plan_%d.json", (int)getpid());
   d.calibrated = 1;
+  d.format_factor[SPX_FORMAT_ELL] = 1.5;
+  d.format_convert_ns[SPX_FORMAT_BSR] = 7.25;
   assert_int_equal(spx_plan_device_save(path, &d), SPX_OK);
   assert_int_equal(spx_plan_device_load(path, &e), SPX_OK);
   assert_string_equal(e.name, "fake");
   assert_true(e.bandwidth_gbs == 1000 && e.warp == 32 && e.cusparse_factor == 1.25 && e.calibrated == 1);
+  /* per-format constants survive by name; unmeasured ones stay 0 */
+  assert_true(e.format_factor[SPX_FORMAT_ELL] == 1.5 && e.format_convert_ns[SPX_FORMAT_BSR] == 7.25);
+  assert_true(e.format_factor[SPX_FORMAT_CSR] == 0 && e.format_convert_ns[SPX_FORMAT_ELL] == 0);
+  { /* and the model applies them: ELL 1.5x slower, BSR conversion at its own rate */
+    spx_plan_candidate c0[SPX_FORMAT_MAX + 1], c1[SPX_FORMAT_MAX + 1];
+    spx_csr *a = pattern(64000, 4, 0, 0);
+    int n0, n1;
+    spx_plan_device base = fake_gpu();
+    assert_int_equal(spx_plan_model(a, &base, 100, 0, 0, c0, SPX_FORMAT_MAX + 1, &n0), SPX_OK);
+    assert_int_equal(spx_plan_model(a, &e, 100, 0, 0, c1, SPX_FORMAT_MAX + 1, &n1), SPX_OK);
+    assert_true(fabs(cand(c1, n1, "ell", 0)->predicted_us - 1.5 * cand(c0, n0, "ell", 0)->predicted_us) < 1e-9);
+    assert_true(cand(c1, n1, "csr", 0)->predicted_us == cand(c0, n0, "csr", 0)->predicted_us);
+    {
+      const spx_plan_candidate *b = cand(c1, n1, "bsr", 0);
+      double want = 1e-6 * 7.25 * (double)b->bytes + (double)b->bytes / 1e7 + 3;
+      assert_true(fabs(b->convert_ms - want) < 1e-9 * want);
+    }
+    spx_csr_destroy(a);
+  }
   f = fopen(path, "w");
   assert_non_null(f);
   fputs("{\"name\": \"x\", \"bandwidth_gbs\": 5}", f);
@@ -443,7 +493,7 @@ static void test_device_file(void **state) {
     const char *p = spx_plan_device_path("NVIDIA H100 80GB");
     if (spx_jit_cache_dir()) {
       assert_non_null(p);
-      assert_non_null(strstr(p, "/tuner/NVIDIA_H100_80GB.json"));
+      assert_non_null(strstr(p, "/tuner/v2/NVIDIA_H100_80GB.json"));
     }
   }
 }
@@ -566,7 +616,7 @@ static void test_gpu_plans(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_strategy_names),   cmocka_unit_test(test_kubota_branches),
-      cmocka_unit_test(test_mps_branches),     cmocka_unit_test(test_predicted_bytes),
+      cmocka_unit_test(test_mps_branches),     cmocka_unit_test(test_predicted_bytes), cmocka_unit_test(test_sampled_bytes),
       cmocka_unit_test(test_model_fake_device), cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_device_file),      cmocka_unit_test(test_reselect_ordering),

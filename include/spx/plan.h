@@ -25,10 +25,14 @@
  *   memory limit is excluded before anything is converted. Bytes come from a predictor per format
  *   where spx has one (O(n) or O(nnz) on the row structure, equal to spx_fmt_bytes); a format
  *   without one (a new or registered format) is converted on the host once to learn its bytes.
+ *   Above 2^20 nonzeros the column-dependent counts (RBP runs, BSR blocks, SELL slots and SELL16
+ *   spans) come from 64 evenly spaced windows of 256 rows, scaled up (the candidate's note says
+ *   so); row lengths are always read in full. Each candidate's time is scaled by the per-format
+ *   factor the calibration measured.
  *
  * THE DEVICE DESCRIPTION  spx_plan_device holds the constants the model uses. On the CUDA backend
  *   they are measured once per device by spx_plan_calibrate (copy bandwidth, launch latency, probe
- *   SpMVs, host conversion rates) and kept in <cache>/tuner/<device>.json (cache as for the JIT:
+ *   SpMVs, host conversion rates) and kept in <cache>/tuner/v2/<device>.json (cache as for the JIT:
  *   $SPX_CACHE_DIR, $XDG_CACHE_HOME/spx, ~/.cache/spx); spx_plan_device_default gives unmeasured
  *   defaults. A test may fill one by hand (options.device) and needs no GPU.
  *
@@ -95,6 +99,12 @@ typedef struct spx_plan_device {
   double jit_ms;              /* one kernel compile when the JIT cache misses */
   int64_t memory_bytes;       /* device memory for the matrix (0: unknown, no limit) */
   int calibrated;             /* 1 when measured on this device, 0 for the defaults */
+  /* Per format (registry index), measured by the calibration on a 3-D Poisson matrix several times
+   * the cache: the kernel's time / the model's streaming time (how far each kernel is from the
+   * bandwidth the model assumes), and its host conversion in ns per byte of the result. 0: not
+   * measured (factor 1, convert_ns_per_byte). Stored as "factor_NAME" and "convert_NAME". */
+  double format_factor[SPX_FORMAT_MAX];
+  double format_convert_ns[SPX_FORMAT_MAX];
 } spx_plan_device;
 
 typedef struct spx_plan_options {
@@ -161,7 +171,8 @@ double spx_plan_select_ms(const spx_plan *p);      /* what the choice itself too
 const char *spx_plan_reason(const spx_plan *p);
 /* The candidates in registry order, cuSPARSE last; *n receives their number. */
 const spx_plan_candidate *spx_plan_candidates(const spx_plan *p, int *n);
-/* The analysis the plan was made from. */
+/* The row statistics the plan was made from (nrows .. row_stddev, B, R; the column, symmetry and
+ * run fields are 0: spx_analyze computes those). */
 const spx_analysis *spx_plan_analysis(const spx_plan *p);
 /* Median microseconds per spx_plan_spmv (alpha 1, beta 0) over reps timed runs after a warm-up,
  * on vectors the plan allocates: device events on CUDA, the wall clock on the host. */

@@ -65,6 +65,10 @@ typedef struct spx__pprof {
   double idle_sorted;  /* the same with rows sorted by length (JDS) */
   double idle_csr;     /* the CSR vector kernel's groups (tpr lanes per row) */
   int tpr;
+  int64_t bsr_blocks[9];  /* [b]: blocks of b x b (BSR) */
+  int64_t sell_slots[2];  /* SELL with C = 32: slots with sigma 1, sigma 256 */
+  int sell16_wide[2];     /* some slice spans more than 65536 columns (sigma 1); some window (256) */
+  int sampled;            /* the column counts above are a sample scaled up (estimates) */
 } spx__pprof;
 
 /* Idle lane-slots when `warp` lanes run `warp/tpr` consecutive rows, tpr lanes each, in lock step. */
@@ -86,17 +90,37 @@ static double spx__plan_idle(const spx_csr *a, int warp, int tpr) {
 
 static void spx__pprof_free(spx__pprof *p) { SPX_FREE(p->hist); p->hist = NULL; }
 
-static spx_status spx__pprof_make(const spx_csr *a, int warp, spx__pprof *p) {
-  int64_t i, k, seg = 256;
-  memset(p, 0, sizeof *p);
-  p->n = a->nrows; p->ncols = a->ncols; p->nnz = a->nnz;
-  for (i = 0; i < a->nrows; i++) p->row_max = SPX__MAX(p->row_max, a->row_ptr[i + 1] - a->row_ptr[i]);
-  if (!(p->hist = (int64_t *)spx__calloc((size_t)p->row_max + 1, sizeof *p->hist))) return SPX_OUT_OF_MEMORY;
-  for (i = 0; i < a->nrows; i++) {
-    int64_t b = a->row_ptr[i], e = a->row_ptr[i + 1], blocks = 0, bval = 0;
-    p->hist[e - b]++;
-    if (e > b) p->ss_runs += (e - 1) / seg - b / seg + 1;
-    for (k = b; k < e;) { /* maximal runs of consecutive columns */
+/* Above this many nonzeros the profile reads the columns of a sample of rows only: selection must
+ * cost little next to the SpMVs it serves, and a pass over every column index of a 20M-nonzero
+ * matrix costs as much as a few hundred of them. Row lengths (row_ptr) are always read in full,
+ * so ELL's K, the histogram and the idle-lane terms stay exact. */
+#define SPX__PLAN_SAMPLE_NNZ ((int64_t)1 << 20)
+#define SPX__PLAN_SAMPLE_WINDOWS 64  /* windows of 256 rows (SELL's sigma), evenly spaced */
+
+static int spx__i64_desc(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return (a < b) - (a > b);
+}
+
+/* Distinct blocks of b columns in rows [r0, r1): their sorted block columns, counted (buf: room
+ * for the rows' nonzeros). */
+static int64_t spx__plan_blocks(const spx_csr *a, int64_t r0, int64_t r1, int64_t b, int64_t *buf) {
+  int64_t m = 0, i, k, u = 0;
+  for (i = r0; i < r1; i++)
+    for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) buf[m++] = a->col_idx[k] / b;
+  if (!m) return 0;
+  qsort(buf, (size_t)m, sizeof *buf, spx__i64_desc);
+  for (k = 0; k < m; k++) u += !k || buf[k] != buf[k - 1];
+  return u;
+}
+
+/* The column-dependent counts over rows [w0, w1) (a window of 256 rows, or the whole matrix in
+ * pieces): column runs (RBP), BSR blocks per square size, SELL slots and SELL16 column spans. */
+static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx__pprof *p, int64_t *buf) {
+  int64_t i, k, b, len[256], lo[256], hi[256], sw = w1 - w0, sig;
+  for (i = w0; i < w1; i++) {
+    int64_t rb = a->row_ptr[i], e = a->row_ptr[i + 1], blocks = 0, bval = 0;
+    for (k = rb; k < e;) { /* maximal runs of consecutive columns */
       int64_t r = k + 1;
       while (r < e && a->col_idx[r] == a->col_idx[r - 1] + 1) r++;
       if (r - k >= 2) { blocks++; bval += r - k; }
@@ -106,6 +130,75 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, spx__pprof *p) {
     p->nblocks += blocks; p->nval += bval;
     p->max_blocks = SPX__MAX(p->max_blocks, blocks);
     p->max_bval = SPX__MAX(p->max_bval, bval);
+    len[i - w0] = e - rb;
+    /* columns are sorted within a row; an empty row's padding sits on its diagonal (ELL's rule) */
+    lo[i - w0] = e > rb ? a->col_idx[rb] : (i < a->ncols ? i : a->ncols - 1);
+    hi[i - w0] = e > rb ? a->col_idx[e - 1] : lo[i - w0];
+  }
+  for (b = 1; b <= 8; b++) /* the block rows of b rows that start in the window (whole ones) */
+    for (i = (w0 + b - 1) / b * b; i < w1; i += b)
+      p->bsr_blocks[b] += spx__plan_blocks(a, i, SPX__MIN(i + b, a->nrows), b, buf);
+  /* SELL, C = 32: unsorted slices (sigma 1), then the window sorted by length (sigma 256). */
+  for (sig = 0; sig < 2; sig++) {
+    int64_t l2[256];
+    memcpy(l2, len, sizeof(int64_t) * (size_t)sw);
+    if (sig) qsort(l2, (size_t)sw, sizeof *l2, spx__i64_desc);
+    for (i = 0; i < sw; i += 32) {
+      int64_t w = 0, j, cmin = INT64_MAX, cmax = -1;
+      for (j = i; j < SPX__MIN(sw, i + 32); j++) {
+        w = SPX__MAX(w, l2[j]);
+        if (!sig) { cmin = SPX__MIN(cmin, lo[j]); cmax = SPX__MAX(cmax, hi[j]); }
+      }
+      p->sell_slots[sig] += w * 32;
+      if (!sig && w > 0 && cmax - cmin > 65535) p->sell16_wide[0] = 1;
+    }
+  }
+  { /* sigma 256 regroups rows inside the window: the window's span bounds every slice's */
+    int64_t cmin = INT64_MAX, cmax = -1;
+    for (i = 0; i < sw; i++) { cmin = SPX__MIN(cmin, lo[i]); cmax = SPX__MAX(cmax, hi[i]); }
+    if (sw > 0 && cmax - cmin > 65535) p->sell16_wide[1] = 1;
+  }
+  return SPX_OK;
+}
+
+static spx_status spx__pprof_make(const spx_csr *a, int warp, spx__pprof *p) {
+  int64_t i, seg = 256, nwin, w, rowmax_nnz = 0, *buf = NULL;
+  memset(p, 0, sizeof *p);
+  p->n = a->nrows; p->ncols = a->ncols; p->nnz = a->nnz;
+  for (i = 0; i < a->nrows; i++) p->row_max = SPX__MAX(p->row_max, a->row_ptr[i + 1] - a->row_ptr[i]);
+  if (!(p->hist = (int64_t *)spx__calloc((size_t)p->row_max + 1, sizeof *p->hist))) return SPX_OUT_OF_MEMORY;
+  for (i = 0; i < a->nrows; i++) {
+    int64_t b = a->row_ptr[i], e = a->row_ptr[i + 1];
+    p->hist[e - b]++;
+    if (e > b) p->ss_runs += (e - 1) / seg - b / seg + 1;
+  }
+  /* The column-dependent counts, window by window: every window, or a sample scaled up. */
+  nwin = (a->nrows + 255) / 256;
+  p->sampled = a->nnz > SPX__PLAN_SAMPLE_NNZ && nwin > 4 * SPX__PLAN_SAMPLE_WINDOWS;
+  {
+    int64_t nw = p->sampled ? SPX__PLAN_SAMPLE_WINDOWS : nwin, rows = 0;
+    for (w = 0; w < nw; w++) { /* room for the largest block row of 8 rows a window holds */
+      int64_t w0 = (p->sampled ? w * nwin / nw : w) * 256, w1 = SPX__MIN(a->nrows, w0 + 256);
+      int64_t e = a->nrows - w1 > 8 ? w1 + 8 : a->nrows, z = a->row_ptr[e] - a->row_ptr[w0];
+      rowmax_nnz = SPX__MAX(rowmax_nnz, z);
+    }
+    if (!(buf = (int64_t *)spx__alloc((size_t)rowmax_nnz + 1, sizeof *buf))) { spx__pprof_free(p); return SPX_OUT_OF_MEMORY; }
+    for (w = 0; w < nw; w++) {
+      int64_t w0 = (p->sampled ? w * nwin / nw : w) * 256, w1 = SPX__MIN(a->nrows, w0 + 256);
+      spx__pprof_cols(a, w0, w1, p, buf);
+      rows += w1 - w0;
+    }
+    SPX_FREE(buf);
+    if (p->sampled && rows > 0) { /* per-row averages of the sample, for every row */
+      double f = (double)a->nrows / (double)rows;
+      int b;
+      p->nblocks = (int64_t)(f * (double)p->nblocks + 0.5);
+      p->nval = (int64_t)(f * (double)p->nval + 0.5);
+      p->nnon = (int64_t)(f * (double)p->nnon + 0.5);
+      for (b = 1; b <= 8; b++) p->bsr_blocks[b] = (int64_t)(f * (double)p->bsr_blocks[b] + 0.5);
+      p->sell_slots[0] = (int64_t)(f * (double)p->sell_slots[0] + 0.5);
+      p->sell_slots[1] = (int64_t)(f * (double)p->sell_slots[1] + 0.5);
+    }
   }
   /* Sorted rows: walk the histogram from the longest down, warps of `warp` rows. */
   if (warp > 1) {
@@ -195,6 +288,34 @@ static int64_t spx__pb_rbp_ell_r(const spx__pprof *p, const spx_format_vtable *v
   return spx__pb_rbp_ell(p, vt, vb) + 4 * p->n;
 }
 
+/* SELL-C-sigma and SELL16 with C = 32 and sigma 1 or 256 (the descriptors' defaults); another C
+ * or sigma has no predictor (converted to learn its bytes). */
+static int64_t spx__pb_sell(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  int64_t c = spx__plan_pdef(vt, "c"), sigma = spx__plan_pdef(vt, "sigma");
+  if (c != 32 || (sigma != 1 && sigma != 256)) return -1;
+  return (sigma > 1 ? 4 * p->n : 0) + 4 * ((p->n + c - 1) / c + 1) + p->sell_slots[sigma > 1] * (4 + vb);
+}
+/* -2: the converter would decline (a slice spans more than 16 bits of columns). */
+static int64_t spx__pb_sell16(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  int64_t c = spx__plan_pdef(vt, "c"), sigma = spx__plan_pdef(vt, "sigma"), slot = 2 + vb, ns = (p->n + c - 1) / c;
+  if (c != 32 || (sigma != 1 && sigma != 256 && sigma != SPX_AUTO)) return -1;
+  if (sigma == SPX_AUTO) /* the converter's rule: sort only when it saves more than the perm array */
+    sigma = p->n > 1 && p->sell_slots[1] * slot + 4 * p->n < p->sell_slots[0] * slot ? 256 : 1;
+  if (sigma == 1 && p->sell16_wide[0]) return p->sampled ? -1 : -2;
+  if (sigma > 1 && p->sell16_wide[1]) return -1; /* only a bound: the converter decides */
+  return (sigma > 1 ? 4 * p->n : 0) + 4 * (ns + 1) + 4 * ns + p->sell_slots[sigma > 1] * slot;
+}
+/* BSR, square blocks of the size of least bytes (ties to the smaller), as the converter picks. */
+static int64_t spx__pb_bsr(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  int64_t r = spx__plan_pdef(vt, "r"), c = spx__plan_pdef(vt, "c"), b, best = -1;
+  if (r != SPX_AUTO || c != SPX_AUTO) return -1;
+  for (b = 1; b <= 8; b++) {
+    int64_t bytes = 4 * ((p->n + b - 1) / b + 1) + 4 * p->bsr_blocks[b] + vb * p->bsr_blocks[b] * b * b;
+    if (best < 0 || bytes < best) best = bytes;
+  }
+  return best;
+}
+
 /* Predictors by registry name. _(name, predictor or NULL, lane mapping, kernel launches) */
 #define SPX__PLAN_PREDICTORS(_)                              \
   _("coo",       spx__pb_coo,       SPX__MAP_FLAT,   2)     \
@@ -202,7 +323,9 @@ static int64_t spx__pb_rbp_ell_r(const spx__pprof *p, const spx_format_vtable *v
   _("ell",       spx__pb_ell,       SPX__MAP_PADDED, 1)     \
   _("ell_r",     spx__pb_ell_r,     SPX__MAP_ROW,    1)     \
   _("jds",       spx__pb_jds,       SPX__MAP_SORTED, 1)     \
-  _("sell",      NULL,              SPX__MAP_PADDED, 1)     \
+  _("sell",      spx__pb_sell,      SPX__MAP_PADDED, 1)     \
+  _("sell16",    spx__pb_sell16,    SPX__MAP_PADDED, 1)     \
+  _("bsr",       spx__pb_bsr,       SPX__MAP_FLAT,   1)     \
   _("hyb",       spx__pb_hyb,       SPX__MAP_PADDED, 2)     \
   _("rbp_csr",   spx__pb_rbp_csr,   SPX__MAP_ROW,    1)     \
   _("rbp_ell",   spx__pb_rbp_ell,   SPX__MAP_ROW,    1)     \
@@ -226,32 +349,6 @@ static const spx__plan_pred *spx__plan_pred_of(const char *name) {
   for (q = spx__plan_preds; q->name; q++)
     if (!strcmp(q->name, name)) return q;
   return q; /* the sentinel: no predictor, flat mapping, one launch */
-}
-
-/* SELL-C-sigma slots with the descriptor's C and sigma (rows sorted by length in windows). */
-static spx_status spx__pb_sell(const spx_csr *a, const spx_format_vtable *vt, int64_t vb, int64_t *bytes) {
-  int64_t c = spx__plan_pdef(vt, "c"), sigma = spx__plan_pdef(vt, "sigma"), n = a->nrows, w, i, slots = 0;
-  int64_t *len;
-  if (c == SPX_AUTO || sigma == SPX_AUTO || c < 1 || sigma < 1) { *bytes = -1; return SPX_OK; }
-  if (!(len = (int64_t *)spx__alloc((size_t)n + 1, sizeof *len))) return SPX_OUT_OF_MEMORY;
-  for (i = 0; i < n; i++) len[i] = a->row_ptr[i + 1] - a->row_ptr[i];
-  if (sigma > 1)
-    for (w = 0; w < n; w += sigma) { /* descending insertion-free sort: counting by a small heap */
-      int64_t e = SPX__MIN(n, w + sigma), x, y;
-      for (x = w + 1; x < e; x++) { /* shell sort, descending: windows are short */
-        int64_t v = len[x];
-        for (y = x; y > w && len[y - 1] < v; y--) len[y] = len[y - 1];
-        len[y] = v;
-      }
-    }
-  for (i = 0; i < n; i += c) {
-    int64_t m = 0, e = SPX__MIN(n, i + c), j;
-    for (j = i; j < e; j++) m = SPX__MAX(m, len[j]);
-    slots += m * c;
-  }
-  SPX_FREE(len);
-  *bytes = (sigma > 1 ? 4 * n : 0) + 4 * ((n + c - 1) / c + 1) + slots * (4 + vb);
-  return SPX_OK;
 }
 
 /* ---- Device descriptions ------------------------------------------------------------------------ */
@@ -321,6 +418,14 @@ spx_status spx_plan_device_save(const char *path, const spx_plan_device *d) {
 #define SPX__PD_W(field, type) fprintf(f, ",\n  \"" #field "\": %.9g", (double)d->field);
   SPX__PLAN_DEV_FIELDS(SPX__PD_W)
 #undef SPX__PD_W
+  {
+    int k;
+    for (k = 0; k < spx_format_count() && k < SPX_FORMAT_MAX; k++) {
+      const char *nm = spx_format_name((spx_format)k);
+      if (d->format_factor[k] > 0) fprintf(f, ",\n  \"factor_%s\": %.9g", nm, d->format_factor[k]);
+      if (d->format_convert_ns[k] > 0) fprintf(f, ",\n  \"convert_%s\": %.9g", nm, d->format_convert_ns[k]);
+    }
+  }
   fprintf(f, "\n}\n");
   ok = !ferror(f);
   ok &= fclose(f) == 0;
@@ -347,10 +452,11 @@ static int spx__plan_json_num(const char *text, const char *key, double *v) {
 
 spx_status spx_plan_device_load(const char *path, spx_plan_device *d) {
   FILE *f;
-  char text[4096];
+  char text[16384];
   size_t n;
   const char *p;
   double v;
+  int k;
   if (!path || !d) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_device_load: NULL argument");
   if (!(f = fopen(path, "r"))) return spx__fail(SPX_IO, "%s: cannot open: %s", path, strerror(errno));
   n = fread(text, 1, sizeof text - 1, f);
@@ -367,6 +473,13 @@ spx_status spx_plan_device_load(const char *path, spx_plan_device *d) {
   d->field = (type)v;
   SPX__PLAN_DEV_FIELDS(SPX__PD_R)
 #undef SPX__PD_R
+  for (k = 0; k < spx_format_count() && k < SPX_FORMAT_MAX; k++) { /* optional, by format name */
+    char key[80];
+    snprintf(key, sizeof key, "factor_%.60s", spx_format_name((spx_format)k));
+    if (spx__plan_json_num(text, key, &v) && v > 0) d->format_factor[k] = v;
+    snprintf(key, sizeof key, "convert_%.60s", spx_format_name((spx_format)k));
+    if (spx__plan_json_num(text, key, &v) && v > 0) d->format_convert_ns[k] = v;
+  }
   if (!(d->bandwidth_gbs > 0) || d->warp < 1 || d->launch_us < 0)
     return spx__fail(SPX_PARSE, "%s: bandwidth_gbs, warp and launch_us out of range", path);
   return SPX_OK;
@@ -381,7 +494,8 @@ const char *spx_plan_device_path(const char *device_name) {
   for (c = device_name; *c && i + 1 < sizeof name; c++)
     name[i++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ? *c : '_';
   name[i] = 0;
-  if (snprintf(path, sizeof path, "%s/tuner/%s.json", root, name) >= (int)sizeof path) return NULL;
+  /* v2: calibrated on a matrix past the L2, with per-format factors (v1 files read the L2). */
+  if (snprintf(path, sizeof path, "%s/tuner/v2/%s.json", root, name) >= (int)sizeof path) return NULL;
   return path;
 }
 
@@ -404,9 +518,11 @@ static double spx__plan_time_us(const spx_plan_device *d, const spx__pprof *p, i
   return d->launch_us * launches + moved / bpus + d->imbalance_weight * idle * (double)(4 + vb) / bpus;
 }
 
-/* Conversion (host) + upload + one compile, milliseconds. */
-static double spx__plan_conv_ms(const spx_plan_device *d, const spx__pprof *p, int64_t bytes, int cuda) {
-  double ms = 1e-6 * (d->convert_ns_per_nnz * (double)p->nnz + d->convert_ns_per_byte * (double)bytes);
+/* Conversion (host) + upload + one compile, milliseconds; f < 0: no format-specific rate. */
+static double spx__plan_conv_ms(const spx_plan_device *d, const spx__pprof *p, int64_t bytes, int cuda, int f) {
+  double ms = f >= 0 && f < SPX_FORMAT_MAX && d->format_convert_ns[f] > 0
+                  ? 1e-6 * d->format_convert_ns[f] * (double)bytes
+                  : 1e-6 * (d->convert_ns_per_nnz * (double)p->nnz + d->convert_ns_per_byte * (double)bytes);
   if (d->h2d_gbs > 0) ms += (double)bytes / (d->h2d_gbs * 1e6);
   if (cuda) ms += d->jit_ms;
   return ms;
@@ -437,7 +553,16 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx_plan_device *
     c->measured_us = -1;
     c->bytes = -1;
     if (q->fn) c->bytes = q->fn(&p, vt, vb);
-    else if (!strcmp(vt->name, "sell") && (s = spx__pb_sell(a, vt, vb, &c->bytes))) goto fail;
+    if (c->bytes == -2) { /* the predictor knows the converter declines */
+      snprintf(c->note, sizeof c->note, "declined: a slice spans more than 65536 columns");
+      c->fits = 0;
+      c->predicted_us = c->score_us = c->convert_ms = -1;
+      k++;
+      continue;
+    }
+    if (c->bytes >= 0 && p.sampled && (q->fn == spx__pb_bsr || q->fn == spx__pb_sell || q->fn == spx__pb_sell16 ||
+                                       q->fn == spx__pb_rbp_csr || q->fn == spx__pb_rbp_ell || q->fn == spx__pb_rbp_ell_r))
+      snprintf(c->note, sizeof c->note, "bytes estimated from %d sampled windows of 256 rows", SPX__PLAN_SAMPLE_WINDOWS);
     if (c->bytes < 0) { /* no predictor: convert once and ask */
       spx_fmt *m = NULL;
       s = spx_fmt_from_csr(a, (spx_format)f, NULL, &m);
@@ -468,7 +593,8 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx_plan_device *
       snprintf(c->note, sizeof c->note, "%.1f MB + vectors over the %.1f MB limit", 1e-6 * (double)c->bytes,
                1e-6 * (double)limit);
     c->predicted_us = spx__plan_time_us(d, &p, vb, c->bytes, idle, q->launches);
-    c->convert_ms = spx__plan_conv_ms(d, &p, c->bytes, cuda);
+    if (f < SPX_FORMAT_MAX && d->format_factor[f] > 0) c->predicted_us *= d->format_factor[f];
+    c->convert_ms = spx__plan_conv_ms(d, &p, c->bytes, cuda, f);
     spx__plan_score(c, calls);
     k++;
   }
@@ -868,6 +994,30 @@ static spx_status spx__plan_devdesc(spx_plan *p, const spx_plan_options *o, spx_
   return spx_plan_device_default(p->ctx, d);
 }
 
+/* The part of spx_analyze the strategies read (row lengths: B, R), from row_ptr alone: the full
+ * analysis walks every column and the transpose, which costs more than the choice is worth. */
+static void spx__plan_rowstats(const spx_csr *a, spx_analysis *an) {
+  double t0 = spx__now(), sq = 0;
+  int64_t i;
+  memset(an, 0, sizeof *an);
+  an->nrows = a->nrows; an->ncols = a->ncols; an->nnz = a->nnz;
+  an->row_min = a->nrows ? INT64_MAX : 0;
+  for (i = 0; i < a->nrows; i++) {
+    int64_t l = a->row_ptr[i + 1] - a->row_ptr[i];
+    an->row_min = SPX__MIN(an->row_min, l);
+    an->row_max = SPX__MAX(an->row_max, l);
+    an->empty_rows += l == 0;
+    sq += (double)l * (double)l;
+  }
+  if (a->nrows) {
+    an->row_mean = (double)a->nnz / (double)a->nrows;
+    an->row_stddev = sqrt(SPX__MAX(0.0, sq / (double)a->nrows - an->row_mean * an->row_mean));
+  }
+  an->B = a->nnz ? (double)an->row_max / an->row_mean : 0;
+  an->R = a->nrows && a->ncols ? (double)a->nnz / ((double)a->nrows * (double)a->ncols) : 0;
+  an->seconds = spx__now() - t0;
+}
+
 /* Selection proper: analysis, candidates, strategy. Builds the plan only for trial (and auto's
  * trial). On return p->a holds the (dtype-converted) copy when the plan is not built yet. */
 static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_options *o) {
@@ -882,15 +1032,18 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   p->dtype = o->dtype == -1 ? a0->dtype : (spx_dtype)o->dtype;
   p->nrows = a0->nrows; p->ncols = a0->ncols;
   spx_format_params_default(&p->params);
-  if ((s = spx_csr_copy(a0, p->dtype, &a))) return s;
-  use = a;
+  /* A copy only to change the value type; a lazy plan copies what it keeps at the end. */
+  if (p->dtype != a0->dtype) {
+    if ((s = spx_csr_copy(a0, p->dtype, &a))) return s;
+    use = a;
+  }
   if ((s = spx__plan_devdesc(p, o, &dev))) goto fail;
   if (limit == 0 && p->backend == SPX_BACKEND_CUDA) {
     spx_device_info info;
     if (spx_context_device_info(p->ctx, &info) == SPX_OK && info.free_mem > 0) limit = info.free_mem;
     spx_clear_error();
   }
-  if ((s = spx_analyze(use, &p->an))) goto fail;
+  spx__plan_rowstats(use, &p->an);
   if ((s = spx__plan_candidates(use, &dev, o->expected_calls, limit, spx__plan_has_cusparse(p),
                                 p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand)))
     goto fail;
@@ -934,8 +1087,14 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   p->format = p->cand[p->chosen].format;
   p->engine = p->cand[p->chosen].engine;
   p->select_ms = 1e3 * (spx__now() - t0);
-  if (!p->built) p->a = a;
-  else spx_csr_destroy(a);
+  if (!p->built && o->eager) {
+    if ((s = spx__plan_build_from(p, use))) goto fail;
+  } else if (!p->built) {
+    if (!a && (s = spx_csr_copy(a0, p->dtype, &a))) goto fail;
+    p->a = a;
+    return SPX_OK;
+  }
+  spx_csr_destroy(a);
   return SPX_OK;
 fail:
   spx_csr_destroy(a);
@@ -1033,23 +1192,38 @@ static spx_status spx__plan_probe(spx_context *ctx, const spx_csr *a, spx_format
 
 static int spx__plan_dcmp(const void *a, const void *b) { return spx__plan_cmp(a, b); }
 
-/* Host conversion rate: median over the formats spx predicts of ns per byte of the result. */
-static spx_status spx__plan_cal_convert(const spx_csr *a, spx_plan_device *d) {
-  double r[SPX_FORMAT_MAX];
-  int f, n = 0;
-  for (f = 0; f < spx_format_count(); f++) {
-    const spx_format_vtable *vt = spx_format_info((spx_format)f);
+/* Per format on the calibration matrix a: host conversion (ns per byte of the result) and the
+ * kernel's measured time over the model's (which has no per-format factor yet); the median
+ * conversion rate becomes the default for formats not measured. */
+static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, spx_plan_device *d) {
+  spx_plan_candidate c[SPX_FORMAT_MAX + 1];
+  double conv[SPX_FORMAT_MAX + 1];
+  int n, k, nc = 0;
+  spx_status s;
+  if ((s = spx__plan_candidates(a, d, 1, 0, 0, 0, c, SPX_FORMAT_MAX + 1, &n))) return s;
+  for (k = 0; k < n; k++) {
+    int f = (int)c[k].format;
+    spx_plan *q;
     spx_fmt *m = NULL;
-    double t0 = spx__now(), dt;
-    if (!vt || !spx__plan_pred_of(vt->name)->fn) continue;
+    double t0, us;
+    if (c[k].engine != SPX_PLAN_ENGINE_SPX || !(c[k].predicted_us > 0) || f >= SPX_FORMAT_MAX) continue;
+    t0 = spx__now();
     if (spx_fmt_from_csr(a, (spx_format)f, NULL, &m)) { spx_clear_error(); continue; }
-    dt = spx__now() - t0;
-    if (spx_fmt_bytes(m) > 0) r[n++] = 1e9 * dt / (double)spx_fmt_bytes(m);
-    spx_fmt_destroy(m);
+    t0 = spx__now() - t0;
+    if (spx_fmt_bytes(m) > 0) conv[nc++] = d->format_convert_ns[f] = 1e9 * t0 / (double)spx_fmt_bytes(m);
+    if (!(q = (spx_plan *)spx__calloc(1, sizeof *q))) { spx_fmt_destroy(m); return SPX_OUT_OF_MEMORY; }
+    q->ctx = ctx; q->backend = spx_context_backend(ctx); q->dtype = a->dtype; q->nrows = a->nrows; q->ncols = a->ncols;
+    q->format = (spx_format)f; q->engine = SPX_PLAN_ENGINE_SPX;
+    spx_format_params_default(&q->params);
+    q->fmt = m; /* built from the conversion just timed */
+    if (spx__plan_build_from(q, a) == SPX_OK && spx_plan_time(q, 15, &us) == SPX_OK && us > 0)
+      d->format_factor[f] = us / c[k].predicted_us;
+    spx_clear_error();
+    spx_plan_destroy(q);
   }
-  if (n) {
-    qsort(r, (size_t)n, sizeof *r, spx__plan_dcmp);
-    d->convert_ns_per_byte = r[n / 2];
+  if (nc) {
+    qsort(conv, (size_t)nc, sizeof *conv, spx__plan_dcmp);
+    d->convert_ns_per_byte = conv[nc / 2];
     d->convert_ns_per_nnz = 0; /* folded into the per-byte rate */
   }
   return SPX_OK;
@@ -1068,7 +1242,9 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
   spx_status s;
   memset(&pp, 0, sizeof pp);
   if ((s = spx_csr_from_coo(1, 1, 1, &z, &z, &one, SPX_DOUBLE, &tiny)) ||
-      (s = spx_gen_poisson3d(64, 64, 64, 7, SPX_DOUBLE, &lap)) ||
+      /* 2M rows, 15M nonzeros (about 200 MB in double): well past any L2, so what the kernels
+       * stream is device memory (a 64^3 grid fits the H100's 50 MB L2 and read 60 % fast). */
+      (s = spx_gen_poisson3d(cuda ? 128 : 40, cuda ? 128 : 40, cuda ? 128 : 40, 7, SPX_DOUBLE, &lap)) ||
       (s = spx_gen_powerlaw(200000, 2.0, 2, 400, 7, SPX_DOUBLE, &pl)))
     goto done;
   if ((s = spx__plan_probe(ctx, tiny, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_SPX, &t_launch)) ||
@@ -1119,7 +1295,7 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
     SPX_FREE(h);
     spx_clear_error();
   }
-  s = spx__plan_cal_convert(lap, d);
+  s = spx__plan_cal_formats(ctx, lap, d);
   d->calibrated = 1;
 done:
   spx__pprof_free(&pp);
