@@ -1011,7 +1011,7 @@ static void spx__plan_rowstats(const spx_csr *a, spx_analysis *an) {
   }
   if (a->nrows) {
     an->row_mean = (double)a->nnz / (double)a->nrows;
-    an->row_stddev = sqrt(SPX__MAX(0.0, sq / (double)a->nrows - an->row_mean * an->row_mean));
+    an->row_stddev = spx__sqrt(SPX__MAX(0.0, sq / (double)a->nrows - an->row_mean * an->row_mean));
   }
   an->B = a->nnz ? (double)an->row_max / an->row_mean : 0;
   an->R = a->nrows && a->ncols ? (double)a->nnz / ((double)a->nrows * (double)a->ncols) : 0;
