@@ -102,10 +102,21 @@ static int spx__i64_desc(const void *x, const void *y) {
   return (a < b) - (a > b);
 }
 
-/* Distinct blocks of b columns in rows [r0, r1): their sorted block columns, counted (buf: room
- * for the rows' nonzeros). */
-static int64_t spx__plan_blocks(const spx_csr *a, int64_t r0, int64_t r1, int64_t b, int64_t *buf) {
+/* Distinct blocks of b columns in rows [r0, r1): with stamp (one int32 per block column, zeroed
+ * once) a block counts when its stamp is not this call's *gen; without, the rows' block columns
+ * are sorted in buf (room for the rows' nonzeros). */
+static int64_t spx__plan_blocks(const spx_csr *a, int64_t r0, int64_t r1, int64_t b, int64_t *buf, int32_t *stamp,
+                                int32_t *gen) {
   int64_t m = 0, i, k, u = 0;
+  if (stamp) {
+    int32_t g = ++*gen;
+    for (i = r0; i < r1; i++)
+      for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
+        int32_t *t = &stamp[a->col_idx[k] / b];
+        if (*t != g) { *t = g; u++; }
+      }
+    return u;
+  }
   for (i = r0; i < r1; i++)
     for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) buf[m++] = a->col_idx[k] / b;
   if (!m) return 0;
@@ -116,7 +127,8 @@ static int64_t spx__plan_blocks(const spx_csr *a, int64_t r0, int64_t r1, int64_
 
 /* The column-dependent counts over rows [w0, w1) (a window of 256 rows, or the whole matrix in
  * pieces): column runs (RBP), BSR blocks per square size, SELL slots and SELL16 column spans. */
-static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx__pprof *p, int64_t *buf) {
+static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx__pprof *p, int64_t *buf,
+                                  int32_t *stamp, int32_t *gen) {
   int64_t i, k, b, len[256], lo[256], hi[256], sw = w1 - w0, sig;
   for (i = w0; i < w1; i++) {
     int64_t rb = a->row_ptr[i], e = a->row_ptr[i + 1], blocks = 0, bval = 0;
@@ -135,9 +147,14 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
     lo[i - w0] = e > rb ? a->col_idx[rb] : (i < a->ncols ? i : a->ncols - 1);
     hi[i - w0] = e > rb ? a->col_idx[e - 1] : lo[i - w0];
   }
-  for (b = 1; b <= 8; b++) /* the block rows of b rows that start in the window (whole ones) */
-    for (i = (w0 + b - 1) / b * b; i < w1; i += b)
-      p->bsr_blocks[b] += spx__plan_blocks(a, i, SPX__MIN(i + b, a->nrows), b, buf);
+  /* BSR: the block rows of b rows that start in the window (whole ones); a sample reads the first
+   * 64 rows of each window (BSR costs 8 passes, the rest one) and counts them 4 times. */
+  for (b = 1; b <= 8; b++) {
+    int64_t bw1 = p->sampled ? SPX__MIN(w1, w0 + 64) : w1, got = 0;
+    for (i = (w0 + b - 1) / b * b; i < bw1; i += b)
+      got += spx__plan_blocks(a, i, SPX__MIN(i + b, a->nrows), b, buf, stamp, gen);
+    p->bsr_blocks[b] += p->sampled && bw1 > w0 ? got * (w1 - w0) / (bw1 - w0) : got;
+  }
   /* SELL, C = 32: unsorted slices (sigma 1), then the window sorted by length (sigma 256). */
   for (sig = 0; sig < 2; sig++) {
     int64_t l2[256];
@@ -163,6 +180,7 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
 
 static spx_status spx__pprof_make(const spx_csr *a, int warp, spx__pprof *p) {
   int64_t i, seg = 256, nwin, w, rowmax_nnz = 0, *buf = NULL;
+  int32_t *stamp = NULL, gen = 0;
   memset(p, 0, sizeof *p);
   p->n = a->nrows; p->ncols = a->ncols; p->nnz = a->nnz;
   for (i = 0; i < a->nrows; i++) p->row_max = SPX__MAX(p->row_max, a->row_ptr[i + 1] - a->row_ptr[i]);
@@ -182,13 +200,21 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, spx__pprof *p) {
       int64_t e = a->nrows - w1 > 8 ? w1 + 8 : a->nrows, z = a->row_ptr[e] - a->row_ptr[w0];
       rowmax_nnz = SPX__MAX(rowmax_nnz, z);
     }
-    if (!(buf = (int64_t *)spx__alloc((size_t)rowmax_nnz + 1, sizeof *buf))) { spx__pprof_free(p); return SPX_OUT_OF_MEMORY; }
+    /* Stamps per column when columns are few enough (calloc: pages no one touches stay free). */
+    stamp = a->ncols <= ((int64_t)1 << 27) ? (int32_t *)spx__calloc((size_t)a->ncols + 1, sizeof *stamp) : NULL;
+    if (!(buf = (int64_t *)spx__alloc((size_t)rowmax_nnz + 1, sizeof *buf))) {
+      SPX_FREE(stamp);
+      spx__pprof_free(p);
+      return SPX_OUT_OF_MEMORY;
+    }
     for (w = 0; w < nw; w++) {
       int64_t w0 = (p->sampled ? w * nwin / nw : w) * 256, w1 = SPX__MIN(a->nrows, w0 + 256);
-      spx__pprof_cols(a, w0, w1, p, buf);
+      if (stamp && gen > INT32_MAX - 1024) { memset(stamp, 0, sizeof *stamp * ((size_t)a->ncols + 1)); gen = 0; }
+      spx__pprof_cols(a, w0, w1, p, buf, stamp, &gen);
       rows += w1 - w0;
     }
     SPX_FREE(buf);
+    SPX_FREE(stamp);
     if (p->sampled && rows > 0) { /* per-row averages of the sample, for every row */
       double f = (double)a->nrows / (double)rows;
       int b;
@@ -301,8 +327,11 @@ static int64_t spx__pb_sell16(const spx__pprof *p, const spx_format_vtable *vt, 
   if (c != 32 || (sigma != 1 && sigma != 256 && sigma != SPX_AUTO)) return -1;
   if (sigma == SPX_AUTO) /* the converter's rule: sort only when it saves more than the perm array */
     sigma = p->n > 1 && p->sell_slots[1] * slot + 4 * p->n < p->sell_slots[0] * slot ? 256 : 1;
-  if (sigma == 1 && p->sell16_wide[0]) return p->sampled ? -1 : -2;
-  if (sigma > 1 && p->sell16_wide[1]) return -1; /* only a bound: the converter decides */
+  /* A wide slice seen (even in a sample: its windows are real slices) means the converter declines. */
+  if (sigma == 1 && p->sell16_wide[0]) return -2;
+  /* Sorted windows: the window's span only bounds its slices'. A whole profile lets the converter
+   * decide; a sampled one declines too (converting a large matrix to find out costs seconds). */
+  if (sigma > 1 && p->sell16_wide[1]) return p->sampled ? -2 : -1;
   return (sigma > 1 ? 4 * p->n : 0) + 4 * (ns + 1) + 4 * ns + p->sell_slots[sigma > 1] * slot;
 }
 /* BSR, square blocks of the size of least bytes (ties to the smaller), as the converter picks. */
@@ -554,7 +583,7 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx_plan_device *
     c->bytes = -1;
     if (q->fn) c->bytes = q->fn(&p, vt, vb);
     if (c->bytes == -2) { /* the predictor knows the converter declines */
-      snprintf(c->note, sizeof c->note, "declined: a slice spans more than 65536 columns");
+      snprintf(c->note, sizeof c->note, "declined: a slice %sspans more than 65536 columns", p.sampled ? "(window) " : "");
       c->fits = 0;
       c->predicted_us = c->score_us = c->convert_ms = -1;
       k++;
