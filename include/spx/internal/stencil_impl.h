@@ -235,7 +235,7 @@ static int64_t spx__stencil_max_slab(const spx_stencil *p, spx_stencil_method m,
 static int spx__stencil_feasible(spx_stencil_method m, int d, int64_t R, int64_t Z, int64_t J) {
   int dmax = R >= d ? d : 1;
   if (m != SPX_STENCIL_MMTB && m != SPX_STENCIL_OVERLAP) return 1;
-  return J == 1 || Z / J >= R + dmax - 1;
+  return J == 1 || (Z + J - 1) / J >= R + dmax - 1; /* the first slab's size, see spx__sx_slab */
 }
 
 spx_status spx_stencil_choose(const spx_stencil *p, int64_t steps, const spx_stencil_options *opt,
@@ -311,8 +311,9 @@ spx_status spx_stencil_choose(const spx_stencil *p, int64_t steps, const spx_ste
     for (R = o.tts ? o.tts : 1; R <= Rmax; R++) {
       int64_t Ds, J;
       double t;
-      /* Candidates: multiples of the depth, and every steps count (one round) */
-      if (!o.tts && o.method != SPX_STENCIL_NORMAL && R % pl.depth && R != steps) continue;
+      /* Candidates: multiples of the depth, fewer steps than the depth (small budgets), and the
+       * whole run in one round */
+      if (!o.tts && o.method != SPX_STENCIL_NORMAL && R % pl.depth && R > pl.depth && R != steps) continue;
       Ds = spx__stencil_max_slab(p, o.method, pl.depth, R, budget);
       if (o.slab) {
         if (Ds < SPX__MIN(o.slab, Z)) continue;
@@ -578,6 +579,8 @@ static spx_status spx__sx_step(spx__sx *x, int dk, int in, int out, int64_t wz0,
                                int64_t zhi) {
   const int64_t nz = x->p->nz;
   const int64_t lo = SPX__MAX(0, zlo - dk), hi = SPX__MIN(nz, zhi + dk);
+  if (zlo >= zhi && zlo >= 1 && zhi <= nz - 1) /* mmtb's first slab can be skewed out of a step */
+    return SPX_OK;
   if (zlo < 1 || zhi > nz - 1 || zlo >= zhi || lo < wz0 || hi > wz1 || wz1 - wz0 > x->cap[in] ||
       wz1 - wz0 > x->cap[out])
     return spx__fail(SPX_INTERNAL, "stencil schedule: step of depth %d on planes [%lld, %lld) needs [%lld, %lld) "
@@ -632,8 +635,8 @@ static spx_status spx__sx_step(spx__sx *x, int dk, int in, int out, int64_t wz0,
 /* Slab j of J over the interior planes [1, nz-1): [a, b), sizes differing by at most one. */
 static void spx__sx_slab(const spx__sx *x, int64_t j, int64_t *a, int64_t *b) {
   const int64_t Z = x->p->nz - 2, J = x->pl->nslabs;
-  *a = 1 + j * Z / J;
-  *b = 1 + (j + 1) * Z / J;
+  *a = 1 + (j * Z + J - 1) / J; /* ceil: the first slab is a largest one (mmtb needs it tall) */
+  *b = 1 + ((j + 1) * Z + J - 1) / J;
 }
 
 #define SPX__SX_TRY(call)                  \
