@@ -124,6 +124,29 @@ static void test_main_job_small(void **state) {
   assert_non_null(strstr(out, "\"check_max_abs_err\": 0,"));
 }
 
+/* spx stencil on the host backend: an out-of-core method under a budget of several slabs matches the
+ * host reference; bad sizes and budgets fail with a message. */
+static void test_stencil_host(void **state) {
+  char buf[8192];
+  (void)state;
+  if (!spx_cli_have_bin()) skip();
+  assert_int_equal(spx_cli_run_cmd("stencil --host --n 20,20,20 --steps 5 --method mmtb --budget 40K --check", buf,
+                                   sizeof buf), 0);
+  assert_non_null(strstr(buf, "check:   match"));
+  assert_non_null(strstr(buf, "GStencil/s"));
+  assert_null(strstr(buf, "1 slab(s)"));
+  assert_int_equal(spx_cli_run_cmd("stencil --host --n 20,20,20 --steps 5 --method overlap --budget 100K --type double "
+                                   "--check --json", buf, sizeof buf), 0);
+  assert_non_null(strstr(buf, "\"check\": \"match\""));
+  assert_non_null(strstr(buf, "\"bitwise\": true"));
+  assert_int_equal(spx_cli_run_cmd("stencil --host --n 20,2,20 --steps 5", buf, sizeof buf), 1);
+  assert_non_null(strstr(buf, "3..2^31-1"));
+  assert_int_equal(spx_cli_run_cmd("stencil --host --n 20,20,20 --method mmtb --budget 1K", buf, sizeof buf), 1);
+  assert_non_null(strstr(buf, "cannot hold one slab"));
+  assert_int_equal(spx_cli_run_cmd("stencil --host --n 20,20,20 --depth 3", buf, sizeof buf), 2);
+  assert_int_equal(spx_cli_run_cmd("stencil --host --n 20,20,20 --budget 12Q", buf, sizeof buf), 2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_info_bcsstk16),
@@ -131,6 +154,7 @@ int main(void) {
       cmocka_unit_test(test_bad_use),
       cmocka_unit_test(test_jit_warm_without_gpu),
       cmocka_unit_test(test_main_job_small),
+      cmocka_unit_test(test_stencil_host),
   };
   return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

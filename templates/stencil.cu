@@ -1,0 +1,178 @@
+/* stencil.cu: the 3-D 7-point diffusion stencil, one step per launch and in-kernel temporal blocking.
+ *
+ * GRID     SPX_NX x SPX_NY x SPX_NZ cells, x fastest: cell (x, y, z) of a buffer that holds planes
+ *          [wz0, wz1) of the domain is buf[((z - wz0) * NY + y) * NX + x]. Dirichlet boundary: cells
+ *          with x, y or z on the first or last index never change (they are copied to the output).
+ * UPDATE   u'(c) = CC*u(c) + CXM*u(x-1) + CXP*u(x+1) + CYM*u(y-1) + CYP*u(y+1) + CZM*u(z-1) + CZP*u(z+1),
+ *          summed in exactly this order with round-to-nearest multiplies and adds (__dmul_rn/__dadd_rn
+ *          are never contracted into FMAs), so every kernel here and the host reference agree bit
+ *          for bit, and so do every out-of-core method and the in-core run.
+ * WORK     a launch writes the output planes [zlo, zhi) (1 <= zlo, zhi <= NZ-1) of `out`, DEPTH steps
+ *          ahead of `in`; it reads `in` on [zlo - DEPTH, zhi + DEPTH) clipped to [0, NZ), which must
+ *          lie in [wz0, wz1) and hold valid values. The caller keeps the z-boundary planes in both
+ *          buffers. blockIdx.z takes `chunk` output planes each.
+ *
+ * spx_stencil_step   MAPPING one thread per (x, y) column of a SPX_BX x SPX_BY block, looping over z
+ *                    with a register queue (below, centre, above); x/y neighbours come through the
+ *                    read-only cache. No shared memory. BYTES 2 * sizeof(T) per cell per step (one
+ *                    read, one write) plus 2 planes per z-chunk.
+ * spx_stencil_tb     MAPPING one thread per column of a SPX_BX x SPX_BY tile that includes a halo of
+ *                    DEPTH columns on each side, so the block writes (BX - 2 DEPTH) x (BY - 2 DEPTH)
+ *                    columns. Streaming over z, input plane zin feeds level 1 at plane zin-1, level 2
+ *                    at zin-2, ... level DEPTH at zin-DEPTH: each level keeps its z-queue in registers
+ *                    and its centre plane in shared memory for the x/y neighbours, so DEPTH steps cost
+ *                    one read and one write of the grid. BYTES per cell per DEPTH steps: sizeof(T) *
+ *                    (BX*BY / ((BX-2D)*(BY-2D)) + 1), plus 2 DEPTH planes per z-chunk.
+ *
+ * CONSTANTS (pass as -D options; each has a default so that nvcc compiles the file alone)
+ *   SPX_VALUE_T          double or float                                          (double)
+ *   SPX_NX, SPX_NY, SPX_NZ  grid size                                             (64)
+ *   SPX_BX, SPX_BY       block shape (threads); launch bound SPX_BX * SPX_BY         (32, 8)
+ *   SPX_DEPTH            time steps per launch of spx_stencil_tb: 1, 2 or 4       (2)
+ *   SPX_CC, SPX_CXM, SPX_CXP, SPX_CYM, SPX_CYP, SPX_CZM, SPX_CZP
+ *                        coefficients, as exact hexadecimal literals (%a)          (0.4, 0.1 x 6)
+ *
+ * Compile alone: nvcc -c -DSPX_VALUE_T=float templates/stencil.cu */
+
+#ifndef SPX_VALUE_T
+#define SPX_VALUE_T double
+#endif
+#ifndef SPX_NX
+#define SPX_NX 64
+#endif
+#ifndef SPX_NY
+#define SPX_NY 64
+#endif
+#ifndef SPX_NZ
+#define SPX_NZ 64
+#endif
+#ifndef SPX_BX
+#define SPX_BX 32
+#endif
+#ifndef SPX_BY
+#define SPX_BY 8
+#endif
+#ifndef SPX_DEPTH
+#define SPX_DEPTH 2
+#endif
+#ifndef SPX_CC
+#define SPX_CC 0.4
+#endif
+#ifndef SPX_CXM
+#define SPX_CXM 0.1
+#endif
+#ifndef SPX_CXP
+#define SPX_CXP 0.1
+#endif
+#ifndef SPX_CYM
+#define SPX_CYM 0.1
+#endif
+#ifndef SPX_CYP
+#define SPX_CYP 0.1
+#endif
+#ifndef SPX_CZM
+#define SPX_CZM 0.1
+#endif
+#ifndef SPX_CZP
+#define SPX_CZP 0.1
+#endif
+
+typedef SPX_VALUE_T spx_value_t;
+
+#define SPX_PLANE ((long long)SPX_NX * SPX_NY)
+
+__device__ __forceinline__ float spx_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ float spx_add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double spx_mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ double spx_add(double a, double b) { return __dadd_rn(a, b); }
+
+/* The update, in the one order the host reference uses too. */
+__device__ __forceinline__ spx_value_t spx_update(spx_value_t c, spx_value_t w, spx_value_t e,
+                                                  spx_value_t s, spx_value_t n, spx_value_t b,
+                                                  spx_value_t t) {
+  spx_value_t r = spx_mul((spx_value_t)(SPX_CC), c);
+  r = spx_add(r, spx_mul((spx_value_t)(SPX_CXM), w));
+  r = spx_add(r, spx_mul((spx_value_t)(SPX_CXP), e));
+  r = spx_add(r, spx_mul((spx_value_t)(SPX_CYM), s));
+  r = spx_add(r, spx_mul((spx_value_t)(SPX_CYP), n));
+  r = spx_add(r, spx_mul((spx_value_t)(SPX_CZM), b));
+  r = spx_add(r, spx_mul((spx_value_t)(SPX_CZP), t));
+  return r;
+}
+
+/* One step on output planes [zlo, zhi); the window holds planes [wz0, wz1). */
+extern "C" __global__ void __launch_bounds__(SPX_BX * SPX_BY)
+spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,
+                 long long wz1, int zlo, int zhi, int chunk) {
+  const int gx = blockIdx.x * SPX_BX + threadIdx.x, gy = blockIdx.y * SPX_BY + threadIdx.y;
+  const int z0 = zlo + (int)blockIdx.z * chunk;
+  const int z1 = min(z0 + chunk, zhi);
+  (void)wz1;
+  if (gx >= SPX_NX || gy >= SPX_NY || z0 >= z1) return;
+  const bool edge = gx == 0 || gx == SPX_NX - 1 || gy == 0 || gy == SPX_NY - 1;
+  const long long col = (long long)gy * SPX_NX + gx;
+  const spx_value_t *p = in + (z0 - wz0) * SPX_PLANE + col;
+  spx_value_t *q = out + (z0 - wz0) * SPX_PLANE + col;
+  /* zlo >= 1 and zhi <= NZ-1: planes z0-1 and z1 exist and lie in the window. */
+  spx_value_t below = __ldg(p - SPX_PLANE), centre = __ldg(p);
+  for (int z = z0; z < z1; z++, p += SPX_PLANE, q += SPX_PLANE) {
+    const spx_value_t above = __ldg(p + SPX_PLANE);
+    *q = edge ? centre
+              : spx_update(centre, __ldg(p - 1), __ldg(p + 1), __ldg(p - SPX_NX), __ldg(p + SPX_NX),
+                           below, above);
+    below = centre;
+    centre = above;
+  }
+}
+
+/* SPX_DEPTH steps on output planes [zlo, zhi) through shared memory. */
+extern "C" __global__ void __launch_bounds__(SPX_BX * SPX_BY)
+spx_stencil_tb(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,
+               long long wz1, int zlo, int zhi, int chunk) {
+  /* One centre plane per level; a level's plane is rewritten only after a barrier of another
+   * level (DEPTH >= 2) or the trailing barrier (DEPTH == 1), so one buffer per level suffices. */
+  __shared__ spx_value_t sm[SPX_DEPTH][SPX_BY][SPX_BX];
+  const int D = SPX_DEPTH;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int gx = blockIdx.x * (SPX_BX - 2 * D) + tx - D, gy = blockIdx.y * (SPX_BY - 2 * D) + ty - D;
+  const int zs = zlo + (int)blockIdx.z * chunk;
+  const int ze = min(zs + chunk, zhi);
+  if (zs >= ze) return; /* uniform over the block: no barrier is skipped by part of it */
+  const bool in_domain = gx >= 0 && gx < SPX_NX && gy >= 0 && gy < SPX_NY;
+  const bool edge = gx <= 0 || gx >= SPX_NX - 1 || gy <= 0 || gy >= SPX_NY - 1;
+  const bool inner = tx >= 1 && tx <= SPX_BX - 2 && ty >= 1 && ty <= SPX_BY - 2;
+  const bool writer = in_domain && tx >= D && tx < SPX_BX - D && ty >= D && ty < SPX_BY - D;
+  const long long col = in_domain ? (long long)gy * SPX_NX + gx : 0;
+  /* q[l] = level l at planes (c-1, c, c+1), c the centre the next level computes. Values of planes
+   * outside the valid range are garbage that no written cell depends on. */
+  spx_value_t q[SPX_DEPTH][3];
+#pragma unroll
+  for (int l = 0; l < D; l++) q[l][0] = q[l][1] = q[l][2] = (spx_value_t)0;
+  for (int zin = zs - D; zin < ze + D; zin++) {
+    spx_value_t v = (spx_value_t)0;
+    if (in_domain && zin >= 0 && zin < SPX_NZ && zin >= wz0 && zin < wz1)
+      v = __ldg(in + (zin - wz0) * SPX_PLANE + col);
+    q[0][0] = q[0][1];
+    q[0][1] = q[0][2];
+    q[0][2] = v;
+#pragma unroll
+    for (int l = 1; l <= D; l++) {
+      const int zc = zin - l;
+      const spx_value_t c = q[l - 1][1];
+      spx_value_t r = c;
+      sm[l - 1][ty][tx] = c;
+      __syncthreads();
+      if (inner && !edge && zc >= 1 && zc <= SPX_NZ - 2)
+        r = spx_update(c, sm[l - 1][ty][tx - 1], sm[l - 1][ty][tx + 1], sm[l - 1][ty - 1][tx],
+                       sm[l - 1][ty + 1][tx], q[l - 1][0], q[l - 1][2]);
+      if (l < D) {
+        q[l][0] = q[l][1];
+        q[l][1] = q[l][2];
+        q[l][2] = r;
+      } else if (writer && zc >= zs && zc < ze) {
+        out[(zc - wz0) * SPX_PLANE + col] = r;
+      }
+    }
+    if (D == 1) __syncthreads();
+  }
+}
