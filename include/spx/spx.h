@@ -54,6 +54,7 @@
 #include "baseline.h"
 #include "cuda.h"
 #include "plan.h"
+#include "solve.h"
 
 #endif /* SPX_SPX_H */
 
@@ -75,4 +76,5 @@
 #include "internal/cuda_impl.h"
 #include "internal/kernels_impl.h"
 #include "internal/plan_impl.h"
+#include "internal/solve_impl.h"
 #endif
