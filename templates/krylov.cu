@@ -216,8 +216,8 @@ spx_kry_cg_start(int g, const double *__restrict__ part, double *__restrict__ st
   st[SPX_ST_BB] = s[1];
   st[SPX_ST_TOL2] = rtol2 * s[1] > atol2 ? rtol2 * s[1] : atol2;
   spx_kry_hist(st, hist, hcap, s[0]);
-  if (s[0] <= st[SPX_ST_TOL2]) { spx_kry_stop(st, SPX_KS_CONVERGED, 0, 0); return; }
   if (!spx_kry_finite(s[0]) || !spx_kry_finite(s[1])) { spx_kry_stop(st, SPX_KS_NONFINITE, s[0], 0); return; }
+  if (s[0] <= st[SPX_ST_TOL2]) { spx_kry_stop(st, SPX_KS_CONVERGED, 0, 0); return; }
   if (have_rz) {
     if (!(s[2] > 0) || !spx_kry_finite(s[2])) { spx_kry_stop(st, SPX_KS_PREC_NOT_SPD, s[2], 0); return; }
     st[SPX_ST_RZ] = s[2];
@@ -362,8 +362,8 @@ spx_kry_bicg_start(int g, const double *__restrict__ part, double *__restrict__ 
   st[SPX_ST_RZ] = s[0]; /* rho = r0^.r_0 = ||r_0||^2 */
   st[SPX_ST_OMEGA] = 1;
   spx_kry_hist(st, hist, hcap, s[0]);
-  if (s[0] <= st[SPX_ST_TOL2]) { spx_kry_stop(st, SPX_KS_CONVERGED, 0, 0); return; }
-  if (!spx_kry_finite(s[0]) || !spx_kry_finite(s[1])) spx_kry_stop(st, SPX_KS_NONFINITE, s[0], 0);
+  if (!spx_kry_finite(s[0]) || !spx_kry_finite(s[1])) { spx_kry_stop(st, SPX_KS_NONFINITE, s[0], 0); return; }
+  if (s[0] <= st[SPX_ST_TOL2]) spx_kry_stop(st, SPX_KS_CONVERGED, 0, 0);
 }
 
 /* After v = A phat and spx_kry_dot2(r0, v, v): alpha = rho / r0^.v. */

@@ -23,8 +23,11 @@
  * STOPPING  iteration k stops when ||r_k|| <= max(rtol * ||b||, atol), with ||r_k|| the recurrence's
  *   (unpreconditioned) residual 2-norm, checked every iteration; BiCGSTAB also stops at the half
  *   step when ||s|| passes. After the last iteration the true residual ||b - A x|| is recomputed
- *   from scratch and reported beside the recurrence's.
- * STATUS  SPX_OK: converged. SPX_NOT_CONVERGED: maxit iterations done (x holds the last iterate).
+ *   from scratch and reported beside the recurrence's. When the recurrence passed and the true
+ *   residual did not (rounding drift on ill-conditioned systems), the method starts again from x
+ *   (r = b - Ax exactly; up to 3 times, within maxit): SPX_OK means both passed.
+ * STATUS  SPX_OK: converged. SPX_NOT_CONVERGED: maxit iterations done (x holds the last iterate),
+ *   or the true residual still missed after the restarts.
  *   SPX_BREAKDOWN: CG found p.Ap <= 0 (A not SPD) or r.z <= 0 (preconditioner not SPD); BiCGSTAB
  *   found rho = r0^.r, r0^.v or omega ~ 0 (|.| <= 1e-14 times the norms) or t = 0; a NaN or Inf
  *   residual is a breakdown too, never a success. x then holds the last good iterate, and the
@@ -82,6 +85,8 @@ typedef struct spx_solve_report {
   int64_t iterations;      /* completed iterations (BiCGSTAB: a half step that converged counts) */
   int64_t spmvs;           /* matrix products, including the true-residual check */
   int64_t precond_calls;   /* options.precond calls */
+  int restarts;            /* runs started again from x because the recomputed residual missed
+                            * the tolerance that the recurrence's passed (at most 3) */
   double bnorm;            /* ||b|| */
   double tol;              /* max(rtol * ||b||, atol), what ||r|| was held to */
   double resid;            /* ||r|| from the recurrence at the end */

@@ -38,8 +38,12 @@ enum {
   SPX__KS_NONFINITE = 4,
   SPX__KS_RHO = 5,
   SPX__KS_R0V = 6,
-  SPX__KS_OMEGA = 7
+  SPX__KS_OMEGA = 7,
+  SPX__KS_GAP = 8 /* host side: the recurrence passed, the recomputed residual did not */
 };
+
+/* Restarts from x when the recurrence passed the tolerance and the recomputed residual did not. */
+#define SPX__RESTARTS 3
 
 /* BiCGSTAB breakdown: |x| <= SPX__KRY_EPS times the norms (SPX_KRY_EPS in the template). */
 #define SPX__KRY_EPS 1e-14
@@ -113,6 +117,8 @@ typedef struct spx__solver {
   spx_devptr dv[9], part, st, hist, bd, xd;
   int64_t hcap;
   double hst[SPX__ST_COUNT];
+  int64_t it0;               /* iterations before this run (restarts) */
+  int restarts;
 } spx__solver;
 
 static int spx__finite(double x) { return x - x == 0.0; }
@@ -158,6 +164,12 @@ static spx_status spx__solve_end(spx__solver *s, int why, double bad, int64_t it
     st = SPX_BREAKDOWN;
     snprintf(msg, sizeof msg, "%s: omega = t.s/t.t ~ 0 (t.s = %.3g) in iteration %lld (breakdown; x took the half step)",
              m, bad, (long long)it + 1);
+    break;
+  case SPX__KS_GAP:
+    st = SPX_NOT_CONVERGED;
+    snprintf(msg, sizeof msg, "%s: the recurrence passed (||r|| = %.3g <= %.3g) but the recomputed ||b - Ax|| = %.3g did "
+             "not, after %d restarts from x and %lld iterations (the attainable accuracy: loosen the tolerance)",
+             m, r->resid, r->tol, r->true_resid, s->restarts, (long long)it);
     break;
   default:
     st = SPX_NOT_CONVERGED;
@@ -245,7 +257,7 @@ static spx_status spx__h_cg(spx__solver *s, const void *b, void *x) {
   void *r = s->hv[0], *p = s->hv[1], *q = s->hv[2], *z = s->hv[3];
   spx_solve_report *rep = s->rep;
   double t[3], tol2, rz, alpha, beta;
-  int64_t it = 0;
+  int64_t it = s->it0;
   spx_status st;
   if ((st = spx__h_spmv(s, x, q))) return st;
   SPX__HLOOP_BEGIN(s)
@@ -261,9 +273,9 @@ static spx_status spx__h_cg(spx__solver *s, const void *b, void *x) {
   rep->bnorm = spx__sqrt(t[1]);
   rep->tol = spx__sqrt(tol2);
   rep->resid = spx__sqrt(t[0]);
-  if (s->o.history_len > 0) s->o.history[0] = rep->resid;
-  if (t[0] <= tol2) return spx__solve_end(s, SPX__KS_CONVERGED, 0, 0);
-  if (!spx__finite(t[0]) || !spx__finite(t[1])) return spx__solve_end(s, SPX__KS_NONFINITE, t[0], 0);
+  if (it < s->o.history_len) s->o.history[it] = rep->resid;
+  if (!spx__finite(t[0]) || !spx__finite(t[1])) return spx__solve_end(s, SPX__KS_NONFINITE, t[0], it);
+  if (t[0] <= tol2) return spx__solve_end(s, SPX__KS_CONVERGED, 0, it);
   rz = t[2];
   if (cb) {
     if ((st = spx__h_precond(s, r, z))) return st;
@@ -271,7 +283,7 @@ static spx_status spx__h_cg(spx__solver *s, const void *b, void *x) {
     rz = t[0];
     memcpy(p, z, (size_t)s->n * s->vs);
   }
-  if (!(rz > 0) || !spx__finite(rz)) return spx__solve_end(s, SPX__KS_PREC_NOT_SPD, rz, 0);
+  if (!(rz > 0) || !spx__finite(rz)) return spx__solve_end(s, SPX__KS_PREC_NOT_SPD, rz, it);
   while (it < s->o.maxit) {
     double rr, rzn;
     int finish;
@@ -325,7 +337,7 @@ static spx_status spx__h_bicgstab(spx__solver *s, const void *b, void *x) {
   void *ph = cb ? s->hv[5] : p, *sh = cb ? s->hv[6] : r;
   spx_solve_report *rep = s->rep;
   double d[3], tol2, r0n2, rho, alpha, omega = 1, beta, ss;
-  int64_t it = 0;
+  int64_t it = s->it0;
   spx_status st;
   if ((st = spx__h_spmv(s, x, v))) return st;
   SPX__HLOOP_BEGIN(s)
@@ -342,9 +354,9 @@ static spx_status spx__h_bicgstab(spx__solver *s, const void *b, void *x) {
   rep->tol = spx__sqrt(tol2);
   rep->resid = spx__sqrt(d[0]);
   r0n2 = rho = d[0];
-  if (s->o.history_len > 0) s->o.history[0] = rep->resid;
-  if (d[0] <= tol2) return spx__solve_end(s, SPX__KS_CONVERGED, 0, 0);
-  if (!spx__finite(d[0]) || !spx__finite(d[1])) return spx__solve_end(s, SPX__KS_NONFINITE, d[0], 0);
+  if (it < s->o.history_len) s->o.history[it] = rep->resid;
+  if (!spx__finite(d[0]) || !spx__finite(d[1])) return spx__solve_end(s, SPX__KS_NONFINITE, d[0], it);
+  if (d[0] <= tol2) return spx__solve_end(s, SPX__KS_CONVERGED, 0, it);
   while (it < s->o.maxit) {
     double rr, rhon;
     if (cb && (st = spx__h_precond(s, p, ph))) return st;
@@ -424,6 +436,21 @@ static spx_status spx__h_true_resid(spx__solver *s, const void *b, const void *x
   return SPX_OK;
 }
 
+/* After a run that converged by the recurrence: 1 to run again from x (the recomputed residual
+ * missed the tolerance and a restart is left), else the final status (SPX__KS_GAP when it missed). */
+static int spx__solve_restart(spx__solver *s, spx_status *st) {
+  spx_solve_report *r = s->rep;
+  if (*st != SPX_OK || r->true_resid <= r->tol) return 0;
+  if (s->restarts < SPX__RESTARTS && r->iterations < s->o.maxit) {
+    s->restarts++;
+    s->it0 = r->iterations;
+    spx_clear_error();
+    return 1;
+  }
+  *st = spx__solve_end(s, SPX__KS_GAP, r->true_resid, r->iterations);
+  return 0;
+}
+
 static spx_status spx__solve_host(spx__solver *s, const void *b, void *x) {
   spx_solve_report *rep = s->rep;
   int nv = s->method == SPX__SOLVE_BICGSTAB ? 7 : 4, k;
@@ -435,18 +462,21 @@ static spx_status spx__solve_host(spx__solver *s, const void *b, void *x) {
     if (!(s->hv[k] = spx__alloc((size_t)s->n + 1, s->vs))) return SPX_OUT_OF_MEMORY;
   t1 = spx__now();
   rep->setup_ms += 1e3 * (t1 - t0);
-  if (s->method == SPX__SOLVE_BICGSTAB) st = spx__h_bicgstab(s, b, x);
-  else st = spx__h_cg(s, b, x);
-  t0 = spx__now();
-  rep->solve_ms = 1e3 * (t0 - t1);
-  /* The true residual, unless the matrix product itself failed. */
-  if (st == SPX_OK || st == SPX_NOT_CONVERGED || st == SPX_BREAKDOWN) {
-    char keep[1024];
-    snprintf(keep, sizeof keep, "%s", spx_last_error());
-    if ((st2 = spx__h_true_resid(s, b, x, &rep->true_resid))) return st2;
-    if (st) spx__fail(st, "%s", keep);
-  }
-  rep->check_ms = 1e3 * (spx__now() - t0);
+  do {
+    t1 = spx__now();
+    if (s->method == SPX__SOLVE_BICGSTAB) st = spx__h_bicgstab(s, b, x);
+    else st = spx__h_cg(s, b, x);
+    t0 = spx__now();
+    rep->solve_ms += 1e3 * (t0 - t1);
+    /* The true residual, unless the matrix product or the preconditioner failed. */
+    if (st == SPX_OK || st == SPX_NOT_CONVERGED || st == SPX_BREAKDOWN) {
+      char keep[1024];
+      snprintf(keep, sizeof keep, "%s", spx_last_error());
+      if ((st2 = spx__h_true_resid(s, b, x, &rep->true_resid))) return st2;
+      if (st) spx__fail(st, "%s", keep);
+    }
+    rep->check_ms += 1e3 * (spx__now() - t0);
+  } while (spx__solve_restart(s, &st));
   return st;
 }
 
@@ -498,7 +528,8 @@ static spx_status spx__g_cg(spx__solver *s, spx_devptr b, spx_devptr x) {
   const int cb = s->o.precond != NULL, jac = s->diag != NULL;
   spx_devptr r = s->dv[0], p = s->dv[1], q = s->dv[2], z = cb ? s->dv[3] : 0, dinv = jac ? s->dv[4] : 0;
   spx_devptr none = 0;
-  long long n = s->n, hcap = s->hcap;
+  long long n = s->n, hcap = s->hcap > s->it0 ? s->hcap - s->it0 : 0;
+  spx_devptr hist = hcap ? s->hist + (spx_devptr)s->it0 * sizeof(double) : 0;
   int g = (int)s->grid, have_rz = !cb, one = 1, zero = 0, skipped;
   double rtol2 = s->o.rtol * s->o.rtol, atol2 = s->o.atol * s->o.atol;
   int64_t it;
@@ -507,7 +538,7 @@ static spx_status spx__g_cg(spx__solver *s, spx_devptr b, spx_devptr x) {
   {
     spx_devptr pp = cb ? none : p;
     void *a1[] = {&n, &b, &q, &r, &dinv, &pp, &s->part};
-    void *a2[] = {&g, &s->part, &s->st, &s->hist, &hcap, &rtol2, &atol2, &have_rz};
+    void *a2[] = {&g, &s->part, &s->st, &hist, &hcap, &rtol2, &atol2, &have_rz};
     if ((st = spx__k(s, SPX__K_CG_INIT, s->grid, a1)) || (st = spx__k(s, SPX__K_CG_START, 1, a2))) return st;
   }
   if (cb) {
@@ -517,10 +548,10 @@ static spx_status spx__g_cg(spx__solver *s, spx_devptr b, spx_devptr x) {
         (st = spx__k(s, SPX__K_CG_RZ, 1, a3)) || (st = spx__k(s, SPX__K_COPY, s->grid, a4)))
       return st;
   }
-  for (it = 0; it < s->o.maxit; it++) {
+  for (it = s->it0; it < s->o.maxit; it++) {
     void *aa[] = {&g, &s->part, &s->st};
     void *ar[] = {&n, &q, &r, &dinv, &s->part, &s->st};
-    void *ab[] = {&g, &s->part, &s->st, &s->hist, &hcap, &have_rz};
+    void *ab[] = {&g, &s->part, &s->st, &hist, &hcap, &have_rz};
     void *az[] = {&g, &s->part, &s->st, &zero};
     void *ax[] = {&n, &x, &p, &r, &dinv, &z, &s->st};
     if ((st = spx__g_spmv(s, p, q)) || (st = spx__g_dot2(s, p, q, none)) || (st = spx__k(s, SPX__K_CG_ALPHA, 1, aa)) ||
@@ -542,7 +573,8 @@ static spx_status spx__g_bicgstab(spx__solver *s, spx_devptr b, spx_devptr x) {
   const int cb = s->o.precond != NULL;
   spx_devptr r = s->dv[0], r0 = s->dv[1], p = s->dv[2], v = s->dv[3], t = s->dv[4];
   spx_devptr ph = cb ? s->dv[5] : p, sh = cb ? s->dv[6] : r;
-  long long n = s->n, hcap = s->hcap;
+  long long n = s->n, hcap = s->hcap > s->it0 ? s->hcap - s->it0 : 0;
+  spx_devptr hist = hcap ? s->hist + (spx_devptr)s->it0 * sizeof(double) : 0;
   int g = (int)s->grid, skipped;
   double rtol2 = s->o.rtol * s->o.rtol, atol2 = s->o.atol * s->o.atol;
   int64_t it;
@@ -550,13 +582,13 @@ static spx_status spx__g_bicgstab(spx__solver *s, spx_devptr b, spx_devptr x) {
   if ((st = spx__g_spmv(s, x, v))) return st;
   {
     void *a1[] = {&n, &b, &v, &r, &r0, &p, &s->part};
-    void *a2[] = {&g, &s->part, &s->st, &s->hist, &hcap, &rtol2, &atol2};
+    void *a2[] = {&g, &s->part, &s->st, &hist, &hcap, &rtol2, &atol2};
     if ((st = spx__k(s, SPX__K_BI_INIT, s->grid, a1)) || (st = spx__k(s, SPX__K_BI_START, 1, a2))) return st;
   }
-  for (it = 0; it < s->o.maxit; it++) {
+  for (it = s->it0; it < s->o.maxit; it++) {
     void *aa[] = {&g, &s->part, &s->st};
     void *as[] = {&n, &v, &r, &s->part, &s->st};
-    void *ah[] = {&g, &s->part, &s->st, &s->hist, &hcap};
+    void *ah[] = {&g, &s->part, &s->st, &hist, &hcap};
     void *ax[] = {&n, &x, &ph, &sh, &t, &r, &r0, &s->part, &s->st};
     void *ap[] = {&n, &r, &p, &v, &s->st};
     if (cb) {
@@ -643,40 +675,47 @@ static spx_status spx__solve_gpu(spx__solver *s, const void *b, void *x) {
   spx_devptr db = 0, dx = 0;
   double t0 = spx__now(), t1;
   spx_status st;
-  int64_t it;
   if (!s->o.poll) s->o.poll = s->o.precond ? 1 : 8;
   if ((st = spx__g_setup(s, b, x, &db, &dx))) return st;
   t1 = spx__now();
   rep->setup_ms += 1e3 * (t1 - t0);
-  st = s->method == SPX__SOLVE_BICGSTAB ? spx__g_bicgstab(s, db, dx) : spx__g_cg(s, db, dx);
-  if (!st) st = spx__g_state(s); /* waits for the device */
-  t0 = spx__now();
-  rep->solve_ms = 1e3 * (t0 - t1);
-  if (st) return st;
-  it = (int64_t)s->hst[SPX__ST_IT];
-  rep->bnorm = spx__sqrt(s->hst[SPX__ST_BB]);
-  rep->tol = spx__sqrt(s->hst[SPX__ST_TOL2]);
-  rep->resid = spx__sqrt(s->hst[SPX__ST_RR]);
+  do {
+    t1 = spx__now();
+    st = s->method == SPX__SOLVE_BICGSTAB ? spx__g_bicgstab(s, db, dx) : spx__g_cg(s, db, dx);
+    if (!st) st = spx__g_state(s); /* waits for the device */
+    t0 = spx__now();
+    rep->solve_ms += 1e3 * (t0 - t1);
+    if (st) return st;
+    rep->iterations = s->it0 + (int64_t)s->hst[SPX__ST_IT];
+    rep->bnorm = spx__sqrt(s->hst[SPX__ST_BB]);
+    rep->tol = spx__sqrt(s->hst[SPX__ST_TOL2]);
+    rep->resid = spx__sqrt(s->hst[SPX__ST_RR]);
+    {
+      /* The true residual: q = A x, then ||b - q|| (q: the third vector, free now). */
+      long long n = s->n;
+      int g = (int)s->grid, one = 1;
+      spx_devptr q = s->dv[2];
+      void *a1[] = {&n, &db, &q, &s->part};
+      void *a2[] = {&g, &one, &s->part, &s->st};
+      double hs[SPX__ST_COUNT];
+      if ((st = spx__g_spmv(s, dx, q)) || (st = spx__k(s, SPX__K_RESID, s->grid, a1)) ||
+          (st = spx__k(s, SPX__K_SUM, 1, a2)) || (st = spx_device_download(s->ctx, hs, s->st, sizeof hs)))
+        return st;
+      rep->true_resid = spx__sqrt(hs[SPX__ST_OUT]);
+    }
+    st = spx__solve_end(s, (int)s->hst[SPX__ST_STATUS], s->hst[SPX__ST_BAD], rep->iterations);
+    rep->check_ms += 1e3 * (spx__now() - t0);
+  } while (spx__solve_restart(s, &st));
   if (s->hcap) {
-    int64_t cnt = SPX__MIN(it + 1, s->hcap);
-    if ((st = spx_device_download(s->ctx, s->o.history, s->hist, (size_t)cnt * sizeof(double)))) return st;
+    spx_status s2 = spx_device_download(s->ctx, s->o.history, s->hist,
+                                        (size_t)SPX__MIN(rep->iterations + 1, s->hcap) * sizeof(double));
+    if (s2) return s2;
   }
-  {
-    /* The true residual: q = A x, then ||b - q|| (q: the third vector, free now). */
-    long long n = s->n;
-    int g = (int)s->grid, one = 1;
-    spx_devptr q = s->dv[2];
-    void *a1[] = {&n, &db, &q, &s->part};
-    void *a2[] = {&g, &one, &s->part, &s->st};
-    double hs[SPX__ST_COUNT];
-    if ((st = spx__g_spmv(s, dx, q)) || (st = spx__k(s, SPX__K_RESID, s->grid, a1)) ||
-        (st = spx__k(s, SPX__K_SUM, 1, a2)) || (st = spx_device_download(s->ctx, hs, s->st, sizeof hs)))
-      return st;
-    rep->true_resid = spx__sqrt(hs[SPX__ST_OUT]);
+  if (s->o.host_vectors) {
+    spx_status s2 = spx_device_download(s->ctx, x, dx, (size_t)s->n * s->vs);
+    if (s2) return s2;
   }
-  if (s->o.host_vectors && (st = spx_device_download(s->ctx, x, dx, (size_t)s->n * s->vs))) return st;
-  rep->check_ms = 1e3 * (spx__now() - t0);
-  return spx__solve_end(s, (int)s->hst[SPX__ST_STATUS], s->hst[SPX__ST_BAD], it);
+  return st;
 }
 
 /* ---- Entry points ---------------------------------------------------------------------------------- */
@@ -763,6 +802,7 @@ static spx_status spx__solve(int method, spx_plan *A, const void *b, void *x, co
     s.rep->rel_resid = s.rep->resid;
     s.rep->true_rel_resid = s.rep->true_resid;
   }
+  s.rep->restarts = s.restarts;
   s.rep->per_iter_us = s.rep->iterations > 0 ? 1e3 * s.rep->solve_ms / (double)s.rep->iterations : 0;
   s.rep->history_count = s.o.history_len > 0 ? SPX__MIN(s.rep->iterations + 1, s.o.history_len) : 0;
   if (st && st != SPX_BREAKDOWN && st != SPX_NOT_CONVERGED) { /* a failure, not an ending */

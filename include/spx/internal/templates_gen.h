@@ -897,8 +897,8 @@ static const char *const spx__template_krylov[] = {
     "  st[SPX_ST_BB] = s[1];\n"
     "  st[SPX_ST_TOL2] = rtol2 * s[1] > atol2 ? rtol2 * s[1] : atol2;\n"
     "  spx_kry_hist(st, hist, hcap, s[0]);\n"
-    "  if (s[0] <= st[SPX_ST_TOL2]) { spx_kry_stop(st, SPX_KS_CONVERGED, 0, 0); return; }\n"
     "  if (!spx_kry_finite(s[0]) || !spx_kry_finite(s[1])) { spx_kry_stop(st, SPX_KS_NONFINITE, s[0], 0); return; }\n"
+    "  if (s[0] <= st[SPX_ST_TOL2]) { spx_kry_stop(st, SPX_KS_CONVERGED, 0, 0); return; }\n"
     "  if (have_rz) {\n"
     "    if (!(s[2] > 0) || !spx_kry_finite(s[2])) { spx_kry_stop(st, SPX_KS_PREC_NOT_SPD, s[2], 0); return; }\n"
     "    st[SPX_ST_RZ] = s[2];\n"
@@ -1044,8 +1044,8 @@ static const char *const spx__template_krylov[] = {
     "  st[SPX_ST_RZ] = s[0]; /* rho = r0^.r_0 = ||r_0||^2 */\n"
     "  st[SPX_ST_OMEGA] = 1;\n"
     "  spx_kry_hist(st, hist, hcap, s[0]);\n"
-    "  if (s[0] <= st[SPX_ST_TOL2]) { spx_kry_stop(st, SPX_KS_CONVERGED, 0, 0); return; }\n"
-    "  if (!spx_kry_finite(s[0]) || !spx_kry_finite(s[1])) spx_kry_stop(st, SPX_KS_NONFINITE, s[0], 0);\n"
+    "  if (!spx_kry_finite(s[0]) || !spx_kry_finite(s[1])) { spx_kry_stop(st, SPX_KS_NONFINITE, s[0], 0); return; }\n"
+    "  if (s[0] <= st[SPX_ST_TOL2]) spx_kry_stop(st, SPX_KS_CONVERGED, 0, 0);\n"
     "}\n"
     "\n"
     "/* After v = A phat and spx_kry_dot2(r0, v, v): alpha = rho / r0^.v. */\n"
@@ -1739,7 +1739,7 @@ static const spx__template spx__templates[] = {
     {"ell", spx__template_ell, 1, 2778, UINT64_C(0x86e44e2ac7757b4d)},
     {"hyb", spx__template_hyb, 1, 3927, UINT64_C(0x755b4a5233eeed54)},
     {"jds", spx__template_jds, 1, 3035, UINT64_C(0x26310a6e5fcbfc62)},
-    {"krylov", spx__template_krylov, 6, 21035, UINT64_C(0x61b8170464fe21f7)},
+    {"krylov", spx__template_krylov, 6, 21035, UINT64_C(0x087b5493ac6159a5)},
     {"rbp", spx__template_rbp, 3, 9926, UINT64_C(0xe952065aa8780081)},
     {"sell", spx__template_sell, 2, 4548, UINT64_C(0xc52669930aca395f)},
     {"ss", spx__template_ss, 3, 8739, UINT64_C(0xe4b6e35a75eb549d)},
