@@ -13,6 +13,7 @@
   _(bench,   "bench [MATRIX ...] [--set large|small] [--dtype double|float|both] [--formats a,b] [--json F] [--csv F] [--svg F]", "GPU SpMV of every format vs best cuSPARSE (needs a GPU)") \
   _(jit,     "jit --stats|--clear|--compile TPL [-D SPX_X=V]...|--warm MATRIX|--warm-list FILE [--arch sm_XY]", "the JIT kernel cache") \
   _(select,  "select FILE... [--strategy S] [--json] [--calls N] | select --eval FILES... [--json-file F] [--svg F]", "the auto-tuner's plan and reason per strategy; --eval: against the measured oracle (needs a GPU)") \
+  _(solve,   "solve FILE|gen:poisson7:N|gen:elasticity:N [--rhs FILE | --ones] [--method cg|pcg|bicgstab] [--tol T] [--maxit N] [--strategy S] [--host] [--json] [--compare-cusparse]", "a Krylov solve on the tuned plan: iterations, recomputed residual, setup vs iteration time, per-iteration bandwidth bound (cuSPARSE side by side on a GPU)") \
   _(device,  "device [--json]",                            "show the backend and the GPU spx would use") \
   _(run,     "run [--n N] [--json]",                       "the main job on a generated 3-D problem (what `spx` alone runs)") \
   _(help,    "help",                                       "this list")

@@ -25,7 +25,8 @@
  *   step when ||s|| passes. After the last iteration the true residual ||b - A x|| is recomputed
  *   from scratch and reported beside the recurrence's. When the recurrence passed and the true
  *   residual did not (rounding drift on ill-conditioned systems), the method starts again from x
- *   (r = b - Ax exactly; up to 3 times, within maxit): SPX_OK means both passed.
+ *   (r = b - Ax exactly; up to 3 times, within maxit): SPX_OK means both passed. BiCGSTAB's rho ~ 0
+ *   breakdown starts again the same way (a new r0^ = r), within the same 3 restarts.
  * STATUS  SPX_OK: converged. SPX_NOT_CONVERGED: maxit iterations done (x holds the last iterate),
  *   or the true residual still missed after the restarts.
  *   SPX_BREAKDOWN: CG found p.Ap <= 0 (A not SPD) or r.z <= 0 (preconditioner not SPD); BiCGSTAB
@@ -96,8 +97,9 @@ typedef struct spx_solve_report {
   int64_t history_count;   /* entries written to options.history (min(iterations + 1, history_len)) */
   double analysis_ms;      /* the plan's analysis and choice (spx_plan_select_ms) */
   double build_ms;         /* the plan's conversion, upload and SpMV compile (spx_plan_build_ms) */
-  double setup_ms;         /* this call before the first iteration: the plan's build if it was
-                            * lazy, the solver's kernels (jit_ms), workspace, copies, r_0 */
+  double setup_ms;         /* this call before the first iteration, besides the plan's build (a
+                            * lazy plan builds here; that is build_ms): the solver's kernels
+                            * (jit_ms), workspace, copies */
   double jit_ms;           /* getting the solver's vector kernels (compile or cache) */
   double solve_ms;         /* the iterations (wall, until the device finished) */
   double per_iter_us;      /* solve_ms / iterations */

@@ -118,7 +118,7 @@ typedef struct spx__solver {
   int64_t hcap;
   double hst[SPX__ST_COUNT];
   int64_t it0;               /* iterations before this run (restarts) */
-  int restarts;
+  int restarts, why;
 } spx__solver;
 
 static int spx__finite(double x) { return x - x == 0.0; }
@@ -131,6 +131,7 @@ static spx_status spx__solve_end(spx__solver *s, int why, double bad, int64_t it
   char msg[256];
   spx_status st;
   r->rel_resid = r->bnorm > 0 ? r->resid / r->bnorm : r->resid;
+  s->why = why;
   switch (why) {
   case SPX__KS_CONVERGED:
     st = SPX_OK;
@@ -440,7 +441,9 @@ static spx_status spx__h_true_resid(spx__solver *s, const void *b, const void *x
  * missed the tolerance and a restart is left), else the final status (SPX__KS_GAP when it missed). */
 static int spx__solve_restart(spx__solver *s, spx_status *st) {
   spx_solve_report *r = s->rep;
-  if (*st != SPX_OK || r->true_resid <= r->tol) return 0;
+  int rho = *st == SPX_BREAKDOWN && s->why == SPX__KS_RHO; /* BiCGSTAB: start again with r0^ = r */
+  if (!rho && (*st != SPX_OK || r->true_resid <= r->tol)) return 0;
+  if (rho) return s->restarts < SPX__RESTARTS && r->iterations < s->o.maxit ? (s->restarts++, s->it0 = r->iterations, spx_clear_error(), 1) : 0;
   if (s->restarts < SPX__RESTARTS && r->iterations < s->o.maxit) {
     s->restarts++;
     s->it0 = r->iterations;
@@ -761,7 +764,7 @@ static spx_status spx__solve(int method, spx_plan *A, const void *b, void *x, co
   static const int vpasses[3][2] = {{10, 12}, {12, 12}, {18, 18}}; /* [method][callback] */
   spx__solver s;
   spx_solve_report scratch;
-  double t0 = spx__now();
+  double t0 = spx__now(), build0;
   spx_status st;
   int k;
   memset(&s, 0, sizeof s);
@@ -786,9 +789,12 @@ static spx_status spx__solve(int method, spx_plan *A, const void *b, void *x, co
   s.rep->spmvs_per_iter = method == SPX__SOLVE_BICGSTAB ? 2 : 1;
   s.rep->vector_bytes_per_iter = (int64_t)vpasses[method][s.o.precond != NULL] * s.n * (int64_t)s.vs;
   s.rep->analysis_ms = spx_plan_select_ms(A);
+  build0 = spx_plan_build_ms(A);
   if (!(st = spx_plan_build(A)) && (method != SPX__SOLVE_PCG_JACOBI || !(st = spx__solve_diag(&s, fns[method])))) {
     s.rep->build_ms = spx_plan_build_ms(A);
-    s.rep->setup_ms = 1e3 * (spx__now() - t0);
+    /* Without the plan's build when it ran in this call (a lazy plan): that is build_ms. */
+    s.rep->setup_ms = 1e3 * (spx__now() - t0) - (build0 == 0 ? s.rep->build_ms : 0);
+    if (s.rep->setup_ms < 0) s.rep->setup_ms = 0;
     if (s.n == 0) {
       s.rep->status = SPX_OK;
       snprintf(s.rep->message, sizeof s.rep->message, "%s: empty system", spx__solve_names[method]);
@@ -847,7 +853,7 @@ spx_status spx_solve_report_print(const spx_solve_report *r, FILE *f, int json) 
       if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
       else if ((unsigned char)*c >= 0x20) fputc(*c, f);
     }
-    fprintf(f, "\"}\n");
+    fprintf(f, "\"}");
     return SPX_OK;
   }
   fprintf(f, "method            %s\n", r->method ? r->method : "");
