@@ -1,6 +1,7 @@
 /* spx run (and `spx` alone): the main job on an embedded default problem. Today it generates a 3-D
  * Poisson matrix of about 1M rows, analyses it, and times the host reference SpMV against the
- * analytic answer; later stages (format choice, GPU kernels, a solve) join here as they land. */
+ * analytic answer, runs the GPU kernels when there is a GPU, and ends with a CG solve on the tuned
+ * plan (GPU or host). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,48 @@ done:
   return bad;
 }
 
+/* The end of the main job: CG on the same Poisson matrix (b = A*1, so x = 1 solves it) on the
+ * tuned plan, on the GPU when there is one. Returns 1 when it does not converge. */
+static int spx_cli_run_solve(spx_context *ctx, const spx_csr *a, int json) {
+  spx_plan_options po;
+  spx_plan *p = NULL;
+  spx_solve_options o;
+  spx_solve_report r;
+  double *b = malloc((size_t)a->nrows * sizeof *b), *x = calloc((size_t)a->nrows, sizeof *x), err = 0;
+  int64_t i;
+  spx_status s;
+  if (!b || !x) { free(b); free(x); fprintf(stderr, "spx run: out of memory\n"); return 1; }
+  for (i = 0; i < a->nrows; i++) x[i] = 1.0;
+  spx_csr_spmv(a, 1.0, x, 0.0, b);
+  memset(x, 0, (size_t)a->nrows * sizeof *x);
+  spx_plan_options_default(&po);
+  po.expected_calls = 1000;
+  spx_solve_options_default(&o);
+  o.host_vectors = 1;
+  spx_cli_progress("CG solve");
+  if ((s = spx_plan_create(ctx, a, &po, &p)) == SPX_OK) s = spx_solve_cg(p, b, x, &o, &r);
+  spx_cli_progress_done();
+  if (s != SPX_OK && s != SPX_NOT_CONVERGED && s != SPX_BREAKDOWN) {
+    spx_plan_destroy(p); free(b); free(x);
+    return spx_cli_fail("run (solve)");
+  }
+  for (i = 0; i < a->nrows; i++) err = fabs(x[i] - 1.0) > err ? fabs(x[i] - 1.0) : err;
+  if (json)
+    printf(", \"solve\": {\"plan\": \"%s\", \"max_abs_err\": %.3g, \"report\": ",
+           spx_plan_engine_of(p) == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(spx_plan_format(p)), err);
+  else
+    printf("\nCG solve          A x = A*1 on %s (%s): %lld iterations, ||b - Ax||/||b|| = %.3g recomputed, "
+           "max |x - 1| = %.3g\n                  setup %.1f ms (analysis + choice %.1f, build %.1f), iterations %.1f ms "
+           "= %.1f us each\n",
+           spx_plan_engine_of(p) == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(spx_plan_format(p)),
+           spx_backend_name(ctx), (long long)r.iterations, r.true_rel_resid, err,
+           r.analysis_ms + r.build_ms + r.setup_ms, r.analysis_ms, r.build_ms, r.solve_ms, r.per_iter_us);
+  if (json) { spx_solve_report_print(&r, stdout, 1); printf("}"); }
+  spx_plan_destroy(p);
+  free(b); free(x);
+  return s != SPX_OK;
+}
+
 int spx_cli_run(int argc, char **argv) {
   int64_t n = 100, i;
   int json = 0, k, reps = 10;
@@ -128,6 +171,7 @@ int spx_cli_run(int argc, char **argv) {
            bytes / best * 1e-9, err > 0 ? sqrt(err) : 0.0);
     spx_analysis_print(&an, NULL, stdout, 1);
     if (gpu_y && !strcmp(spx_backend_name(ctx), "cuda")) gpu_bad = spx_cli_run_gpu(ctx, a, x, gpu_y, 1);
+    gpu_bad |= spx_cli_run_solve(ctx, a, 1);
     printf("}\n");
   } else {
     printf("spx %s main job: 3-D Poisson, 7-point, %lld^3 grid\n\n", SPX_VERSION_STRING, (long long)n);
@@ -141,6 +185,7 @@ int spx_cli_run(int argc, char **argv) {
            err == 0 ? "exact" : "MISMATCH");
     if (gpu_y && !strcmp(spx_backend_name(ctx), "cuda")) gpu_bad = spx_cli_run_gpu(ctx, a, x, gpu_y, 0);
     else printf("\nGPU SpMV          skipped: %s backend\n", spx_backend_name(ctx));
+    gpu_bad |= spx_cli_run_solve(ctx, a, 0);
   }
   free(x); free(y); free(gpu_y); spx_csr_destroy(a); spx_context_destroy(ctx);
   return err == 0 && !gpu_bad ? 0 : 1;

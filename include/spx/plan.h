@@ -121,6 +121,9 @@ typedef struct spx_plan_options {
                                * work [0.02] */
   const spx_plan_device *device; /* the model's constants; NULL: calibrated (CUDA) or defaults */
   int no_calibrate;           /* 1: never run or read a calibration (defaults instead) */
+  const char *force;          /* NULL: the strategy chooses; else that candidate by name ("ell",
+                               * "sell", "csr", ... or "cusparse"): SPX_INVALID_ARGUMENT when it is
+                               * not a candidate, SPX_DEVICE_OUT_OF_MEMORY when it does not fit */
 } spx_plan_options;
 
 void spx_plan_options_default(spx_plan_options *o);
@@ -174,6 +177,18 @@ const spx_plan_candidate *spx_plan_candidates(const spx_plan *p, int *n);
 /* The row statistics the plan was made from (nrows .. row_stddev, B, R; the column, symmetry and
  * run fields are 0: spx_analyze computes those). */
 const spx_analysis *spx_plan_analysis(const spx_plan *p);
+/* The context the plan runs in (its own or the caller's), and the matrix's size. */
+spx_context *spx_plan_context(const spx_plan *p);
+int64_t spx_plan_nrows(const spx_plan *p);
+int64_t spx_plan_ncols(const spx_plan *p);
+/* The matrix's diagonal a_ii, i < min(nrows, ncols), kept at creation (0 where a row has none), in
+ * double whatever the dtype: what Jacobi preconditioning (spx_solve_pcg_jacobi) divides by. */
+spx_status spx_plan_diagonal(const spx_plan *p, double *out);
+/* Device (host) bytes of the matrix arrays: exact once built, the prediction before. */
+int64_t spx_plan_bytes(const spx_plan *p);
+/* Wall milliseconds spx_plan_build took (conversion, upload, kernel compile or cache); 0 before it
+ * ran, and for trial plans, which are built during the choice (spx_plan_select_ms). */
+double spx_plan_build_ms(const spx_plan *p);
 /* Median microseconds per spx_plan_spmv (alpha 1, beta 0) over reps timed runs after a warm-up,
  * on vectors the plan allocates: device events on CUDA, the wall clock on the host. */
 spx_status spx_plan_time(spx_plan *p, int reps, double *us);

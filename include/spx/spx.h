@@ -55,6 +55,7 @@
 #include "cuda.h"
 #include "plan.h"
 #include "stencil.h"
+#include "solve.h"
 
 #endif /* SPX_SPX_H */
 
@@ -77,4 +78,5 @@
 #include "internal/kernels_impl.h"
 #include "internal/plan_impl.h"
 #include "internal/stencil_impl.h"
+#include "internal/solve_impl.h"
 #endif

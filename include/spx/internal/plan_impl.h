@@ -684,7 +684,8 @@ struct spx_plan {
   spx_plan_candidate cand[SPX_FORMAT_MAX + 1];
   int ncand, chosen;       /* chosen: index into cand */
   int64_t calls;           /* expected_calls */
-  double select_ms;
+  double select_ms, build_ms;
+  double *diag;            /* a_ii, min(nrows, ncols) entries (Jacobi) */
   char reason[768];
 };
 
@@ -717,10 +718,13 @@ static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
 
 spx_status spx_plan_build(spx_plan *p) {
   spx_status s;
+  double t0;
   if (!p) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_build: NULL plan");
   if (p->built) return SPX_OK;
   if (!p->a) return spx__fail(SPX_INTERNAL, "spx_plan_build: the plan lost its matrix");
+  t0 = spx__now();
   if ((s = spx__plan_build_from(p, p->a))) { spx__plan_unbuild(p); return s; }
+  p->build_ms = 1e3 * (spx__now() - t0);
   spx_csr_destroy(p->a);
   p->a = NULL;
   return SPX_OK;
@@ -740,6 +744,7 @@ void spx_plan_destroy(spx_plan *p) {
   if (!p) return;
   spx__plan_unbuild(p);
   spx_csr_destroy(p->a);
+  SPX_FREE(p->diag);
   if (p->own_ctx) spx_context_destroy(p->ctx);
   SPX_FREE(p);
 }
@@ -1015,6 +1020,42 @@ static spx_status spx__plan_context(spx_plan *p, spx_context *ctx, const spx_pla
   return SPX_OK;
 }
 
+/* The diagonal of a (the dtype-converted copy), for Jacobi preconditioning. */
+static spx_status spx__plan_diag(spx_plan *p, const spx_csr *a) {
+  int64_t n = SPX__MIN(a->nrows, a->ncols), i, k;
+  SPX_FREE(p->diag);
+  if (!(p->diag = (double *)spx__calloc((size_t)n + 1, sizeof *p->diag))) return SPX_OUT_OF_MEMORY;
+  for (i = 0; i < n; i++)
+    for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++)
+      if (a->col_idx[k] >= i) {
+        if (a->col_idx[k] == i) p->diag[i] = a->dtype == SPX_FLOAT ? (double)a->val.f[k] : a->val.d[k];
+        break;
+      }
+  return SPX_OK;
+}
+
+/* options.force: that candidate by name, when it is one and fits. */
+static spx_status spx__plan_forced(spx_plan *p, const char *name) {
+  char list[256];
+  size_t n = 0;
+  int i, cus = spx__plan_ieq(name, "cusparse") || spx__plan_ieq(name, "cusparse_csr");
+  list[0] = 0;
+  for (i = 0; i < p->ncand; i++) {
+    const spx_plan_candidate *c = &p->cand[i];
+    if (cus ? c->engine == SPX_PLAN_ENGINE_CUSPARSE
+            : c->engine == SPX_PLAN_ENGINE_SPX && spx__plan_ieq(name, spx_format_name(c->format))) {
+      if (!c->fits) return spx__fail(SPX_DEVICE_OUT_OF_MEMORY, "forced %s does not fit: %s", name, c->note);
+      if (c->predicted_us < 0) return spx__fail(SPX_UNSUPPORTED, "forced %s: %s", name, c->note);
+      p->chosen = i;
+      snprintf(p->reason, sizeof p->reason, "forced: %s (predicted %.3g us/SpMV)", spx__plan_cname(c), c->predicted_us);
+      return SPX_OK;
+    }
+    if (n < sizeof list) n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", spx__plan_cname(c));
+  }
+  return spx__fail(SPX_INVALID_ARGUMENT, "forced plan \"%s\" is not a candidate on the %s backend (candidates: %s)", name,
+                   p->backend == SPX_BACKEND_CUDA ? "cuda" : "host", list);
+}
+
 /* The model's constants: given, calibrated, or defaults. */
 static spx_status spx__plan_devdesc(spx_plan *p, const spx_plan_options *o, spx_plan_device *d) {
   if (o->device) { *d = *o->device; return SPX_OK; }
@@ -1066,6 +1107,7 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
     if ((s = spx_csr_copy(a0, p->dtype, &a))) return s;
     use = a;
   }
+  if ((s = spx__plan_diag(p, use))) goto fail;
   if ((s = spx__plan_devdesc(p, o, &dev))) goto fail;
   if (limit == 0 && p->backend == SPX_BACKEND_CUDA) {
     spx_device_info info;
@@ -1076,7 +1118,8 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   if ((s = spx__plan_candidates(use, &dev, o->expected_calls, limit, spx__plan_has_cusparse(p),
                                 p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand)))
     goto fail;
-  switch (p->strategy) {
+  if (o->force) s = spx__plan_forced(p, o->force);
+  else switch (p->strategy) {
   case SPX_PLAN_KUBOTA: s = spx__plan_heuristic(p, &spx__plan_kubota); break;
   case SPX_PLAN_MPS: s = spx__plan_heuristic(p, &spx__plan_mps); break;
   case SPX_PLAN_MODEL: s = spx__plan_model_choice(p); break;
@@ -1159,6 +1202,23 @@ double spx_plan_convert_ms(const spx_plan *p) { return p ? p->cand[p->chosen].co
 double spx_plan_select_ms(const spx_plan *p) { return p ? p->select_ms : -1; }
 const char *spx_plan_reason(const spx_plan *p) { return p ? p->reason : ""; }
 const spx_analysis *spx_plan_analysis(const spx_plan *p) { return p ? &p->an : NULL; }
+spx_context *spx_plan_context(const spx_plan *p) { return p ? p->ctx : NULL; }
+int64_t spx_plan_nrows(const spx_plan *p) { return p ? p->nrows : 0; }
+int64_t spx_plan_ncols(const spx_plan *p) { return p ? p->ncols : 0; }
+double spx_plan_build_ms(const spx_plan *p) { return p ? p->build_ms : 0; }
+spx_status spx_plan_diagonal(const spx_plan *p, double *out) {
+  if (!p || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_diagonal: NULL argument");
+  if (!p->diag) return spx__fail(SPX_INTERNAL, "spx_plan_diagonal: the plan kept no diagonal");
+  memcpy(out, p->diag, (size_t)SPX__MIN(p->nrows, p->ncols) * sizeof *out);
+  return SPX_OK;
+}
+int64_t spx_plan_bytes(const spx_plan *p) {
+  if (!p) return 0;
+  if (p->dm) return spx_dmatrix_bytes(p->dm);
+  if (p->cs) return spx_cusparse_plan_device_bytes(p->cs);
+  if (p->fmt) return spx_fmt_bytes(p->fmt);
+  return p->cand[p->chosen].bytes;
+}
 const spx_plan_candidate *spx_plan_candidates(const spx_plan *p, int *n) {
   if (n) *n = p ? p->ncand : 0;
   return p ? p->cand : NULL;

@@ -1,0 +1,197 @@
+/* spx solve MATRIX: a Krylov solve on the auto-tuner's plan. MATRIX is a Matrix Market file or a
+ * generator (gen:poisson7:N, gen:poisson27:N, gen:elasticity:N, gen:powerlaw:N). Prints the
+ * iterations, the residual recomputed from scratch, the time split into setup (analysis + choice,
+ * conversion + upload + SpMV compile, solver kernels) and iterations, and the time per iteration
+ * against its bandwidth bound: (bytes of the SpMV(s) from the plan + the vector passes) over the
+ * copy bandwidth measured now. On a GPU (or with --compare-cusparse) the same solve runs again with
+ * a cuSPARSE plan, side by side. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static spx_status solve_load(const char *spec, spx_csr **a) {
+  const char *c = strrchr(spec, ':');
+  long long n = c ? atoll(c + 1) : 0;
+  if (!strncmp(spec, "gen:poisson7:", 13) || !strncmp(spec, "gen:poisson27:", 14))
+    return spx_gen_poisson3d(n, n, n, spec[11] == '7' ? 7 : 27, SPX_DOUBLE, a);
+  if (!strncmp(spec, "gen:elasticity:", 15)) return spx_gen_elasticity3d(n, n, n, SPX_DOUBLE, a);
+  if (!strncmp(spec, "gen:powerlaw:", 13)) return spx_gen_powerlaw(n, 2.2, 2, 2000, 42, SPX_DOUBLE, a);
+  return spx_mm_read(spec, SPX_DOUBLE, a, NULL);
+}
+
+typedef struct solve_run {
+  spx_solve_report rep;
+  spx_status st;
+  char plan[48];
+  int64_t plan_bytes;
+  double bound_us; /* bandwidth bound of one iteration (0: no bandwidth) */
+} solve_run;
+
+static int solve_one(spx_context *ctx, const spx_csr *a, const char *method, const char *force,
+                     spx_plan_strategy strategy, const double *b, const spx_solve_options *o, double gbs,
+                     solve_run *out) {
+  spx_plan_options po;
+  spx_plan *p = NULL;
+  double *x = calloc((size_t)a->nrows + 1, sizeof *x);
+  memset(out, 0, sizeof *out);
+  spx_plan_options_default(&po);
+  po.strategy = strategy;
+  po.force = force;
+  po.expected_calls = 2 * o->maxit;
+  if (!x || spx_plan_create(ctx, a, &po, &p)) {
+    free(x);
+    return spx_cli_fail("solve");
+  }
+  snprintf(out->plan, sizeof out->plan, "%s", spx_plan_engine_of(p) == SPX_PLAN_ENGINE_CUSPARSE
+                                                  ? "cusparse_csr" : spx_format_name(spx_plan_format(p)));
+  spx_cli_progress("%s on %s", method, out->plan);
+  if (!strcmp(method, "pcg")) out->st = spx_solve_pcg_jacobi(p, b, x, o, &out->rep);
+  else if (!strcmp(method, "bicgstab")) out->st = spx_solve_bicgstab(p, b, x, o, &out->rep);
+  else out->st = spx_solve_cg(p, b, x, o, &out->rep);
+  spx_cli_progress_done();
+  out->plan_bytes = spx_plan_bytes(p);
+  if (gbs > 0) {
+    double vs = 8, n = (double)a->nrows;
+    double bytes = out->rep.spmvs_per_iter * ((double)out->plan_bytes + 2 * n * vs) + (double)out->rep.vector_bytes_per_iter;
+    out->bound_us = bytes / (gbs * 1e3);
+  }
+  spx_plan_destroy(p);
+  free(x);
+  if (out->st && out->st != SPX_NOT_CONVERGED && out->st != SPX_BREAKDOWN) return spx_cli_fail("solve");
+  return 0;
+}
+
+static void solve_print(const solve_run *r, int json) {
+  const spx_solve_report *p = &r->rep;
+  if (json) {
+    printf("{\"plan\": \"%s\", \"plan_bytes\": %lld, \"bound_us\": %.6g, \"report\": ", r->plan, (long long)r->plan_bytes,
+           r->bound_us);
+    spx_solve_report_print(p, stdout, 1);
+    printf("}");
+    return;
+  }
+  printf("plan %-14s %s\n", r->plan, p->message);
+  printf("  iterations      %lld\n", (long long)p->iterations);
+  printf("  residual        ||b - Ax||/||b|| = %.3e recomputed (recurrence %.3e)\n", p->true_rel_resid, p->rel_resid);
+  printf("  setup           %.2f ms = analysis + choice %.2f + conversion, upload and SpMV compile %.2f + solver "
+         "kernels %.2f + workspace and r0 %.2f\n", p->analysis_ms + p->build_ms + p->setup_ms, p->analysis_ms, p->build_ms,
+         p->jit_ms, p->setup_ms - p->jit_ms);
+  printf("  iterations      %.2f ms, %.2f us per iteration", p->solve_ms, p->per_iter_us);
+  if (r->bound_us > 0)
+    printf(" = %.2fx the bandwidth bound %.2f us (SpMV %lld B x %d + vectors %lld B per iteration)", p->per_iter_us / r->bound_us,
+           r->bound_us, (long long)r->plan_bytes, p->spmvs_per_iter, (long long)p->vector_bytes_per_iter);
+  printf("\n  end to end      %.2f ms (%d restarts from x)\n", p->analysis_ms + p->build_ms + p->setup_ms + p->solve_ms,
+         p->restarts);
+}
+
+int spx_cli_solve(int argc, char **argv) {
+  const char *file = NULL, *rhs = NULL, *method = "cg", *v, *strategy_name = "auto";
+  int json = 0, host = 0, compare = 0, k, ones = 0, bad = 0;
+  double tol = 1e-8, gbs = 0;
+  int64_t maxit = 10000, i;
+  spx_plan_strategy strategy;
+  spx_context *ctx = NULL;
+  spx_context_options co = {SPX_BACKEND_AUTO, 0};
+  spx_csr *a = NULL;
+  spx_solve_options o;
+  solve_run run, cs;
+  double *b = NULL;
+  for (k = 1; k < argc; k++) {
+    if ((v = spx_cli_opt(argc, argv, &k, "--rhs"))) rhs = v;
+    else if (!strcmp(argv[k], "--ones")) ones = 1;
+    else if ((v = spx_cli_opt(argc, argv, &k, "--method"))) method = v;
+    else if ((v = spx_cli_opt(argc, argv, &k, "--tol"))) {
+      char *end;
+      tol = strtod(v, &end);
+      if (*end || !(tol > 0)) return spx_cli_usage("solve", "--tol wants a positive number, got '%s'", v);
+    } else if ((v = spx_cli_opt(argc, argv, &k, "--maxit"))) { if (!spx_cli_int("solve", "--maxit", v, &maxit)) return 2; }
+    else if ((v = spx_cli_opt(argc, argv, &k, "--strategy"))) strategy_name = v;
+    else if (!strcmp(argv[k], "--host")) host = 1;
+    else if (!strcmp(argv[k], "--json")) json = 1;
+    else if (!strcmp(argv[k], "--compare-cusparse")) compare = 1;
+    else if (argv[k][0] == '-') return spx_cli_usage("solve", "unknown option '%s'", argv[k]);
+    else if (!file) file = argv[k];
+    else return spx_cli_usage("solve", "one matrix only ('%s' and '%s')", file, argv[k]);
+  }
+  if (!file) return spx_cli_usage("solve", "no matrix given");
+  if (strcmp(method, "cg") && strcmp(method, "pcg") && strcmp(method, "bicgstab"))
+    return spx_cli_usage("solve", "--method is cg, pcg or bicgstab, not '%s'", method);
+  if (spx_plan_strategy_parse(strategy_name, &strategy)) return spx_cli_usage("solve", "%s", spx_last_error());
+  spx_cli_progress("reading %s", file);
+  if (solve_load(file, &a)) { spx_cli_progress_done(); return spx_cli_fail("solve"); }
+  spx_cli_progress_done();
+  if (a->nrows != a->ncols) {
+    fprintf(stderr, "spx solve: %s is %lld x %lld; the solvers need a square matrix\n", file, (long long)a->nrows,
+            (long long)a->ncols);
+    spx_csr_destroy(a);
+    return 1;
+  }
+  b = malloc((size_t)a->nrows * sizeof *b + 8);
+  if (!b) { spx_csr_destroy(a); fprintf(stderr, "spx solve: out of memory\n"); return 1; }
+  if (rhs) {
+    spx_csr *r = NULL;
+    if (spx_mm_read(rhs, SPX_DOUBLE, &r, NULL)) { bad = spx_cli_fail("solve"); goto done; }
+    if (r->nrows != a->nrows || r->ncols != 1) {
+      fprintf(stderr, "spx solve: %s is %lld x %lld; the right-hand side must be %lld x 1\n", rhs, (long long)r->nrows,
+              (long long)r->ncols, (long long)a->nrows);
+      spx_csr_destroy(r);
+      bad = 1;
+      goto done;
+    }
+    memset(b, 0, (size_t)a->nrows * sizeof *b);
+    for (i = 0; i < r->nrows; i++)
+      if (r->row_ptr[i + 1] > r->row_ptr[i]) b[i] = r->val.d[r->row_ptr[i]];
+    spx_csr_destroy(r);
+  } else if (ones) {
+    for (i = 0; i < a->nrows; i++) b[i] = 1.0;
+  } else { /* b = A * 1: the exact solution is all ones */
+    double *one = malloc((size_t)a->ncols * sizeof *one + 8);
+    if (!one) { bad = 1; goto done; }
+    for (i = 0; i < a->ncols; i++) one[i] = 1.0;
+    spx_csr_spmv(a, 1.0, one, 0.0, b);
+    free(one);
+  }
+  if (host) co.backend = SPX_BACKEND_HOST;
+  if (spx_context_create(&co, &ctx)) { bad = spx_cli_fail("solve"); goto done; }
+  if (spx_context_backend(ctx) == SPX_BACKEND_CUDA) {
+    spx_cli_progress("measuring copy bandwidth");
+    if (spx_copy_bandwidth(ctx, (size_t)1 << 29, 5, &gbs)) gbs = 0;
+    spx_clear_error();
+    spx_cli_progress_done();
+    compare = 1; /* always side by side on a GPU */
+  } else compare = 0;
+  spx_solve_options_default(&o);
+  o.rtol = tol;
+  o.maxit = maxit;
+  o.host_vectors = 1;
+  if ((bad = solve_one(ctx, a, method, NULL, strategy, b, &o, gbs, &run))) goto done;
+  if (compare && (bad = solve_one(ctx, a, method, "cusparse", strategy, b, &o, gbs, &cs))) goto done;
+  if (json) {
+    printf("{\"matrix\": \"%s\", \"rows\": %lld, \"nnz\": %lld, \"method\": \"%s\", \"backend\": \"%s\", \"tol\": %g, "
+           "\"copy_gbs\": %.6g, \"spx\": ", file, (long long)a->nrows, (long long)a->nnz, method, spx_backend_name(ctx), tol, gbs);
+    solve_print(&run, 1);
+    if (compare) { printf(", \"cusparse\": "); solve_print(&cs, 1); }
+    printf("}\n");
+  } else {
+    printf("spx solve %s: %lld rows, %lld nonzeros, %s, rtol %g, %s backend", file, (long long)a->nrows,
+           (long long)a->nnz, method, tol, spx_backend_name(ctx));
+    if (gbs > 0) printf(", copy bandwidth %.0f GB/s", gbs);
+    printf("\n");
+    solve_print(&run, 0);
+    if (compare) {
+      solve_print(&cs, 0);
+      printf("spx vs cuSPARSE  %.2fx end to end, %.2fx per iteration\n",
+             (cs.rep.analysis_ms + cs.rep.build_ms + cs.rep.setup_ms + cs.rep.solve_ms) /
+                 (run.rep.analysis_ms + run.rep.build_ms + run.rep.setup_ms + run.rep.solve_ms),
+             run.rep.per_iter_us > 0 ? cs.rep.per_iter_us / run.rep.per_iter_us : 0.0);
+    }
+  }
+  bad = run.st != SPX_OK || (compare && cs.st != SPX_OK);
+done:
+  free(b);
+  spx_csr_destroy(a);
+  spx_context_destroy(ctx);
+  return bad;
+}

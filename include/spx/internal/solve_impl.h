@@ -1,0 +1,869 @@
+/* Implementation of spx/solve.h: CG, Jacobi PCG and BiCGSTAB on a plan, a host twin and a GPU path
+ * (templates/krylov.cu) that take the same decisions in the same order. */
+#include <math.h> /* NAN: a macro only, no libm */
+#include "common.h"
+#include "cuda_types.h"
+#include "../solve.h"
+#include "../cuda.h"
+#include "../jit.h"
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+/* The device state, indices into double st[SPX__ST_COUNT]. ORDER: the same as the SPX_ST_* of
+ * templates/krylov.cu. */
+#define SPX__ST_DONE 0
+#define SPX__ST_STATUS 1
+#define SPX__ST_IT 2
+#define SPX__ST_FINISH 3
+#define SPX__ST_TOL2 4
+#define SPX__ST_BB 5
+#define SPX__ST_RR 6
+#define SPX__ST_RZ 7
+#define SPX__ST_ALPHA 8
+#define SPX__ST_BETA 9
+#define SPX__ST_OMEGA 10
+#define SPX__ST_R0N2 11
+#define SPX__ST_SS 12
+#define SPX__ST_BAD 13
+#define SPX__ST_OUT 14
+#define SPX__ST_COUNT 17
+
+/* Why a solve stopped; the same codes as SPX_KS_* of templates/krylov.cu. */
+enum {
+  SPX__KS_RUNNING = 0,
+  SPX__KS_CONVERGED = 1,
+  SPX__KS_NOT_SPD = 2,
+  SPX__KS_PREC_NOT_SPD = 3,
+  SPX__KS_NONFINITE = 4,
+  SPX__KS_RHO = 5,
+  SPX__KS_R0V = 6,
+  SPX__KS_OMEGA = 7,
+  SPX__KS_GAP = 8 /* host side: the recurrence passed, the recomputed residual did not */
+};
+
+/* Restarts from x when the recurrence passed the tolerance and the recomputed residual did not. */
+#define SPX__RESTARTS 3
+
+/* BiCGSTAB breakdown: |x| <= SPX__KRY_EPS times the norms (SPX_KRY_EPS in the template). */
+#define SPX__KRY_EPS 1e-14
+/* Threads per block of every krylov kernel (SPX_BLOCK). */
+#define SPX__KRY_BLOCK 256
+/* Host reductions: fixed chunks, so the sums do not depend on the thread count. */
+#define SPX__HCHUNK 8192
+
+enum { SPX__SOLVE_CG, SPX__SOLVE_PCG_JACOBI, SPX__SOLVE_BICGSTAB };
+static const char *const spx__solve_names[] = {"cg", "pcg_jacobi", "bicgstab"};
+
+/* The kernels of templates/krylov.cu. _(ENUM, "kernel name") */
+#define SPX__KRY_KERNELS(_)              \
+  _(DOT2,     "spx_kry_dot2")            \
+  _(COPY,     "spx_kry_copy")            \
+  _(RESID,    "spx_kry_resid")           \
+  _(SUM,      "spx_kry_sum")             \
+  _(CG_INIT,  "spx_kry_cg_init")         \
+  _(CG_START, "spx_kry_cg_start")        \
+  _(CG_ALPHA, "spx_kry_cg_alpha")        \
+  _(CG_R,     "spx_kry_cg_r")            \
+  _(CG_BETA,  "spx_kry_cg_beta")         \
+  _(CG_RZ,    "spx_kry_cg_rz")           \
+  _(CG_XP,    "spx_kry_cg_xp")           \
+  _(BI_INIT,  "spx_kry_bicg_init")       \
+  _(BI_START, "spx_kry_bicg_start")      \
+  _(BI_ALPHA, "spx_kry_bicg_alpha")      \
+  _(BI_S,     "spx_kry_bicg_s")          \
+  _(BI_HALF,  "spx_kry_bicg_half")       \
+  _(BI_OMEGA, "spx_kry_bicg_omega")      \
+  _(BI_XR,    "spx_kry_bicg_xr")         \
+  _(BI_R,     "spx_kry_bicg_r")          \
+  _(BI_P,     "spx_kry_bicg_p")
+
+enum {
+#define SPX__KRY_ENUM(e, name) SPX__K_##e,
+  SPX__KRY_KERNELS(SPX__KRY_ENUM)
+#undef SPX__KRY_ENUM
+  SPX__K_COUNT
+};
+static const char *const spx__kry_names[] = {
+#define SPX__KRY_NAME(e, name) name,
+    SPX__KRY_KERNELS(SPX__KRY_NAME)
+#undef SPX__KRY_NAME
+};
+
+void spx_solve_options_default(spx_solve_options *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->rtol = 1e-8;
+  o->atol = 0;
+  o->maxit = 1000;
+}
+
+/* One solve in progress. */
+typedef struct spx__solver {
+  spx_plan *A;
+  spx_context *ctx;
+  int method, cuda, f;       /* f: 1 for float vectors */
+  int64_t n, nchunks;
+  size_t vs;
+  spx_solve_options o;
+  spx_solve_report *rep;
+  double *diag;              /* Jacobi: 1 / a_ii (host, double) */
+  /* Host twin */
+  double *hpart;             /* 3 per chunk */
+  void *hv[8];
+  /* GPU */
+  void *fn[SPX__K_COUNT];
+  unsigned grid;
+  spx_devptr dv[9], part, st, hist, bd, xd;
+  int64_t hcap;
+  double hst[SPX__ST_COUNT];
+  int64_t it0;               /* iterations before this run (restarts) */
+  int restarts, why;
+} spx__solver;
+
+static int spx__finite(double x) { return x - x == 0.0; }
+static double spx__fabs(double x) { return x < 0 ? -x : x; }
+
+/* ---- The end of a solve: status, message, report ------------------------------------------------ */
+static spx_status spx__solve_end(spx__solver *s, int why, double bad, int64_t it) {
+  spx_solve_report *r = s->rep;
+  const char *m = spx__solve_names[s->method];
+  char msg[256];
+  spx_status st;
+  r->rel_resid = r->bnorm > 0 ? r->resid / r->bnorm : r->resid;
+  s->why = why;
+  switch (why) {
+  case SPX__KS_CONVERGED:
+    st = SPX_OK;
+    snprintf(msg, sizeof msg, "%s: converged in %lld iterations, ||r|| = %.3g <= %.3g", m, (long long)it, r->resid, r->tol);
+    break;
+  case SPX__KS_NOT_SPD:
+    st = SPX_BREAKDOWN;
+    snprintf(msg, sizeof msg, "%s: p.Ap = %.3g <= 0 in iteration %lld: the matrix is not symmetric positive definite",
+             m, bad, (long long)it + 1);
+    break;
+  case SPX__KS_PREC_NOT_SPD:
+    st = SPX_BREAKDOWN;
+    snprintf(msg, sizeof msg, "%s: r.z = %.3g <= 0 after iteration %lld: the preconditioner (or the matrix) is not "
+             "symmetric positive definite", m, bad, (long long)it);
+    break;
+  case SPX__KS_NONFINITE:
+    st = SPX_BREAKDOWN;
+    snprintf(msg, sizeof msg, "%s: the residual norm became %g after iteration %lld (NaN or Inf in the matrix, b, x "
+             "or the preconditioner)", m, bad, (long long)it);
+    break;
+  case SPX__KS_RHO:
+    st = SPX_BREAKDOWN;
+    snprintf(msg, sizeof msg, "%s: rho = r0^.r = %.3g ~ 0 after iteration %lld (breakdown; restart from x with a new r0^)",
+             m, bad, (long long)it);
+    break;
+  case SPX__KS_R0V:
+    st = SPX_BREAKDOWN;
+    snprintf(msg, sizeof msg, "%s: r0^.v = %.3g ~ 0 in iteration %lld (breakdown)", m, bad, (long long)it + 1);
+    break;
+  case SPX__KS_OMEGA:
+    st = SPX_BREAKDOWN;
+    snprintf(msg, sizeof msg, "%s: omega = t.s/t.t ~ 0 (t.s = %.3g) in iteration %lld (breakdown; x took the half step)",
+             m, bad, (long long)it + 1);
+    break;
+  case SPX__KS_GAP:
+    st = SPX_NOT_CONVERGED;
+    snprintf(msg, sizeof msg, "%s: the recurrence passed (||r|| = %.3g <= %.3g) but the recomputed ||b - Ax|| = %.3g did "
+             "not, after %d restarts from x and %lld iterations (the attainable accuracy: loosen the tolerance)",
+             m, r->resid, r->tol, r->true_resid, s->restarts, (long long)it);
+    break;
+  default:
+    st = SPX_NOT_CONVERGED;
+    snprintf(msg, sizeof msg, "%s: not converged in %lld iterations: ||r|| = %.3g > %.3g (||r||/||b|| = %.3g)", m,
+             (long long)it, r->resid, r->tol, r->rel_resid);
+  }
+  r->iterations = it;
+  r->status = st;
+  snprintf(r->message, sizeof r->message, "%s", msg);
+  if (st) spx__fail(st, "%s", msg);
+  return st;
+}
+
+/* ---- Host twin ----------------------------------------------------------------------------------- */
+static double spx__vld(const void *v, int f, int64_t i) {
+  return f ? (double)((const float *)v)[i] : ((const double *)v)[i];
+}
+static void spx__vst(void *v, int f, int64_t i, double x) {
+  if (f) ((float *)v)[i] = (float)x;
+  else ((double *)v)[i] = x;
+}
+/* x rounded to the vector type and back, as it is once stored. */
+static double spx__rd(int f, double x) { return f ? (double)(float)x : x; }
+
+#if defined(_OPENMP)
+#define SPX__OMP_CHUNKS _Pragma("omp parallel for schedule(static) if (nc_ > 4)")
+#else
+#define SPX__OMP_CHUNKS
+#endif
+/* A loop over the elements in fixed chunks (parallel over chunks); s0..s2 are per-chunk sums that
+ * spx__hsum then adds in chunk order. i, lo, hi, s0, s1, s2 are visible in the body. */
+#define SPX__HLOOP_BEGIN(S)                                                                      \
+  {                                                                                              \
+    int64_t c_, nc_ = (S)->nchunks, n_ = (S)->n;                                                 \
+    double *pt_ = (S)->hpart;                                                                    \
+    SPX__OMP_CHUNKS                                                                              \
+    for (c_ = 0; c_ < nc_; c_++) {                                                               \
+      int64_t lo = c_ * SPX__HCHUNK, hi = SPX__MIN(n_, lo + SPX__HCHUNK), i;                     \
+      double s0 = 0, s1 = 0, s2 = 0;                                                             \
+      for (i = lo; i < hi; i++) {
+#define SPX__HLOOP_END                                                                           \
+      }                                                                                          \
+      pt_[3 * c_] = s0; pt_[3 * c_ + 1] = s1; pt_[3 * c_ + 2] = s2;                              \
+    }                                                                                            \
+  }
+
+static void spx__hsum(const spx__solver *s, double out[3]) {
+  int64_t c;
+  out[0] = out[1] = out[2] = 0;
+  for (c = 0; c < s->nchunks; c++) {
+    out[0] += s->hpart[3 * c];
+    out[1] += s->hpart[3 * c + 1];
+    out[2] += s->hpart[3 * c + 2];
+  }
+}
+
+/* Terms a.b and b.c (c may be NULL). */
+static void spx__h_dot2(spx__solver *s, const void *a, const void *b, const void *c, double out[3]) {
+  const int f = s->f;
+  SPX__HLOOP_BEGIN(s)
+    double bi = spx__vld(b, f, i);
+    s0 += spx__vld(a, f, i) * bi;
+    if (c) s1 += bi * spx__vld(c, f, i);
+  SPX__HLOOP_END
+  spx__hsum(s, out);
+}
+
+static spx_status spx__h_precond(spx__solver *s, const void *r, void *z) {
+  spx_status st;
+  s->rep->precond_calls++;
+  if ((st = s->o.precond(s->o.precond_data, r, z)))
+    return spx__wrap(st, "%s: the preconditioner callback failed", spx__solve_names[s->method]);
+  return SPX_OK;
+}
+
+static spx_status spx__h_spmv(spx__solver *s, const void *x, void *y) {
+  s->rep->spmvs++;
+  return spx_plan_spmv(s->A, 1.0, x, 0.0, y);
+}
+
+/* CG; with s->diag Jacobi, with o.precond the callback. hv: r, p, q, z. */
+static spx_status spx__h_cg(spx__solver *s, const void *b, void *x) {
+  const int f = s->f, cb = s->o.precond != NULL;
+  const double *dinv = s->diag;
+  void *r = s->hv[0], *p = s->hv[1], *q = s->hv[2], *z = s->hv[3];
+  spx_solve_report *rep = s->rep;
+  double t[3], tol2, rz, alpha, beta;
+  int64_t it = s->it0;
+  spx_status st;
+  if ((st = spx__h_spmv(s, x, q))) return st;
+  SPX__HLOOP_BEGIN(s)
+    double bi = spx__vld(b, f, i), rd = spx__rd(f, bi - spx__vld(q, f, i)), zd = dinv ? dinv[i] * rd : rd;
+    spx__vst(r, f, i, rd);
+    if (!cb) spx__vst(p, f, i, zd);
+    s0 += rd * rd;
+    s1 += bi * bi;
+    s2 += rd * zd;
+  SPX__HLOOP_END
+  spx__hsum(s, t);
+  tol2 = SPX__MAX(s->o.rtol * s->o.rtol * t[1], s->o.atol * s->o.atol);
+  rep->bnorm = spx__sqrt(t[1]);
+  rep->tol = spx__sqrt(tol2);
+  rep->resid = spx__sqrt(t[0]);
+  if (it < s->o.history_len) s->o.history[it] = rep->resid;
+  if (!spx__finite(t[0]) || !spx__finite(t[1])) return spx__solve_end(s, SPX__KS_NONFINITE, t[0], it);
+  if (t[0] <= tol2) return spx__solve_end(s, SPX__KS_CONVERGED, 0, it);
+  rz = t[2];
+  if (cb) {
+    if ((st = spx__h_precond(s, r, z))) return st;
+    spx__h_dot2(s, r, z, NULL, t);
+    rz = t[0];
+    memcpy(p, z, (size_t)s->n * s->vs);
+  }
+  if (!(rz > 0) || !spx__finite(rz)) return spx__solve_end(s, SPX__KS_PREC_NOT_SPD, rz, it);
+  while (it < s->o.maxit) {
+    double rr, rzn;
+    int finish;
+    if ((st = spx__h_spmv(s, p, q))) return st;
+    spx__h_dot2(s, p, q, NULL, t);
+    if (!(t[0] > 0) || !spx__finite(t[0])) return spx__solve_end(s, SPX__KS_NOT_SPD, t[0], it);
+    alpha = rz / t[0];
+    SPX__HLOOP_BEGIN(s)
+      double rd = spx__rd(f, spx__vld(r, f, i) - alpha * spx__vld(q, f, i));
+      spx__vst(r, f, i, rd);
+      s0 += rd * rd;
+      s1 += dinv ? rd * dinv[i] * rd : rd * rd;
+    SPX__HLOOP_END
+    spx__hsum(s, t);
+    rr = t[0];
+    it++;
+    rep->resid = spx__sqrt(rr);
+    if (it < s->o.history_len) s->o.history[it] = rep->resid;
+    rzn = t[1];
+    finish = 0;
+    if (rr <= tol2) finish = SPX__KS_CONVERGED;
+    else if (!spx__finite(rr)) return spx__solve_end(s, SPX__KS_NONFINITE, rr, it);
+    else if (cb) {
+      if ((st = spx__h_precond(s, r, z))) return st;
+      spx__h_dot2(s, r, z, NULL, t);
+      rzn = t[0];
+    }
+    if (!finish && (!(rzn > 0) || !spx__finite(rzn))) finish = SPX__KS_PREC_NOT_SPD;
+    if (finish) { /* the stopping iteration's x update */
+      SPX__HLOOP_BEGIN(s)
+        spx__vst(x, f, i, spx__vld(x, f, i) + alpha * spx__vld(p, f, i));
+      SPX__HLOOP_END
+      return spx__solve_end(s, finish, rzn, it);
+    }
+    beta = rzn / rz;
+    rz = rzn;
+    SPX__HLOOP_BEGIN(s)
+      double pi = spx__vld(p, f, i);
+      double zi = cb ? spx__vld(z, f, i) : dinv ? dinv[i] * spx__vld(r, f, i) : spx__vld(r, f, i);
+      spx__vst(x, f, i, spx__vld(x, f, i) + alpha * pi);
+      spx__vst(p, f, i, zi + beta * pi);
+    SPX__HLOOP_END
+  }
+  return spx__solve_end(s, SPX__KS_RUNNING, 0, it);
+}
+
+/* BiCGSTAB, right-preconditioned by the callback. hv: r (also s), r0, p, v, t, phat, shat. */
+static spx_status spx__h_bicgstab(spx__solver *s, const void *b, void *x) {
+  const int f = s->f, cb = s->o.precond != NULL;
+  void *r = s->hv[0], *r0 = s->hv[1], *p = s->hv[2], *v = s->hv[3], *t = s->hv[4];
+  void *ph = cb ? s->hv[5] : p, *sh = cb ? s->hv[6] : r;
+  spx_solve_report *rep = s->rep;
+  double d[3], tol2, r0n2, rho, alpha, omega = 1, beta, ss;
+  int64_t it = s->it0;
+  spx_status st;
+  if ((st = spx__h_spmv(s, x, v))) return st;
+  SPX__HLOOP_BEGIN(s)
+    double bi = spx__vld(b, f, i), rd = spx__rd(f, bi - spx__vld(v, f, i));
+    spx__vst(r, f, i, rd);
+    spx__vst(r0, f, i, rd);
+    spx__vst(p, f, i, rd);
+    s0 += rd * rd;
+    s1 += bi * bi;
+  SPX__HLOOP_END
+  spx__hsum(s, d);
+  tol2 = SPX__MAX(s->o.rtol * s->o.rtol * d[1], s->o.atol * s->o.atol);
+  rep->bnorm = spx__sqrt(d[1]);
+  rep->tol = spx__sqrt(tol2);
+  rep->resid = spx__sqrt(d[0]);
+  r0n2 = rho = d[0];
+  if (it < s->o.history_len) s->o.history[it] = rep->resid;
+  if (!spx__finite(d[0]) || !spx__finite(d[1])) return spx__solve_end(s, SPX__KS_NONFINITE, d[0], it);
+  if (d[0] <= tol2) return spx__solve_end(s, SPX__KS_CONVERGED, 0, it);
+  while (it < s->o.maxit) {
+    double rr, rhon;
+    if (cb && (st = spx__h_precond(s, p, ph))) return st;
+    if ((st = spx__h_spmv(s, ph, v))) return st;
+    spx__h_dot2(s, r0, v, v, d);
+    if (!spx__finite(d[0]) || !spx__finite(d[1]) || spx__fabs(d[0]) <= SPX__KRY_EPS * spx__sqrt(r0n2 * d[1]))
+      return spx__solve_end(s, SPX__KS_R0V, d[0], it);
+    alpha = rho / d[0];
+    SPX__HLOOP_BEGIN(s)
+      double sd = spx__rd(f, spx__vld(r, f, i) - alpha * spx__vld(v, f, i));
+      spx__vst(r, f, i, sd);
+      s0 += sd * sd;
+    SPX__HLOOP_END
+    spx__hsum(s, d);
+    ss = d[0];
+    if (ss <= tol2 || !spx__finite(ss)) {
+      if (!spx__finite(ss)) return spx__solve_end(s, SPX__KS_NONFINITE, ss, it);
+      it++;
+      rep->resid = spx__sqrt(ss);
+      if (it < s->o.history_len) s->o.history[it] = rep->resid;
+      SPX__HLOOP_BEGIN(s)
+        spx__vst(x, f, i, spx__vld(x, f, i) + alpha * spx__vld(ph, f, i));
+      SPX__HLOOP_END
+      return spx__solve_end(s, SPX__KS_CONVERGED, 0, it);
+    }
+    if (cb && (st = spx__h_precond(s, r, sh))) return st;
+    if ((st = spx__h_spmv(s, sh, t))) return st;
+    spx__h_dot2(s, r, t, t, d);
+    if (!(d[1] > 0) || !spx__finite(d[0]) || !spx__finite(d[1]) || spx__fabs(d[0]) <= SPX__KRY_EPS * spx__sqrt(d[1] * ss)) {
+      SPX__HLOOP_BEGIN(s)
+        spx__vst(x, f, i, spx__vld(x, f, i) + alpha * spx__vld(ph, f, i));
+      SPX__HLOOP_END
+      rep->resid = spx__sqrt(ss);
+      return spx__solve_end(s, SPX__KS_OMEGA, d[0], it);
+    }
+    omega = d[0] / d[1];
+    SPX__HLOOP_BEGIN(s)
+      double sd = spx__vld(r, f, i), rd;
+      spx__vst(x, f, i, spx__vld(x, f, i) + alpha * spx__vld(ph, f, i) + omega * spx__vld(sh, f, i));
+      rd = spx__rd(f, sd - omega * spx__vld(t, f, i));
+      spx__vst(r, f, i, rd);
+      s0 += spx__vld(r0, f, i) * rd;
+      s1 += rd * rd;
+    SPX__HLOOP_END
+    spx__hsum(s, d);
+    rhon = d[0];
+    rr = d[1];
+    it++;
+    rep->resid = spx__sqrt(rr);
+    if (it < s->o.history_len) s->o.history[it] = rep->resid;
+    if (rr <= tol2) return spx__solve_end(s, SPX__KS_CONVERGED, 0, it);
+    if (!spx__finite(rr)) return spx__solve_end(s, SPX__KS_NONFINITE, rr, it);
+    if (!spx__finite(rhon) || spx__fabs(rhon) <= SPX__KRY_EPS * spx__sqrt(r0n2 * rr))
+      return spx__solve_end(s, SPX__KS_RHO, rhon, it);
+    beta = (rhon / rho) * (alpha / omega);
+    rho = rhon;
+    SPX__HLOOP_BEGIN(s)
+      spx__vst(p, f, i, spx__vld(r, f, i) + beta * (spx__vld(p, f, i) - omega * spx__vld(v, f, i)));
+    SPX__HLOOP_END
+  }
+  return spx__solve_end(s, SPX__KS_RUNNING, 0, it);
+}
+
+/* ||b - A x|| from scratch (hv[2] as scratch: q of CG, p of BiCGSTAB, no longer needed). */
+static spx_status spx__h_true_resid(spx__solver *s, const void *b, const void *x, double *out) {
+  const int f = s->f;
+  void *q = s->hv[2];
+  double t[3];
+  spx_status st;
+  if ((st = spx__h_spmv(s, x, q))) return st;
+  SPX__HLOOP_BEGIN(s)
+    double dd = spx__vld(b, f, i) - spx__vld(q, f, i);
+    s0 += dd * dd;
+  SPX__HLOOP_END
+  spx__hsum(s, t);
+  *out = spx__sqrt(t[0]);
+  return SPX_OK;
+}
+
+/* After a run that converged by the recurrence: 1 to run again from x (the recomputed residual
+ * missed the tolerance and a restart is left), else the final status (SPX__KS_GAP when it missed). */
+static int spx__solve_restart(spx__solver *s, spx_status *st) {
+  spx_solve_report *r = s->rep;
+  int rho = *st == SPX_BREAKDOWN && s->why == SPX__KS_RHO; /* BiCGSTAB: start again with r0^ = r */
+  if (!rho && (*st != SPX_OK || r->true_resid <= r->tol)) return 0;
+  if (rho) return s->restarts < SPX__RESTARTS && r->iterations < s->o.maxit ? (s->restarts++, s->it0 = r->iterations, spx_clear_error(), 1) : 0;
+  if (s->restarts < SPX__RESTARTS && r->iterations < s->o.maxit) {
+    s->restarts++;
+    s->it0 = r->iterations;
+    spx_clear_error();
+    return 1;
+  }
+  *st = spx__solve_end(s, SPX__KS_GAP, r->true_resid, r->iterations);
+  return 0;
+}
+
+static spx_status spx__solve_host(spx__solver *s, const void *b, void *x) {
+  spx_solve_report *rep = s->rep;
+  int nv = s->method == SPX__SOLVE_BICGSTAB ? 7 : 4, k;
+  spx_status st = SPX_OK, st2;
+  double t0 = spx__now(), t1;
+  s->nchunks = (s->n + SPX__HCHUNK - 1) / SPX__HCHUNK;
+  if (!(s->hpart = (double *)spx__calloc((size_t)(3 * s->nchunks + 3), sizeof(double)))) return SPX_OUT_OF_MEMORY;
+  for (k = 0; k < nv; k++)
+    if (!(s->hv[k] = spx__alloc((size_t)s->n + 1, s->vs))) return SPX_OUT_OF_MEMORY;
+  t1 = spx__now();
+  rep->setup_ms += 1e3 * (t1 - t0);
+  do {
+    t1 = spx__now();
+    if (s->method == SPX__SOLVE_BICGSTAB) st = spx__h_bicgstab(s, b, x);
+    else st = spx__h_cg(s, b, x);
+    t0 = spx__now();
+    rep->solve_ms += 1e3 * (t0 - t1);
+    /* The true residual, unless the matrix product or the preconditioner failed. */
+    if (st == SPX_OK || st == SPX_NOT_CONVERGED || st == SPX_BREAKDOWN) {
+      char keep[1024];
+      snprintf(keep, sizeof keep, "%s", spx_last_error());
+      if ((st2 = spx__h_true_resid(s, b, x, &rep->true_resid))) return st2;
+      if (st) spx__fail(st, "%s", keep);
+    }
+    rep->check_ms += 1e3 * (spx__now() - t0);
+  } while (spx__solve_restart(s, &st));
+  return st;
+}
+
+/* ---- GPU ------------------------------------------------------------------------------------------ */
+static spx_status spx__k(spx__solver *s, int k, unsigned grid, void **params) {
+  const spx__cuda_api *cu = spx__cuda();
+  spx_status st;
+  if (!cu) return spx__fail(SPX_NOT_AVAILABLE, "spx_solve: no CUDA driver");
+  if ((st = spx__ctx_push(s->ctx))) return st;
+  st = spx__cu_check(cu->cuLaunchKernel((spx__CUfunction)s->fn[k], grid, 1, 1, SPX__KRY_BLOCK, 1, 1, 0, s->ctx->stream,
+                                        params, NULL),
+                     spx__kry_names[k]);
+  spx__ctx_pop(s->ctx);
+  return st;
+}
+
+#define SPX__VP(d) ((void *)(uintptr_t)(d))
+
+static spx_status spx__g_spmv(spx__solver *s, spx_devptr x, spx_devptr y) {
+  s->rep->spmvs++;
+  return spx_plan_spmv(s->A, 1.0, SPX__VP(x), 0.0, SPX__VP(y));
+}
+
+/* The host's copy of the device state. */
+static spx_status spx__g_state(spx__solver *s) {
+  return spx_device_download(s->ctx, s->hst, s->st, sizeof s->hst);
+}
+
+static spx_status spx__g_precond(spx__solver *s, spx_devptr r, spx_devptr z, int *skipped) {
+  spx_status st;
+  *skipped = 0;
+  /* Exactly the host's calls: none once the device stopped. */
+  if ((st = spx__g_state(s))) return st;
+  if (s->hst[SPX__ST_DONE] != 0) { *skipped = 1; return SPX_OK; }
+  s->rep->precond_calls++;
+  if ((st = s->o.precond(s->o.precond_data, SPX__VP(r), SPX__VP(z))))
+    return spx__wrap(st, "%s: the preconditioner callback failed", spx__solve_names[s->method]);
+  return SPX_OK;
+}
+
+/* Kernel arguments: cuLaunchKernel takes the address of each. */
+static spx_status spx__g_dot2(spx__solver *s, spx_devptr a, spx_devptr b, spx_devptr c) {
+  long long n = s->n;
+  void *pr[] = {&n, &a, &b, &c, &s->part, &s->st};
+  return spx__k(s, SPX__K_DOT2, s->grid, pr);
+}
+
+static spx_status spx__g_cg(spx__solver *s, spx_devptr b, spx_devptr x) {
+  const int cb = s->o.precond != NULL, jac = s->diag != NULL;
+  spx_devptr r = s->dv[0], p = s->dv[1], q = s->dv[2], z = cb ? s->dv[3] : 0, dinv = jac ? s->dv[4] : 0;
+  spx_devptr none = 0;
+  long long n = s->n, hcap = s->hcap > s->it0 ? s->hcap - s->it0 : 0;
+  spx_devptr hist = hcap ? s->hist + (spx_devptr)s->it0 * sizeof(double) : 0;
+  int g = (int)s->grid, have_rz = !cb, one = 1, zero = 0, skipped;
+  double rtol2 = s->o.rtol * s->o.rtol, atol2 = s->o.atol * s->o.atol;
+  int64_t it;
+  spx_status st;
+  if ((st = spx__g_spmv(s, x, q))) return st;
+  {
+    spx_devptr pp = cb ? none : p;
+    void *a1[] = {&n, &b, &q, &r, &dinv, &pp, &s->part};
+    void *a2[] = {&g, &s->part, &s->st, &hist, &hcap, &rtol2, &atol2, &have_rz};
+    if ((st = spx__k(s, SPX__K_CG_INIT, s->grid, a1)) || (st = spx__k(s, SPX__K_CG_START, 1, a2))) return st;
+  }
+  if (cb) {
+    void *a3[] = {&g, &s->part, &s->st, &one};
+    void *a4[] = {&n, &z, &p};
+    if ((st = spx__g_precond(s, r, z, &skipped)) || (st = spx__g_dot2(s, r, z, none)) ||
+        (st = spx__k(s, SPX__K_CG_RZ, 1, a3)) || (st = spx__k(s, SPX__K_COPY, s->grid, a4)))
+      return st;
+  }
+  for (it = s->it0; it < s->o.maxit; it++) {
+    void *aa[] = {&g, &s->part, &s->st};
+    void *ar[] = {&n, &q, &r, &dinv, &s->part, &s->st};
+    void *ab[] = {&g, &s->part, &s->st, &hist, &hcap, &have_rz};
+    void *az[] = {&g, &s->part, &s->st, &zero};
+    void *ax[] = {&n, &x, &p, &r, &dinv, &z, &s->st};
+    if ((st = spx__g_spmv(s, p, q)) || (st = spx__g_dot2(s, p, q, none)) || (st = spx__k(s, SPX__K_CG_ALPHA, 1, aa)) ||
+        (st = spx__k(s, SPX__K_CG_R, s->grid, ar)) || (st = spx__k(s, SPX__K_CG_BETA, 1, ab)))
+      return st;
+    if (cb && ((st = spx__g_precond(s, r, z, &skipped)) || (st = spx__g_dot2(s, r, z, none)) ||
+               (st = spx__k(s, SPX__K_CG_RZ, 1, az))))
+      return st;
+    if ((st = spx__k(s, SPX__K_CG_XP, s->grid, ax))) return st;
+    if ((it + 1) % s->o.poll == 0 || it + 1 == s->o.maxit) {
+      if ((st = spx__g_state(s))) return st;
+      if (s->hst[SPX__ST_DONE] != 0) break;
+    }
+  }
+  return SPX_OK;
+}
+
+static spx_status spx__g_bicgstab(spx__solver *s, spx_devptr b, spx_devptr x) {
+  const int cb = s->o.precond != NULL;
+  spx_devptr r = s->dv[0], r0 = s->dv[1], p = s->dv[2], v = s->dv[3], t = s->dv[4];
+  spx_devptr ph = cb ? s->dv[5] : p, sh = cb ? s->dv[6] : r;
+  long long n = s->n, hcap = s->hcap > s->it0 ? s->hcap - s->it0 : 0;
+  spx_devptr hist = hcap ? s->hist + (spx_devptr)s->it0 * sizeof(double) : 0;
+  int g = (int)s->grid, skipped;
+  double rtol2 = s->o.rtol * s->o.rtol, atol2 = s->o.atol * s->o.atol;
+  int64_t it;
+  spx_status st;
+  if ((st = spx__g_spmv(s, x, v))) return st;
+  {
+    void *a1[] = {&n, &b, &v, &r, &r0, &p, &s->part};
+    void *a2[] = {&g, &s->part, &s->st, &hist, &hcap, &rtol2, &atol2};
+    if ((st = spx__k(s, SPX__K_BI_INIT, s->grid, a1)) || (st = spx__k(s, SPX__K_BI_START, 1, a2))) return st;
+  }
+  for (it = s->it0; it < s->o.maxit; it++) {
+    void *aa[] = {&g, &s->part, &s->st};
+    void *as[] = {&n, &v, &r, &s->part, &s->st};
+    void *ah[] = {&g, &s->part, &s->st, &hist, &hcap};
+    void *ax[] = {&n, &x, &ph, &sh, &t, &r, &r0, &s->part, &s->st};
+    void *ap[] = {&n, &r, &p, &v, &s->st};
+    if (cb) {
+      if ((st = spx__g_precond(s, p, ph, &skipped))) return st;
+      if (skipped) break; /* stopped at the end of the last iteration: nothing is pending */
+    }
+    if ((st = spx__g_spmv(s, ph, v)) || (st = spx__g_dot2(s, r0, v, v)) || (st = spx__k(s, SPX__K_BI_ALPHA, 1, aa)) ||
+        (st = spx__k(s, SPX__K_BI_S, s->grid, as)) || (st = spx__k(s, SPX__K_BI_HALF, 1, ah)))
+      return st;
+    if (cb && (st = spx__g_precond(s, r, sh, &skipped))) return st;
+    if ((st = spx__g_spmv(s, sh, t)) || (st = spx__g_dot2(s, r, t, t)) || (st = spx__k(s, SPX__K_BI_OMEGA, 1, aa)) ||
+        (st = spx__k(s, SPX__K_BI_XR, s->grid, ax)) || (st = spx__k(s, SPX__K_BI_R, 1, ah)) ||
+        (st = spx__k(s, SPX__K_BI_P, s->grid, ap)))
+      return st;
+    if ((it + 1) % s->o.poll == 0 || it + 1 == s->o.maxit) {
+      if ((st = spx__g_state(s))) return st;
+      if (s->hst[SPX__ST_DONE] != 0) break;
+    }
+  }
+  return SPX_OK;
+}
+
+/* Kernels, workspace, the Jacobi diagonal, b and x on the device (host_vectors). */
+static spx_status spx__g_setup(spx__solver *s, const void *b, void *x, spx_devptr *db, spx_devptr *dx) {
+  const char *defs[2] = {s->f ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double", "SPX_BLOCK=256"};
+  size_t vb = (size_t)(s->n + 1) * s->vs;
+  int64_t g, want;
+  int k, nv = s->method == SPX__SOLVE_BICGSTAB ? (s->o.precond ? 7 : 5) : (s->o.precond ? 4 : 3);
+  double t0 = spx__now();
+  spx_status st;
+  for (k = 0; k < SPX__K_COUNT; k++)
+    if ((st = spx_jit_kernel(s->ctx, "krylov", spx__kry_names[k], 2, defs, &s->fn[k]))) return st;
+  s->rep->jit_ms = 1e3 * (spx__now() - t0);
+  /* A fixed grid per device: a few blocks per SM, fewer for short vectors. */
+  want = s->ctx->info.sm_count > 0 ? 8 * (int64_t)s->ctx->info.sm_count : 1024;
+  g = (s->n + SPX__KRY_BLOCK - 1) / SPX__KRY_BLOCK;
+  g = SPX__MAX(1, SPX__MIN(g, SPX__MIN(want, 4096)));
+  s->grid = (unsigned)g;
+  for (k = 0; k < nv; k++)
+    if ((st = spx_device_alloc(s->ctx, vb, &s->dv[k]))) return st;
+  if ((st = spx_device_alloc(s->ctx, (size_t)(3 * g + 3) * sizeof(double), &s->part)) ||
+      (st = spx_device_alloc(s->ctx, SPX__ST_COUNT * sizeof(double), &s->st)) ||
+      (st = spx_device_memset(s->ctx, s->st, 0, SPX__ST_COUNT * sizeof(double))))
+    return st;
+  s->hcap = s->o.history_len > 0 ? SPX__MIN(s->o.history_len, s->o.maxit + 1) : 0;
+  if (s->hcap && (st = spx_device_alloc(s->ctx, (size_t)s->hcap * sizeof(double), &s->hist))) return st;
+  if (s->diag) { /* dinv in the vector type */
+    void *h = spx__alloc((size_t)s->n + 1, s->vs);
+    int64_t i;
+    if (!h) return SPX_OUT_OF_MEMORY;
+    for (i = 0; i < s->n; i++) spx__vst(h, s->f, i, s->diag[i]);
+    s->dv[4] = 0;
+    st = spx_device_alloc(s->ctx, vb, &s->dv[4]);
+    if (!st) st = spx_device_upload(s->ctx, s->dv[4], h, (size_t)s->n * s->vs);
+    SPX_FREE(h);
+    if (st) return st;
+  }
+  if (s->o.host_vectors) {
+    if ((st = spx_device_alloc(s->ctx, vb, &s->bd)) || (st = spx_device_alloc(s->ctx, vb, &s->xd)) ||
+        (st = spx_device_upload(s->ctx, s->bd, b, (size_t)s->n * s->vs)) ||
+        (st = spx_device_upload(s->ctx, s->xd, x, (size_t)s->n * s->vs)))
+      return st;
+    *db = s->bd;
+    *dx = s->xd;
+  } else {
+    *db = (spx_devptr)(uintptr_t)b;
+    *dx = (spx_devptr)(uintptr_t)x;
+  }
+  return spx_context_synchronize(s->ctx);
+}
+
+static void spx__g_free(spx__solver *s) {
+  int k;
+  for (k = 0; k < 9; k++) spx_device_free(s->ctx, s->dv[k]);
+  spx_device_free(s->ctx, s->part);
+  spx_device_free(s->ctx, s->st);
+  spx_device_free(s->ctx, s->hist);
+  spx_device_free(s->ctx, s->bd);
+  spx_device_free(s->ctx, s->xd);
+}
+
+static spx_status spx__solve_gpu(spx__solver *s, const void *b, void *x) {
+  spx_solve_report *rep = s->rep;
+  spx_devptr db = 0, dx = 0;
+  double t0 = spx__now(), t1;
+  spx_status st;
+  if (!s->o.poll) s->o.poll = s->o.precond ? 1 : 8;
+  if ((st = spx__g_setup(s, b, x, &db, &dx))) return st;
+  t1 = spx__now();
+  rep->setup_ms += 1e3 * (t1 - t0);
+  do {
+    t1 = spx__now();
+    st = s->method == SPX__SOLVE_BICGSTAB ? spx__g_bicgstab(s, db, dx) : spx__g_cg(s, db, dx);
+    if (!st) st = spx__g_state(s); /* waits for the device */
+    t0 = spx__now();
+    rep->solve_ms += 1e3 * (t0 - t1);
+    if (st) return st;
+    rep->iterations = s->it0 + (int64_t)s->hst[SPX__ST_IT];
+    rep->bnorm = spx__sqrt(s->hst[SPX__ST_BB]);
+    rep->tol = spx__sqrt(s->hst[SPX__ST_TOL2]);
+    rep->resid = spx__sqrt(s->hst[SPX__ST_RR]);
+    {
+      /* The true residual: q = A x, then ||b - q|| (q: the third vector, free now). */
+      long long n = s->n;
+      int g = (int)s->grid, one = 1;
+      spx_devptr q = s->dv[2];
+      void *a1[] = {&n, &db, &q, &s->part};
+      void *a2[] = {&g, &one, &s->part, &s->st};
+      double hs[SPX__ST_COUNT];
+      if ((st = spx__g_spmv(s, dx, q)) || (st = spx__k(s, SPX__K_RESID, s->grid, a1)) ||
+          (st = spx__k(s, SPX__K_SUM, 1, a2)) || (st = spx_device_download(s->ctx, hs, s->st, sizeof hs)))
+        return st;
+      rep->true_resid = spx__sqrt(hs[SPX__ST_OUT]);
+    }
+    st = spx__solve_end(s, (int)s->hst[SPX__ST_STATUS], s->hst[SPX__ST_BAD], rep->iterations);
+    rep->check_ms += 1e3 * (spx__now() - t0);
+  } while (spx__solve_restart(s, &st));
+  if (s->hcap) {
+    spx_status s2 = spx_device_download(s->ctx, s->o.history, s->hist,
+                                        (size_t)SPX__MIN(rep->iterations + 1, s->hcap) * sizeof(double));
+    if (s2) return s2;
+  }
+  if (s->o.host_vectors) {
+    spx_status s2 = spx_device_download(s->ctx, x, dx, (size_t)s->n * s->vs);
+    if (s2) return s2;
+  }
+  return st;
+}
+
+/* ---- Entry points ---------------------------------------------------------------------------------- */
+static spx_status spx__solve_check(const spx__solver *s, const char *fn, const void *b, const void *x) {
+  const spx_solve_options *o = &s->o;
+  if (!s->A) return spx__fail(SPX_INVALID_ARGUMENT, "%s: NULL plan", fn);
+  if (spx_plan_nrows(s->A) != spx_plan_ncols(s->A))
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: the matrix is %lld x %lld; Krylov solvers need a square matrix", fn,
+                     (long long)spx_plan_nrows(s->A), (long long)spx_plan_ncols(s->A));
+  if (s->n > 0 && (!b || !x)) return spx__fail(SPX_INVALID_ARGUMENT, "%s: %s is NULL", fn, !b ? "b" : "x");
+  if (!(o->rtol >= 0) || !(o->atol >= 0) || !spx__finite(o->rtol) || !spx__finite(o->atol))
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: rtol = %g and atol = %g must be finite and >= 0", fn, o->rtol, o->atol);
+  if (!(o->rtol > 0) && !(o->atol > 0))
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: rtol and atol are both 0: give a positive tolerance", fn);
+  if (o->maxit < 1) return spx__fail(SPX_INVALID_ARGUMENT, "%s: maxit = %lld; it must be at least 1", fn, (long long)o->maxit);
+  if (o->history_len < 0 || (o->history_len > 0 && !o->history))
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: history_len = %lld with history %s", fn, (long long)o->history_len,
+                     o->history ? "given" : "NULL");
+  if (o->poll < 0) return spx__fail(SPX_INVALID_ARGUMENT, "%s: poll = %d must be >= 0", fn, o->poll);
+  if (s->method == SPX__SOLVE_PCG_JACOBI && o->precond)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: Jacobi is the preconditioner here; use spx_solve_cg for options.precond", fn);
+  return SPX_OK;
+}
+
+/* The inverted diagonal for Jacobi; a zero or non-finite a_ii is SPX_INVALID_ARGUMENT. */
+static spx_status spx__solve_diag(spx__solver *s, const char *fn) {
+  int64_t i;
+  spx_status st;
+  if (!(s->diag = (double *)spx__alloc((size_t)s->n + 1, sizeof(double)))) return SPX_OUT_OF_MEMORY;
+  if ((st = spx_plan_diagonal(s->A, s->diag))) return st;
+  for (i = 0; i < s->n; i++) {
+    if (s->diag[i] == 0 || !spx__finite(s->diag[i]))
+      return spx__fail(SPX_INVALID_ARGUMENT, "%s: a[%lld][%lld] = %g: Jacobi needs a nonzero finite diagonal", fn,
+                       (long long)i, (long long)i, s->diag[i]);
+    s->diag[i] = spx__rd(s->f, 1.0 / s->diag[i]); /* as the GPU stores it */
+  }
+  return SPX_OK;
+}
+
+static spx_status spx__solve(int method, spx_plan *A, const void *b, void *x, const spx_solve_options *options,
+                             spx_solve_report *report) {
+  static const char *const fns[] = {"spx_solve_cg", "spx_solve_pcg_jacobi", "spx_solve_bicgstab"};
+  static const int vpasses[3][2] = {{10, 12}, {12, 12}, {18, 18}}; /* [method][callback] */
+  spx__solver s;
+  spx_solve_report scratch;
+  double t0 = spx__now(), build0;
+  spx_status st;
+  int k;
+  memset(&s, 0, sizeof s);
+  s.method = method;
+  s.A = A;
+  s.rep = report ? report : &scratch;
+  memset(s.rep, 0, sizeof *s.rep);
+  s.rep->method = spx__solve_names[method];
+  if (options) s.o = *options;
+  else spx_solve_options_default(&s.o);
+  s.n = A ? spx_plan_nrows(A) : 0;
+  s.rep->n = s.n;
+  if ((st = spx__solve_check(&s, fns[method], b, x))) {
+    s.rep->status = st;
+    snprintf(s.rep->message, sizeof s.rep->message, "%.250s", spx_last_error());
+    return st;
+  }
+  s.ctx = spx_plan_context(A);
+  s.cuda = spx_plan_backend(A) == SPX_BACKEND_CUDA;
+  s.f = spx_plan_dtype(A) == SPX_FLOAT;
+  s.vs = s.f ? sizeof(float) : sizeof(double);
+  s.rep->spmvs_per_iter = method == SPX__SOLVE_BICGSTAB ? 2 : 1;
+  s.rep->vector_bytes_per_iter = (int64_t)vpasses[method][s.o.precond != NULL] * s.n * (int64_t)s.vs;
+  s.rep->analysis_ms = spx_plan_select_ms(A);
+  build0 = spx_plan_build_ms(A);
+  if (!(st = spx_plan_build(A)) && (method != SPX__SOLVE_PCG_JACOBI || !(st = spx__solve_diag(&s, fns[method])))) {
+    s.rep->build_ms = spx_plan_build_ms(A);
+    /* Without the plan's build when it ran in this call (a lazy plan): that is build_ms. */
+    s.rep->setup_ms = 1e3 * (spx__now() - t0) - (build0 == 0 ? s.rep->build_ms : 0);
+    if (s.rep->setup_ms < 0) s.rep->setup_ms = 0;
+    if (s.n == 0) {
+      s.rep->status = SPX_OK;
+      snprintf(s.rep->message, sizeof s.rep->message, "%s: empty system", spx__solve_names[method]);
+    } else
+      st = s.cuda ? spx__solve_gpu(&s, b, x) : spx__solve_host(&s, b, x);
+  }
+  if (s.rep->bnorm > 0) {
+    s.rep->rel_resid = s.rep->resid / s.rep->bnorm;
+    s.rep->true_rel_resid = s.rep->true_resid / s.rep->bnorm;
+  } else {
+    s.rep->rel_resid = s.rep->resid;
+    s.rep->true_rel_resid = s.rep->true_resid;
+  }
+  s.rep->restarts = s.restarts;
+  s.rep->per_iter_us = s.rep->iterations > 0 ? 1e3 * s.rep->solve_ms / (double)s.rep->iterations : 0;
+  s.rep->history_count = s.o.history_len > 0 ? SPX__MIN(s.rep->iterations + 1, s.o.history_len) : 0;
+  if (st && st != SPX_BREAKDOWN && st != SPX_NOT_CONVERGED) { /* a failure, not an ending */
+    s.rep->status = st;
+    snprintf(s.rep->message, sizeof s.rep->message, "%.250s", spx_last_error());
+  }
+  /* Free everything (the error message survives: frees record nothing). */
+  for (k = 0; k < 8; k++) SPX_FREE(s.hv[k]);
+  SPX_FREE(s.hpart);
+  SPX_FREE(s.diag);
+  if (s.cuda) spx__g_free(&s);
+  return st;
+}
+
+spx_status spx_solve_cg(spx_plan *A, const void *b, void *x, const spx_solve_options *options,
+                        spx_solve_report *report) {
+  return spx__solve(SPX__SOLVE_CG, A, b, x, options, report);
+}
+spx_status spx_solve_pcg_jacobi(spx_plan *A, const void *b, void *x, const spx_solve_options *options,
+                                spx_solve_report *report) {
+  return spx__solve(SPX__SOLVE_PCG_JACOBI, A, b, x, options, report);
+}
+spx_status spx_solve_bicgstab(spx_plan *A, const void *b, void *x, const spx_solve_options *options,
+                              spx_solve_report *report) {
+  return spx__solve(SPX__SOLVE_BICGSTAB, A, b, x, options, report);
+}
+
+spx_status spx_solve_report_print(const spx_solve_report *r, FILE *f, int json) {
+  if (!r || !f) return spx__fail(SPX_INVALID_ARGUMENT, "spx_solve_report_print: NULL argument");
+  if (json) {
+    const char *c;
+    fprintf(f, "{\"method\": \"%s\", \"status\": \"%s\", \"n\": %lld, \"iterations\": %lld, \"spmvs\": %lld, "
+               "\"precond_calls\": %lld, \"bnorm\": %.17g, \"tol\": %.17g, \"resid\": %.17g, \"rel_resid\": %.17g, "
+               "\"true_resid\": %.17g, \"true_rel_resid\": %.17g, \"analysis_ms\": %.6g, \"build_ms\": %.6g, "
+               "\"setup_ms\": %.6g, \"jit_ms\": %.6g, \"solve_ms\": %.6g, \"per_iter_us\": %.6g, \"check_ms\": %.6g, "
+               "\"vector_bytes_per_iter\": %lld, \"spmvs_per_iter\": %d, \"message\": \"",
+            r->method ? r->method : "", spx_status_string(r->status), (long long)r->n, (long long)r->iterations,
+            (long long)r->spmvs, (long long)r->precond_calls, r->bnorm, r->tol, r->resid, r->rel_resid, r->true_resid,
+            r->true_rel_resid, r->analysis_ms, r->build_ms, r->setup_ms, r->jit_ms, r->solve_ms, r->per_iter_us,
+            r->check_ms, (long long)r->vector_bytes_per_iter, r->spmvs_per_iter);
+    for (c = r->message; *c; c++) {
+      if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
+      else if ((unsigned char)*c >= 0x20) fputc(*c, f);
+    }
+    fprintf(f, "\"}");
+    return SPX_OK;
+  }
+  fprintf(f, "method            %s\n", r->method ? r->method : "");
+  fprintf(f, "status            %s: %s\n", spx_status_string(r->status), r->message);
+  fprintf(f, "iterations        %lld (%lld SpMVs%s)\n", (long long)r->iterations, (long long)r->spmvs,
+          r->precond_calls ? ", preconditioner calls counted separately" : "");
+  fprintf(f, "residual          ||r||/||b|| = %.3e by the recurrence, %.3e recomputed (||b - Ax|| = %.3e)\n",
+          r->rel_resid, r->true_rel_resid, r->true_resid);
+  fprintf(f, "time              setup %.3f ms (plan analysis %.3f ms before, build %.3f ms, solver kernels %.3f ms), "
+             "iterations %.3f ms = %.2f us/iteration, check %.3f ms\n",
+          r->setup_ms, r->analysis_ms, r->build_ms, r->jit_ms, r->solve_ms, r->per_iter_us, r->check_ms);
+  return SPX_OK;
+}

@@ -1,0 +1,701 @@
+/* Tests of spx/solve.h: CG, Jacobi PCG and BiCGSTAB on the host backend (generated Poisson and
+ * elasticity, SPD and nonsymmetric shared matrices) with the true residual checked independently,
+ * breakdowns, the iteration limit, bad arguments, the preconditioner callback, the history; the
+ * krylov kernels compile for sm_80/sm_90 (NVRTC, no GPU); and a GPU part (skipped without a GPU)
+ * that runs the same solves on ELL, SELL, CSR and cuSPARSE plans against the host's iteration
+ * counts, and twice for bitwise determinism. */
+#define _POSIX_C_SOURCE 200809L
+#include "spx_test.h"
+
+static spx_plan *host_plan(const spx_csr *a, const char *force) {
+  spx_plan_options o;
+  spx_plan *p = NULL;
+  spx_plan_options_default(&o);
+  o.backend = SPX_BACKEND_HOST;
+  o.no_calibrate = 1;
+  o.force = force;
+  if (spx_plan_create(NULL, a, &o, &p) != SPX_OK) fail_msg("plan: %s", spx_last_error());
+  return p;
+}
+
+static spx_csr *shared(const char *name) {
+  char path[1024];
+  spx_csr *a = NULL;
+  spx_test_matrix_path(name, path, sizeof path);
+  if (spx_mm_read(path, SPX_DOUBLE, &a, NULL) != SPX_OK) fail_msg("%s: %s", name, spx_last_error());
+  return a;
+}
+
+/* ||b - A x|| / ||b|| by the reference CSR SpMV, in double (x and b of a's dtype). */
+static double true_rel(const spx_csr *a, const void *b, const void *x) {
+  int64_t n = a->nrows, i;
+  double *q = malloc((size_t)n * 8), *xd = malloc((size_t)n * 8), num = 0, den = 0;
+  spx_csr *ad = NULL;
+  assert_true(q && xd);
+  assert_int_equal(spx_csr_copy(a, SPX_DOUBLE, &ad), SPX_OK);
+  for (i = 0; i < n; i++) xd[i] = a->dtype == SPX_FLOAT ? ((const float *)x)[i] : ((const double *)x)[i];
+  assert_int_equal(spx_csr_spmv(ad, 1.0, xd, 0.0, q), SPX_OK);
+  for (i = 0; i < n; i++) {
+    double bi = a->dtype == SPX_FLOAT ? ((const float *)b)[i] : ((const double *)b)[i], d = bi - q[i];
+    if (d != d) { num = 1e300; break; }
+    num += d * d;
+    den += bi * bi;
+  }
+  free(q); free(xd); spx_csr_destroy(ad);
+  return __builtin_sqrt(num / den);
+}
+
+typedef spx_status (*solve_fn)(spx_plan *, const void *, void *, const spx_solve_options *, spx_solve_report *);
+
+/* Solves a x = b (b random, x0 random or 0) with fn on a host plan; checks convergence to rtol
+ * with the true residual; returns the iterations. */
+static int64_t solve_check_b(const char *what, const spx_csr *a, solve_fn fn, double rtol, int64_t maxit,
+                             int zero_x0, const double *given_b) {
+  spx_plan *p = host_plan(a, NULL);
+  spx_solve_options o;
+  spx_solve_report r;
+  int64_t n = a->nrows, i;
+  size_t vs = a->dtype == SPX_FLOAT ? 4 : 8;
+  void *b = malloc((size_t)n * vs), *x = malloc((size_t)n * vs);
+  double rel;
+  spx_status s;
+  assert_true(b && x);
+  for (i = 0; i < n; i++) {
+    double bi = given_b ? given_b[i] : spx_test_rand(), xi = zero_x0 ? 0 : 0.1 * spx_test_rand();
+    if (vs == 4) { ((float *)b)[i] = (float)bi; ((float *)x)[i] = (float)xi; }
+    else { ((double *)b)[i] = bi; ((double *)x)[i] = xi; }
+  }
+  spx_solve_options_default(&o);
+  o.rtol = rtol;
+  o.maxit = maxit;
+  s = fn(p, b, x, &o, &r);
+  if (s != SPX_OK) fail_msg("%s: %s (%s)", what, spx_last_error(), r.message);
+  rel = true_rel(a, b, x);
+  /* The recurrence passed rtol; the recomputed residual may drift a little above it. */
+  if (!(r.rel_resid <= rtol) || !(rel <= 3 * rtol) || !(r.true_rel_resid <= 3 * rtol))
+    fail_msg("%s: recurrence %.3g, reported true %.3g, recomputed %.3g > rtol %.3g after %lld iterations", what,
+             r.rel_resid, r.true_rel_resid, rel, rtol, (long long)r.iterations);
+  if (vs == 8) /* the report's is the same number (a float SpMV rounds it differently) */
+    assert_true(__builtin_fabs(rel - r.true_rel_resid) <= 1e-3 * rel + 1e-15);
+  assert_int_equal(r.status, SPX_OK);
+  assert_true(r.iterations > 0 && r.iterations <= maxit);
+  /* r_0, the iterations (BiCGSTAB: one less when it stops at a half step), the true residual. */
+  /* r_0 and the true residual per run (restarts), the iterations (BiCGSTAB: one less when the
+   * last stops at a half step). */
+  assert_true(r.restarts >= 0 && r.restarts <= 3);
+  assert_true(r.spmvs == r.spmvs_per_iter * r.iterations + 2 * (r.restarts + 1) ||
+              (r.spmvs_per_iter == 2 && r.spmvs == 2 * r.iterations + 2 * (r.restarts + 1) - 1));
+  assert_true(r.solve_ms >= 0 && r.setup_ms >= 0 && r.per_iter_us >= 0);
+  assert_non_null(strstr(r.message, "converged"));
+  free(b); free(x);
+  spx_plan_destroy(p);
+  return r.iterations;
+}
+
+static int64_t solve_check(const char *what, const spx_csr *a, solve_fn fn, double rtol, int64_t maxit,
+                           int zero_x0) {
+  return solve_check_b(what, a, fn, rtol, maxit, zero_x0, NULL);
+}
+
+/* One random right-hand side for comparisons between methods (malloc'd). */
+static double *rand_b(int64_t n) {
+  double *b = malloc((size_t)n * 8);
+  assert_non_null(b);
+  spx_test_fill(b, n);
+  return b;
+}
+
+static void test_poisson_elasticity(void **state) {
+  spx_csr *a;
+  int64_t it_cg, it_pcg;
+  double *b;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(12, 11, 10, 7, SPX_DOUBLE, &a), SPX_OK);
+  b = rand_b(a->nrows);
+  it_cg = solve_check_b("poisson7 cg", a, spx_solve_cg, 1e-8, 500, 1, b);
+  assert_true(it_cg > 10 && it_cg < 80);
+  it_pcg = solve_check_b("poisson7 pcg", a, spx_solve_pcg_jacobi, 1e-8, 500, 1, b);
+  if (!(it_pcg <= it_cg + 1 && it_pcg >= it_cg - 1)) /* constant diagonal: the same method */
+    fail_msg("poisson: pcg %lld, cg %lld iterations", (long long)it_pcg, (long long)it_cg);
+  free(b);
+  solve_check("poisson7 bicgstab", a, spx_solve_bicgstab, 1e-8, 500, 0);
+  spx_csr_destroy(a);
+  assert_int_equal(spx_gen_poisson3d(8, 8, 8, 27, SPX_FLOAT, &a), SPX_OK);
+  solve_check("poisson27 float cg", a, spx_solve_cg, 1e-5, 500, 0);
+  solve_check("poisson27 float bicgstab", a, spx_solve_bicgstab, 1e-5, 500, 1);
+  spx_csr_destroy(a);
+  assert_int_equal(spx_gen_elasticity3d(4, 3, 3, SPX_DOUBLE, &a), SPX_OK);
+  b = rand_b(a->nrows);
+  it_cg = solve_check_b("elasticity cg", a, spx_solve_cg, 1e-8, 2000, 1, b);
+  it_pcg = solve_check_b("elasticity pcg", a, spx_solve_pcg_jacobi, 1e-8, 2000, 1, b);
+  assert_true(it_pcg < it_cg);
+  free(b);
+  spx_csr_destroy(a);
+}
+
+/* SPD matrices of structural engineering and power networks (Harwell-Boeing). */
+static void test_shared_spd(void **state) {
+  static const char *const names[] = {"bcsstk05", "bcsstk22", "662_bus", "bcsstk16"};
+  int k;
+  (void)state;
+  for (k = 0; k < 4; k++) {
+    spx_csr *a = shared(names[k]);
+    char what[64];
+    int64_t cg, pcg;
+    double *b = rand_b(a->nrows);
+    snprintf(what, sizeof what, "%s cg", names[k]);
+    cg = solve_check_b(what, a, spx_solve_cg, 1e-8, 5000, 1, b);
+    snprintf(what, sizeof what, "%s pcg", names[k]);
+    pcg = solve_check_b(what, a, spx_solve_pcg_jacobi, 1e-8, 5000, 1, b);
+    if (!(pcg < cg)) fail_msg("%s: pcg %lld, cg %lld", names[k], (long long)pcg, (long long)cg); /* Jacobi pays */
+    free(b);
+    spx_csr_destroy(a);
+  }
+}
+
+/* A SPD matrix scaled badly on purpose, D A D with D spanning 4 decades: PCG needs far fewer
+ * iterations than CG. */
+static void test_pcg_badly_scaled(void **state) {
+  spx_csr *a = shared("bcsstk04"), *g;
+  int64_t i, k, cg, pcg;
+  double *d;
+  (void)state;
+  cg = solve_check("bcsstk04 cg", a, spx_solve_cg, 1e-8, 5000, 0);
+  pcg = solve_check("bcsstk04 pcg", a, spx_solve_pcg_jacobi, 1e-8, 5000, 0);
+  assert_true(4 * pcg < cg);
+  spx_csr_destroy(a);
+  assert_int_equal(spx_gen_poisson3d(10, 10, 10, 7, SPX_DOUBLE, &g), SPX_OK);
+  d = malloc((size_t)g->nrows * 8);
+  for (i = 0; i < g->nrows; i++) {
+    double u = 0.5 + 0.5 * spx_test_rand();
+    d[i] = 1 + 30 * u * u * u * u;
+  }
+  for (i = 0; i < g->nrows; i++)
+    for (k = g->row_ptr[i]; k < g->row_ptr[i + 1]; k++) g->val.d[k] *= d[i] * d[g->col_idx[k]];
+  cg = solve_check("scaled poisson cg", g, spx_solve_cg, 1e-8, 20000, 0);
+  pcg = solve_check("scaled poisson pcg", g, spx_solve_pcg_jacobi, 1e-8, 20000, 0);
+  if (!(4 * pcg < cg)) fail_msg("pcg %lld vs cg %lld iterations", (long long)pcg, (long long)cg);
+  free(d);
+  spx_csr_destroy(g);
+}
+
+static void test_bicgstab_nonsymmetric(void **state) {
+  static const char *const names[] = {"cage8", "cage10", "bfwa62"};
+  spx_csr *a;
+  int k;
+  (void)state;
+  for (k = 0; k < 3; k++) {
+    char what[64];
+    a = shared(names[k]);
+    snprintf(what, sizeof what, "%s bicgstab", names[k]);
+    solve_check(what, a, spx_solve_bicgstab, 1e-8, 2000, k & 1);
+    spx_csr_destroy(a);
+  }
+  assert_int_equal(spx_gen_powerlaw(3000, 2.2, 2, 50, 7, SPX_FLOAT, &a), SPX_OK);
+  solve_check("powerlaw float bicgstab", a, spx_solve_bicgstab, 1e-5, 2000, 0);
+  spx_csr_destroy(a);
+}
+
+/* Runs fn, expects status want; x stays finite. */
+static spx_solve_report expect_status(const spx_csr *a, solve_fn fn, const double *b, spx_status want,
+                                      const char *msg_part, int64_t maxit) {
+  spx_plan *p = host_plan(a, NULL);
+  spx_solve_options o;
+  spx_solve_report r;
+  int64_t i, n = a->nrows;
+  double *x = calloc((size_t)n, 8);
+  spx_status s;
+  spx_solve_options_default(&o);
+  o.maxit = maxit;
+  s = fn(p, b, x, &o, &r);
+  if (s != want) fail_msg("status %s, wanted %s (%s): %s", spx_status_string(s), spx_status_string(want), msg_part, r.message);
+  assert_int_equal(r.status, want);
+  assert_int_equal(spx_last_status(), want);
+  if (want && msg_part && !strstr(spx_last_error(), msg_part)) fail_msg("'%s' lacks '%s'", spx_last_error(), msg_part);
+  if (msg_part && !strstr(r.message, msg_part)) fail_msg("'%s' lacks '%s'", r.message, msg_part);
+  int finite_b = 1;
+  for (i = 0; i < n; i++) assert_true(x[i] - x[i] == 0);
+  for (i = 0; i < n; i++) finite_b &= b[i] - b[i] == 0;
+  assert_true(!finite_b || r.true_resid - r.true_resid == 0);
+  free(x);
+  spx_plan_destroy(p);
+  return r;
+}
+
+static void test_breakdowns(void **state) {
+  spx_csr *a;
+  spx_solve_report r;
+  double *b;
+  int64_t i;
+  int32_t ri[] = {0, 1}, ci[] = {1, 0};
+  double rv[] = {1, -1}, b2[] = {1, 0};
+  (void)state;
+  /* Negative definite: p.Ap < 0 in the first iteration. */
+  assert_int_equal(spx_gen_poisson3d(6, 6, 6, 7, SPX_DOUBLE, &a), SPX_OK);
+  for (i = 0; i < a->nnz; i++) a->val.d[i] = -a->val.d[i];
+  b = malloc((size_t)a->nrows * 8);
+  spx_test_fill(b, a->nrows);
+  r = expect_status(a, spx_solve_cg, b, SPX_BREAKDOWN, "not symmetric positive definite", 100);
+  assert_int_equal(r.iterations, 0);
+  /* Jacobi on it: the diagonal is negative, r.z < 0 before the first iteration. */
+  r = expect_status(a, spx_solve_pcg_jacobi, b, SPX_BREAKDOWN, "r.z", 100);
+  /* BiCGSTAB solves it (nonsingular). */
+  r = expect_status(a, spx_solve_bicgstab, b, SPX_OK, "converged", 500);
+  assert_true(r.true_rel_resid < 1e-7);
+  spx_csr_destroy(a);
+  free(b);
+  /* Indefinite and nonsymmetric (bfwa62): CG finds p.Ap <= 0. */
+  a = shared("bfwa62");
+  b = malloc((size_t)a->nrows * 8);
+  for (i = 0; i < a->nrows; i++) b[i] = 1.0 + 0.1 * (double)(i % 7); /* p.Ap < 0 in iteration 3 */
+  expect_status(a, spx_solve_cg, b, SPX_BREAKDOWN, "p.Ap", 1000);
+  spx_csr_destroy(a);
+  free(b);
+  /* A rotation: r0^.A r0 = 0 for every r0, BiCGSTAB breaks down at once. */
+  assert_int_equal(spx_csr_from_coo(2, 2, 2, ri, ci, rv, SPX_DOUBLE, &a), SPX_OK);
+  r = expect_status(a, spx_solve_bicgstab, b2, SPX_BREAKDOWN, "r0^.v", 10);
+  assert_int_equal(r.iterations, 0);
+  /* NaN in b is never a success. */
+  b2[1] = NAN;
+  expect_status(a, spx_solve_bicgstab, b2, SPX_BREAKDOWN, "NaN", 10);
+  spx_csr_destroy(a);
+  assert_int_equal(spx_gen_poisson3d(5, 5, 5, 7, SPX_DOUBLE, &a), SPX_OK);
+  b = malloc((size_t)a->nrows * 8);
+  spx_test_fill(b, a->nrows);
+  b[7] = INFINITY;
+  expect_status(a, spx_solve_cg, b, SPX_BREAKDOWN, "NaN or Inf", 10);
+  free(b);
+  spx_csr_destroy(a);
+}
+
+static void test_not_converged(void **state) {
+  spx_csr *a;
+  double *b, hist[64];
+  spx_solve_report r;
+  spx_plan *p;
+  spx_solve_options o;
+  double *x;
+  int k;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(10, 10, 10, 7, SPX_DOUBLE, &a), SPX_OK);
+  b = malloc((size_t)a->nrows * 8);
+  spx_test_fill(b, a->nrows);
+  r = expect_status(a, spx_solve_cg, b, SPX_NOT_CONVERGED, "not converged in 3 iterations", 3);
+  assert_int_equal(r.iterations, 3);
+  assert_true(r.rel_resid > 1e-8 && r.rel_resid < 1);
+  r = expect_status(a, spx_solve_bicgstab, b, SPX_NOT_CONVERGED, "not converged", 2);
+  assert_int_equal(r.iterations, 2);
+  /* History: iterations + 1 entries, ||r_0|| first, the final residual last; a short buffer is
+   * filled and not overrun. */
+  p = host_plan(a, NULL);
+  x = calloc((size_t)a->nrows, 8);
+  spx_solve_options_default(&o);
+  o.maxit = 5;
+  o.history = hist;
+  o.history_len = 7;
+  hist[6] = hist[7] = -1;
+  assert_int_equal(spx_solve_cg(p, b, x, &o, &r), SPX_NOT_CONVERGED);
+  assert_int_equal(r.history_count, 6);
+  assert_true(__builtin_fabs(hist[0] - r.bnorm) <= 1e-12 * r.bnorm); /* x0 = 0: r0 = b */
+  assert_true(hist[5] == r.resid);
+  for (k = 0; k < 6; k++) assert_true(hist[k] > 0);
+  assert_true(hist[6] == -1);
+  o.history_len = 3;
+  memset(x, 0, (size_t)a->nrows * 8);
+  assert_int_equal(spx_solve_cg(p, b, x, &o, &r), SPX_NOT_CONVERGED);
+  assert_int_equal(r.history_count, 3);
+  assert_true(hist[3] > 0 && hist[6] == -1);
+  /* Converged: iterations + 1 entries, decreasing overall. */
+  o.maxit = 100;
+  o.history_len = 64;
+  memset(x, 0, (size_t)a->nrows * 8);
+  o.rtol = 1e-2;
+  assert_int_equal(spx_solve_cg(p, b, x, &o, &r), SPX_OK);
+  assert_true(r.iterations + 1 <= 64);
+  assert_int_equal(r.history_count, r.iterations + 1);
+  assert_true(hist[r.iterations] <= 1e-2 * r.bnorm && hist[r.iterations] < hist[0]);
+  /* The exact answer as x0: zero iterations. And b = 0, x0 = 0: zero iterations, x stays 0. */
+  o.rtol = 1e-8;
+  assert_int_equal(spx_solve_cg(p, b, x, &o, &r), SPX_OK);
+  o.rtol = 1e-2;
+  assert_int_equal(spx_solve_cg(p, b, x, &o, &r), SPX_OK);
+  assert_int_equal(r.iterations, 0);
+  memset(b, 0, (size_t)a->nrows * 8);
+  memset(x, 0, (size_t)a->nrows * 8);
+  assert_int_equal(spx_solve_bicgstab(p, b, x, &o, &r), SPX_OK);
+  assert_int_equal(r.iterations, 0);
+  assert_true(x[0] == 0 && r.true_resid == 0);
+  free(x);
+  spx_plan_destroy(p);
+  free(b);
+  spx_csr_destroy(a);
+}
+
+static void test_bad_arguments(void **state) {
+  spx_csr *a, *rect, *zd;
+  spx_plan *p, *pr, *pz;
+  spx_solve_options o;
+  spx_solve_report r;
+  double *b, *x, h[2];
+  int32_t ri[] = {0, 1, 1}, ci[] = {1, 0, 1};
+  double v[] = {1, 1, 2};
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(4, 4, 4, 7, SPX_DOUBLE, &a), SPX_OK);
+  assert_int_equal(spx_csr_from_coo(2, 3, 3, ri, ci, v, SPX_DOUBLE, &rect), SPX_OK);
+  assert_int_equal(spx_csr_from_coo(2, 2, 3, ri, ci, v, SPX_DOUBLE, &zd), SPX_OK); /* a_00 = 0 */
+  p = host_plan(a, NULL);
+  pr = host_plan(rect, NULL);
+  pz = host_plan(zd, NULL);
+  b = calloc(64, 8); x = calloc(64, 8);
+  b[3] = 1;
+#define BAD(call, part)                                                                         \
+  do {                                                                                          \
+    memset(&r, 0x5a, sizeof r);                                                                 \
+    assert_int_equal((call), SPX_INVALID_ARGUMENT);                                             \
+    if (!strstr(spx_last_error(), part)) fail_msg("'%s' lacks '%s'", spx_last_error(), part);   \
+    assert_int_equal(r.status, SPX_INVALID_ARGUMENT);                                           \
+  } while (0)
+  spx_solve_options_default(&o);
+  BAD(spx_solve_cg(NULL, b, x, &o, &r), "NULL plan");
+  BAD(spx_solve_cg(p, NULL, x, &o, &r), "b is NULL");
+  BAD(spx_solve_bicgstab(p, b, NULL, &o, &r), "x is NULL");
+  BAD(spx_solve_cg(pr, b, x, &o, &r), "2 x 3");
+  BAD(spx_solve_bicgstab(pr, b, x, &o, &r), "square");
+  o.rtol = 0;
+  BAD(spx_solve_cg(p, b, x, &o, &r), "both 0");
+  o.rtol = -1;
+  BAD(spx_solve_pcg_jacobi(p, b, x, &o, &r), "rtol");
+  o.rtol = 1e-8; o.atol = NAN;
+  BAD(spx_solve_cg(p, b, x, &o, &r), "atol");
+  o.atol = 0; o.maxit = 0;
+  BAD(spx_solve_bicgstab(p, b, x, &o, &r), "maxit");
+  o.maxit = 10; o.history_len = 2;
+  BAD(spx_solve_cg(p, b, x, &o, &r), "history");
+  o.history = h; o.history_len = -1;
+  BAD(spx_solve_cg(p, b, x, &o, &r), "history");
+  spx_solve_options_default(&o);
+  o.precond = (spx_precond_fn)1;
+  BAD(spx_solve_pcg_jacobi(p, b, x, &o, &r), "Jacobi");
+  spx_solve_options_default(&o);
+  BAD(spx_solve_pcg_jacobi(pz, b, x, &o, &r), "a[0][0] = 0");
+  /* Only rtol or only atol is fine; a NULL report too; NULL options are the defaults. */
+  o.rtol = 0; o.atol = 1e-6;
+  assert_int_equal(spx_solve_cg(p, b, x, &o, NULL), SPX_OK);
+  assert_int_equal(spx_solve_cg(p, b, x, NULL, NULL), SPX_OK);
+  assert_int_equal(spx_solve_report_print(NULL, stdout, 0), SPX_INVALID_ARGUMENT);
+#undef BAD
+  free(b); free(x);
+  spx_plan_destroy(p); spx_plan_destroy(pr); spx_plan_destroy(pz);
+  spx_csr_destroy(a); spx_csr_destroy(rect); spx_csr_destroy(zd);
+}
+
+/* Preconditioner callbacks on the host: z = r (identity) or z = r / diag. */
+typedef struct pc_data {
+  int calls, fail_at;
+  int64_t n;
+  const double *dinv;
+} pc_data;
+
+static spx_status pc_apply(void *data, const void *r, void *z) {
+  pc_data *d = (pc_data *)data;
+  int64_t i;
+  if (++d->calls == d->fail_at) return SPX_UNSUPPORTED;
+  for (i = 0; i < d->n; i++) ((double *)z)[i] = d->dinv ? d->dinv[i] * ((const double *)r)[i] : ((const double *)r)[i];
+  return SPX_OK;
+}
+
+static void test_preconditioner_callback(void **state) {
+  spx_csr *a;
+  spx_plan *p;
+  spx_solve_options o;
+  spx_solve_report r0, r1;
+  pc_data d;
+  int64_t n, i;
+  double *b, *x0, *x1, *dinv;
+  (void)state;
+  assert_int_equal(spx_gen_elasticity3d(3, 3, 3, SPX_DOUBLE, &a), SPX_OK);
+  n = a->nrows;
+  p = host_plan(a, NULL);
+  b = malloc((size_t)n * 8); x0 = calloc((size_t)n, 8); x1 = calloc((size_t)n, 8); dinv = malloc((size_t)n * 8);
+  spx_test_fill(b, n);
+  spx_solve_options_default(&o);
+  /* Identity: exactly CG (the same sums in the same order). */
+  assert_int_equal(spx_solve_cg(p, b, x0, &o, &r0), SPX_OK);
+  memset(&d, 0, sizeof d);
+  d.n = n;
+  o.precond = pc_apply;
+  o.precond_data = &d;
+  assert_int_equal(spx_solve_cg(p, b, x1, &o, &r1), SPX_OK);
+  assert_int_equal(r1.iterations, r0.iterations);
+  assert_int_equal(d.calls, r1.iterations); /* r_0 and every iteration that did not stop */
+  assert_int_equal(r1.precond_calls, d.calls);
+  assert_memory_equal(x0, x1, (size_t)n * 8);
+  /* Jacobi by callback: the iterations of spx_solve_pcg_jacobi. */
+  assert_int_equal(spx_plan_diagonal(p, dinv), SPX_OK);
+  for (i = 0; i < n; i++) dinv[i] = 1.0 / dinv[i];
+  memset(x0, 0, (size_t)n * 8); memset(x1, 0, (size_t)n * 8);
+  o.precond = NULL;
+  assert_int_equal(spx_solve_pcg_jacobi(p, b, x0, &o, &r0), SPX_OK);
+  memset(&d, 0, sizeof d);
+  d.n = n; d.dinv = dinv;
+  o.precond = pc_apply;
+  assert_int_equal(spx_solve_cg(p, b, x1, &o, &r1), SPX_OK);
+  assert_true(r1.iterations >= r0.iterations - 1 && r1.iterations <= r0.iterations + 1);
+  assert_true(r1.iterations < 100);
+  /* BiCGSTAB with the callback: two calls per iteration (right preconditioning). */
+  memset(&d, 0, sizeof d);
+  d.n = n; d.dinv = dinv;
+  memset(x1, 0, (size_t)n * 8);
+  assert_int_equal(spx_solve_bicgstab(p, b, x1, &o, &r1), SPX_OK);
+  assert_true(d.calls >= 2 * r1.iterations - 1 && d.calls <= 2 * r1.iterations);
+  assert_true(r1.true_rel_resid < 1e-7);
+  /* A failing callback stops the solve with its status and says so. */
+  memset(&d, 0, sizeof d);
+  d.n = n; d.fail_at = 3;
+  memset(x1, 0, (size_t)n * 8);
+  assert_int_equal(spx_solve_cg(p, b, x1, &o, &r1), SPX_UNSUPPORTED);
+  assert_non_null(strstr(spx_last_error(), "preconditioner callback failed"));
+  assert_int_equal(r1.status, SPX_UNSUPPORTED);
+  for (i = 0; i < n; i++) assert_true(x1[i] - x1[i] == 0);
+  free(b); free(x0); free(x1); free(dinv);
+  spx_plan_destroy(p);
+  spx_csr_destroy(a);
+}
+
+/* Every solver on every host format gives the same iterations (the SpMV is the only difference). */
+static void test_any_plan(void **state) {
+  static const char *const fmts[] = {"csr", "ell", "sell", "jds", "coo"};
+  spx_csr *a;
+  int64_t n, it0 = -1;
+  double *b, *x;
+  int k;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(9, 8, 7, 27, SPX_DOUBLE, &a), SPX_OK);
+  n = a->nrows;
+  b = malloc((size_t)n * 8); x = malloc((size_t)n * 8);
+  spx_test_fill(b, n);
+  for (k = 0; k < 5; k++) {
+    spx_plan *p = host_plan(a, fmts[k]);
+    spx_solve_report r;
+    spx_format f;
+    assert_int_equal(spx_format_from_name(fmts[k], &f), SPX_OK);
+    assert_int_equal(spx_plan_format(p), f);
+    memset(x, 0, (size_t)n * 8);
+    assert_int_equal(spx_solve_cg(p, b, x, NULL, &r), SPX_OK);
+    if (it0 < 0) it0 = r.iterations;
+    assert_true(r.iterations >= it0 - 1 && r.iterations <= it0 + 1);
+    assert_true(true_rel(a, b, x) < 3e-8);
+    spx_plan_destroy(p);
+  }
+  {
+    spx_plan_options o;
+    spx_plan *p;
+    spx_plan_options_default(&o);
+    o.backend = SPX_BACKEND_HOST; o.no_calibrate = 1; o.force = "cusparse";
+    assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_INVALID_ARGUMENT);
+    assert_non_null(strstr(spx_last_error(), "candidates"));
+    o.force = "nosuch";
+    assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_INVALID_ARGUMENT);
+  }
+  free(b); free(x);
+  spx_csr_destroy(a);
+}
+
+static void test_report_print(void **state) {
+  spx_csr *a;
+  spx_plan *p;
+  spx_solve_report r;
+  double *b, *x;
+  char buf[4096];
+  FILE *f;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(5, 5, 5, 7, SPX_DOUBLE, &a), SPX_OK);
+  p = host_plan(a, NULL);
+  b = malloc((size_t)a->nrows * 8); x = calloc((size_t)a->nrows, 8);
+  spx_test_fill(b, a->nrows);
+  assert_int_equal(spx_solve_cg(p, b, x, NULL, &r), SPX_OK);
+  assert_true(r.vector_bytes_per_iter == 10 * a->nrows * 8);
+  f = tmpfile();
+  assert_non_null(f);
+  assert_int_equal(spx_solve_report_print(&r, f, 1), SPX_OK);
+  rewind(f);
+  buf[fread(buf, 1, sizeof buf - 1, f)] = 0;
+  fclose(f);
+  assert_non_null(strstr(buf, "\"method\": \"cg\""));
+  assert_non_null(strstr(buf, "\"status\": \"ok\""));
+  assert_non_null(strstr(buf, "\"true_rel_resid\""));
+  free(b); free(x);
+  spx_plan_destroy(p);
+  spx_csr_destroy(a);
+}
+
+/* The krylov kernels compile for sm_80 and sm_90, double and float (NVRTC only, no GPU). */
+static void test_kernels_compile(void **state) {
+  static const char *const archs[] = {"sm_80", "sm_90"};
+  static const char *const types[] = {"SPX_VALUE_T=double", "SPX_VALUE_T=float"};
+  int maj, min, a, t, origin;
+  (void)state;
+  if (spx_nvrtc_version(&maj, &min) != SPX_OK) {
+    spx_clear_error();
+    skip();
+  }
+  for (a = 0; a < 2; a++)
+    for (t = 0; t < 2; t++) {
+      const char *defs[2] = {types[t], "SPX_BLOCK=256"};
+      if (spx_jit_compile_only("krylov", 2, defs, archs[a], &origin) != SPX_OK)
+        fail_msg("krylov %s %s: %s", archs[a], types[t], spx_last_error());
+    }
+}
+
+/* ---- GPU ---------------------------------------------------------------------------------------- */
+static spx_context *gpu_ctx(void) {
+  spx_context *g = NULL;
+  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  if (spx_device_count() < 1 || spx_context_create(&co, &g) != SPX_OK) {
+    spx_clear_error();
+    return NULL;
+  }
+  return g;
+}
+
+/* Solves on the GPU with a forced plan (device vectors), checks the true residual and the host's
+ * iteration count; returns x (malloc'd) for the determinism check. */
+static double *gpu_solve(spx_context *g, const spx_csr *a, const char *force, solve_fn fn, const double *b,
+                         int64_t host_it, double rtol, int host_vectors, int poll) {
+  spx_plan_options po;
+  spx_plan *p = NULL;
+  spx_solve_options o;
+  spx_solve_report r;
+  int64_t n = a->nrows;
+  double *x = calloc((size_t)n, 8), rel, hist[4096];
+  spx_devptr db = 0, dx = 0;
+  spx_status s;
+  spx_plan_options_default(&po);
+  po.force = force;
+  if (spx_plan_create(g, a, &po, &p) != SPX_OK) fail_msg("%s: %s", force, spx_last_error());
+  spx_solve_options_default(&o);
+  o.rtol = rtol;
+  o.maxit = 3000;
+  o.history = hist;
+  o.history_len = 4096;
+  o.poll = poll;
+  if (host_vectors) {
+    o.host_vectors = 1;
+    s = fn(p, b, x, &o, &r);
+  } else {
+    assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &db), SPX_OK);
+    assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dx), SPX_OK);
+    assert_int_equal(spx_device_upload(g, db, b, (size_t)n * 8), SPX_OK);
+    assert_int_equal(spx_device_memset(g, dx, 0, (size_t)n * 8), SPX_OK);
+    s = fn(p, (const void *)(uintptr_t)db, (void *)(uintptr_t)dx, &o, &r);
+    assert_int_equal(spx_device_download(g, x, dx, (size_t)n * 8), SPX_OK);
+    spx_device_free(g, db);
+    spx_device_free(g, dx);
+  }
+  if (s != SPX_OK) fail_msg("%s %s: %s", force, r.method, spx_last_error());
+  rel = true_rel(a, b, x);
+  if (!(rel <= 3 * rtol) || !(r.true_rel_resid <= 3 * rtol) || r.iterations < host_it - 3 || r.iterations > host_it + 3)
+    fail_msg("%s %s: %lld iterations (host %lld), true residual %.3g (reported %.3g)", force, r.method,
+             (long long)r.iterations, (long long)host_it, rel, r.true_rel_resid);
+  assert_int_equal(r.history_count, r.iterations + 1);
+  assert_true(__builtin_fabs(hist[r.iterations] - r.resid) <= 1e-12 * r.resid);
+  spx_plan_destroy(p);
+  return x;
+}
+
+static int64_t host_iterations(const spx_csr *a, solve_fn fn, const double *b, double rtol) {
+  spx_plan *p = host_plan(a, NULL);
+  spx_solve_options o;
+  spx_solve_report r;
+  double *x = calloc((size_t)a->nrows, 8);
+  spx_solve_options_default(&o);
+  o.rtol = rtol;
+  o.maxit = 3000;
+  assert_int_equal(fn(p, b, x, &o, &r), SPX_OK);
+  free(x);
+  spx_plan_destroy(p);
+  return r.iterations;
+}
+
+static void test_gpu_solvers(void **state) {
+  static const char *const plans[] = {"ell", "sell", "csr", "cusparse"};
+  static const solve_fn fns[] = {spx_solve_cg, spx_solve_pcg_jacobi, spx_solve_bicgstab};
+  spx_context *g = gpu_ctx();
+  spx_csr *a, *c;
+  double *b, *bc;
+  int k, m;
+  (void)state;
+  if (!g) skip();
+  assert_int_equal(spx_gen_elasticity3d(6, 5, 5, SPX_DOUBLE, &a), SPX_OK);
+  c = shared("cage10");
+  b = malloc((size_t)a->nrows * 8);
+  bc = malloc((size_t)c->nrows * 8);
+  spx_test_fill(b, a->nrows);
+  spx_test_fill(bc, c->nrows);
+  for (m = 0; m < 3; m++) {
+    int64_t hit = host_iterations(a, fns[m], b, 1e-8), hc = host_iterations(c, spx_solve_bicgstab, bc, 1e-8);
+    for (k = 0; k < 4; k++) {
+      double *x1 = gpu_solve(g, a, plans[k], fns[m], b, hit, 1e-8, 0, 0);
+      double *x2 = gpu_solve(g, a, plans[k], fns[m], b, hit, 1e-8, k == 0, k == 1 ? 1 : 0);
+      /* The same device, grid and order: the same bits (poll and host_vectors change nothing). */
+      if (memcmp(x1, x2, (size_t)a->nrows * 8)) fail_msg("%s: two runs differ", plans[k]);
+      free(x1); free(x2);
+      if (m == 2) free(gpu_solve(g, c, plans[k], spx_solve_bicgstab, bc, hc, 1e-8, 0, 0));
+    }
+  }
+  free(b); free(bc);
+  spx_csr_destroy(a); spx_csr_destroy(c);
+  spx_context_destroy(g);
+}
+
+/* GPU breakdowns and the iteration limit report as the host does. */
+static void test_gpu_endings(void **state) {
+  spx_context *g = gpu_ctx();
+  spx_csr *a, *rot;
+  spx_plan *p, *pr;
+  spx_solve_options o;
+  spx_solve_report r;
+  double *b, *x, b2[2] = {1, 0}, x2[2] = {0, 0};
+  int32_t ri[] = {0, 1}, ci[] = {1, 0};
+  double rv[] = {1, -1};
+  int64_t i, n;
+  (void)state;
+  if (!g) skip();
+  assert_int_equal(spx_gen_poisson3d(8, 8, 8, 7, SPX_DOUBLE, &a), SPX_OK);
+  n = a->nrows;
+  for (i = 0; i < a->nnz; i++) a->val.d[i] = -a->val.d[i];
+  assert_int_equal(spx_plan_create(g, a, NULL, &p), SPX_OK);
+  b = malloc((size_t)n * 8); x = calloc((size_t)n, 8);
+  spx_test_fill(b, n);
+  spx_solve_options_default(&o);
+  o.host_vectors = 1;
+  assert_int_equal(spx_solve_cg(p, b, x, &o, &r), SPX_BREAKDOWN);
+  assert_non_null(strstr(r.message, "not symmetric positive definite"));
+  assert_int_equal(r.iterations, 0);
+  o.maxit = 4;
+  assert_int_equal(spx_solve_bicgstab(p, b, x, &o, &r), SPX_NOT_CONVERGED);
+  assert_int_equal(r.iterations, 4);
+  for (i = 0; i < n; i++) assert_true(x[i] - x[i] == 0);
+  assert_int_equal(spx_csr_from_coo(2, 2, 2, ri, ci, rv, SPX_DOUBLE, &rot), SPX_OK);
+  assert_int_equal(spx_plan_create(g, rot, NULL, &pr), SPX_OK);
+  assert_int_equal(spx_solve_bicgstab(pr, b2, x2, &o, &r), SPX_BREAKDOWN);
+  assert_non_null(strstr(r.message, "r0^.v"));
+  free(b); free(x);
+  spx_plan_destroy(p); spx_plan_destroy(pr);
+  spx_csr_destroy(a); spx_csr_destroy(rot);
+  spx_context_destroy(g);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_poisson_elasticity),  cmocka_unit_test(test_shared_spd),
+      cmocka_unit_test(test_pcg_badly_scaled),    cmocka_unit_test(test_bicgstab_nonsymmetric),
+      cmocka_unit_test(test_breakdowns),          cmocka_unit_test(test_not_converged),
+      cmocka_unit_test(test_bad_arguments),       cmocka_unit_test(test_preconditioner_callback),
+      cmocka_unit_test(test_any_plan),            cmocka_unit_test(test_report_print),
+      cmocka_unit_test(test_kernels_compile),     cmocka_unit_test(test_gpu_solvers),
+      cmocka_unit_test(test_gpu_endings),
+  };
+  setenv("SPX_QUIET", "1", 0);
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
