@@ -1095,8 +1095,14 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   spx_csr *a = NULL;
   const spx_csr *use = a0;
   int64_t limit = o->memory_limit;
-  double t0 = spx__now();
+  double t0 = spx__now(), tl = t0;
+  const char *tr = getenv("SPX_PLAN_TRACE"); /* per-stage wall times on stderr, to see where selection goes */
   spx_status s;
+#define SPX__PLAN_TRACE(what)                                                              \
+  do {                                                                                     \
+    if (tr && *tr && *tr != '0') fprintf(stderr, "spx plan: %-10s %8.3f ms\n", what, 1e3 * (spx__now() - tl)); \
+    tl = spx__now();                                                                       \
+  } while (0)
   p->strategy = o->strategy;
   p->calls = o->expected_calls;
   p->dtype = o->dtype == -1 ? a0->dtype : (spx_dtype)o->dtype;
@@ -1107,17 +1113,23 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
     if ((s = spx_csr_copy(a0, p->dtype, &a))) return s;
     use = a;
   }
+  SPX__PLAN_TRACE("copy");
   if ((s = spx__plan_diag(p, use))) goto fail;
+  SPX__PLAN_TRACE("diagonal");
   if ((s = spx__plan_devdesc(p, o, &dev))) goto fail;
+  SPX__PLAN_TRACE("device");
   if (limit == 0 && p->backend == SPX_BACKEND_CUDA) {
     spx_device_info info;
     if (spx_context_device_info(p->ctx, &info) == SPX_OK && info.free_mem > 0) limit = info.free_mem;
     spx_clear_error();
   }
+  SPX__PLAN_TRACE("memory");
   spx__plan_rowstats(use, &p->an);
+  SPX__PLAN_TRACE("rowstats");
   if ((s = spx__plan_candidates(use, &dev, o->expected_calls, limit, spx__plan_has_cusparse(p),
                                 p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand)))
     goto fail;
+  SPX__PLAN_TRACE("model");
   if (o->force) s = spx__plan_forced(p, o->force);
   else switch (p->strategy) {
   case SPX_PLAN_KUBOTA: s = spx__plan_heuristic(p, &spx__plan_kubota); break;
@@ -1158,6 +1170,8 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   if (s) goto fail;
   p->format = p->cand[p->chosen].format;
   p->engine = p->cand[p->chosen].engine;
+  SPX__PLAN_TRACE("strategy");
+#undef SPX__PLAN_TRACE
   p->select_ms = 1e3 * (spx__now() - t0);
   if (!p->built && o->eager) {
     if ((s = spx__plan_build_from(p, use))) goto fail;
@@ -1181,7 +1195,12 @@ spx_status spx_plan_create(spx_context *ctx, const spx_csr *a, const spx_plan_op
   *out = NULL;
   if (options) o = *options;
   else spx_plan_options_default(&o);
-  if ((s = spx__plan_check(a, &o))) return s;
+  {
+    double tv = spx__now();
+    const char *tr = getenv("SPX_PLAN_TRACE");
+    if ((s = spx__plan_check(a, &o))) return s;
+    if (tr && *tr && *tr != '0') fprintf(stderr, "spx plan: %-10s %8.3f ms\n", "validate", 1e3 * (spx__now() - tv));
+  }
   if (!(p = (spx_plan *)spx__calloc(1, sizeof *p))) return SPX_OUT_OF_MEMORY;
   if ((s = spx__plan_context(p, ctx, &o)) || (s = spx__plan_select(p, a, &o)) || (o.eager && (s = spx_plan_build(p)))) {
     spx_plan_destroy(p);
