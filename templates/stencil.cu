@@ -13,8 +13,8 @@
  *          buffers. blockIdx.z takes `chunk` output planes each.
  *
  * spx_stencil_step   MAPPING one thread per (x, y) column of a SPX_BX x SPX_BY block, looping over z
- *                    with a register queue (below, centre, above), four planes per trip with their
- *                    loads issued together; x/y neighbours come through the read-only cache. No shared memory. BYTES 2 * sizeof(T) per cell per step (one
+ *                    with a register queue (below, centre, above); x/y neighbours come through the
+ *                    read-only cache. No shared memory. BYTES 2 * sizeof(T) per cell per step (one
  *                    read, one write) plus 2 planes per z-chunk.
  * spx_stencil_tb     MAPPING one thread per column of a SPX_BX x SPX_BY tile that includes a halo of
  *                    DEPTH columns on each side, so the block writes (BX - 2 DEPTH) x (BY - 2 DEPTH)
@@ -115,27 +115,7 @@ spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ o
   spx_value_t *q = out + (z0 - wz0) * SPX_PLANE + col;
   /* zlo >= 1 and zhi <= NZ-1: planes z0-1 and z1 exist and lie in the window. */
   spx_value_t below = __ldg(p - SPX_PLANE), centre = __ldg(p);
-  int z = z0;
-  /* Four planes per trip with every load issued before the first update: one load in flight per
-   * thread leaves a z-marching kernel latency-bound (about 60 % of copy bandwidth on an H100). */
-  for (; z + 4 <= z1; z += 4, p += 4 * SPX_PLANE, q += 4 * SPX_PLANE) {
-    spx_value_t a[4], w[4], e[4], s[4], n[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-      const spx_value_t *pk = p + k * SPX_PLANE;
-      a[k] = __ldg(pk + SPX_PLANE);
-      if (!edge) {
-        w[k] = __ldg(pk - 1); e[k] = __ldg(pk + 1); s[k] = __ldg(pk - SPX_NX); n[k] = __ldg(pk + SPX_NX);
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-      q[k * SPX_PLANE] = edge ? centre : spx_update(centre, w[k], e[k], s[k], n[k], below, a[k]);
-      below = centre;
-      centre = a[k];
-    }
-  }
-  for (; z < z1; z++, p += SPX_PLANE, q += SPX_PLANE) {
+  for (int z = z0; z < z1; z++, p += SPX_PLANE, q += SPX_PLANE) {
     const spx_value_t above = __ldg(p + SPX_PLANE);
     *q = edge ? centre
               : spx_update(centre, __ldg(p - 1), __ldg(p + 1), __ldg(p - SPX_NX), __ldg(p + SPX_NX),

@@ -1665,7 +1665,7 @@ static const char *const spx__template_ss[] = {
 
 /* templates/stencil.cu */
 static const char *const spx__template_stencil[] = {
-    /* chunk 0: bytes 0..3935 */
+    /* chunk 0: bytes 0..3971 */
     ("/* stencil.cu: the 3-D 7-point diffusion stencil, one step per launch and in-kernel temporal blocking.\n"
     " *\n"
     " * GRID     SPX_NX x SPX_NY x SPX_NZ cells, x fastest: cell (x, y, z) of a buffer that holds planes\n"
@@ -1681,8 +1681,8 @@ static const char *const spx__template_stencil[] = {
     " *          buffers. blockIdx.z takes `chunk` output planes each.\n"
     " *\n"
     " * spx_stencil_step   MAPPING one thread per (x, y) column of a SPX_BX x SPX_BY block, looping over z\n"
-    " *                    with a register queue (below, centre, above), four planes per trip with their\n"
-    " *                    loads issued together; x/y neighbours come through the read-only cache. No shared memory. BYTES 2 * sizeof(T) per cell per step (one\n"
+    " *                    with a register queue (below, centre, above); x/y neighbours come through the\n"
+    " *                    read-only cache. No shared memory. BYTES 2 * sizeof(T) per cell per step (one\n"
     " *                    read, one write) plus 2 planes per z-chunk.\n"
     " * spx_stencil_tb     MAPPING one thread per column of a SPX_BX x SPX_BY tile that includes a halo of\n"
     " *                    DEPTH columns on each side, so the block writes (BX - 2 DEPTH) x (BY - 2 DEPTH)\n"
@@ -1751,11 +1751,11 @@ static const char *const spx__template_stencil[] = {
     "\n"
     "__device__ __forceinline__ float spx_mul(float a, float b) { return __fmul_rn(a, b); }\n"
     "__device__ __forceinline__ float spx_add(float a, float b) { return __fadd_rn(a, b); }\n"
-    "__device__ __forceinline__ double spx_mul(double a, double b) { return __dmul_rn(a, b); }\n"),
-    /* chunk 1: bytes 3935..7857 */
-    ("__device__ __forceinline__ double spx_add(double a, double b) { return __dadd_rn(a, b); }\n"
-    "\n"
-    "/* The update, in the one order the host reference uses too. */\n"
+    "__device__ __forceinline__ double spx_mul(double a, double b) { return __dmul_rn(a, b); }\n"
+    "__device__ __forceinline__ double spx_add(double a, double b) { return __dadd_rn(a, b); }\n"
+    "\n"),
+    /* chunk 1: bytes 3971..7948 */
+    ("/* The update, in the one order the host reference uses too. */\n"
     "__device__ __forceinline__ spx_value_t spx_update(spx_value_t c, spx_value_t w, spx_value_t e,\n"
     "                                                  spx_value_t s, spx_value_t n, spx_value_t b,\n"
     "                                                  spx_value_t t) {\n"
@@ -1784,27 +1784,7 @@ static const char *const spx__template_stencil[] = {
     "  spx_value_t *q = out + (z0 - wz0) * SPX_PLANE + col;\n"
     "  /* zlo >= 1 and zhi <= NZ-1: planes z0-1 and z1 exist and lie in the window. */\n"
     "  spx_value_t below = __ldg(p - SPX_PLANE), centre = __ldg(p);\n"
-    "  int z = z0;\n"
-    "  /* Four planes per trip with every load issued before the first update: one load in flight per\n"
-    "   * thread leaves a z-marching kernel latency-bound (about 60 % of copy bandwidth on an H100). */\n"
-    "  for (; z + 4 <= z1; z += 4, p += 4 * SPX_PLANE, q += 4 * SPX_PLANE) {\n"
-    "    spx_value_t a[4], w[4], e[4], s[4], n[4];\n"
-    "#pragma unroll\n"
-    "    for (int k = 0; k < 4; k++) {\n"
-    "      const spx_value_t *pk = p + k * SPX_PLANE;\n"
-    "      a[k] = __ldg(pk + SPX_PLANE);\n"
-    "      if (!edge) {\n"
-    "        w[k] = __ldg(pk - 1); e[k] = __ldg(pk + 1); s[k] = __ldg(pk - SPX_NX); n[k] = __ldg(pk + SPX_NX);\n"
-    "      }\n"
-    "    }\n"
-    "#pragma unroll\n"
-    "    for (int k = 0; k < 4; k++) {\n"
-    "      q[k * SPX_PLANE] = edge ? centre : spx_update(centre, w[k], e[k], s[k], n[k], below, a[k]);\n"
-    "      below = centre;\n"
-    "      centre = a[k];\n"
-    "    }\n"
-    "  }\n"
-    "  for (; z < z1; z++, p += SPX_PLANE, q += SPX_PLANE) {\n"
+    "  for (int z = z0; z < z1; z++, p += SPX_PLANE, q += SPX_PLANE) {\n"
     "    const spx_value_t above = __ldg(p + SPX_PLANE);\n"
     "    *q = edge ? centre\n"
     "              : spx_update(centre, __ldg(p - 1), __ldg(p + 1), __ldg(p - SPX_NX), __ldg(p + SPX_NX),\n"
@@ -1828,9 +1808,8 @@ static const char *const spx__template_stencil[] = {
     "  const int ze = min(zs + chunk, zhi);\n"
     "  if (zs >= ze) return; /* uniform over the block: no barrier is skipped by part of it */\n"
     "  const bool in_domain = gx >= 0 && gx < SPX_NX && gy >= 0 && gy < SPX_NY;\n"
-    "  const bool edge = gx <= 0 || gx >= SPX_NX - 1 || gy <= 0 || gy >= SPX_NY - 1;\n"),
-    /* chunk 2: bytes 7857..9340 */
-    ("  const bool inner = tx >= 1 && tx <= SPX_BX - 2 && ty >= 1 && ty <= SPX_BY - 2;\n"
+    "  const bool edge = gx <= 0 || gx >= SPX_NX - 1 || gy <= 0 || gy >= SPX_NY - 1;\n"
+    "  const bool inner = tx >= 1 && tx <= SPX_BX - 2 && ty >= 1 && ty <= SPX_BY - 2;\n"
     "  const bool writer = in_domain && tx >= D && tx < SPX_BX - D && ty >= D && ty < SPX_BY - D;\n"
     "  const long long col = in_domain ? (long long)gy * SPX_NX + gx : 0;\n"
     "  /* q[l] = level l at planes (c-1, c, c+1), c the centre the next level computes. Values of planes\n"
@@ -1848,8 +1827,9 @@ static const char *const spx__template_stencil[] = {
     "#pragma unroll\n"
     "    for (int l = 1; l <= D; l++) {\n"
     "      const int zc = zin - l;\n"
-    "      const spx_value_t c = q[l - 1][1];\n"
-    "      spx_value_t r = c;\n"
+    "      const spx_value_t c = q[l - 1][1];\n"),
+    /* chunk 2: bytes 7948..8494 */
+    ("      spx_value_t r = c;\n"
     "      sm[l - 1][ty][tx] = c;\n"
     "      __syncthreads();\n"
     "      if (inner && !edge && zc >= 1 && zc <= SPX_NZ - 2)\n"
@@ -1948,7 +1928,7 @@ static const spx__template spx__templates[] = {
     {"rbp", spx__template_rbp, 3, 9926, UINT64_C(0xe952065aa8780081)},
     {"sell", spx__template_sell, 2, 4548, UINT64_C(0xc52669930aca395f)},
     {"ss", spx__template_ss, 3, 8739, UINT64_C(0xe4b6e35a75eb549d)},
-    {"stencil", spx__template_stencil, 3, 9340, UINT64_C(0x44da0f9b6a8c37f7)},
+    {"stencil", spx__template_stencil, 3, 8494, UINT64_C(0x971a0caeb8e4c75a)},
     {"vector", spx__template_vector, 1, 2775, UINT64_C(0xbbe39d63b15f15b0)},
 };
 #define SPX__TEMPLATE_COUNT 13
