@@ -208,7 +208,7 @@ static int st_one(const st_args *a) {
   spx_stencil_options o;
   spx_stencil_report r;
   void *g = NULL, *ref = NULL;
-  double pcie[3], esz;
+  double pcie[3], esz, copy_gbs = 0, kern_gs, roof_gs;
   int rc = 0, ok = 1;
   st_cmp c;
   char how[64] = "";
@@ -220,6 +220,8 @@ static int st_one(const st_args *a) {
   }
   esz = (double)SPX_DTYPE_SIZE(p.dtype);
   st_pcie(ctx, a, pcie);
+  /* The roofline of a one-step kernel: device copy bandwidth over 2 values (read + write) a cell. */
+  if (!a->host && spx_copy_bandwidth(ctx, (size_t)1 << 30, 5, &copy_gbs)) { spx_clear_error(); copy_gbs = 0; }
   st_options(a, a->method, pcie, &o);
   if (spx_stencil_grid_alloc(ctx, &p, &o, &g)) { rc = spx_cli_fail("stencil"); goto done; }
   st_fill(&p, g);
@@ -230,6 +232,8 @@ static int st_one(const st_args *a) {
   spx_cli_progress("%s, %lld steps", spx_stencil_method_name(a->method), (long long)a->steps);
   if (spx_stencil_run(ctx, &p, g, a->steps, &o, &r)) { spx_cli_progress_done(); rc = spx_cli_fail("stencil"); goto done; }
   spx_cli_progress_done();
+  kern_gs = r.kernel_ms > 0 ? 1e-6 * (double)p.nx * (double)p.ny * (double)p.nz * (double)a->steps / r.kernel_ms : 0;
+  roof_gs = copy_gbs / (2 * esz);
   if (a->check) {
     spx_cli_progress("checking");
     ok = st_check(ctx, a, &p, g, ref, how, sizeof how, &c);
@@ -238,7 +242,8 @@ static int st_one(const st_args *a) {
   }
   if (a->json) {
     const spx_stencil_plan *pl = &r.plan;
-    printf("{\"n\": [%lld, %lld, %lld], \"type\": \"%s\", \"steps\": %lld, \"backend\": \"%s\", \"method\": \"%s\", "
+    printf("{\"kernel_gstencils\": %.4f, \"copy_gbs\": %.2f, \"roofline_gstencils\": %.4f, ", kern_gs, copy_gbs, roof_gs);
+    printf("\"n\": [%lld, %lld, %lld], \"type\": \"%s\", \"steps\": %lld, \"backend\": \"%s\", \"method\": \"%s\", "
            "\"depth\": %d, \"shared\": %d, \"block\": [%d, %d], \"tts\": %lld, \"slab\": %lld, \"nslabs\": %lld, "
            "\"rounds\": %lld, \"device_bytes\": %lld, \"budget\": %lld, \"host_grids\": %d, \"host_bytes\": %lld, "
            "\"why\": \"%s\",\n",
@@ -277,6 +282,9 @@ static int st_one(const st_args *a) {
            (long long)pl->tts, esz);
     if (pl->bound_gstencils > 0 && !a->host)
       printf("         %.0f%% of the bound\n", 100.0 * r.gstencils / pl->bound_gstencils);
+    if (roof_gs > 0)
+      printf("kernel:  %.2f GStencil/s counting kernel time only = %.0f%% of the one-step roofline %.2f (device copy "
+             "%.0f GB/s measured now / %.0f B per cell)\n", kern_gs, 100.0 * kern_gs / roof_gs, roof_gs, copy_gbs, 2 * esz);
     printf("time:    total %.2f ms; kernel %.2f ms, H2D %.2f ms (%.3f GB), D2H %.2f ms (%.3f GB), device copies %.2f ms "
            "(%.3f GB); %lld launches; JIT %.1f ms (not in total)\n",
            r.total_ms, r.kernel_ms, r.h2d_ms, (double)r.h2d_bytes * 1e-9, r.d2h_ms, (double)r.d2h_bytes * 1e-9, r.d2d_ms,
