@@ -1,5 +1,5 @@
 /* spx solve MATRIX: a Krylov solve on the auto-tuner's plan. MATRIX is a Matrix Market file or a
- * generator (gen:poisson7:N, gen:poisson27:N, gen:elasticity:N, gen:powerlaw:N). Prints the
+ * generator (gen:poisson7:N, gen:poisson27:N, gen:elasticity:N, gen:powerlaw:N, or any spec bench takes: rep:FILE:NNZ ...). Prints the
  * iterations, the residual recomputed from scratch, the time split into setup (analysis + choice,
  * conversion + upload + SpMV compile, solver kernels) and iterations, and the time per iteration
  * against its bandwidth bound: (bytes of the SpMV(s) from the plan + the vector passes) over the
@@ -11,14 +11,11 @@
 
 #include "cli.h"
 
+/* "gen:" names a generator (gen:poisson7:N ...); the rest is what bench and select take (files,
+ * poisson7:N, rep:FILE:NNZ ...). */
 static spx_status solve_load(const char *spec, spx_csr **a) {
-  const char *c = strrchr(spec, ':');
-  long long n = c ? atoll(c + 1) : 0;
-  if (!strncmp(spec, "gen:poisson7:", 13) || !strncmp(spec, "gen:poisson27:", 14))
-    return spx_gen_poisson3d(n, n, n, spec[11] == '7' ? 7 : 27, SPX_DOUBLE, a);
-  if (!strncmp(spec, "gen:elasticity:", 15)) return spx_gen_elasticity3d(n, n, n, SPX_DOUBLE, a);
-  if (!strncmp(spec, "gen:powerlaw:", 13)) return spx_gen_powerlaw(n, 2.2, 2, 2000, 42, SPX_DOUBLE, a);
-  return spx_mm_read(spec, SPX_DOUBLE, a, NULL);
+  char name[128];
+  return spx_cli_load_matrix(!strncmp(spec, "gen:", 4) ? spec + 4 : spec, a, name, sizeof name);
 }
 
 typedef struct solve_run {
