@@ -1433,6 +1433,17 @@ spx_status spx_plan_calibrate(spx_context *ctx, int force, spx_plan_device *out)
     spx_clear_error();
   }
   if ((s = spx__plan_measure(ctx, &d))) return s;
+  { /* Measured under a profiler or sanitizer (or on a busy GPU) the constants describe that, not the
+     * device: use them for this process but do not store them for every later one. */
+    spx_device_info info;
+    if (spx_context_device_info(ctx, &info) == SPX_OK && info.peak_bandwidth_gbs > 0 &&
+        d.bandwidth_gbs < 0.25 * info.peak_bandwidth_gbs) {
+      spx__warn("spx: tuner calibration measured %.0f GB/s, under a quarter of the device's %.0f GB/s peak "
+                "(a sanitizer or profiler, or a busy GPU?); not saved\n", d.bandwidth_gbs, info.peak_bandwidth_gbs);
+      keep[0] = 0;
+    }
+    spx_clear_error();
+  }
   if (keep[0]) {
     spx__plan_mkdirs(keep);
     if (spx_plan_device_save(keep, &d)) {
