@@ -151,6 +151,27 @@ static void test_validate_catches(void **state) {
   assert_int_equal(spx_csr_spmv(NULL, 1, NULL, 0, NULL), SPX_INVALID_ARGUMENT);
 }
 
+/* Past the parallel thresholds (65536 rows, 262144 nonzeros): two bad rows, the first one named. */
+static void test_validate_parallel(void **state) {
+  spx_csr *a;
+  int32_t keep;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(64, 64, 32, 7, SPX_DOUBLE, &a), SPX_OK);
+  assert_int_equal(spx_csr_validate(a), SPX_OK);
+  keep = a->col_idx[a->row_ptr[70001] + 1];
+  a->col_idx[a->row_ptr[70001] + 1] = (int32_t)a->ncols;      /* out of range, row 70001 */
+  a->col_idx[a->row_ptr[120000] + 2] = a->col_idx[a->row_ptr[120000] + 1]; /* repeated, row 120000 */
+  assert_int_equal(spx_csr_validate(a), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "row 70001 has column"));
+  a->col_idx[a->row_ptr[70001] + 1] = keep;
+  assert_int_equal(spx_csr_validate(a), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "row 120000 columns not strictly increasing"));
+  a->row_ptr[90000] = a->row_ptr[90001] + 1;
+  assert_int_equal(spx_csr_validate(a), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "row_ptr[90001]"));
+  spx_csr_destroy(a);
+}
+
 static void test_empty(void **state) {
   spx_csr *a;
   (void)state;
@@ -166,7 +187,7 @@ int main(void) {
       cmocka_unit_test(test_from_coo),         cmocka_unit_test(test_from_coo_long_rows),
       cmocka_unit_test(test_from_coo_parallel_duplicates),
       cmocka_unit_test(test_transpose_and_float), cmocka_unit_test(test_validate_catches),
-      cmocka_unit_test(test_empty),
+      cmocka_unit_test(test_validate_parallel), cmocka_unit_test(test_empty),
   };
   return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }

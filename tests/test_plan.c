@@ -444,6 +444,16 @@ static void test_bad_arguments(void **state) {
     assert_non_null(strstr(spx_last_error(), "cuda"));
     spx_context_destroy(h);
   }
+  { /* no_diagonal: the plan computes, but spx_plan_diagonal says why it has none */
+    double dg[100];
+    spx_plan_options_default(&o);
+    o.backend = SPX_BACKEND_HOST;
+    o.no_diagonal = 1;
+    assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+    assert_int_equal(spx_plan_diagonal(p, dg), SPX_INVALID_ARGUMENT);
+    assert_non_null(strstr(spx_last_error(), "no_diagonal"));
+    spx_plan_destroy(p);
+  }
   assert_int_equal(spx_plan_spmv(NULL, 1, c, 0, c), SPX_INVALID_ARGUMENT);
   spx_plan_destroy(NULL);
   assert_int_equal(spx_plan_format(NULL), SPX_FORMAT_COUNT);

@@ -37,6 +37,7 @@ static int solve_one(spx_context *ctx, const spx_csr *a, const char *method, con
   po.strategy = strategy;
   po.force = force;
   po.expected_calls = 2 * o->maxit;
+  po.no_diagonal = strcmp(method, "pcg") != 0; /* only Jacobi reads it */
   if (!x || spx_plan_create(ctx, a, &po, &p)) {
     free(x);
     return spx_cli_fail("solve");

@@ -124,6 +124,8 @@ typedef struct spx_plan_options {
   const char *force;          /* NULL: the strategy chooses; else that candidate by name ("ell",
                                * "sell", "csr", ... or "cusparse"): SPX_INVALID_ARGUMENT when it is
                                * not a candidate, SPX_DEVICE_OUT_OF_MEMORY when it does not fit */
+  int no_diagonal;            /* 1: keep no copy of the diagonal (spx_plan_diagonal and Jacobi PCG
+                               * then fail); saves a pass and n doubles when no solver needs it */
 } spx_plan_options;
 
 void spx_plan_options_default(spx_plan_options *o);

