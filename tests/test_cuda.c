@@ -1,5 +1,6 @@
 /* Tests of spx/cuda.h: every format that has a GPU kernel, on every shared matrix and on generated
  * ones, in double and float, against the host CSR reference. Without a GPU only the refusals run. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "spx_test.h"
 
 static spx_context *gpu;
@@ -301,6 +302,110 @@ static void test_variants(void **state) {
   spx_csr_destroy(a);
 }
 
+/* y from d on x (beta 0) downloaded as raw bytes into h (n * vs). */
+static void spmv_bytes(spx_dmatrix *d, spx_devptr dx, spx_devptr dy, int64_t n, size_t vs, void *h) {
+  assert_int_equal(spx_device_memset(gpu, dy, 0xff, (size_t)n * vs), SPX_OK);
+  assert_int_equal(spx_dmatrix_spmv(d, 1.0, dx, 0.0, dy), SPX_OK);
+  assert_int_equal(spx_device_download(gpu, h, dy, (size_t)n * vs), SPX_OK);
+}
+
+/* spx_dmatrix_convert on the device against the host converter + upload (SPX_DEVICE_CONVERT=0):
+ * the same kernel plan (C, sigma, widest slice), the same bytes and bit-identical y, so the same
+ * arrays. Returns the combinations compared (0 when both declined, with the same status). */
+static int convert_same(const spx_csr *a64, spx_format f, const char *params, spx_dtype dt, const char *what) {
+  spx_csr *a = NULL;
+  spx_format_params fp;
+  spx_dmatrix *dd = NULL, *dh = NULL;
+  spx_devptr dx = 0, dy = 0;
+  size_t vs = SPX_DTYPE_SIZE(dt);
+  int64_t i, n = a64->nrows, nc = a64->ncols;
+  void *hx = malloc((size_t)(nc + 1) * vs), *y1 = malloc((size_t)(n + 1) * vs), *y2 = malloc((size_t)(n + 1) * vs);
+  spx_status s1, s2;
+  int ok = 1;
+  assert_true(hx && y1 && y2);
+  assert_int_equal(spx_csr_copy(a64, dt, &a), SPX_OK);
+  spx_format_params_default(&fp);
+  assert_int_equal(spx_format_params_parse(&fp, params), SPX_OK);
+  s1 = spx_dmatrix_convert(gpu, a, f, &fp, NULL, &dd);
+  setenv("SPX_DEVICE_CONVERT", "0", 1);
+  s2 = spx_dmatrix_convert(gpu, a, f, &fp, NULL, &dh);
+  unsetenv("SPX_DEVICE_CONVERT");
+  if (s1 != s2) fail_msg("%s %s %s %s: device %s, host %s", what, spx_format_name(f), params, spx_dtype_name(dt),
+                         spx_status_string(s1), spx_status_string(s2));
+  if (s1 == SPX_UNSUPPORTED) { ok = 0; goto done; }
+  if (s1) fail_msg("%s %s: %s", what, spx_format_name(f), spx_last_error());
+  if (strcmp(spx_dmatrix_describe(dd), spx_dmatrix_describe(dh)) || spx_dmatrix_bytes(dd) != spx_dmatrix_bytes(dh))
+    fail_msg("%s %s %s: device '%s' %lld bytes, host '%s' %lld bytes", what, spx_format_name(f), params,
+             spx_dmatrix_describe(dd), (long long)spx_dmatrix_bytes(dd), spx_dmatrix_describe(dh),
+             (long long)spx_dmatrix_bytes(dh));
+  for (i = 0; i < nc; i++)
+    if (dt == SPX_FLOAT) ((float *)hx)[i] = (float)(1.0 + 0.001 * (double)(i % 977));
+    else ((double *)hx)[i] = 1.0 + 0.001 * (double)(i % 977);
+  assert_int_equal(spx_device_alloc(gpu, (size_t)(nc + 1) * vs, &dx), SPX_OK);
+  assert_int_equal(spx_device_alloc(gpu, (size_t)(n + 1) * vs, &dy), SPX_OK);
+  assert_int_equal(spx_device_upload(gpu, dx, hx, (size_t)nc * vs), SPX_OK);
+  spmv_bytes(dd, dx, dy, n, vs, y1);
+  spmv_bytes(dh, dx, dy, n, vs, y2);
+  if (memcmp(y1, y2, (size_t)n * vs)) fail_msg("%s %s %s %s: y differs", what, spx_format_name(f), params, spx_dtype_name(dt));
+done:
+  spx_device_free(gpu, dx);
+  spx_device_free(gpu, dy);
+  spx_dmatrix_destroy(dd);
+  spx_dmatrix_destroy(dh);
+  spx_csr_destroy(a);
+  free(hx); free(y1); free(y2);
+  return ok;
+}
+
+static const char *const convert_params[][2] = {
+    {"sell", ""}, {"sell", "sell_sigma=1"}, {"sell", "sell_c=8,sell_sigma=64"}, {"sell", "sell_c=64,sell_sigma=1000"},
+    {"sell16", ""}, {"sell16", "sell16_sigma=1"}, {"sell16", "sell16_sigma=256"}, {"sell16", "sell16_c=16,sell16_sigma=32"},
+};
+
+static int convert_all(const spx_csr *a, const char *what) {
+  int k, t, got = 0;
+  for (k = 0; k < (int)(sizeof convert_params / sizeof convert_params[0]); k++)
+    for (t = 0; t < 2; t++) {
+      spx_format f;
+      assert_int_equal(spx_format_from_name(convert_params[k][0], &f), SPX_OK);
+      got += convert_same(a, f, convert_params[k][1], t ? SPX_FLOAT : SPX_DOUBLE, what);
+    }
+  return got;
+}
+
+/* Device conversion (SELL, SELL16) equals the host's on generated matrices, a SELL16 decline
+ * (one row spanning 100000 columns), empty rows, and every shared matrix. */
+static void test_device_convert(void **state) {
+  spx_test_entry *e;
+  spx_csr *a;
+  int ne, t, got = 0;
+  int32_t r[6] = {0, 0, 5, 40, 41, 41}, c[6] = {0, 99999, 3, 7, 2, 99000};
+  (void)state;
+  if (!gpu) skip();
+  assert_int_equal(spx_gen_poisson3d(20, 20, 20, 7, SPX_DOUBLE, &a), SPX_OK);
+  got += convert_all(a, "poisson7");
+  spx_csr_destroy(a);
+  assert_int_equal(spx_gen_powerlaw(5000, 1.8, 1, 300, 5, SPX_DOUBLE, &a), SPX_OK);
+  got += convert_all(a, "powerlaw");
+  spx_csr_destroy(a);
+  assert_int_equal(spx_csr_from_coo(100000, 100000, 6, r, c, NULL, SPX_DOUBLE, &a), SPX_OK); /* mostly empty rows */
+  got += convert_all(a, "wide");
+  assert_int_equal(convert_same(a, SPX_FORMAT_SELL16, "sell16_sigma=1", SPX_DOUBLE, "wide"), 0); /* both decline */
+  spx_csr_destroy(a);
+  ne = spx_test_manifest(&e);
+  for (t = 0; t < ne; t++) {
+    char path[1024];
+    if (!strcmp(e[t].field, "complex")) continue;
+    spx_test_matrix_path(e[t].name, path, sizeof path);
+    if (spx_mm_read(path, SPX_DOUBLE, &a, NULL)) fail_msg("%s: %s", e[t].name, spx_last_error());
+    got += convert_all(a, e[t].name);
+    spx_csr_destroy(a);
+  }
+  free(e);
+  print_message("device conversion matched the host's in %d (matrix, format, parameters, dtype) cases\n", got);
+  assert_true(got > 40);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_host_refuses),
@@ -309,6 +414,7 @@ int main(void) {
       cmocka_unit_test(test_generated),
       cmocka_unit_test(test_variants),
       cmocka_unit_test(test_shared_matrices),
+      cmocka_unit_test(test_device_convert),
   };
   return cmocka_run_group_tests_name("cuda", tests, setup, teardown);
 }

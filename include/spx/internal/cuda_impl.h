@@ -161,6 +161,191 @@ spx_status spx_dmatrix_create(spx_context *ctx, const spx_fmt *m, const spx_dmat
   return spx__dmatrix_build(ctx, m, opt, NULL, out);
 }
 
+/* ---- CSR -> SELL / SELL16 on the device (templates/convert.cu) -----------------------------------
+ * The host converter's result, array for array, at device bandwidth: the CSR goes up once (as it
+ * would for cuSPARSE), widths and the SELL16 bases come from kernels, the host scans the widths
+ * (one int per slice each way) and a last kernel writes the slots. */
+#define SPX__CONV_SIGMA_MAX 4096 /* convert.cu's SPX_SIGMA_MAX: one window in shared memory */
+
+typedef struct spx__conv {
+  spx_context *ctx;
+  void *fn[4]; /* sort, widths, base, fill */
+} spx__conv;
+
+static spx_status spx__conv_launch(spx__conv *v, int k, const char *name, int64_t items, int64_t per_block,
+                                   void **params) {
+  const spx__cuda_api *cu = spx__cuda();
+  int64_t g = (items + per_block - 1) / per_block;
+  spx_status s;
+  if (g < 1) return SPX_OK;
+  if (g > 2147483647) return spx__fail(SPX_RANGE, "%s: %lld blocks", name, (long long)g);
+  if ((s = spx__ctx_push(v->ctx))) return s;
+  s = spx__cu_check(cu->cuLaunchKernel((spx__CUfunction)v->fn[k], (unsigned)g, 1, 1, 256, 1, 1, 0, v->ctx->stream,
+                                       params, NULL), name);
+  spx__ctx_pop(v->ctx);
+  return s;
+}
+
+/* Slice widths (through perm when given) downloaded into w[nsl]. */
+static spx_status spx__conv_widths(spx__conv *v, long long n, int c, long long nsl, spx_devptr rp, spx_devptr perm,
+                                   spx_devptr dw, int32_t *w) {
+  void *pr[6] = {&n, &c, &nsl, &rp, &perm, &dw};
+  spx_status s = spx__conv_launch(v, 1, "spx_sell_widths", nsl, 256, pr);
+  return s ? s : spx_device_download(v->ctx, w, dw, (size_t)nsl * sizeof *w);
+}
+
+static spx_status spx__conv_sort(spx__conv *v, long long n, int sigma, spx_devptr rp, spx_devptr perm) {
+  void *pr[4] = {&n, &sigma, &rp, &perm};
+  return spx__conv_launch(v, 0, "spx_sell_sort", (n + sigma - 1) / sigma, 1, pr);
+}
+
+static int64_t spx__conv_slots(const int32_t *w, int64_t nsl, int64_t c) {
+  int64_t i, t = 0;
+  for (i = 0; i < nsl; i++) t += (int64_t)w[i] * c;
+  return t;
+}
+
+/* *out NULL with SPX_OK: no device path for these parameters (the caller converts on the host). */
+static spx_status spx__dmatrix_sell_device(spx_context *ctx, const spx_csr *a, spx_format f,
+                                           const spx_format_params *prm, const spx_dmatrix_options *opt,
+                                           spx_dmatrix **out) {
+  const int is16 = f == SPX_FORMAT_SELL16;
+  const size_t vb = SPX_DTYPE_SIZE(a->dtype);
+  const char *defs[1] = {a->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double"};
+  static const char *const names[4] = {"spx_sell_sort", "spx_sell_widths", "spx_sell16_base", "spx_sell_fill"};
+  long long n = a->nrows, ncols = a->ncols, nsl, q;
+  int64_t c64 = is16 ? prm->sell16_c : prm->sell_c, sg64 = is16 ? prm->sell16_sigma : prm->sell_sigma, slots;
+  int c, sigma, k, i;
+  spx__conv v;
+  spx_devptr rp = 0, ci = 0, va = 0, dw = 0, perm = 0, sp = 0, cb = 0, col = 0, val = 0, bad = 0;
+  int32_t *w = NULL, *w2 = NULL, *hsp = NULL;
+  spx_status s;
+  *out = NULL;
+  if (c64 == SPX_AUTO) c64 = 32;
+  if (sg64 == SPX_AUTO && !is16) sg64 = 256;
+  if (c64 < 1 || c64 > 4096 || (sg64 != SPX_AUTO && (sg64 < 1 || sg64 > SPX__CONV_SIGMA_MAX)) || a->nrows < 1)
+    return SPX_OK; /* the host converter checks and handles these */
+  c = (int)c64;
+  sigma = sg64 == SPX_AUTO ? -1 : (int)sg64;
+  nsl = (n + c - 1) / c;
+  memset(&v, 0, sizeof v);
+  v.ctx = ctx;
+  for (k = 0; k < 4; k++)
+    if ((s = spx_jit_kernel(ctx, "convert", names[k], 1, defs, &v.fn[k]))) return s;
+  s = SPX_OUT_OF_MEMORY;
+  if (!(w = (int32_t *)spx__alloc((size_t)nsl + 1, sizeof *w)) || !(w2 = (int32_t *)spx__alloc((size_t)nsl + 1, sizeof *w2)) ||
+      !(hsp = (int32_t *)spx__alloc((size_t)nsl + 1, sizeof *hsp)))
+    goto done;
+  if ((s = spx_device_alloc(ctx, (size_t)(n + 1) * 8, &rp)) || (s = spx_device_alloc(ctx, (size_t)a->nnz * 4 + 4, &ci)) ||
+      (s = spx_device_alloc(ctx, (size_t)a->nnz * vb + vb, &va)) || (s = spx_device_alloc(ctx, (size_t)nsl * 4 + 4, &dw)) ||
+      (s = spx_device_upload(ctx, rp, a->row_ptr, (size_t)(n + 1) * 8)) ||
+      (s = spx_device_upload(ctx, ci, a->col_idx, (size_t)a->nnz * 4)) ||
+      (s = spx_device_upload(ctx, va, a->val.p, (size_t)a->nnz * vb)))
+    goto done;
+  if (sigma != 1 && (s = spx_device_alloc(ctx, (size_t)n * 4, &perm))) goto done;
+  if (sigma == -1) { /* SELL16's auto rule: sort in windows of 256 only when it saves more than perm costs */
+    int64_t s1, s256, slot = 2 + (int64_t)vb;
+    if ((s = spx__conv_widths(&v, n, c, nsl, rp, 0, dw, w2)) || (s = spx__conv_sort(&v, n, 256, rp, perm)) ||
+        (s = spx__conv_widths(&v, n, c, nsl, rp, perm, dw, w)))
+      goto done;
+    s1 = spx__conv_slots(w2, nsl, c);
+    s256 = spx__conv_slots(w, nsl, c);
+    sigma = n > 1 && s256 * slot + 4 * n < s1 * slot ? 256 : 1;
+    if (sigma == 1) {
+      memcpy(w, w2, (size_t)nsl * sizeof *w);
+      spx_device_free(ctx, perm);
+      perm = 0;
+    }
+  } else if (sigma > 1) {
+    if ((s = spx__conv_sort(&v, n, sigma, rp, perm)) || (s = spx__conv_widths(&v, n, c, nsl, rp, perm, dw, w))) goto done;
+  } else if ((s = spx__conv_widths(&v, n, c, nsl, rp, 0, dw, w))) {
+    goto done;
+  }
+  slots = spx__conv_slots(w, nsl, c);
+  if (slots > INT32_MAX) {
+    s = spx__fail(SPX_RANGE, "%s: %lld slots exceed the 32-bit offsets", is16 ? "sell16" : "sell", (long long)slots);
+    goto done;
+  }
+  hsp[0] = 0;
+  for (q = 0; q < nsl; q++) hsp[q + 1] = hsp[q] + w[q] * c;
+  if ((s = spx_device_alloc(ctx, (size_t)(nsl + 1) * 4, &sp)) || (s = spx_device_upload(ctx, sp, hsp, (size_t)(nsl + 1) * 4)))
+    goto done;
+  if (is16) {
+    unsigned long long b = ~0ull;
+    void *pr[10] = {&n, &ncols, &c, &nsl, &rp, &ci, &perm, &sp, &cb, &bad};
+    if ((s = spx_device_alloc(ctx, (size_t)nsl * 4, &cb)) || (s = spx_device_alloc(ctx, 8, &bad)) ||
+        (s = spx_device_upload(ctx, bad, &b, 8)) || (s = spx__conv_launch(&v, 2, names[2], nsl, 256, pr)) ||
+        (s = spx_device_download(ctx, &b, bad, 8)))
+      goto done;
+    if (b != ~0ull) {
+      s = spx__fail(SPX_UNSUPPORTED, "sell16: slice %llu spans more than the 65536 columns a 16-bit offset reaches "
+                    "(use sell, or reorder the matrix to a smaller bandwidth)", b);
+      goto done;
+    }
+  }
+  if ((s = spx_device_alloc(ctx, (size_t)slots * (is16 ? 2 : 4) + 4, &col)) ||
+      (s = spx_device_alloc(ctx, (size_t)slots * vb + vb, &val)))
+    goto done;
+  {
+    spx_devptr c32 = is16 ? 0 : col, c16 = is16 ? col : 0;
+    void *pr[13] = {&n, &ncols, &c, &nsl, &rp, &ci, &va, &perm, &sp, &cb, &c32, &c16, &val};
+    if ((s = spx__conv_launch(&v, 3, names[3], nsl * c, 256, pr))) goto done;
+  }
+  { /* the dmatrix: a shell with the scalars (and the host widths the kernel spec reads) adopts the arrays */
+    spx_fmt m;
+    spx_fmt_sell e;
+    spx_fmt_sell16 e16;
+    spx_devptr given[5];
+    int ng = 0;
+    memset(&m, 0, sizeof m); memset(&e, 0, sizeof e); memset(&e16, 0, sizeof e16);
+    m.format = f; m.dtype = a->dtype; m.nrows = n; m.ncols = ncols; m.nnz = a->nnz; m.vt = spx_format_info(f);
+    if (is16) {
+      e16.dtype = a->dtype; e16.nrows = n; e16.ncols = ncols; e16.nnz = a->nnz; e16.c = c; e16.sigma = sigma;
+      e16.nslices = nsl; e16.nslots = slots; e16.slice_ptr = hsp;
+      m.impl = &e16;
+      given[ng++] = perm; given[ng++] = sp; given[ng++] = cb; given[ng++] = col; given[ng++] = val;
+    } else {
+      e.dtype = a->dtype; e.nrows = n; e.ncols = ncols; e.nnz = a->nnz; e.c = c; e.sigma = sigma;
+      e.nslices = nsl; e.nslots = slots; e.slice_ptr = hsp;
+      m.impl = &e;
+      given[ng++] = perm; given[ng++] = sp; given[ng++] = col; given[ng++] = val;
+    }
+    if ((s = spx__dmatrix_build(ctx, &m, opt, given, out))) goto done;
+    for (i = 0; i < ng; i++) (*out)->arrays[i] = given[i]; /* adopted: freed with the dmatrix */
+    (*out)->narrays = ng;
+    perm = sp = cb = col = val = 0;
+  }
+done:
+  spx_device_free(ctx, rp); spx_device_free(ctx, ci); spx_device_free(ctx, va); spx_device_free(ctx, dw);
+  spx_device_free(ctx, perm); spx_device_free(ctx, sp); spx_device_free(ctx, cb); spx_device_free(ctx, col);
+  spx_device_free(ctx, val); spx_device_free(ctx, bad);
+  SPX_FREE(w); SPX_FREE(w2); SPX_FREE(hsp);
+  return s;
+}
+
+spx_status spx_dmatrix_convert(spx_context *ctx, const spx_csr *a, spx_format f, const spx_format_params *params,
+                               const spx_dmatrix_options *opt, spx_dmatrix **out) {
+  spx_format_params dp;
+  spx_status s;
+  if (!out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_dmatrix_convert: out is NULL");
+  *out = NULL;
+  if (!ctx || !a) return spx__fail(SPX_INVALID_ARGUMENT, "spx_dmatrix_convert: NULL argument");
+  if (ctx->backend != SPX_BACKEND_CUDA)
+    return spx__fail(SPX_NOT_AVAILABLE, "spx_dmatrix_convert: the context uses the host backend (no GPU)");
+  if (!params) { spx_format_params_default(&dp); params = &dp; }
+  if (f == SPX_FORMAT_SELL || f == SPX_FORMAT_SELL16) {
+    const char *e = getenv("SPX_DEVICE_CONVERT"); /* 0: always on the host (comparisons, debugging) */
+    if (!(e && *e == '0') && ((s = spx__dmatrix_sell_device(ctx, a, f, params, opt, out)) || *out)) return s;
+  }
+  { /* no device converter for this format or these parameters: on the host, then upload */
+    spx_fmt *m = NULL;
+    if ((s = spx_fmt_from_csr(a, f, params, &m))) return s;
+    s = spx_dmatrix_create(ctx, m, opt, out);
+    spx_fmt_destroy(m);
+    return s;
+  }
+}
+
 spx_status spx_dmatrix_wrap_csr(spx_context *ctx, int64_t nrows, int64_t ncols, int64_t nnz,
                                 spx_devptr row_ptr, spx_devptr col_idx, spx_devptr val, spx_dtype dtype,
                                 const spx_dmatrix_options *opt, spx_dmatrix **out) {

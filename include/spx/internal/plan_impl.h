@@ -538,8 +538,9 @@ const char *spx_plan_device_path(const char *device_name) {
   for (c = device_name; *c && i + 1 < sizeof name; c++)
     name[i++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ? *c : '_';
   name[i] = 0;
-  /* v2: calibrated on a matrix past the L2, with per-format factors (v1 files read the L2). */
-  if (snprintf(path, sizeof path, "%s/tuner/v2/%s.json", root, name) >= (int)sizeof path) return NULL;
+  /* v3: SELL and SELL16 conversion rates are the device converter's (v2: the host's; v1 files read
+   * the L2). */
+  if (snprintf(path, sizeof path, "%s/tuner/v3/%s.json", root, name) >= (int)sizeof path) return NULL;
   return path;
 }
 
@@ -562,12 +563,18 @@ static double spx__plan_time_us(const spx_plan_device *d, const spx__pprof *p, i
   return d->launch_us * launches + moved / bpus + d->imbalance_weight * idle * (double)(4 + vb) / bpus;
 }
 
-/* Conversion (host) + upload + one compile, milliseconds; f < 0: no format-specific rate. */
+/* Formats spx_dmatrix_convert converts on the device (their calibrated rate covers the upload). */
+static int spx__plan_on_device(int cuda, int f) {
+  const char *e = getenv("SPX_DEVICE_CONVERT");
+  return cuda && (f == SPX_FORMAT_SELL || f == SPX_FORMAT_SELL16) && !(e && *e == '0');
+}
+
+/* Conversion (host, or device) + upload + one compile, milliseconds; f < 0: no format-specific rate. */
 static double spx__plan_conv_ms(const spx_plan_device *d, const spx__pprof *p, int64_t bytes, int cuda, int f) {
-  double ms = f >= 0 && f < SPX_FORMAT_MAX && d->format_convert_ns[f] > 0
-                  ? 1e-6 * d->format_convert_ns[f] * (double)bytes
-                  : 1e-6 * (d->convert_ns_per_nnz * (double)p->nnz + d->convert_ns_per_byte * (double)bytes);
-  if (d->h2d_gbs > 0) ms += (double)bytes / (d->h2d_gbs * 1e6);
+  int known = f >= 0 && f < SPX_FORMAT_MAX && d->format_convert_ns[f] > 0;
+  double ms = known ? 1e-6 * d->format_convert_ns[f] * (double)bytes
+                    : 1e-6 * (d->convert_ns_per_nnz * (double)p->nnz + d->convert_ns_per_byte * (double)bytes);
+  if (d->h2d_gbs > 0 && !(known && spx__plan_on_device(cuda, f))) ms += (double)bytes / (d->h2d_gbs * 1e6);
   if (cuda) ms += d->jit_ms;
   return ms;
 }
@@ -718,7 +725,13 @@ static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
   if (p->engine == SPX_PLAN_ENGINE_CUSPARSE) {
     if ((s = spx_cusparse_plan_create(p->ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
   } else {
-    /* The re-selection worker may have converted already (on its thread). */
+    /* On a GPU, SELL and SELL16 convert on the device (spx_dmatrix_convert); the re-selection
+     * worker may have converted on its thread already. */
+    if (p->backend == SPX_BACKEND_CUDA && !p->fmt) {
+      if ((s = spx_dmatrix_convert(p->ctx, a, p->format, &p->params, NULL, &p->dm))) return s;
+      p->built = 1;
+      return SPX_OK;
+    }
     if (!p->fmt && (s = spx_fmt_from_csr(a, p->format, &p->params, &p->fmt))) return s;
     if (p->backend == SPX_BACKEND_CUDA) {
       s = spx_dmatrix_create(p->ctx, p->fmt, NULL, &p->dm);
@@ -1341,6 +1354,29 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, spx_
     spx_fmt *m = NULL;
     double t0, us;
     if (c[k].engine != SPX_PLAN_ENGINE_SPX || !(c[k].predicted_us > 0) || f >= SPX_FORMAT_MAX) continue;
+    if (spx__plan_on_device(spx_context_backend(ctx) == SPX_BACKEND_CUDA, f)) {
+      /* Converted on the device: the whole spx_dmatrix_convert (upload included), once to compile */
+      spx_dmatrix *dm = NULL;
+      int rep;
+      for (rep = 0; rep < 2; rep++) {
+        spx_dmatrix_destroy(dm);
+        dm = NULL;
+        t0 = spx__now();
+        if (spx_dmatrix_convert(ctx, a, (spx_format)f, NULL, NULL, &dm) || spx_context_synchronize(ctx)) break;
+        t0 = spx__now() - t0;
+      }
+      if (!dm || rep < 2) { spx_clear_error(); spx_dmatrix_destroy(dm); continue; }
+      if (spx_dmatrix_bytes(dm) > 0) d->format_convert_ns[f] = 1e9 * t0 / (double)spx_dmatrix_bytes(dm); /* not in the host median */
+      if (!(q = (spx_plan *)spx__calloc(1, sizeof *q))) { spx_dmatrix_destroy(dm); return SPX_OUT_OF_MEMORY; }
+      q->ctx = ctx; q->backend = SPX_BACKEND_CUDA; q->dtype = a->dtype; q->nrows = a->nrows; q->ncols = a->ncols;
+      q->format = (spx_format)f; q->engine = SPX_PLAN_ENGINE_SPX;
+      q->dm = dm;
+      q->built = 1;
+      if (spx_plan_time(q, 15, &us) == SPX_OK && us > 0) d->format_factor[f] = us / c[k].predicted_us;
+      spx_clear_error();
+      spx_plan_destroy(q);
+      continue;
+    }
     t0 = spx__now();
     if (spx_fmt_from_csr(a, (spx_format)f, NULL, &m)) { spx_clear_error(); continue; }
     t0 = spx__now() - t0;
@@ -1508,8 +1544,11 @@ static void *spx__reselect_worker(void *arg) {
     p->ctx = r->ctx;
     p->backend = spx_context_backend(r->ctx);
     s = spx__plan_select(p, r->a, &r->o);
-    /* The host part of the conversion belongs to the hidden work too. */
-    if (!s && p->engine == SPX_PLAN_ENGINE_SPX && !p->fmt) s = spx_fmt_from_csr(p->a, p->format, &p->params, &p->fmt);
+    /* A host conversion belongs to the hidden work too; SELL and SELL16 convert on the GPU at the
+     * swap (spx_dmatrix_convert), which costs a few SpMVs, not a host pass. */
+    if (!s && p->engine == SPX_PLAN_ENGINE_SPX && !p->fmt &&
+        !spx__plan_on_device(p->backend == SPX_BACKEND_CUDA, (int)p->format))
+      s = spx_fmt_from_csr(p->a, p->format, &p->params, &p->fmt);
   }
   if (s) {
     snprintf(r->err, sizeof r->err, "%s", spx_last_error());

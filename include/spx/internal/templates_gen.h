@@ -116,6 +116,131 @@ static const char *const spx__template_bsr[] = {
     "}\n"),
 };
 
+/* templates/convert.cu */
+static const char *const spx__template_convert[] = {
+    /* chunk 0: bytes 0..3993 */
+    ("/* convert.cu: CSR -> SELL-C-sigma and SELL16 on the device, so that a plan (or a time-stepping code\n"
+    " * handing in a new matrix) converts at device bandwidth instead of on the host. The result is the\n"
+    " * host converter's, array for array (tests compare them): rows sorted by decreasing length inside\n"
+    " * windows of sigma with ties in row order, padding -0.0 on the row's last column (an empty row's\n"
+    " * on its diagonal, clamped to the last column), positions past the last row column (offset) 0.\n"
+    " *\n"
+    " * Steps (the host drives them, cuda_impl.h): spx_sell_sort (sigma > 1: perm), spx_sell_widths\n"
+    " * (the widest row of each slice), a scan of the widths on the host (slice_ptr), spx_sell16_base\n"
+    " * (SELL16: each slice's smallest column; slices spanning more than 65536 columns reported), then\n"
+    " * spx_sell_fill writes the slots.\n"
+    " *\n"
+    " * CONSTANTS  SPX_VALUE_T, SPX_BLOCK, SPX_SIGMA_MAX (largest sorting window, shared memory).\n"
+    " * The CSR is the host's layout: 64-bit row_ptr, 32-bit col_idx, values of SPX_VALUE_T. */\n"
+    "#ifndef SPX_VALUE_T\n"
+    "#define SPX_VALUE_T double\n"
+    "#endif\n"
+    "#ifndef SPX_BLOCK\n"
+    "#define SPX_BLOCK 256\n"
+    "#endif\n"
+    "#ifndef SPX_SIGMA_MAX\n"
+    "#define SPX_SIGMA_MAX 4096\n"
+    "#endif\n"
+    "typedef SPX_VALUE_T spx_value_t;\n"
+    "\n"
+    "/* One block per window of sigma rows: position = the number of rows of the window that come\n"
+    " * before this one (longer, or as long and earlier), which is the host's stable order. */\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_sell_sort(long long nrows, int sigma, const long long *__restrict__ row_ptr, int *__restrict__ perm) {\n"
+    "  __shared__ int len[SPX_SIGMA_MAX];\n"
+    "  const long long w0 = (long long)blockIdx.x * sigma;\n"
+    "  const int m = (int)(nrows - w0 < sigma ? nrows - w0 : sigma);\n"
+    "  for (int i = threadIdx.x; i < m; i += blockDim.x) len[i] = (int)(row_ptr[w0 + i + 1] - row_ptr[w0 + i]);\n"
+    "  __syncthreads();\n"
+    "  for (int i = threadIdx.x; i < m; i += blockDim.x) {\n"
+    "    const int li = len[i];\n"
+    "    int rank = 0;\n"
+    "    for (int j = 0; j < m; j++) {\n"
+    "      const int lj = len[j];\n"
+    "      rank += lj > li || (lj == li && j < i);\n"
+    "    }\n"
+    "    perm[w0 + rank] = (int)(w0 + i);\n"
+    "  }\n"
+    "}\n"
+    "\n"
+    "/* One thread per slice: its widest row (rows through perm when sorted). */\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_sell_widths(long long nrows, int c, long long nslices, const long long *__restrict__ row_ptr,\n"
+    "                const int *__restrict__ perm, int *__restrict__ width) {\n"
+    "  const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (s >= nslices) return;\n"
+    "  const long long q1 = (s + 1) * c < nrows ? (s + 1) * c : nrows;\n"
+    "  long long w = 0;\n"
+    "  for (long long q = s * c; q < q1; q++) {\n"
+    "    const long long r = perm ? perm[q] : q, l = row_ptr[r + 1] - row_ptr[r];\n"
+    "    w = l > w ? l : w;\n"
+    "  }\n"
+    "  width[s] = (int)w;\n"
+    "}\n"
+    "\n"
+    "/* One thread per slice: the smallest and largest column its slots use (padding included); a slice\n"
+    " * spanning more than 65536 columns lowers *bad to its index (the first such slice is reported). */\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_sell16_base(long long nrows, long long ncols, int c, long long nslices, const long long *__restrict__ row_ptr,\n"
+    "                const int *__restrict__ col_idx, const int *__restrict__ perm, const int *__restrict__ slice_ptr,\n"
+    "                int *__restrict__ cbase, long long *__restrict__ bad) {\n"
+    "  const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (s >= nslices) return;\n"
+    "  const int w = (slice_ptr[s + 1] - slice_ptr[s]) / c;\n"
+    "  const long long q1 = (s + 1) * c < nrows ? (s + 1) * c : nrows;\n"
+    "  long long lo = 0x7fffffff, hi = -1;\n"
+    "  for (long long q = s * c; q < q1 && w > 0; q++) {\n"
+    "    const long long r = perm ? perm[q] : q, b = row_ptr[r], e = row_ptr[r + 1];\n"
+    "    if (e > b) {\n"
+    "      lo = col_idx[b] < lo ? col_idx[b] : lo;\n"
+    "      hi = col_idx[e - 1] > hi ? col_idx[e - 1] : hi;\n"
+    "    } else {\n"
+    "      const long long pc = r < ncols ? r : ncols - 1;\n"
+    "      lo = pc < lo ? pc : lo;\n"
+    "      hi = pc > hi ? pc : hi;\n"
+    "    }\n"
+    "  }\n"
+    "  if (hi < 0) lo = hi = 0;\n"
+    "  cbase[s] = (int)lo;\n"),
+    /* chunk 1: bytes 3993..5761 */
+    ("  if (hi - lo > 65535) atomicMin((unsigned long long *)bad, (unsigned long long)s);\n"
+    "}\n"
+    "\n"
+    "/* One thread per position q of nslices * c: its row's slots, column-major in the slice (the c\n"
+    " * lanes of a slice write consecutive addresses). col32 for SELL, col16 + cbase for SELL16. */\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_sell_fill(long long nrows, long long ncols, int c, long long nslices, const long long *__restrict__ row_ptr,\n"
+    "              const int *__restrict__ col_idx, const spx_value_t *__restrict__ val, const int *__restrict__ perm,\n"
+    "              const int *__restrict__ slice_ptr, const int *__restrict__ cbase, int *__restrict__ col32,\n"
+    "              unsigned short *__restrict__ col16, spx_value_t *__restrict__ out) {\n"
+    "  const long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (q >= nslices * c) return;\n"
+    "  const long long s = q / c;\n"
+    "  const int lane = (int)(q - s * c), b = slice_ptr[s], w = (slice_ptr[s + 1] - b) / c;\n"
+    "  const spx_value_t pad = (spx_value_t)-0.0;\n"
+    "  if (q >= nrows) { /* past the last row: padding on column (offset) 0 */\n"
+    "    for (int j = 0; j < w; j++) {\n"
+    "      const long long k = b + (long long)j * c + lane;\n"
+    "      if (col16) col16[k] = 0;\n"
+    "      else col32[k] = 0;\n"
+    "      out[k] = pad;\n"
+    "    }\n"
+    "    return;\n"
+    "  }\n"
+    "  const long long r = perm ? perm[q] : q, rb = row_ptr[r];\n"
+    "  const int len = (int)(row_ptr[r + 1] - rb);\n"
+    "  const int pc = len > 0 ? col_idx[rb + len - 1] : (int)(r < ncols ? r : ncols - 1);\n"
+    "  const int base = cbase ? cbase[s] : 0;\n"
+    "  for (int j = 0; j < w; j++) {\n"
+    "    const long long k = b + (long long)j * c + lane;\n"
+    "    const int cj = j < len ? col_idx[rb + j] : pc;\n"
+    "    if (col16) col16[k] = (unsigned short)(cj - base);\n"
+    "    else col32[k] = cj;\n"
+    "    out[k] = j < len ? val[rb + j] : pad;\n"
+    "  }\n"
+    "}\n"),
+};
+
 /* templates/coo.cu */
 static const char *const spx__template_coo[] = {
     /* chunk 0: bytes 0..2522 */
@@ -1918,6 +2043,7 @@ static const char *const spx__template_vector[] = {
 /* ORDER: sorted by name. */
 static const spx__template spx__templates[] = {
     {"bsr", spx__template_bsr, 1, 3952, UINT64_C(0xf7afcfb7ecaf1e22)},
+    {"convert", spx__template_convert, 2, 5761, UINT64_C(0xfcc541f1291d0372)},
     {"coo", spx__template_coo, 1, 2522, UINT64_C(0x458c4eb8bf929258)},
     {"csr", spx__template_csr, 2, 5143, UINT64_C(0xcecafa711838ad22)},
     {"csr_lb", spx__template_csr_lb, 3, 8500, UINT64_C(0x7f31538d95437959)},
@@ -1931,6 +2057,6 @@ static const spx__template spx__templates[] = {
     {"stencil", spx__template_stencil, 3, 8494, UINT64_C(0x971a0caeb8e4c75a)},
     {"vector", spx__template_vector, 1, 2775, UINT64_C(0xbbe39d63b15f15b0)},
 };
-#define SPX__TEMPLATE_COUNT 13
+#define SPX__TEMPLATE_COUNT 14
 
 #endif /* SPX_INTERNAL_TEMPLATES_GEN_H */
