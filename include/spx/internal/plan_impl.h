@@ -182,7 +182,15 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
 }
 
 static spx_status spx__pprof_make(const spx_csr *a, int warp, spx__pprof *p) {
-  int64_t i, seg = 256, nwin, w, rowmax_nnz = 0, *buf = NULL;
+  int64_t i, nwin, w, rowmax_nnz = 0, *buf = NULL;
+  const char *tr = getenv("SPX_PLAN_TRACE"); /* the model's passes, under the plan's trace */
+  double tl = spx__now();
+#define SPX__PPROF_TRACE(what)                                                                         \
+  do {                                                                                                 \
+    if (tr && *tr && *tr != '0') fprintf(stderr, "spx plan:   %-8s %8.3f ms\n", what, 1e3 * (spx__now() - tl)); \
+    tl = spx__now();                                                                                   \
+  } while (0)
+  enum { seg = 256 }; /* SS's default segment; a constant, so the per-row divisions are shifts */
   int32_t *stamp = NULL, gen = 0;
   memset(p, 0, sizeof *p);
   p->n = a->nrows; p->ncols = a->ncols; p->nnz = a->nnz;
@@ -201,10 +209,11 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, spx__pprof *p) {
     for (i = 0; i < a->nrows; i++) {
       int64_t b = a->row_ptr[i], e = a->row_ptr[i + 1];
       h[e - b]++;
-      if (e > b) runs += (e - 1) / seg - b / seg + 1;
+      if (e > b) runs += ((e - 1) >> 8) - (b >> 8) + 1; /* / seg, for the non-negative offsets */
     }
     p->ss_runs = runs;
   }
+  SPX__PPROF_TRACE("rows");
   /* The column-dependent counts, window by window: every window, or a sample scaled up. */
   nwin = (a->nrows + 255) / 256;
   p->sampled = a->nnz > SPX__PLAN_SAMPLE_NNZ && nwin > 4 * SPX__PLAN_SAMPLE_WINDOWS;
@@ -216,7 +225,8 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, spx__pprof *p) {
       rowmax_nnz = SPX__MAX(rowmax_nnz, z);
     }
     /* Stamps per column when columns are few enough (calloc: pages no one touches stay free). */
-    stamp = a->ncols <= ((int64_t)1 << 27) ? (int32_t *)spx__calloc((size_t)a->ncols + 1, sizeof *stamp) : NULL;
+    /* (A sample sorts its few block columns instead: zeroing ncols stamps costs more than it saves.) */
+    stamp = !p->sampled && a->ncols <= ((int64_t)1 << 27) ? (int32_t *)spx__calloc((size_t)a->ncols + 1, sizeof *stamp) : NULL;
     if (!(buf = (int64_t *)spx__alloc((size_t)rowmax_nnz + 1, sizeof *buf))) {
       SPX_FREE(stamp);
       spx__pprof_free(p);
@@ -241,6 +251,7 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, spx__pprof *p) {
       p->sell_slots[1] = (int64_t)(f * (double)p->sell_slots[1] + 0.5);
     }
   }
+  SPX__PPROF_TRACE("columns");
   /* Sorted rows: walk the histogram from the longest down, warps of `warp` rows. */
   if (warp > 1) {
     int64_t len = p->row_max, left = 0, in = 0, mx = 0, sum = 0;
@@ -263,6 +274,8 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, spx__pprof *p) {
   }
   p->idle_row = spx__plan_idle(a, warp, 1);
   p->idle_csr = spx__plan_idle(a, warp, p->tpr);
+  SPX__PPROF_TRACE("idle");
+#undef SPX__PPROF_TRACE
   return SPX_OK;
 }
 
