@@ -568,6 +568,7 @@ static double *gpu_solve(spx_context *g, const spx_csr *a, const char *force, so
   spx_solve_report r;
   int64_t n = a->nrows;
   double *x = calloc((size_t)n, 8), rel, hist[4096];
+  int64_t slack;
   spx_devptr db = 0, dx = 0;
   spx_status s;
   spx_plan_options_default(&po);
@@ -594,7 +595,10 @@ static double *gpu_solve(spx_context *g, const spx_csr *a, const char *force, so
   }
   if (s != SPX_OK) fail_msg("%s %s: %s", force, r.method, spx_last_error());
   rel = true_rel(a, b, x);
-  if (!(rel <= 3 * rtol) || !(r.true_rel_resid <= 3 * rtol) || r.iterations < host_it - 3 || r.iterations > host_it + 3)
+  /* CG's count is stable under rounding; BiCGSTAB's irregular convergence moves by a few percent when
+   * the GPU's reduction order perturbs the trajectory (seen: 81 vs 77 on one random b). */
+  slack = fn == spx_solve_bicgstab ? (host_it / 10 > 3 ? host_it / 10 : 3) : 3;
+  if (!(rel <= 3 * rtol) || !(r.true_rel_resid <= 3 * rtol) || r.iterations < host_it - slack || r.iterations > host_it + slack)
     fail_msg("%s %s: %lld iterations (host %lld), true residual %.3g (reported %.3g)", force, r.method,
              (long long)r.iterations, (long long)host_it, rel, r.true_rel_resid);
   assert_int_equal(r.history_count, r.iterations + 1);
