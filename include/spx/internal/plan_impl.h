@@ -218,7 +218,8 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
   return SPX_OK;
 }
 
-static spx_status spx__pprof_make(const spx_csr *a, int warp, spx__pprof *p) {
+/* full 0: row lengths only (what a forced cuSPARSE candidate needs). */
+static spx_status spx__pprof_make(const spx_csr *a, int warp, int full, spx__pprof *p) {
   int64_t i, nwin, w, rowmax_nnz = 0;
   const char *tr = getenv("SPX_PLAN_TRACE"); /* the model's passes, under the plan's trace */
   double tl = spx__now();
@@ -250,6 +251,7 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, spx__pprof *p) {
     p->ss_runs = runs;
   }
   SPX__PPROF_TRACE("rows");
+  if (!full) return SPX_OK;
   /* The column-dependent counts, window by window: every window, or a sample scaled up. */
   nwin = (a->nrows + 255) / 256;
   p->sampled = a->nnz > SPX__PLAN_SAMPLE_NNZ && nwin > 4 * SPX__PLAN_SAMPLE_WINDOWS;
@@ -659,14 +661,16 @@ static void spx__plan_score(spx_plan_candidate *c, int64_t calls) {
 }
 
 /* Fills the candidates of a (dtype of a). cuSPARSE CSR last when with_cusparse. */
+/* with_cusparse 2: the cuSPARSE candidate alone (a plan forced to it reads no columns: the baseline
+ * pays what a cuSPARSE user pays, not our model). */
 static spx_status spx__plan_candidates(const spx_csr *a, const spx_plan_device *d, int64_t calls, int64_t limit,
                                        int with_cusparse, int cuda, spx_plan_candidate *out, int max, int *n) {
   spx__pprof p;
   int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype), vec = vb * (a->nrows + a->ncols);
   int f, k = 0;
   spx_status s;
-  if ((s = spx__pprof_make(a, d->warp, &p))) return s;
-  for (f = 0; f < spx_format_count() && k < max; f++) {
+  if ((s = spx__pprof_make(a, d->warp, with_cusparse != 2, &p))) return s;
+  for (f = 0; f < spx_format_count() && k < max && with_cusparse != 2; f++) {
     const spx_format_vtable *vt = spx_format_info((spx_format)f);
     const spx__plan_pred *q;
     spx_plan_candidate *c = &out[k];
@@ -1236,7 +1240,9 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   SPX__PLAN_TRACE("memory");
   spx__plan_rowstats(use, &p->an);
   SPX__PLAN_TRACE("rowstats");
-  if ((s = spx__plan_candidates(use, &dev, o->expected_calls, limit, spx__plan_has_cusparse(p),
+  if ((s = spx__plan_candidates(use, &dev, o->expected_calls, limit,
+                                spx__plan_has_cusparse(p) ? (o->force && (spx__plan_ieq(o->force, "cusparse") ||
+                                                                          spx__plan_ieq(o->force, "cusparse_csr")) ? 2 : 1) : 0,
                                 p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand)))
     goto fail;
   SPX__PLAN_TRACE("model");
@@ -1496,7 +1502,7 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
       (s = spx__plan_probe(ctx, lap, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_SPX, &t_csr)))
     goto done;
   d->launch_us = t_launch;
-  if ((s = spx__pprof_make(lap, d->warp, &pp))) goto done;
+  if ((s = spx__pprof_make(lap, d->warp, 1, &pp))) goto done;
   { /* bandwidth from the balanced CSR time: moved bytes / (time - launch) */
     double moved = (double)(spx__pb_csr(&pp, NULL, 8) + 8 * (lap->nrows + lap->ncols));
     double busy = t_csr - t_launch > 0.05 * t_csr ? t_csr - t_launch : t_csr;
@@ -1512,7 +1518,7 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
   }
   /* Idle lanes: ELL-R runs a thread per row; what it loses against the balanced prediction. */
   if (d->warp > 1) {
-    if ((s = spx__pprof_make(pl, d->warp, &pp))) goto done;
+    if ((s = spx__pprof_make(pl, d->warp, 1, &pp))) goto done;
     if ((s = spx__plan_probe(ctx, pl, SPX_FORMAT_ELL_R, SPX_PLAN_ENGINE_SPX, &t_er))) goto done;
     bpus = d->bandwidth_gbs * 1e3;
     d->imbalance_weight = 0;
