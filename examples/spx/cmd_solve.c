@@ -40,6 +40,7 @@ static int solve_one(spx_context *ctx, const spx_csr *a, const char *method, con
   po.force = force;
   po.expected_calls = 2 * o->maxit;
   po.no_diagonal = strcmp(method, "pcg") != 0; /* only Jacobi reads it */
+  po.eager = 1; /* built now: a lazy plan would copy the matrix to build it at the first SpMV */
   t0 = spx_cli_now();
   if (!x || spx_plan_create(ctx, a, &po, &p)) {
     free(x);

@@ -32,7 +32,7 @@
  *
  * THE DEVICE DESCRIPTION  spx_plan_device holds the constants the model uses. On the CUDA backend
  *   they are measured once per device by spx_plan_calibrate (copy bandwidth, launch latency, probe
- *   SpMVs, host conversion rates) and kept in <cache>/tuner/v3/<device>.json (cache as for the JIT:
+ *   SpMVs, host conversion rates) and kept in <cache>/tuner/v4/<device>.json (cache as for the JIT:
  *   $SPX_CACHE_DIR, $XDG_CACHE_HOME/spx, ~/.cache/spx); spx_plan_device_default gives unmeasured
  *   defaults. A test may fill one by hand (options.device) and needs no GPU.
  *
@@ -105,6 +105,12 @@ typedef struct spx_plan_device {
    * measured (factor 1, convert_ns_per_byte). Stored as "factor_NAME" and "convert_NAME". */
   double format_factor[SPX_FORMAT_MAX];
   double format_convert_ns[SPX_FORMAT_MAX];
+  /* The factor of the block formats (BSR, RBP-*) measured on a 3-unknowns-per-node elasticity
+   * matrix, used where the matrix has blocks (BSR's best block > 1, RBP's mean run >= 4): on the
+   * Poisson matrix those kernels run 1x1 blocks and runs of 3, another kernel regime (measured on
+   * the H100: BSR 3x3 reached 94% of copy bandwidth where the Poisson factor predicted 75%).
+   * Stored as "blockfactor_NAME"; 0: use format_factor. */
+  double format_factor_block[SPX_FORMAT_MAX];
 } spx_plan_device;
 
 typedef struct spx_plan_options {

@@ -545,6 +545,7 @@ spx_status spx_plan_device_save(const char *path, const spx_plan_device *d) {
       const char *nm = spx_format_name((spx_format)k);
       if (d->format_factor[k] > 0) fprintf(f, ",\n  \"factor_%s\": %.9g", nm, d->format_factor[k]);
       if (d->format_convert_ns[k] > 0) fprintf(f, ",\n  \"convert_%s\": %.9g", nm, d->format_convert_ns[k]);
+      if (d->format_factor_block[k] > 0) fprintf(f, ",\n  \"blockfactor_%s\": %.9g", nm, d->format_factor_block[k]);
     }
   }
   fprintf(f, "\n}\n");
@@ -600,6 +601,8 @@ spx_status spx_plan_device_load(const char *path, spx_plan_device *d) {
     if (spx__plan_json_num(text, key, &v) && v > 0) d->format_factor[k] = v;
     snprintf(key, sizeof key, "convert_%.60s", spx_format_name((spx_format)k));
     if (spx__plan_json_num(text, key, &v) && v > 0) d->format_convert_ns[k] = v;
+    snprintf(key, sizeof key, "blockfactor_%.60s", spx_format_name((spx_format)k));
+    if (spx__plan_json_num(text, key, &v) && v > 0) d->format_factor_block[k] = v;
   }
   if (!(d->bandwidth_gbs > 0) || d->warp < 1 || d->launch_us < 0)
     return spx__fail(SPX_PARSE, "%s: bandwidth_gbs, warp and launch_us out of range", path);
@@ -617,7 +620,7 @@ const char *spx_plan_device_path(const char *device_name) {
   name[i] = 0;
   /* v3: SELL and SELL16 conversion rates are the device converter's (v2: the host's; v1 files read
    * the L2). */
-  if (snprintf(path, sizeof path, "%s/tuner/v3/%s.json", root, name) >= (int)sizeof path) return NULL;
+  if (snprintf(path, sizeof path, "%s/tuner/v4/%s.json", root, name) >= (int)sizeof path) return NULL;
   return path;
 }
 
@@ -661,6 +664,21 @@ static void spx__plan_score(spx_plan_candidate *c, int64_t calls) {
 }
 
 /* Fills the candidates of a (dtype of a). cuSPARSE CSR last when with_cusparse. */
+/* Whether a block format meets blocks in this matrix (its block factor applies): BSR's best square
+ * block is larger than 1, RBP's runs average 4 columns or more. */
+static int spx__plan_blocky(const spx__pprof *p, spx__pred_fn fn, int64_t vb) {
+  if (fn == spx__pb_bsr) {
+    int64_t b, best = -1, bb = 1;
+    for (b = 1; b <= 8; b++) {
+      int64_t bytes = 4 * ((p->n + b - 1) / b + 1) + 4 * p->bsr_blocks[b] + vb * p->bsr_blocks[b] * b * b;
+      if (best < 0 || bytes < best) { best = bytes; bb = b; }
+    }
+    return bb > 1;
+  }
+  if (fn == spx__pb_rbp_csr || fn == spx__pb_rbp_ell || fn == spx__pb_rbp_ell_r) return p->nblocks > 0 && p->nval >= 4 * p->nblocks;
+  return 0;
+}
+
 /* with_cusparse 2: the cuSPARSE candidate alone (a plan forced to it reads no columns: the baseline
  * pays what a cuSPARSE user pays, not our model). */
 static spx_status spx__plan_candidates(const spx_csr *a, const spx_plan_device *d, int64_t calls, int64_t limit,
@@ -723,7 +741,11 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx_plan_device *
       snprintf(c->note, sizeof c->note, "%.1f MB + vectors over the %.1f MB limit", 1e-6 * (double)c->bytes,
                1e-6 * (double)limit);
     c->predicted_us = spx__plan_time_us(d, &p, vb, c->bytes, idle, q->launches);
-    if (f < SPX_FORMAT_MAX && d->format_factor[f] > 0) c->predicted_us *= d->format_factor[f];
+    if (f < SPX_FORMAT_MAX) {
+      double ff = d->format_factor[f];
+      if (d->format_factor_block[f] > 0 && spx__plan_blocky(&p, q->fn, vb)) ff = d->format_factor_block[f];
+      if (ff > 0) c->predicted_us *= ff;
+    }
     c->convert_ms = spx__plan_conv_ms(d, &p, c->bytes, cuda, f);
     spx__plan_score(c, calls);
     k++;
@@ -1423,18 +1445,25 @@ static int spx__plan_dcmp(const void *a, const void *b) { return spx__plan_cmp(a
 /* Per format on the calibration matrix a: host conversion (ns per byte of the result) and the
  * kernel's measured time over the model's (which has no per-format factor yet); the median
  * conversion rate becomes the default for formats not measured. */
-static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, spx_plan_device *d) {
+static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int block, spx_plan_device *d) {
   spx_plan_candidate c[SPX_FORMAT_MAX + 1];
   double conv[SPX_FORMAT_MAX + 1];
+  double *factor = block ? d->format_factor_block : d->format_factor;
   int n, k, nc = 0;
   spx_status s;
-  if ((s = spx__plan_candidates(a, d, 1, 0, 0, 0, c, SPX_FORMAT_MAX + 1, &n))) return s;
+  spx_plan_device d0 = *d;
+  if (block) memset(d0.format_factor_block, 0, sizeof d0.format_factor_block); /* predict with the Poisson factors */
+  if ((s = spx__plan_candidates(a, &d0, 1, 0, 0, 0, c, SPX_FORMAT_MAX + 1, &n))) return s;
   for (k = 0; k < n; k++) {
     int f = (int)c[k].format;
     spx_plan *q;
     spx_fmt *m = NULL;
     double t0, us;
+    const char *nm = spx_format_name((spx_format)f);
     if (c[k].engine != SPX_PLAN_ENGINE_SPX || !(c[k].predicted_us > 0) || f >= SPX_FORMAT_MAX) continue;
+    if (block && strcmp(nm, "bsr") && strncmp(nm, "rbp_", 4)) continue;
+    /* the prediction without the factor: the kernel's time over the model's streaming time */
+    if (d0.format_factor[f] > 0) c[k].predicted_us /= d0.format_factor[f];
     if (spx__plan_on_device(spx_context_backend(ctx) == SPX_BACKEND_CUDA, f)) {
       /* Converted on the device: the whole spx_dmatrix_convert (upload included), once to compile */
       spx_dmatrix *dm = NULL;
@@ -1453,7 +1482,7 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, spx_
       q->format = (spx_format)f; q->engine = SPX_PLAN_ENGINE_SPX;
       q->dm = dm;
       q->built = 1;
-      if (spx_plan_time(q, 15, &us) == SPX_OK && us > 0) d->format_factor[f] = us / c[k].predicted_us;
+      if (spx_plan_time(q, 15, &us) == SPX_OK && us > 0) factor[f] = us / c[k].predicted_us;
       spx_clear_error();
       spx_plan_destroy(q);
       continue;
@@ -1461,14 +1490,14 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, spx_
     t0 = spx__now();
     if (spx_fmt_from_csr(a, (spx_format)f, NULL, &m)) { spx_clear_error(); continue; }
     t0 = spx__now() - t0;
-    if (spx_fmt_bytes(m) > 0) conv[nc++] = d->format_convert_ns[f] = 1e9 * t0 / (double)spx_fmt_bytes(m);
+    if (spx_fmt_bytes(m) > 0 && !block) conv[nc++] = d->format_convert_ns[f] = 1e9 * t0 / (double)spx_fmt_bytes(m);
     if (!(q = (spx_plan *)spx__calloc(1, sizeof *q))) { spx_fmt_destroy(m); return SPX_OUT_OF_MEMORY; }
     q->ctx = ctx; q->backend = spx_context_backend(ctx); q->dtype = a->dtype; q->nrows = a->nrows; q->ncols = a->ncols;
     q->format = (spx_format)f; q->engine = SPX_PLAN_ENGINE_SPX;
     spx_format_params_default(&q->params);
     q->fmt = m; /* built from the conversion just timed */
     if (spx__plan_build_from(q, a) == SPX_OK && spx_plan_time(q, 15, &us) == SPX_OK && us > 0)
-      d->format_factor[f] = us / c[k].predicted_us;
+      factor[f] = us / c[k].predicted_us;
     spx_clear_error();
     spx_plan_destroy(q);
   }
@@ -1546,7 +1575,12 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
     SPX_FREE(h);
     spx_clear_error();
   }
-  s = spx__plan_cal_formats(ctx, lap, d);
+  if (!(s = spx__plan_cal_formats(ctx, lap, 0, d))) {
+    spx_csr *el = NULL; /* the block formats again where they meet blocks (3 unknowns per node) */
+    if (!(s = spx_gen_elasticity3d(cuda ? 36 : 10, cuda ? 36 : 10, cuda ? 36 : 10, SPX_DOUBLE, &el)))
+      s = spx__plan_cal_formats(ctx, el, 1, d);
+    spx_csr_destroy(el);
+  }
   d->calibrated = 1;
 done:
   spx__pprof_free(&pp);
