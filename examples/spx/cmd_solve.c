@@ -26,6 +26,7 @@ typedef struct solve_run {
   int64_t plan_bytes;
   double bound_us; /* bandwidth bound of one iteration (0: no bandwidth) */
   double wall_ms;  /* spx_plan_create through the solve's return: what the caller waits for */
+  char reason[800];
 } solve_run;
 
 static int solve_one(spx_context *ctx, const spx_csr *a, const char *method, const char *force,
@@ -46,6 +47,7 @@ static int solve_one(spx_context *ctx, const spx_csr *a, const char *method, con
     free(x);
     return spx_cli_fail("solve");
   }
+  snprintf(out->reason, sizeof out->reason, "%s", spx_plan_reason(p));
   snprintf(out->plan, sizeof out->plan, "%s", spx_plan_engine_of(p) == SPX_PLAN_ENGINE_CUSPARSE
                                                   ? "cusparse_csr" : spx_format_name(spx_plan_format(p)));
   spx_cli_progress("%s on %s", method, out->plan);
@@ -76,6 +78,7 @@ static void solve_print(const solve_run *r, int json) {
     return;
   }
   printf("plan %-14s %s\n", r->plan, p->message);
+  printf("  why           %s\n", r->reason);
   printf("  iterations      %lld\n", (long long)p->iterations);
   printf("  residual        ||b - Ax||/||b|| = %.3e recomputed (recurrence %.3e)\n", p->true_rel_resid, p->rel_resid);
   printf("  setup           %.2f ms = analysis + choice %.2f + conversion, upload and SpMV compile %.2f + solver "

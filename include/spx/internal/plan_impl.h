@@ -1315,7 +1315,9 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   if (!o->no_diagonal && (s = spx__plan_diag(p, use))) goto fail;
   if (tr && *tr && *tr != '0') fprintf(stderr, "spx plan: %-10s %8.3f ms\n", "diagonal", 1e3 * (spx__now() - tl));
   if (!p->built && o->eager) {
+    double tb = spx__now();
     if ((s = spx__plan_build_from(p, use))) goto fail;
+    p->build_ms = 1e3 * (spx__now() - tb); /* an eager build is the build's, not the selection's */
   } else if (!p->built) {
     if (!a && (s = spx_csr_copy(a0, p->dtype, &a))) goto fail;
     p->a = a;
