@@ -22,7 +22,7 @@ for part in "$@"; do
     done
     sed -n '/^summary/,$p' "$dest/select-large-warm.txt" ;;
   shared)
-    # every third shared matrix, byte order of the names: 40 latency-bound matrices
+    # every third shared matrix, byte order of the names (about 40 latency-bound matrices)
     files=$(ls "$shared"/*.mtx.gz | LC_ALL=C sort | awk 'NR % 3 == 1')
     $spx select --eval $files --json-file "$dest/select-shared.json" --svg "$dest/select-shared.svg" \
       > "$dest/select-shared.txt" 2>&1
