@@ -36,6 +36,11 @@ static int spx__plan_ieq(const char *a, const char *b) {
   return *a == *b;
 }
 
+/* A forced name that means the cuSPARSE engine (NULL: none forced). */
+static int spx__plan_names_cusparse(const char *name) {
+  return name && (spx__plan_ieq(name, "cusparse") || spx__plan_ieq(name, "cusparse_csr"));
+}
+
 spx_status spx_plan_strategy_parse(const char *name, spx_plan_strategy *out) {
   int i;
   if (!name || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_strategy_parse: NULL argument");
@@ -426,15 +431,21 @@ static int64_t spx__pb_sell16(const spx__pprof *p, const spx_format_vtable *vt, 
   if (sigma > 1 && p->sell16_wide[1]) return p->sampled ? -2 : -1;
   return (sigma > 1 ? 4 * p->n : 0) + 4 * (ns + 1) + 4 * ns + p->sell_slots[sigma > 1] * slot;
 }
-/* BSR, square blocks of the size of least bytes (ties to the smaller), as the converter picks. */
-static int64_t spx__pb_bsr(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
-  int64_t r = spx__plan_pdef(vt, "r"), c = spx__plan_pdef(vt, "c"), b, best = -1;
-  if (r != SPX_AUTO || c != SPX_AUTO) return -1;
+/* BSR's square block of least bytes (ties to the smaller), as the converter picks; its bytes. */
+static int64_t spx__plan_bsr_best(const spx__pprof *p, int64_t vb, int64_t *bytes_out) {
+  int64_t b, best = -1, bb = 1;
   for (b = 1; b <= 8; b++) {
     int64_t bytes = 4 * ((p->n + b - 1) / b + 1) + 4 * p->bsr_blocks[b] + vb * p->bsr_blocks[b] * b * b;
-    if (best < 0 || bytes < best) best = bytes;
+    if (best < 0 || bytes < best) { best = bytes; bb = b; }
   }
-  return best;
+  if (bytes_out) *bytes_out = best;
+  return bb;
+}
+static int64_t spx__pb_bsr(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  int64_t bytes;
+  if (spx__plan_pdef(vt, "r") != SPX_AUTO || spx__plan_pdef(vt, "c") != SPX_AUTO) return -1;
+  spx__plan_bsr_best(p, vb, &bytes);
+  return bytes;
 }
 
 /* Predictors by registry name. _(name, predictor or NULL, lane mapping, kernel launches) */
@@ -618,8 +629,8 @@ const char *spx_plan_device_path(const char *device_name) {
   for (c = device_name; *c && i + 1 < sizeof name; c++)
     name[i++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ? *c : '_';
   name[i] = 0;
-  /* v3: SELL and SELL16 conversion rates are the device converter's (v2: the host's; v1 files read
-   * the L2). */
+  /* v4: block formats also calibrated on an elasticity matrix (v3: SELL and SELL16 conversion rates
+   * the device converter's; v2: the host's; v1 files read the L2). */
   if (snprintf(path, sizeof path, "%s/tuner/v4/%s.json", root, name) >= (int)sizeof path) return NULL;
   return path;
 }
@@ -663,23 +674,16 @@ static void spx__plan_score(spx_plan_candidate *c, int64_t calls) {
   c->score_us = c->predicted_us + 1e3 * c->convert_ms / (double)(calls > 0 ? calls : 1);
 }
 
-/* Fills the candidates of a (dtype of a). cuSPARSE CSR last when with_cusparse. */
 /* Whether a block format meets blocks in this matrix (its block factor applies): BSR's best square
  * block is larger than 1, RBP's runs average 4 columns or more. */
 static int spx__plan_blocky(const spx__pprof *p, spx__pred_fn fn, int64_t vb) {
-  if (fn == spx__pb_bsr) {
-    int64_t b, best = -1, bb = 1;
-    for (b = 1; b <= 8; b++) {
-      int64_t bytes = 4 * ((p->n + b - 1) / b + 1) + 4 * p->bsr_blocks[b] + vb * p->bsr_blocks[b] * b * b;
-      if (best < 0 || bytes < best) { best = bytes; bb = b; }
-    }
-    return bb > 1;
-  }
+  if (fn == spx__pb_bsr) return spx__plan_bsr_best(p, vb, NULL) > 1;
   if (fn == spx__pb_rbp_csr || fn == spx__pb_rbp_ell || fn == spx__pb_rbp_ell_r) return p->nblocks > 0 && p->nval >= 4 * p->nblocks;
   return 0;
 }
 
-/* with_cusparse 2: the cuSPARSE candidate alone (a plan forced to it reads no columns: the baseline
+/* Fills the candidates of a (dtype of a). cuSPARSE CSR last when with_cusparse.
+ * with_cusparse 2: the cuSPARSE candidate alone (a plan forced to it reads no columns: the baseline
  * pays what a cuSPARSE user pays, not our model). */
 static spx_status spx__plan_candidates(const spx_csr *a, const spx_plan_device *d, int64_t calls, int64_t limit,
                                        int with_cusparse, int cuda, spx_plan_candidate *out, int max, int *n) {
@@ -1170,7 +1174,7 @@ static spx_status spx__plan_diag(spx_plan *p, const spx_csr *a) {
 static spx_status spx__plan_forced(spx_plan *p, const char *name) {
   char list[256];
   size_t n = 0;
-  int i, cus = spx__plan_ieq(name, "cusparse") || spx__plan_ieq(name, "cusparse_csr");
+  int i, cus = spx__plan_names_cusparse(name);
   list[0] = 0;
   for (i = 0; i < p->ncand; i++) {
     const spx_plan_candidate *c = &p->cand[i];
@@ -1263,8 +1267,7 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   spx__plan_rowstats(use, &p->an);
   SPX__PLAN_TRACE("rowstats");
   if ((s = spx__plan_candidates(use, &dev, o->expected_calls, limit,
-                                spx__plan_has_cusparse(p) ? (o->force && (spx__plan_ieq(o->force, "cusparse") ||
-                                                                          spx__plan_ieq(o->force, "cusparse_csr")) ? 2 : 1) : 0,
+                                spx__plan_has_cusparse(p) ? (spx__plan_names_cusparse(o->force) ? 2 : 1) : 0,
                                 p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand)))
     goto fail;
   SPX__PLAN_TRACE("model");
@@ -1444,6 +1447,16 @@ static spx_status spx__plan_probe(spx_context *ctx, const spx_csr *a, spx_format
 
 static int spx__plan_dcmp(const void *a, const void *b) { return spx__plan_cmp(a, b); }
 
+/* A plan of format f on ctx for a, to be handed its converted matrix and timed. */
+static spx_plan *spx__plan_shell(spx_context *ctx, const spx_csr *a, int f) {
+  spx_plan *q = (spx_plan *)spx__calloc(1, sizeof *q);
+  if (!q) return NULL;
+  q->ctx = ctx; q->backend = spx_context_backend(ctx); q->dtype = a->dtype; q->nrows = a->nrows; q->ncols = a->ncols;
+  q->format = (spx_format)f; q->engine = SPX_PLAN_ENGINE_SPX;
+  spx_format_params_default(&q->params);
+  return q;
+}
+
 /* Per format on the calibration matrix a: host conversion (ns per byte of the result) and the
  * kernel's measured time over the model's (which has no per-format factor yet); the median
  * conversion rate becomes the default for formats not measured. */
@@ -1453,8 +1466,9 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
   double *factor = block ? d->format_factor_block : d->format_factor;
   int n, k, nc = 0;
   spx_status s;
-  spx_plan_device d0 = *d;
-  if (block) memset(d0.format_factor_block, 0, sizeof d0.format_factor_block); /* predict with the Poisson factors */
+  spx_plan_device d0 = *d; /* predictions without any factor: a factor is measured / predicted */
+  memset(d0.format_factor, 0, sizeof d0.format_factor);
+  memset(d0.format_factor_block, 0, sizeof d0.format_factor_block);
   if ((s = spx__plan_candidates(a, &d0, 1, 0, 0, 0, c, SPX_FORMAT_MAX + 1, &n))) return s;
   for (k = 0; k < n; k++) {
     int f = (int)c[k].format;
@@ -1464,8 +1478,6 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
     const char *nm = spx_format_name((spx_format)f);
     if (c[k].engine != SPX_PLAN_ENGINE_SPX || !(c[k].predicted_us > 0) || f >= SPX_FORMAT_MAX) continue;
     if (block && strcmp(nm, "bsr") && strncmp(nm, "rbp_", 4)) continue;
-    /* the prediction without the factor: the kernel's time over the model's streaming time */
-    if (d0.format_factor[f] > 0) c[k].predicted_us /= d0.format_factor[f];
     if (spx__plan_on_device(spx_context_backend(ctx) == SPX_BACKEND_CUDA, f)) {
       /* Converted on the device: the whole spx_dmatrix_convert (upload included), once to compile */
       spx_dmatrix *dm = NULL;
@@ -1479,9 +1491,7 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
       }
       if (!dm || rep < 2) { spx_clear_error(); spx_dmatrix_destroy(dm); continue; }
       if (spx_dmatrix_bytes(dm) > 0) d->format_convert_ns[f] = 1e9 * t0 / (double)spx_dmatrix_bytes(dm); /* not in the host median */
-      if (!(q = (spx_plan *)spx__calloc(1, sizeof *q))) { spx_dmatrix_destroy(dm); return SPX_OUT_OF_MEMORY; }
-      q->ctx = ctx; q->backend = SPX_BACKEND_CUDA; q->dtype = a->dtype; q->nrows = a->nrows; q->ncols = a->ncols;
-      q->format = (spx_format)f; q->engine = SPX_PLAN_ENGINE_SPX;
+      if (!(q = spx__plan_shell(ctx, a, f))) { spx_dmatrix_destroy(dm); return SPX_OUT_OF_MEMORY; }
       q->dm = dm;
       q->built = 1;
       if (spx_plan_time(q, 15, &us) == SPX_OK && us > 0) factor[f] = us / c[k].predicted_us;
@@ -1493,10 +1503,7 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
     if (spx_fmt_from_csr(a, (spx_format)f, NULL, &m)) { spx_clear_error(); continue; }
     t0 = spx__now() - t0;
     if (spx_fmt_bytes(m) > 0 && !block) conv[nc++] = d->format_convert_ns[f] = 1e9 * t0 / (double)spx_fmt_bytes(m);
-    if (!(q = (spx_plan *)spx__calloc(1, sizeof *q))) { spx_fmt_destroy(m); return SPX_OUT_OF_MEMORY; }
-    q->ctx = ctx; q->backend = spx_context_backend(ctx); q->dtype = a->dtype; q->nrows = a->nrows; q->ncols = a->ncols;
-    q->format = (spx_format)f; q->engine = SPX_PLAN_ENGINE_SPX;
-    spx_format_params_default(&q->params);
+    if (!(q = spx__plan_shell(ctx, a, f))) { spx_fmt_destroy(m); return SPX_OUT_OF_MEMORY; }
     q->fmt = m; /* built from the conversion just timed */
     if (spx__plan_build_from(q, a) == SPX_OK && spx_plan_time(q, 15, &us) == SPX_OK && us > 0)
       factor[f] = us / c[k].predicted_us;
