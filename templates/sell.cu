@@ -22,17 +22,27 @@
 #define SPX_BLOCK 256
 #endif
 typedef SPX_VALUE_T spx_value_t;
+/* SPX_LDS(p): a load of a matrix array, read once per SpMV: cache-streaming (evict first) so the
+ * stream does not push x out of L2 (H100: power-law 1.10x, Poisson float 1.16x); SPX_PLAIN_LOADS=1
+ * gives plain loads. */
+#ifndef SPX_LDS
+#if defined(SPX_PLAIN_LOADS) && SPX_PLAIN_LOADS
+#define SPX_LDS(p) (*(p))
+#else
+#define SPX_LDS(p) __ldcs(p)
+#endif
+#endif
 
 /* sum over the width slots of the row at lane of the slice starting at slot b; xb is x offset by
  * the slice's base column (SELL16) or x itself. */
 #ifdef SPX_WMAX
 #define SPX_SELL_ROW(sum, xb, col, val, b, width, C, lane) \
   _Pragma("unroll") for (int j = 0; j < SPX_WMAX; j++) \
-    if (j < (width)) { const int q = (b) + j * (C) + (lane); (sum) += (val)[q] * __ldg((xb) + (col)[q]); }
+    if (j < (width)) { const int q = (b) + j * (C) + (lane); (sum) += SPX_LDS((val) + q) * __ldg((xb) + SPX_LDS((col) + q)); }
 #else
 #define SPX_SELL_ROW(sum, xb, col, val, b, width, C, lane) \
   _Pragma("unroll 4") for (int j = 0; j < (width); j++) { \
-    const int q = (b) + j * (C) + (lane); (sum) += (val)[q] * __ldg((xb) + (col)[q]); }
+    const int q = (b) + j * (C) + (lane); (sum) += SPX_LDS((val) + q) * __ldg((xb) + SPX_LDS((col) + q)); }
 #endif
 
 /* y[row of position p] = alpha*sum + beta*y; beta == 0 does not read y. */

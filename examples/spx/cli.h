@@ -10,7 +10,7 @@
   _(info,    "info FILE [--json] [--float]",               "read a Matrix Market file and print its analysis") \
   _(gen,     "gen KIND [options] -o FILE",                 "write a generated matrix (poisson3d, elasticity3d, powerlaw, replicate)") \
   _(formats, "formats [FILE] [--json] [--float] [--param k=v,...]", "every format on a matrix (default elasticity3d 16^3): bytes, padding, conversion time, SpMV check") \
-  _(bench,   "bench [MATRIX ...] [--set large|small] [--dtype double|float|both] [--formats a,b] [--json F] [--csv F] [--svg F]", "GPU SpMV of every format vs best cuSPARSE (needs a GPU)") \
+  _(bench,   "bench [MATRIX ...] [--set large|small] [--dtype double|float|both] [--formats a,b] [--plain-loads] [--json F] [--csv F] [--svg F]", "GPU SpMV of every format vs best cuSPARSE (needs a GPU)") \
   _(jit,     "jit --stats|--clear|--compile TPL [-D SPX_X=V]...|--warm MATRIX|--warm-list FILE [--arch sm_XY]", "the JIT kernel cache") \
   _(select,  "select FILE... [--strategy S] [--json] [--calls N] | select --eval MATRIX... [--set large] [--json-file F] [--svg F]", "the auto-tuner's plan and reason per strategy; --eval: against the measured oracle (needs a GPU)") \
   _(stencil, "stencil --n NX,NY,NZ [--steps T] [--method overlap|incore|normal|mm|mmt|mmtb] [--budget 2G] [--depth 1|2|4] [--tts N] [--slab N] [--block 32x8] [--type float|double] [--check] [--json] [--host] | stencil --sweep [--edges N,...] [--methods a,b] [--budget B] [--steps T] [--json-file F] [--csv F] [--svg F]", "3-D 7-point stencil in core or larger than GPU memory (out-of-core methods); --sweep: GStencil/s vs domain edge") \

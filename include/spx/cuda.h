@@ -27,6 +27,8 @@ typedef struct spx_dmatrix_options {
   int load_balance;    /* CSR: 1 = the merge-path kernel, -1 = never it, 0 = when rows are skewed */
   int stream;          /* CSR: 1 = the block-streaming kernel (short irregular rows), -1 = never it,
                         * 0 = the spec's choice */
+  int plain_loads;     /* 1: matrix arrays read with plain loads instead of cache-streaming ones
+                        * (the templates' SPX_LDS), for comparison */
 } spx_dmatrix_options;
 
 /* One kernel launch of an SpMV. Every kernel of a format takes the same arguments: the format's

@@ -120,6 +120,7 @@ static spx_status spx__dmatrix_build(spx_context *ctx, const spx_fmt *m, const s
   if (!(d = (spx_dmatrix *)spx__calloc(1, sizeof *d))) return SPX_OUT_OF_MEMORY;
   d->ctx = ctx; d->format = m->format; d->dtype = m->dtype; d->nrows = m->nrows; d->ncols = m->ncols;
   if ((s = spx__kernel_specs[m->format](m, &o, &ctx->info, &d->plan))) goto fail;
+  for (i = 0; o.plain_loads > 0 && i < d->plan.nlaunch; i++) spx__kdef(&d->plan.launch[i], "SPX_PLAIN_LOADS=1");
   n = spx_fmt_arrays(m, arr, SPX_KERNEL_ARGS_MAX);
   if (n > SPX_KERNEL_ARGS_MAX - 4) { s = spx__fail(SPX_INTERNAL, "format '%s' has too many arrays", spx_format_name(m->format)); goto fail; }
   /* Upload every array the descriptor lists; empty ones stay 0 (kernels never read them). */
