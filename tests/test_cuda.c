@@ -164,7 +164,7 @@ static void test_kernel_plans(void **state) {
   assert_int_equal(spx_gen_powerlaw(2000, 1.2, 100, 120, 5, SPX_DOUBLE, &wide), SPX_OK); /* rows ~100 long */
   for (f = 0; f < SPX_FORMAT_COUNT; f++) {
     plan_of(poisson, (spx_format)f, NULL);
-    plan_of(small_skew, (spx_format)f, NULL);
+    if (f != SPX_FORMAT_SDIA) plan_of(small_skew, (spx_format)f, NULL); /* SDIA declines its 300 offsets */
   }
   p = plan_of(poisson, SPX_FORMAT_ELL, NULL);
   assert_string_equal(p.launch[0].kernel, "spx_ell_spmv");
@@ -202,21 +202,26 @@ static void test_kernel_plans(void **state) {
   o.threads_per_row = 4;
   p = plan_of(big_skew, SPX_FORMAT_CSR, &o);
   assert_true(has_define(&p.launch[0], "SPX_TPR=4"));
-  /* SELL and SELL16 unroll to the widest slice (7 on Poisson 7-point); each compiles through NVRTC
+  /* SELL and SELL16 unroll to the widest slice (7 on Poisson 7-point); each (and SDIA) compiles through NVRTC
    * for sm_90 with its plan's constants (no GPU needed; skipped where NVRTC is missing). */
   p = plan_of(poisson, SPX_FORMAT_SELL16, NULL);
   assert_string_equal(p.launch[0].kernel, "spx_sell16_spmv");
   assert_true(has_define(&p.launch[0], "SPX_WMAX=7") && has_define(&p.launch[0], "SPX_C=32"));
   p = plan_of(big_skew, SPX_FORMAT_SELL, NULL); /* slices up to 2000 wide: the run-time loop */
   for (f = 0; f < p.launch[0].ndefines; f++) assert_null(strstr(p.launch[0].defines[f], "SPX_WMAX="));
-  for (f = 0; f < 2; f++) {
+  /* SDIA: its widest slice (7 diagonals) unrolled, C fixed. */
+  p = plan_of(poisson, SPX_FORMAT_SDIA, NULL);
+  assert_string_equal(p.launch[0].kernel, "spx_sdia_spmv");
+  assert_true(has_define(&p.launch[0], "SPX_WMAX=7") && has_define(&p.launch[0], "SPX_C=32"));
+  for (f = 0; f < 3; f++) {
+    static const spx_format warm[3] = {SPX_FORMAT_SELL, SPX_FORMAT_SELL16, SPX_FORMAT_SDIA};
     spx_fmt *m;
     int compiled = 0, cached = 0;
     spx_status s;
-    assert_int_equal(spx_fmt_from_csr(poisson, f ? SPX_FORMAT_SELL16 : SPX_FORMAT_SELL, NULL, &m), SPX_OK);
+    assert_int_equal(spx_fmt_from_csr(poisson, warm[f], NULL, &m), SPX_OK);
     s = spx_dmatrix_warm(m, NULL, "sm_90", &compiled, &cached);
     if (s != SPX_NOT_AVAILABLE) {
-      if (s) fail_msg("warm %s: %s", f ? "sell16" : "sell", spx_last_error());
+      if (s) fail_msg("warm %s: %s", spx_format_name(warm[f]), spx_last_error());
       assert_int_equal(compiled + cached, 1);
     }
     spx_fmt_destroy(m);

@@ -97,6 +97,27 @@ static int spmv_matches(const spx_csr *a, const spx_fmt *m, double alpha, double
   return ok;
 }
 
+static int cmp_i64(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return (a > b) - (a < b);
+}
+
+/* Slots SDIA stores in real rows with slice height c, counted the plain way: each slice's
+ * offsets (column - row) sorted, duplicates dropped, times the slice's rows. */
+static int64_t sdia_slots(const spx_csr *a, int64_t c) {
+  int64_t s, slots = 0, cap = a->nnz + 1, *o = (int64_t *)malloc((size_t)cap * sizeof *o);
+  for (s = 0; s * c < a->nrows; s++) {
+    int64_t r1 = s * c + c < a->nrows ? s * c + c : a->nrows, n = 0, i, k, u = 0;
+    for (i = s * c; i < r1; i++)
+      for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) o[n++] = (int64_t)a->col_idx[k] - i;
+    qsort(o, (size_t)n, sizeof *o, cmp_i64);
+    for (k = 0; k < n; k++) u += !k || o[k] != o[k - 1];
+    slots += u * (r1 - s * c);
+  }
+  free(o);
+  return slots;
+}
+
 /* The whole contract of one format on one matrix. */
 static void check_format(const spx_csr *a, spx_format f, const spx_format_params *p, const char *what, tally *t) {
   spx_fmt *m = NULL;
@@ -112,6 +133,15 @@ static void check_format(const spx_csr *a, spx_format f, const spx_format_params
   if (s == SPX_UNSUPPORTED && (int)f >= SPX_FORMAT_COUNT) { t->declined++; return; }
   /* SELL16 may decline only a matrix too wide for 16-bit offsets somewhere (more than 65536 columns). */
   if (s == SPX_UNSUPPORTED && f == SPX_FORMAT_SELL16 && a->ncols > 65536) { t->declined++; return; }
+  /* SDIA declines exactly the matrices its fill limit excludes. */
+  if (f == SPX_FORMAT_SDIA) {
+    int64_t c = p && p->sdia_c > 0 ? p->sdia_c : 32, mf = p && p->sdia_max_fill > 0 ? p->sdia_max_fill : 4;
+    int over = sdia_slots(a, c) > mf * a->nnz;
+    if (over != (s == SPX_UNSUPPORTED))
+      BAD("%s: sdia (c %lld, max_fill %lld) %s: %s\n", what, (long long)c, (long long)mf,
+          over ? "should decline" : "declined", s ? spx_last_error() : "converted");
+    if (over) { t->declined++; return; }
+  }
   if (s) BAD("%s: %s %s: from_csr: %s\n", what, spx_format_name(f), spx_dtype_name(a->dtype), spx_last_error());
   if (spx_fmt_validate(m)) BAD("%s: %s: validate: %s\n", what, spx_format_name(f), spx_last_error());
   n = spx_fmt_arrays(m, arr, SPX_KERNEL_ARGS_MAX);
@@ -139,9 +169,9 @@ out:
 /* Every format, both dtypes, under each parameter set. */
 static const char *const variants[] = {
     "",                                 /* defaults */
-    "sell_c=4,sell_sigma=1 hyb_k=0 bsr_r=2,bsr_c=3 ss_seg=1 sell16_c=8,sell16_sigma=256",
-    "sell_c=3,sell_sigma=5 hyb_k=2 ell_k=9 bsr_r=3 ss_seg=4 dia_max_fill=100 sell16_c=3,sell16_sigma=5",
-    "sell_c=1,sell_sigma=2 hyb_k=1 bsr_r=1,bsr_c=5 ss_seg=8 sell16_c=1,sell16_sigma=1",
+    "sell_c=4,sell_sigma=1 hyb_k=0 bsr_r=2,bsr_c=3 ss_seg=1 sell16_c=8,sell16_sigma=256 sdia_c=4",
+    "sell_c=3,sell_sigma=5 hyb_k=2 ell_k=9 bsr_r=3 ss_seg=4 dia_max_fill=100 sell16_c=3,sell16_sigma=5 sdia_c=3,sdia_max_fill=1000",
+    "sell_c=1,sell_sigma=2 hyb_k=1 bsr_r=1,bsr_c=5 ss_seg=8 sell16_c=1,sell16_sigma=1 sdia_c=1,sdia_max_fill=1",
 };
 #define NVARIANTS ((int)(sizeof variants / sizeof variants[0]))
 
@@ -296,7 +326,7 @@ static void test_edge_cases(void **state) {
     spx_csr_destroy(a);
   }
   free(d);
-  print_message("edge cases: %lld checks, %lld failures, %lld declined (dia; sell16 on wide matrices)\n", (long long)t.checks,
+  print_message("edge cases: %lld checks, %lld failures, %lld declined (dia; sell16 on wide matrices; sdia past its fill limit)\n", (long long)t.checks,
                 (long long)t.failures, (long long)t.declined);
   assert_int_equal(t.failures, 0);
   assert_true(t.checks > 1000);
@@ -426,7 +456,7 @@ static void test_shared_matrices(void **state) {
     used++;
   }
   free(e);
-  print_message("shared matrices: %d matrices, %lld checks, %lld failures, %lld declined (dia; sell16 on wide matrices), %.1f s\n", used,
+  print_message("shared matrices: %d matrices, %lld checks, %lld failures, %lld declined (dia; sell16 on wide matrices; sdia past its fill limit), %.1f s\n", used,
                 (long long)t.checks, (long long)t.failures, (long long)t.declined, now() - t0);
   print_message("RBP bytes (double), mean over %d matrices: rbp_csr/csr = %.3f, rbp_ell/ell = %.3f\n", sum.n,
                 sum.csr / sum.n, sum.ell / sum.n);
@@ -518,6 +548,50 @@ static void test_generic_ops(void **state) {
 
 /* SELL16: offsets rebuild SELL's columns exactly, 2 bytes per slot, sigma chosen by bytes, a slice
  * wider than 65536 columns declined with a sentence, corrupt offsets caught by validate. */
+/* SDIA on a 7-point Poisson whose x-lines are exactly one slice: 3 diagonals on every line, one
+ * more for each neighbouring line in y and z that exists; no column array, so fewer bytes than
+ * SELL16. A row-permutation matrix (each row its own offset) is refused with the limit named. */
+static void test_sdia(void **state) {
+  spx_csr *a, *perm;
+  spx_fmt *m, *m16;
+  int32_t r[64], c[64];
+  double v[64];
+  int k;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(32, 20, 20, 7, SPX_DOUBLE, &a), SPX_OK);
+  assert_int_equal(spx_fmt_from_csr(a, SPX_FORMAT_SDIA, NULL, &m), SPX_OK);
+  assert_int_equal(spx_fmt_from_csr(a, SPX_FORMAT_SELL16, NULL, &m16), SPX_OK);
+  {
+    spx_fmt_sdia *e = (spx_fmt_sdia *)m->impl;
+    int32_t keep;
+    assert_int_equal(e->c, 32);
+    assert_int_equal(e->nslices, 400);
+    assert_int_equal(e->ndiags, 3 * 400 + 4 * 19 * 20);
+    assert_int_equal(e->slice_ptr[1] - e->slice_ptr[0], 5); /* line y = z = 0: 0, +-1, +nx, +nx*ny */
+    assert_int_equal(e->off[0], -1);
+    assert_int_equal(e->off[4], 32 * 20);
+    assert_int_equal(spx_fmt_bytes(m), 4 * 401 + 4 * e->ndiags + 8 * 32 * e->ndiags);
+    assert_true(spx_fmt_bytes(m) < spx_fmt_bytes(m16));
+    /* Corruptions validate must catch: offsets out of order, an entry outside the matrix. */
+    keep = e->off[1];
+    e->off[1] = e->off[0];
+    assert_int_equal(spx_fmt_validate(m), SPX_INVALID_ARGUMENT);
+    assert_non_null(strstr(spx_last_error(), "not increasing"));
+    e->off[1] = keep;
+    e->val.d[0] = 1.0; /* row 0 on diagonal -1: column -1 */
+    assert_int_equal(spx_fmt_validate(m), SPX_INVALID_ARGUMENT);
+    assert_non_null(strstr(spx_last_error(), "outside"));
+  }
+  spx_fmt_destroy(m);
+  spx_fmt_destroy(m16);
+  spx_csr_destroy(a);
+  for (k = 0; k < 64; k++) { r[k] = k; c[k] = (k * 37) % 64; v[k] = k + 1; }
+  perm = from_triplets(64, 64, 64, r, c, v, SPX_DOUBLE);
+  assert_int_equal(spx_fmt_from_csr(perm, SPX_FORMAT_SDIA, NULL, &m), SPX_UNSUPPORTED);
+  assert_non_null(strstr(spx_last_error(), "sdia_max_fill = 4"));
+  spx_csr_destroy(perm);
+}
+
 static void test_sell16(void **state) {
   spx_csr *a, *w;
   spx_fmt *m, *ms;
@@ -609,7 +683,7 @@ int main(void) {
       cmocka_unit_test(test_registry),    cmocka_unit_test(test_params),
       cmocka_unit_test(test_edge_cases),  cmocka_unit_test(test_rbp_figure3),
       cmocka_unit_test(test_generic_ops), cmocka_unit_test(test_nonfinite),
-      cmocka_unit_test(test_elasticity),  cmocka_unit_test(test_sell16),
+      cmocka_unit_test(test_elasticity),  cmocka_unit_test(test_sell16), cmocka_unit_test(test_sdia),
       cmocka_unit_test(test_shared_matrices),
   };
   if (dia_register(&dia_id)) {

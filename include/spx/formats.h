@@ -249,6 +249,7 @@ typedef struct spx_format_vtable {
 #include "formats/ss.h"
 #include "formats/bsr.h"
 #include "formats/sell16.h"
+#include "formats/sdia.h"
 
 /* The formats spx has. ORDER: the enum order, the order tests and `spx formats` list them;
  * append only (stored plans name formats by their string, but the enum is part of the ABI).
@@ -266,7 +267,8 @@ typedef struct spx_format_vtable {
   _(RBP_ELL_R, rbp_ell_r, SPX_DESC_RBP_ELL_R, "O(n (Kv + Kc) + nnz)",   "row block packing on ELL-R")                         \
   _(SS,        ss,        SPX_DESC_SS,        "O(nnz + n)",             "segmented scan with a per-element index")            \
   _(BSR,       bsr,       SPX_DESC_BSR,       "O(nnz + n/r + ncols/c)", "r x c blocks (auto: square, least bytes)")           \
-  _(SELL16,    sell16,    SPX_DESC_SELL16,    "O(slots + n log sigma)", "SELL-C-sigma with 16-bit column offsets per slice")
+  _(SELL16,    sell16,    SPX_DESC_SELL16,    "O(slots + n log sigma)", "SELL-C-sigma with 16-bit column offsets per slice") \
+  _(SDIA,      sdia,      SPX_DESC_SDIA,      "O(nnz log w + slots)",   "sliced diagonals: per C-row slice its offsets, no column indices")
 
 typedef enum spx_format {
 #define SPX__FORMAT_ENUM(E, n, D, cost, what) SPX_FORMAT_##E,

@@ -180,6 +180,7 @@ SPX_FORMATS(SPX__FORMAT_GEN)
 #include "formats/rbp_impl.h"
 #include "formats/ss_impl.h"
 #include "formats/bsr_impl.h"
+#include "formats/sdia_impl.h"
 
 #define SPX__FORMAT_VT(E, n, D, cost, what) SPX_FORMAT_VTABLE(spx__##n##_, spx_fmt_##n, #n, what, cost)
 SPX_FORMATS(SPX__FORMAT_VT)

@@ -226,6 +226,27 @@ static spx_status spx__ks_sell16(const spx_fmt *m, const spx_dmatrix_options *o,
   return spx__ks_sellx(m, o, p, "sell16", "spx_sell16_spmv", e->c, e->sigma, e->nslices, e->slice_ptr);
 }
 
+/* SDIA: a thread per row; the widest slice unrolls the diagonal loop (as SELL's slots). */
+static spx_status spx__ks_sdia(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
+                               spx_kernel_plan *p) {
+  const spx_fmt_sdia *e = (const spx_fmt_sdia *)m->impl;
+  unsigned b = o->block ? (unsigned)o->block : 256;
+  spx_kernel_launch *l = &p->launch[0];
+  int64_t sl, wmax = 0;
+  (void)dev;
+  for (sl = 0; e->slice_ptr && sl < e->nslices; sl++) wmax = SPX__MAX(wmax, e->slice_ptr[sl + 1] - e->slice_ptr[sl]);
+  p->nlaunch = 1;
+  spx__klaunch(l, "sdia", "spx_sdia_spmv", m->nrows, b, b);
+  spx__kdef(l, "SPX_C=%d", (int)e->c);
+  if (wmax <= SPX__SELL_UNROLL_MAX) spx__kdef(l, "SPX_WMAX=%d", (int)wmax);
+  l->nshape = l->ndefines;
+  spx__kdef(l, "SPX_BLOCK=%u", b);
+  if (e->ndiags * (int64_t)e->c >= INT32_MAX) spx__kdef(l, "SPX_SLOT_T=long long");
+  SPX__KSUM(p, "sdia: spx_sdia_spmv C=%d, widest slice %d diagonals%s, %u threads/block", (int)e->c, (int)wmax,
+            wmax <= SPX__SELL_UNROLL_MAX ? " unrolled" : "", b);
+  return SPX_OK;
+}
+
 static spx_status spx__ks_coo(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
                               spx_kernel_plan *p) {
   unsigned b = o->block ? (unsigned)o->block : 256;
@@ -446,7 +467,8 @@ static spx_status spx__ks_rbp_ell_r(const spx_fmt *m, const spx_dmatrix_options 
   _(RBP_ELL_R, spx__ks_rbp_ell_r)      \
   _(SS,        spx__ks_ss)             \
   _(BSR,       spx__ks_bsr)            \
-  _(SELL16,    spx__ks_sell16)
+  _(SELL16,    spx__ks_sell16)         \
+  _(SDIA,      spx__ks_sdia)
 
 static void spx__kernel_specs_init(void) {
   if (spx__kernel_specs_ready) return;

@@ -73,6 +73,9 @@ typedef struct spx__pprof {
   int64_t bsr_blocks[9];  /* [b]: blocks of b x b (BSR) */
   int64_t sell_slots[2];  /* SELL with C = 32: slots with sigma 1, sigma 256 */
   int sell16_wide[2];     /* some slice spans more than 65536 columns (sigma 1); some window (256) */
+  int64_t sdia_diags;     /* SDIA with C = 32: diagonals summed over the slices */
+  int64_t sdia_slots;     /* ... times each slice's real rows */
+  int sdia_capped;        /* some slice has over SPX__SDIA_COUNT_MAX offsets (counts are lower bounds) */
   int sampled;            /* the column counts above are a sample scaled up (estimates) */
 } spx__pprof;
 
@@ -161,8 +164,13 @@ static int64_t spx__plan_blocks(const spx_csr *a, int64_t r0, int64_t r1, int64_
 }
 #undef SPX__PLAN_BLOCKS_CASE
 
+/* Offsets the profile counts per SDIA slice before it stops: past this many the slice is far over
+ * any sensible fill (32 rows x 256 slots against a few hundred entries). */
+#define SPX__SDIA_COUNT_MAX 256
+
 /* The column-dependent counts over rows [w0, w1) (a window of 256 rows, or the whole matrix in
- * pieces): column runs (RBP), BSR blocks per square size, SELL slots and SELL16 column spans. */
+ * pieces): column runs (RBP), BSR blocks per square size, SELL slots and SELL16 column spans,
+ * SDIA diagonals. */
 static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx__pprof *p, int64_t *buf,
                                   int32_t *stamp, int64_t nstamp, int32_t *gen) {
   int64_t i, k, b, len[256], lo[256], hi[256], sw = w1 - w0, sig, smin = INT64_MAX, smax = -1;
@@ -213,6 +221,22 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
       }
       p->sell_slots[sig] += w * 32;
       if (!sig && w > 0 && cmax - cmin > 65535) p->sell16_wide[0] = 1;
+      if (!sig) { /* SDIA's slice: its distinct offsets column - row, in [cmin - (r1 - 1), cmax - r0] */
+        int64_t r0 = w0 + i, r1 = SPX__MIN(w1, r0 + 32), u = 0, span = cmax - cmin + (r1 - r0);
+        if (stamp && cmax >= 0 && span < nstamp) { /* one stamp per offset: O(1) a nonzero */
+          int32_t g = ++*gen;
+          int64_t base = cmin - (r1 - 1), q, kk;
+          for (q = r0; q < r1; q++)
+            for (kk = a->row_ptr[q]; kk < a->row_ptr[q + 1]; kk++) {
+              int32_t *t = &stamp[(int64_t)a->col_idx[kk] - q - base];
+              if (*t != g) { *t = g; u++; }
+            }
+        } else /* a wide slice: sorted insertion into buf (room for the window's nonzeros) */
+          u = spx__sdia_offsets(a, r0, r1, (int32_t *)buf, SPX__SDIA_COUNT_MAX);
+        p->sdia_capped |= u > SPX__SDIA_COUNT_MAX;
+        p->sdia_diags += u;
+        p->sdia_slots += u * (r1 - w0 - i);
+      }
     }
   }
   { /* sigma 256 regroups rows inside the window: the window's span bounds every slice's */
@@ -303,6 +327,7 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, int full, spx__ppr
           for (b = 1; b <= 8; b++) p->bsr_blocks[b] += loc.bsr_blocks[b];
           p->sell_slots[0] += loc.sell_slots[0]; p->sell_slots[1] += loc.sell_slots[1];
           p->sell16_wide[0] |= loc.sell16_wide[0]; p->sell16_wide[1] |= loc.sell16_wide[1];
+          p->sdia_diags += loc.sdia_diags; p->sdia_slots += loc.sdia_slots; p->sdia_capped |= loc.sdia_capped;
         }
         SPX_FREE(stamp);
         SPX_FREE(buf);
@@ -318,6 +343,8 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, int full, spx__ppr
       for (b = 1; b <= 8; b++) p->bsr_blocks[b] = (int64_t)(f * (double)p->bsr_blocks[b] + 0.5);
       p->sell_slots[0] = (int64_t)(f * (double)p->sell_slots[0] + 0.5);
       p->sell_slots[1] = (int64_t)(f * (double)p->sell_slots[1] + 0.5);
+      p->sdia_diags = (int64_t)(f * (double)p->sdia_diags + 0.5);
+      p->sdia_slots = (int64_t)(f * (double)p->sdia_slots + 0.5);
     }
   }
   SPX__PPROF_TRACE("columns");
@@ -448,6 +475,17 @@ static int64_t spx__pb_bsr(const spx__pprof *p, const spx_format_vtable *vt, int
   return bytes;
 }
 
+/* SDIA with C = 32: -2 when the converter would decline (over its fill limit; capped counts are
+ * lower bounds, so over stays over), -1 (convert to learn) when a sample lands near the limit or a
+ * slice was not counted out. */
+static int64_t spx__pb_sdia(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  int64_t c = spx__plan_pdef(vt, "c"), mf = spx__plan_pdef(vt, "max_fill"), ns = (p->n + 31) / 32;
+  if (c != 32 || mf < 1) return -1;
+  if (p->sdia_slots > mf * p->nnz) return -2;
+  if (p->sdia_capped || (p->sampled && 10 * p->sdia_slots > 9 * mf * p->nnz)) return -1;
+  return 4 * (ns + 1) + p->sdia_diags * (4 + 32 * vb);
+}
+
 /* Predictors by registry name. _(name, predictor or NULL, lane mapping, kernel launches) */
 #define SPX__PLAN_PREDICTORS(_)                              \
   _("coo",       spx__pb_coo,       SPX__MAP_FLAT,   2)     \
@@ -462,7 +500,8 @@ static int64_t spx__pb_bsr(const spx__pprof *p, const spx_format_vtable *vt, int
   _("rbp_csr",   spx__pb_rbp_csr,   SPX__MAP_ROW,    1)     \
   _("rbp_ell",   spx__pb_rbp_ell,   SPX__MAP_ROW,    1)     \
   _("rbp_ell_r", spx__pb_rbp_ell_r, SPX__MAP_ROW,    1)     \
-  _("ss",        spx__pb_ss,        SPX__MAP_FLAT,   2)
+  _("ss",        spx__pb_ss,        SPX__MAP_FLAT,   2)     \
+  _("sdia",      spx__pb_sdia,      SPX__MAP_PADDED, 1)
 
 typedef struct spx__plan_pred {
   const char *name;
@@ -629,9 +668,10 @@ const char *spx_plan_device_path(const char *device_name) {
   for (c = device_name; *c && i + 1 < sizeof name; c++)
     name[i++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ? *c : '_';
   name[i] = 0;
-  /* v4: block formats also calibrated on an elasticity matrix (v3: SELL and SELL16 conversion rates
-   * the device converter's; v2: the host's; v1 files read the L2). */
-  if (snprintf(path, sizeof path, "%s/tuner/v4/%s.json", root, name) >= (int)sizeof path) return NULL;
+  /* v5: SDIA and the cache-streaming loads (every factor measured again); v4: block formats also
+   * calibrated on an elasticity matrix (v3: SELL and SELL16 conversion rates the device
+   * converter's; v2: the host's; v1 files read the L2). */
+  if (snprintf(path, sizeof path, "%s/tuner/v5/%s.json", root, name) >= (int)sizeof path) return NULL;
   return path;
 }
 
@@ -706,14 +746,19 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx_plan_device *
     c->bytes = -1;
     if (q->fn) c->bytes = q->fn(&p, vt, vb);
     if (c->bytes == -2) { /* the predictor knows the converter declines */
-      snprintf(c->note, sizeof c->note, "declined: a slice %sspans more than 65536 columns", p.sampled ? "(window) " : "");
+      if (q->fn == spx__pb_sdia)
+        snprintf(c->note, sizeof c->note, "declined: the slices' diagonals %sexceed sdia_max_fill slots per nonzero",
+                 p.sampled ? "(sampled) " : "");
+      else
+        snprintf(c->note, sizeof c->note, "declined: a slice %sspans more than 65536 columns", p.sampled ? "(window) " : "");
       c->fits = 0;
       c->predicted_us = c->score_us = c->convert_ms = -1;
       k++;
       continue;
     }
     if (c->bytes >= 0 && p.sampled && (q->fn == spx__pb_bsr || q->fn == spx__pb_sell || q->fn == spx__pb_sell16 ||
-                                       q->fn == spx__pb_rbp_csr || q->fn == spx__pb_rbp_ell || q->fn == spx__pb_rbp_ell_r))
+                                       q->fn == spx__pb_rbp_csr || q->fn == spx__pb_rbp_ell || q->fn == spx__pb_rbp_ell_r ||
+                                       q->fn == spx__pb_sdia))
       snprintf(c->note, sizeof c->note, "bytes estimated from %d sampled windows of 256 rows", SPX__PLAN_SAMPLE_WINDOWS);
     if (c->bytes < 0) { /* no predictor: convert once and ask */
       spx_fmt *m = NULL;
@@ -740,6 +785,7 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx_plan_device *
     c->idle = p.nnz ? idle / (double)p.nnz : 0;
     c->padding = 1; /* stored slots / nnz, from the bytes: slots cost 4 + vb each */
     if (q->map == SPX__MAP_PADDED && p.nnz) c->padding = (double)c->bytes / (double)(p.nnz * (4 + vb));
+    if (q->fn == spx__pb_sdia && p.nnz) c->padding = (double)p.sdia_slots / (double)p.nnz; /* slots carry no index */
     c->fits = !(limit > 0 && c->bytes + vec > limit);
     if (!c->fits)
       snprintf(c->note, sizeof c->note, "%.1f MB + vectors over the %.1f MB limit", 1e-6 * (double)c->bytes,

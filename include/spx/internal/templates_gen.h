@@ -1586,6 +1586,81 @@ static const char *const spx__template_rbp[] = {
     "}\n"),
 };
 
+/* templates/sdia.cu */
+static const char *const spx__template_sdia[] = {
+    /* chunk 0: bytes 0..3300 */
+    ("/* sdia.cu: SpMV on SDIA (sliced diagonals: slice s of C rows owns diagonals slice_ptr[s] ..\n"
+    " * slice_ptr[s+1]-1 with offsets off[d] = column - row; row s*C + l's value on diagonal d at\n"
+    " * val[d*C + l]; slots that are not entries hold -0.0).\n"
+    " *\n"
+    " * MAPPING  one thread per row, C consecutive threads per slice: for each diagonal of the slice the\n"
+    " *          C lanes read C consecutive values (coalesced) and x at C consecutive columns (row +\n"
+    " *          offset: coalesced too, mostly L1/L2 hits shared with the neighbouring diagonals). The\n"
+    " *          offset is the same for the whole slice (one broadcast load). A column outside the\n"
+    " *          matrix (a padded slot at the matrix edge) is skipped. With SPX_WMAX (the widest slice)\n"
+    " *          the diagonal loop is unrolled with a guard uniform across a slice.\n"
+    " * BYTES    per slot: sizeof(T) (val); per diagonal of a slice: 4 (off); per slice: 4 (slice_ptr);\n"
+    " *          x read about once (neighbouring diagonals hit cache), y written (read when beta != 0).\n"
+    " *\n"
+    " * CONSTANTS  SPX_VALUE_T, SPX_C (slice height; absent: read c at run time), SPX_WMAX (widest slice;\n"
+    " *            absent: a run-time loop), SPX_SLOT_T (int, or long long past 2^31 slots), SPX_BLOCK.\n"
+    " * ARGUMENTS  nrows, ncols, nnz, c, nslices, ndiags, slice_ptr, off, val, alpha, beta, x, y. */\n"
+    "#ifndef SPX_VALUE_T\n"
+    "#define SPX_VALUE_T double\n"
+    "#endif\n"
+    "#ifndef SPX_SLOT_T\n"
+    "#define SPX_SLOT_T int\n"
+    "#endif\n"
+    "#ifndef SPX_BLOCK\n"
+    "#define SPX_BLOCK 256\n"
+    "#endif\n"
+    "typedef SPX_VALUE_T spx_value_t;\n"
+    "/* SPX_LDS(p): a load of a matrix array, read once per SpMV: cache-streaming (evict first) so the\n"
+    " * stream does not push x out of L2 (H100: power-law 1.10x, Poisson float 1.16x); SPX_PLAIN_LOADS=1\n"
+    " * gives plain loads. */\n"
+    "#ifndef SPX_LDS\n"
+    "#if defined(SPX_PLAIN_LOADS) && SPX_PLAIN_LOADS\n"
+    "#define SPX_LDS(p) (*(p))\n"
+    "#else\n"
+    "#define SPX_LDS(p) __ldcs(p)\n"
+    "#endif\n"
+    "#endif\n"
+    "\n"
+    "#define SPX_SDIA_SLOT(d)                                                            \\\n"
+    "  {                                                                                 \\\n"
+    "    const long long j = i + __ldg(off + b + (d));                                   \\\n"
+    "    const spx_value_t v = SPX_LDS(val + (SPX_SLOT_T)(b + (d)) * C + lane);          \\\n"
+    "    if ((unsigned long long)j < (unsigned long long)ncols) sum += v * __ldg(x + j); \\\n"
+    "  }\n"
+    "\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_sdia_spmv(long long nrows, long long ncols, long long nnz, int c, long long nslices, long long ndiags,\n"
+    "              const int *__restrict__ slice_ptr, const int *__restrict__ off, const spx_value_t *__restrict__ val,\n"
+    "              double alpha, double beta, const spx_value_t *__restrict__ x, spx_value_t *__restrict__ y) {\n"
+    "#ifdef SPX_C\n"
+    "  const int C = SPX_C;\n"
+    "#else\n"
+    "  const int C = c;\n"
+    "#endif\n"
+    "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  (void)nnz; (void)nslices; (void)ndiags;\n"
+    "  if (i >= nrows) return;\n"
+    "  const long long s = i / C;\n"
+    "  const int lane = (int)(i - s * C);\n"
+    "  const int b = slice_ptr[s], w = slice_ptr[s + 1] - b;\n"
+    "  spx_value_t sum = 0;\n"
+    "#ifdef SPX_WMAX\n"
+    "#pragma unroll\n"
+    "  for (int d = 0; d < SPX_WMAX; d++)\n"
+    "    if (d < w) SPX_SDIA_SLOT(d)\n"
+    "#else\n"
+    "#pragma unroll 4\n"
+    "  for (int d = 0; d < w; d++) SPX_SDIA_SLOT(d)\n"
+    "#endif\n"
+    "  y[i] = beta == 0.0 ? (spx_value_t)(alpha * sum) : (spx_value_t)(alpha * sum + beta * y[i]);\n"
+    "}\n"),
+};
+
 /* templates/sell.cu */
 static const char *const spx__template_sell[] = {
     /* chunk 0: bytes 0..3967 */
@@ -2154,11 +2229,12 @@ static const spx__template spx__templates[] = {
     {"jds", spx__template_jds, 1, 3437, UINT64_C(0xa22c4b85ed6126ea)},
     {"krylov", spx__template_krylov, 6, 21035, UINT64_C(0x087b5493ac6159a5)},
     {"rbp", spx__template_rbp, 3, 10358, UINT64_C(0xe980087a33a689a2)},
+    {"sdia", spx__template_sdia, 1, 3300, UINT64_C(0x21a4dc059b542649)},
     {"sell", spx__template_sell, 2, 4950, UINT64_C(0xf33b40ed07bb3c21)},
     {"ss", spx__template_ss, 3, 9121, UINT64_C(0x577f407e7d1cfe0f)},
     {"stencil", spx__template_stencil, 3, 8494, UINT64_C(0x971a0caeb8e4c75a)},
     {"vector", spx__template_vector, 1, 2775, UINT64_C(0xbbe39d63b15f15b0)},
 };
-#define SPX__TEMPLATE_COUNT 14
+#define SPX__TEMPLATE_COUNT 15
 
 #endif /* SPX_INTERNAL_TEMPLATES_GEN_H */

@@ -1,0 +1,201 @@
+/* SDIA, sliced diagonals: per slice of c rows the union of its rows' offsets (column - row), then
+ * c values per offset. Two passes over the slices (count, fill), parallel over slices; the
+ * tuner's profile counts the same unions with spx__sdia_offsets. */
+
+/* The distinct offsets (column - row) of rows [r0, r1), increasing, into u; returns how many, or
+ * cap + 1 as soon as there are more than cap. Binary search and insert: a slice of a stencil or
+ * FEM matrix has a few dozen offsets, so this stays O(nnz log w). */
+static int64_t spx__sdia_offsets(const spx_csr *a, int64_t r0, int64_t r1, int32_t *u, int64_t cap) {
+  int64_t n = 0, i, k;
+  for (i = r0; i < r1; i++)
+    for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
+      int32_t o = (int32_t)((int64_t)a->col_idx[k] - i);
+      int64_t lo = 0, hi = n;
+      while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (u[mid] < o) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo < n && u[lo] == o) continue;
+      if (n == cap) return cap + 1;
+      memmove(u + lo + 1, u + lo, (size_t)(n - lo) * sizeof *u);
+      u[lo] = o;
+      n++;
+    }
+  return n;
+}
+
+/* Index of offset o among the w increasing offsets u (o is one of them). */
+static int64_t spx__sdia_find(const int32_t *u, int64_t w, int32_t o) {
+  int64_t lo = 0, hi = w;
+  while (lo + 1 < hi) {
+    int64_t mid = (lo + hi) / 2;
+    if (u[mid] <= o) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static spx_status spx__sdia_from_csr(const spx_csr *a, const spx__sdia_params *p, spx_fmt_sdia *s) {
+  int64_t n = a->nrows, c = p->c, nsl = (n + c - 1) / c, sl, *sp = NULL, room = 0, limit, real = 0;
+  int failed = 0;
+  spx_status st = SPX_OUT_OF_MEMORY;
+  s->nrows = n; s->ncols = a->ncols; s->nnz = a->nnz; s->c = (int32_t)c; s->nslices = nsl;
+  if (!(sp = (int64_t *)spx__calloc((size_t)nsl + 1, sizeof *sp))) goto done;
+  /* No slice holds more offsets than entries, nor more than the whole matrix may store (a slice
+   * has at least one real row). */
+  limit = p->max_fill * a->nnz;
+  for (sl = 0; sl < nsl; sl++)
+    room = SPX__MAX(room, a->row_ptr[SPX__MIN(n, (sl + 1) * c)] - a->row_ptr[sl * c]);
+  room = SPX__MIN(room, limit + 1);
+#if defined(_OPENMP)
+#pragma omp parallel reduction(| : failed) if (n >= SPX__FMT_OMP_MIN)
+#endif
+  {
+    int32_t *u = (int32_t *)spx__alloc((size_t)room + 1, sizeof *u);
+    failed |= !u;
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, 64)
+#endif
+    for (sl = 0; sl < nsl; sl++)
+      if (u) sp[sl + 1] = spx__sdia_offsets(a, sl * c, SPX__MIN(n, (sl + 1) * c), u, room);
+    SPX_FREE(u);
+  }
+  if (failed) goto done;
+  /* The fill counts the slots of real rows (the last slice's rows past nrows are not fill a
+   * kernel pays for beyond its own thread). */
+  for (sl = 0; sl < nsl; sl++) {
+    real += sp[sl + 1] * (SPX__MIN(n, (sl + 1) * c) - sl * c);
+    sp[sl + 1] += sp[sl];
+  }
+  if (real > p->max_fill * a->nnz) {
+    st = spx__fail(SPX_UNSUPPORTED, "sdia: the slices' diagonals would store %s%lld slots for %lld nonzeros "
+                   "(more than sdia_max_fill = %lld per nonzero)", sp[nsl] > limit ? "over " : "",
+                   (long long)real, (long long)a->nnz, (long long)p->max_fill);
+    goto done;
+  }
+  s->ndiags = sp[nsl];
+  if ((st = spx__fits32(s->ndiags, "sdia diagonals"))) goto done;
+  if ((st = spx__sdia_alloc(s))) goto done;
+  for (sl = 0; sl <= nsl; sl++) s->slice_ptr[sl] = (int32_t)sp[sl];
+#if defined(_OPENMP)
+#pragma omp parallel reduction(| : failed) if (n >= SPX__FMT_OMP_MIN)
+#endif
+  {
+    int32_t *u = (int32_t *)spx__alloc((size_t)room + 1, sizeof *u);
+    spx_val src = spx__csr_val(a);
+    failed |= !u;
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, 64)
+#endif
+    for (sl = 0; sl < nsl; sl++) {
+      int64_t r0 = sl * c, r1 = SPX__MIN(n, r0 + c), w = sp[sl + 1] - sp[sl], i, k, j;
+      if (!u) continue;
+      spx__sdia_offsets(a, r0, r1, u, room);
+      if (w > 0) memcpy(s->off + sp[sl], u, (size_t)w * sizeof *u); /* off is NULL when no slice has one */
+      for (j = sp[sl] * c; j < sp[sl + 1] * c; j++) spx_val_pad(s->val, j, a->dtype);
+      for (i = r0; i < r1; i++)
+        for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
+          int64_t d = spx__sdia_find(u, w, (int32_t)((int64_t)a->col_idx[k] - i));
+          spx_val_store(s->val, (sp[sl] + d) * c + (i - r0), src, k, a->dtype);
+        }
+    }
+    SPX_FREE(u);
+  }
+  st = failed ? SPX_OUT_OF_MEMORY : SPX_OK;
+done:
+  SPX_FREE(sp);
+  return st;
+}
+
+/* Row i's entries in column order (offsets increase in a slice) into o from position at; with o
+ * NULL only counts them. */
+static int64_t spx__sdia_row(const spx_fmt_sdia *s, int64_t i, spx_csr *o, int64_t at) {
+  int64_t sl = i / s->c, l = i - sl * s->c, d, m = 0;
+  spx_val dst;
+  dst.p = o ? o->val.p : NULL;
+  for (d = s->slice_ptr[sl]; d < s->slice_ptr[sl + 1]; d++) {
+    int64_t j = i + s->off[d];
+    if (j < 0 || j >= s->ncols || spx_val_is_pad(s->val, d * s->c + l, s->dtype)) continue;
+    if (o) {
+      o->col_idx[at + m] = (int32_t)j;
+      spx_val_move(dst, at + m, s->val, d * s->c + l, s->dtype);
+    }
+    m++;
+  }
+  return m;
+}
+
+static spx_status spx__sdia_to_csr(const spx_fmt_sdia *s, spx_csr *o) {
+  int64_t i, n = s->nrows;
+  SPX__FMT_OMP_FOR(n)
+  for (i = 0; i < n; i++) o->row_ptr[i + 1] = spx__sdia_row(s, i, NULL, 0);
+  spx__prefix64(o->row_ptr, n);
+  if (o->row_ptr[n] != s->nnz)
+    return spx__fail(SPX_INVALID_ARGUMENT, "sdia holds %lld entries but says nnz = %lld",
+                     (long long)o->row_ptr[n], (long long)s->nnz);
+  SPX__FMT_OMP_FOR(n)
+  for (i = 0; i < n; i++) spx__sdia_row(s, i, o, o->row_ptr[i]);
+  return SPX_OK;
+}
+
+static spx_status spx__sdia_check(const spx_fmt_sdia *s) {
+  int64_t c = s->c, sl, d, l, total = 0;
+  if (c < 1 || s->nslices != (s->nrows + c - 1) / c)
+    return spx__fail(SPX_INVALID_ARGUMENT, "sdia: c = %lld, %lld slices for %lld rows", (long long)c,
+                     (long long)s->nslices, (long long)s->nrows);
+  if (s->slice_ptr[0] != 0 || s->slice_ptr[s->nslices] != s->ndiags)
+    return spx__fail(SPX_INVALID_ARGUMENT, "sdia: slice_ptr must run from 0 to ndiags = %lld", (long long)s->ndiags);
+  for (sl = 0; sl < s->nslices; sl++) {
+    if (s->slice_ptr[sl + 1] < s->slice_ptr[sl])
+      return spx__fail(SPX_INVALID_ARGUMENT, "sdia: slice_ptr decreases at slice %lld", (long long)sl);
+    for (d = s->slice_ptr[sl]; d < s->slice_ptr[sl + 1]; d++) {
+      int64_t real = 0;
+      if (d > s->slice_ptr[sl] && s->off[d] <= s->off[d - 1])
+        return spx__fail(SPX_INVALID_ARGUMENT, "sdia: slice %lld: offsets not increasing at diagonal %lld",
+                         (long long)sl, (long long)d);
+      for (l = 0; l < c; l++) {
+        int64_t i = sl * c + l, j = i + s->off[d];
+        if (spx_val_is_pad(s->val, d * c + l, s->dtype)) continue;
+        if (i >= s->nrows || j < 0 || j >= s->ncols)
+          return spx__fail(SPX_INVALID_ARGUMENT, "sdia: slice %lld: an entry of diagonal %d lies outside the "
+                           "matrix (row %lld, column %lld)", (long long)sl, (int)s->off[d], (long long)i, (long long)j);
+        real++;
+      }
+      if (!real)
+        return spx__fail(SPX_INVALID_ARGUMENT, "sdia: slice %lld: diagonal %d holds no entry", (long long)sl,
+                         (int)s->off[d]);
+      total += real;
+    }
+  }
+  if (total != s->nnz)
+    return spx__fail(SPX_INVALID_ARGUMENT, "sdia holds %lld entries but says nnz = %lld", (long long)total,
+                     (long long)s->nnz);
+  return SPX_OK;
+}
+
+/* One row at a time within a slice, every diagonal of the slice, guarded at the matrix edge. */
+#define SPX__SDIA_SPMV(T)                                                              \
+  {                                                                                    \
+    const T *xv = (const T *)x, *av = (const T *)s->val.p;                             \
+    T *yv = (T *)y;                                                                    \
+    int64_t sl, c = s->c;                                                              \
+    SPX__FMT_OMP_FOR(s->nslices)                                                       \
+    for (sl = 0; sl < s->nslices; sl++) {                                              \
+      int64_t l, d;                                                                    \
+      for (l = 0; l < c && sl * c + l < s->nrows; l++) {                               \
+        int64_t i = sl * c + l;                                                        \
+        double sum = 0;                                                                \
+        for (d = s->slice_ptr[sl]; d < s->slice_ptr[sl + 1]; d++) {                    \
+          int64_t j = i + s->off[d];                                                   \
+          if (j >= 0 && j < s->ncols) sum += (double)av[d * c + l] * (double)xv[j];    \
+        }                                                                              \
+        SPX__YSET(T, yv, i, sum);                                                      \
+      }                                                                                \
+    }                                                                                  \
+  }
+
+static spx_status spx__sdia_spmv(const spx_fmt_sdia *s, double alpha, const void *x, double beta, void *y) {
+  SPX__DISPATCH(s->dtype, SPX__SDIA_SPMV);
+  return SPX_OK;
+}
