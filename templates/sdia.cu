@@ -12,8 +12,7 @@
  *          x read about once (neighbouring diagonals hit cache), y written (read when beta != 0).
  *
  * CONSTANTS  SPX_VALUE_T, SPX_C (slice height; absent: read c at run time), SPX_WMAX (widest slice;
- *            absent: a run-time loop), SPX_SLOT_T (int, or long long past 2^31 slots), SPX_BLOCK,
- *            SPX_SDIA_WARP (1: C = 32 and whole-warp blocks, offsets shared by shuffle).
+ *            absent: a run-time loop), SPX_SLOT_T (int, or long long past 2^31 slots), SPX_BLOCK.
  * ARGUMENTS  nrows, ncols, nnz, c, nslices, ndiags, slice_ptr, off, val, alpha, beta, x, y. */
 #ifndef SPX_VALUE_T
 #define SPX_VALUE_T double
@@ -47,44 +46,13 @@ extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
 spx_sdia_spmv(long long nrows, long long ncols, long long nnz, int c, long long nslices, long long ndiags,
               const int *__restrict__ slice_ptr, const int *__restrict__ off, const spx_value_t *__restrict__ val,
               double alpha, double beta, const spx_value_t *__restrict__ x, spx_value_t *__restrict__ y) {
-  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  (void)nnz; (void)nslices; (void)ndiags; (void)c;
-#if defined(SPX_SDIA_WARP) && SPX_SDIA_WARP
-  /* A slice is a warp (C = 32, blocks of whole warps): lane d loads the slice's offset d once and
-   * the slots take it by shuffle, so no slot waits on a load before it can address x (measured on
-   * an H100: the per-slot offset load held Poisson 7-point at 74-88% of copy bandwidth). */
-  const int lane = threadIdx.x & 31, C = 32;
-  if (i - lane >= nrows) return; /* the whole warp is past the end: uniform */
-  const bool live = i < nrows;
-  const long long s = i >> 5;
-  const int b = slice_ptr[s], w = slice_ptr[s + 1] - b;
-  spx_value_t sum = 0;
-  for (int d0 = 0; d0 < w; d0 += 32) {
-    const int mine = d0 + lane < w ? __ldg(off + b + d0 + lane) : 0;
-    const int n = w - d0 < 32 ? w - d0 : 32;
-    /* rows past nrows in the last slice read padding (val covers whole slices), never x */
-#define SPX_SDIA_WSLOT(d)                                                                   \
-  {                                                                                         \
-    const long long j = i + __shfl_sync(0xffffffffu, mine, (d));                            \
-    const spx_value_t v = SPX_LDS(val + (SPX_SLOT_T)(b + d0 + (d)) * C + lane);             \
-    if (live && (unsigned long long)j < (unsigned long long)ncols) sum += v * __ldg(x + j); \
-  }
-#if defined(SPX_WMAX) && SPX_WMAX <= 32
-#pragma unroll
-    for (int d = 0; d < SPX_WMAX; d++)
-      if (d < n) SPX_SDIA_WSLOT(d)
-#else
-#pragma unroll 4
-    for (int d = 0; d < n; d++) SPX_SDIA_WSLOT(d)
-#endif
-  }
-  if (!live) return;
-#else
 #ifdef SPX_C
   const int C = SPX_C;
 #else
   const int C = c;
 #endif
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  (void)nnz; (void)nslices; (void)ndiags;
   if (i >= nrows) return;
   const long long s = i / C;
   const int lane = (int)(i - s * C);
@@ -97,7 +65,6 @@ spx_sdia_spmv(long long nrows, long long ncols, long long nnz, int c, long long 
 #else
 #pragma unroll 4
   for (int d = 0; d < w; d++) SPX_SDIA_SLOT(d)
-#endif
 #endif
   y[i] = beta == 0.0 ? (spx_value_t)(alpha * sum) : (spx_value_t)(alpha * sum + beta * y[i]);
 }

@@ -239,7 +239,6 @@ static spx_status spx__ks_sdia(const spx_fmt *m, const spx_dmatrix_options *o, c
   spx__klaunch(l, "sdia", "spx_sdia_spmv", m->nrows, b, b);
   spx__kdef(l, "SPX_C=%d", (int)e->c);
   if (wmax <= SPX__SELL_UNROLL_MAX) spx__kdef(l, "SPX_WMAX=%d", (int)wmax);
-  if (e->c == 32 && b % 32 == 0) spx__kdef(l, "SPX_SDIA_WARP=1"); /* a slice is a warp */
   l->nshape = l->ndefines;
   spx__kdef(l, "SPX_BLOCK=%u", b);
   if (e->ndiags * (int64_t)e->c >= INT32_MAX) spx__kdef(l, "SPX_SLOT_T=long long");

@@ -1588,7 +1588,7 @@ static const char *const spx__template_rbp[] = {
 
 /* templates/sdia.cu */
 static const char *const spx__template_sdia[] = {
-    /* chunk 0: bytes 0..3919 */
+    /* chunk 0: bytes 0..3300 */
     ("/* sdia.cu: SpMV on SDIA (sliced diagonals: slice s of C rows owns diagonals slice_ptr[s] ..\n"
     " * slice_ptr[s+1]-1 with offsets off[d] = column - row; row s*C + l's value on diagonal d at\n"
     " * val[d*C + l]; slots that are not entries hold -0.0).\n"
@@ -1603,8 +1603,7 @@ static const char *const spx__template_sdia[] = {
     " *          x read about once (neighbouring diagonals hit cache), y written (read when beta != 0).\n"
     " *\n"
     " * CONSTANTS  SPX_VALUE_T, SPX_C (slice height; absent: read c at run time), SPX_WMAX (widest slice;\n"
-    " *            absent: a run-time loop), SPX_SLOT_T (int, or long long past 2^31 slots), SPX_BLOCK,\n"
-    " *            SPX_SDIA_WARP (1: C = 32 and whole-warp blocks, offsets shared by shuffle).\n"
+    " *            absent: a run-time loop), SPX_SLOT_T (int, or long long past 2^31 slots), SPX_BLOCK.\n"
     " * ARGUMENTS  nrows, ncols, nnz, c, nslices, ndiags, slice_ptr, off, val, alpha, beta, x, y. */\n"
     "#ifndef SPX_VALUE_T\n"
     "#define SPX_VALUE_T double\n"
@@ -1638,45 +1637,13 @@ static const char *const spx__template_sdia[] = {
     "spx_sdia_spmv(long long nrows, long long ncols, long long nnz, int c, long long nslices, long long ndiags,\n"
     "              const int *__restrict__ slice_ptr, const int *__restrict__ off, const spx_value_t *__restrict__ val,\n"
     "              double alpha, double beta, const spx_value_t *__restrict__ x, spx_value_t *__restrict__ y) {\n"
-    "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "  (void)nnz; (void)nslices; (void)ndiags; (void)c;\n"
-    "#if defined(SPX_SDIA_WARP) && SPX_SDIA_WARP\n"
-    "  /* A slice is a warp (C = 32, blocks of whole warps): lane d loads the slice's offset d once and\n"
-    "   * the slots take it by shuffle, so no slot waits on a load before it can address x (measured on\n"
-    "   * an H100: the per-slot offset load held Poisson 7-point at 74-88% of copy bandwidth). */\n"
-    "  const int lane = threadIdx.x & 31, C = 32;\n"
-    "  if (i - lane >= nrows) return; /* the whole warp is past the end: uniform */\n"
-    "  const bool live = i < nrows;\n"
-    "  const long long s = i >> 5;\n"
-    "  const int b = slice_ptr[s], w = slice_ptr[s + 1] - b;\n"
-    "  spx_value_t sum = 0;\n"
-    "  for (int d0 = 0; d0 < w; d0 += 32) {\n"
-    "    const int mine = d0 + lane < w ? __ldg(off + b + d0 + lane) : 0;\n"
-    "    const int n = w - d0 < 32 ? w - d0 : 32;\n"
-    "    /* rows past nrows in the last slice read padding (val covers whole slices), never x */\n"
-    "#define SPX_SDIA_WSLOT(d)                                                                   \\\n"
-    "  {                                                                                         \\\n"),
-    /* chunk 1: bytes 3919..4964 */
-    ("    const long long j = i + __shfl_sync(0xffffffffu, mine, (d));                            \\\n"
-    "    const spx_value_t v = SPX_LDS(val + (SPX_SLOT_T)(b + d0 + (d)) * C + lane);             \\\n"
-    "    if (live && (unsigned long long)j < (unsigned long long)ncols) sum += v * __ldg(x + j); \\\n"
-    "  }\n"
-    "#if defined(SPX_WMAX) && SPX_WMAX <= 32\n"
-    "#pragma unroll\n"
-    "    for (int d = 0; d < SPX_WMAX; d++)\n"
-    "      if (d < n) SPX_SDIA_WSLOT(d)\n"
-    "#else\n"
-    "#pragma unroll 4\n"
-    "    for (int d = 0; d < n; d++) SPX_SDIA_WSLOT(d)\n"
-    "#endif\n"
-    "  }\n"
-    "  if (!live) return;\n"
-    "#else\n"
     "#ifdef SPX_C\n"
     "  const int C = SPX_C;\n"
     "#else\n"
     "  const int C = c;\n"
     "#endif\n"
+    "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  (void)nnz; (void)nslices; (void)ndiags;\n"
     "  if (i >= nrows) return;\n"
     "  const long long s = i / C;\n"
     "  const int lane = (int)(i - s * C);\n"
@@ -1689,7 +1656,6 @@ static const char *const spx__template_sdia[] = {
     "#else\n"
     "#pragma unroll 4\n"
     "  for (int d = 0; d < w; d++) SPX_SDIA_SLOT(d)\n"
-    "#endif\n"
     "#endif\n"
     "  y[i] = beta == 0.0 ? (spx_value_t)(alpha * sum) : (spx_value_t)(alpha * sum + beta * y[i]);\n"
     "}\n"),
@@ -2263,7 +2229,7 @@ static const spx__template spx__templates[] = {
     {"jds", spx__template_jds, 1, 3437, UINT64_C(0xa22c4b85ed6126ea)},
     {"krylov", spx__template_krylov, 6, 21035, UINT64_C(0x087b5493ac6159a5)},
     {"rbp", spx__template_rbp, 3, 10358, UINT64_C(0xe980087a33a689a2)},
-    {"sdia", spx__template_sdia, 2, 4964, UINT64_C(0x834c07663f74a911)},
+    {"sdia", spx__template_sdia, 1, 3300, UINT64_C(0x21a4dc059b542649)},
     {"sell", spx__template_sell, 2, 4950, UINT64_C(0xf33b40ed07bb3c21)},
     {"ss", spx__template_ss, 3, 9121, UINT64_C(0x577f407e7d1cfe0f)},
     {"stencil", spx__template_stencil, 3, 8494, UINT64_C(0x971a0caeb8e4c75a)},
