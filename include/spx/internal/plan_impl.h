@@ -77,6 +77,7 @@ typedef struct spx__pprof {
   int64_t sdia_slots;     /* ... times each slice's real rows */
   int sdia_capped;        /* some slice has over SPX__SDIA_COUNT_MAX offsets (counts are lower bounds) */
   int sampled;            /* the column counts above are a sample scaled up (estimates) */
+  int64_t sorted_kept;    /* rows i with len(i + 1) == len(i): still neighbours once sorted by length */
 } spx__pprof;
 
 /* Idle lane-slots when `warp` lanes run `warp/tpr` consecutive rows, tpr lanes each, in lock step. */
@@ -261,7 +262,7 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, int full, spx__ppr
   memset(p, 0, sizeof *p);
   p->n = a->nrows; p->ncols = a->ncols; p->nnz = a->nnz;
   {
-    int64_t rmax = 0, runs = 0, *h;
+    int64_t rmax = 0, runs = 0, kept = 0, *h;
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(static, 8192) reduction(max : rmax) if (a->nrows > 65536)
 #endif
@@ -270,14 +271,16 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, int full, spx__ppr
     if (!(h = p->hist = (int64_t *)spx__calloc((size_t)rmax + 1, sizeof *p->hist))) return SPX_OUT_OF_MEMORY;
     /* Per-thread histograms (an array-section reduction) while they stay small. */
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 8192) reduction(+ : runs, h[:rmax + 1]) if (a->nrows > 65536 && rmax < 65536)
+#pragma omp parallel for schedule(static, 8192) reduction(+ : runs, kept, h[:rmax + 1]) if (a->nrows > 65536 && rmax < 65536)
 #endif
     for (i = 0; i < a->nrows; i++) {
       int64_t b = a->row_ptr[i], e = a->row_ptr[i + 1];
       h[e - b]++;
       if (e > b) runs += ((e - 1) >> 8) - (b >> 8) + 1; /* / seg, for the non-negative offsets */
+      kept += i + 1 < a->nrows && a->row_ptr[i + 2] - e == e - b;
     }
     p->ss_runs = runs;
+    p->sorted_kept = kept;
   }
   SPX__PPROF_TRACE("rows");
   if (!full) return SPX_OK;
@@ -714,6 +717,20 @@ static void spx__plan_score(spx_plan_candidate *c, int64_t calls) {
   c->score_us = c->predicted_us + 1e3 * c->convert_ms / (double)(calls > 0 ? calls : 1);
 }
 
+/* Rows sorted by length (JDS) put unrelated rows side by side in a warp: their x reads stop sharing
+ * sectors. Bytes-equivalent of that: each nonzero of a row that lost its neighbour reads its own
+ * 32-byte sector from L2, at SPX__PLAN_SCATTER_WEIGHT of a DRAM byte (L2 moves about twice DRAM's
+ * bandwidth on A100/H100). Measured on an H100 before this term: JDS ran 2.7x its prediction on
+ * ct2010 x60 and 6.1x on power-law rows, and the model chose it there; on 3-D Poisson (rows keep
+ * their neighbours) it ran at its prediction. */
+#define SPX__PLAN_SCATTER_WEIGHT 0.5
+static int64_t spx__plan_scatter(const spx__pprof *p, int map) {
+  double lost;
+  if (map != SPX__MAP_SORTED || p->n < 2) return 0;
+  lost = 1.0 - (double)p->sorted_kept / (double)(p->n - 1);
+  return (int64_t)(SPX__PLAN_SCATTER_WEIGHT * lost * 32.0 * (double)p->nnz);
+}
+
 /* Whether a block format meets blocks in this matrix (its block factor applies): BSR's best square
  * block is larger than 1, RBP's runs average 4 columns or more. */
 static int spx__plan_blocky(const spx__pprof *p, spx__pred_fn fn, int64_t vb) {
@@ -790,7 +807,7 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx_plan_device *
     if (!c->fits)
       snprintf(c->note, sizeof c->note, "%.1f MB + vectors over the %.1f MB limit", 1e-6 * (double)c->bytes,
                1e-6 * (double)limit);
-    c->predicted_us = spx__plan_time_us(d, &p, vb, c->bytes, idle, q->launches);
+    c->predicted_us = spx__plan_time_us(d, &p, vb, c->bytes + spx__plan_scatter(&p, q->map), idle, q->launches);
     if (f < SPX_FORMAT_MAX) {
       double ff = d->format_factor[f];
       if (d->format_factor_block[f] > 0 && spx__plan_blocky(&p, q->fn, vb)) ff = d->format_factor_block[f];
