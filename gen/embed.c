@@ -1,6 +1,7 @@
 /* gen/embed: turns the kernel templates (templates/<name>.cu) into a C header holding their
  * sources, so that a program built against the spx headers carries its kernels with it and
- * never reads templates/ at run time.
+ * never reads templates/ at run time. A line `#include "<name>.cuh"` is replaced by that file
+ * (templates/ share a few macros that way; NVRTC gets one self-contained source).
  *
  *   embed -o OUT.h FILE.cu...            write the table (inputs sorted by name: the output does
  *                                        not depend on the order GN lists them in)
@@ -188,6 +189,63 @@ static int write_header(const char *out, tpl *t, int n) {
   return 0;
 }
 
+/* Replaces each line `#include "NAME.cuh"` of the template at path by that file (same directory),
+ * so the embedded source needs no headers (NVRTC gets none) while nvcc still compiles the file as
+ * it is. One level: an included file may not include. 0 on success, with *text / *size replaced. */
+static int inline_headers(const char *path, char **text, size_t *size) {
+  static const char tag[] = "#include \"";
+  const char *slash = strrchr(path, '/'), *p = *text, *line;
+  size_t dir = slash ? (size_t)(slash - path) + 1 : 0, cap = *size + 1, n = 0;
+  char *outb = (char *)malloc(cap), *nb;
+  if (!outb) return fail("out of memory");
+  for (line = p; *line; line = p) {
+    const char *eol = strchr(line, '\n'), *add = line;
+    size_t len = eol ? (size_t)(eol - line) + 1 : strlen(line), addn = len;
+    char *inc = NULL, hpath[512];
+    p = line + len;
+    if (!strncmp(line, tag, sizeof tag - 1)) {
+      const char *q = line + sizeof tag - 1, *e = memchr(q, '"', len - (sizeof tag - 1));
+      size_t hn;
+      if (!e || (size_t)(e - q) < 5 || strncmp(e - 4, ".cuh", 4) || dir + (size_t)(e - q) >= sizeof hpath) {
+        free(outb);
+        return fail("%s: only #include \"<name>.cuh\" (a file beside it) is allowed", path);
+      }
+      memcpy(hpath, path, dir);
+      memcpy(hpath + dir, q, (size_t)(e - q));
+      hpath[dir + (size_t)(e - q)] = 0;
+      if (!(inc = slurp(hpath, &hn))) {
+        free(outb);
+        return 1;
+      }
+      if (strstr(inc, tag)) {
+        free(inc);
+        free(outb);
+        return fail("%s: an included file may not include another", hpath);
+      }
+      add = inc;
+      addn = hn;
+    }
+    if (n + addn + 2 > cap) {
+      cap = 2 * (n + addn + 2);
+      if (!(nb = (char *)realloc(outb, cap))) {
+        free(inc);
+        free(outb);
+        return fail("out of memory");
+      }
+      outb = nb;
+    }
+    memcpy(outb + n, add, addn);
+    n += addn;
+    if (inc && addn && inc[addn - 1] != '\n') outb[n++] = '\n';
+    free(inc);
+  }
+  outb[n] = 0;
+  free(*text);
+  *text = outb;
+  *size = n;
+  return 0;
+}
+
 static int generate(const char *out, int nfiles, char **files) {
   tpl *t = (tpl *)calloc((size_t)nfiles, sizeof *t);
   int i, j, rc = 1;
@@ -203,7 +261,7 @@ static int generate(const char *out, int nfiles, char **files) {
         fail("template %s is listed twice (%s)", t[i].name, files[i]);
         goto done;
       }
-    if (!(t[i].text = slurp(files[i], &t[i].size))) goto done;
+    if (!(t[i].text = slurp(files[i], &t[i].size)) || inline_headers(files[i], &t[i].text, &t[i].size)) goto done;
     if (t[i].size == 0 || strlen(t[i].text) != t[i].size) {
       fail("%s is empty or contains a NUL byte", files[i]);
       goto done;

@@ -20,16 +20,7 @@
 #define SPX_BLOCK 256
 #endif
 typedef SPX_VALUE_T spx_value_t;
-/* SPX_LDS(p): a load of a matrix array, read once per SpMV: cache-streaming (evict first) so the
- * stream does not push x out of L2 (H100: power-law 1.10x, Poisson float 1.16x); SPX_PLAIN_LOADS=1
- * gives plain loads. */
-#ifndef SPX_LDS
-#if defined(SPX_PLAIN_LOADS) && SPX_PLAIN_LOADS
-#define SPX_LDS(p) (*(p))
-#else
-#define SPX_LDS(p) __ldcs(p)
-#endif
-#endif
+#include "spmv_loads.cuh"
 
 /* y[i] = alpha*sum + beta*y[i]; beta == 0 does not read y (it may hold NaN). */
 #define SPX_STORE(y, i, sum, alpha, beta) \

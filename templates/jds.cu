@@ -23,16 +23,7 @@
 #define SPX_BLOCK 256
 #endif
 typedef SPX_VALUE_T spx_value_t;
-/* SPX_LDS(p): a load of a matrix array, read once per SpMV: cache-streaming (evict first) so the
- * stream does not push x out of L2 (H100: power-law 1.10x, Poisson float 1.16x); SPX_PLAIN_LOADS=1
- * gives plain loads. */
-#ifndef SPX_LDS
-#if defined(SPX_PLAIN_LOADS) && SPX_PLAIN_LOADS
-#define SPX_LDS(p) (*(p))
-#else
-#define SPX_LDS(p) __ldcs(p)
-#endif
-#endif
+#include "spmv_loads.cuh"
 
 extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
 spx_jds_spmv(long long nrows, long long ncols, long long nnz, int njd, const int *__restrict__ perm,

@@ -133,9 +133,39 @@ static double now_s(void) {
 static const char *const dbl[] = {"SPX_VALUE_T=double"};
 static const char *const flt[] = {"SPX_VALUE_T=float"};
 
+/* templates/<file> as gen/embed stores it: each `#include "<name>.cuh"` line replaced by
+ * templates/<name>.cuh (a file without a trailing newline gets one). NULL when a file is missing. */
+static char *slurp_template(const char *file, size_t *n) {
+  char path[300], *text, *out, *line;
+  size_t tn, cap, used = 0;
+  snprintf(path, sizeof path, "templates/%s", file);
+  if (!(text = slurp(path, &tn))) return NULL;
+  cap = tn + 1;
+  out = (char *)malloc(cap);
+  for (line = text; out && *line;) {
+    char *eol = strchr(line, '\n'), *add = line, *inc = NULL;
+    size_t len = eol ? (size_t)(eol - line) + 1 : strlen(line), an = len;
+    if (!strncmp(line, "#include \"", 10)) {
+      char hp[300];
+      snprintf(hp, sizeof hp, "templates/%.*s", (int)(strchr(line + 10, '"') - (line + 10)), line + 10);
+      if (!(inc = slurp(hp, &an))) { free(out); out = NULL; break; }
+      add = inc;
+    }
+    if (used + an + 2 > cap && !(out = (char *)realloc(out, cap = 2 * (used + an + 2)))) { free(inc); break; }
+    memcpy(out + used, add, an);
+    used += an;
+    if (inc && an && inc[an - 1] != '\n') out[used++] = '\n';
+    free(inc);
+    line += len;
+  }
+  free(text);
+  if (out) { out[used] = 0; *n = used; }
+  return out;
+}
+
 /* ---- the template table ----------------------------------------------------------------------- */
-/* Every templates/<name>.cu is embedded, byte for byte, with the right hash (tests run from the
- * repository root). */
+/* Every templates/<name>.cu is embedded, byte for byte (its #include "<name>.cuh" lines inlined),
+ * with the right hash (tests run from the repository root). */
 static void test_template_table(void **state) {
   DIR *d;
   struct dirent *de;
@@ -162,20 +192,19 @@ static void test_template_table(void **state) {
   }
   while (!bad[0] && (de = readdir(d)) != NULL) {
     size_t len = strlen(de->d_name), n = 0, en = 0;
-    char name[128], path[300], *text;
+    char name[128], *text;
     const char *src = NULL;
     if (len < 4 || strcmp(de->d_name + len - 3, ".cu") || len - 3 >= sizeof name) continue;
     memcpy(name, de->d_name, len - 3);
     name[len - 3] = 0;
-    snprintf(path, sizeof path, "templates/%s", de->d_name);
     nfiles++;
     if (spx_jit_template_source(name, &src, &en, NULL) != SPX_OK) {
       snprintf(bad, sizeof bad, "templates/%s is not embedded: add it to spx_templates in gen/BUILD.gn "
                "and update include/spx/internal/templates_gen.h", de->d_name);
       break;
     }
-    if (!(text = slurp(path, &n)) || n != en || memcmp(text, src, n))
-      snprintf(bad, sizeof bad, "include/spx/internal/templates_gen.h is stale: templates/%s changed. "
+    if (!(text = slurp_template(de->d_name, &n)) || n != en || memcmp(text, src, n))
+      snprintf(bad, sizeof bad, "include/spx/internal/templates_gen.h is stale: templates/%s (or a .cuh it includes) changed. "
                "Rebuild and cp out/gen/spx/templates_gen.h include/spx/internal/templates_gen.h", de->d_name);
     free(text);
   }

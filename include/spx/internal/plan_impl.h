@@ -489,34 +489,39 @@ static int64_t spx__pb_sdia(const spx__pprof *p, const spx_format_vtable *vt, in
   return 4 * (ns + 1) + p->sdia_diags * (4 + 32 * vb);
 }
 
-/* Predictors by registry name. _(name, predictor or NULL, lane mapping, kernel launches) */
-#define SPX__PLAN_PREDICTORS(_)                              \
-  _("coo",       spx__pb_coo,       SPX__MAP_FLAT,   2)     \
-  _("csr",       spx__pb_csr,       SPX__MAP_CSR,    1)     \
-  _("ell",       spx__pb_ell,       SPX__MAP_PADDED, 1)     \
-  _("ell_r",     spx__pb_ell_r,     SPX__MAP_ROW,    1)     \
-  _("jds",       spx__pb_jds,       SPX__MAP_SORTED, 1)     \
-  _("sell",      spx__pb_sell,      SPX__MAP_PADDED, 1)     \
-  _("sell16",    spx__pb_sell16,    SPX__MAP_PADDED, 1)     \
-  _("bsr",       spx__pb_bsr,       SPX__MAP_FLAT,   1)     \
-  _("hyb",       spx__pb_hyb,       SPX__MAP_PADDED, 2)     \
-  _("rbp_csr",   spx__pb_rbp_csr,   SPX__MAP_ROW,    1)     \
-  _("rbp_ell",   spx__pb_rbp_ell,   SPX__MAP_ROW,    1)     \
-  _("rbp_ell_r", spx__pb_rbp_ell_r, SPX__MAP_ROW,    1)     \
-  _("ss",        spx__pb_ss,        SPX__MAP_FLAT,   2)     \
-  _("sdia",      spx__pb_sdia,      SPX__MAP_PADDED, 1)
+/* Predictors by registry name. _(name, predictor or NULL, lane mapping, kernel launches, reads the
+ * column counts (estimates when the profile is sampled), why the converter declines when the
+ * predictor says -2) */
+#define SPX__SPAN_NOTE "a slice spans more than 65536 columns"
+#define SPX__FILL_NOTE "the slices' diagonals exceed sdia_max_fill slots per nonzero"
+#define SPX__PLAN_PREDICTORS(_)                                                  \
+  _("coo",       spx__pb_coo,       SPX__MAP_FLAT,   2, 0, NULL)                \
+  _("csr",       spx__pb_csr,       SPX__MAP_CSR,    1, 0, NULL)                \
+  _("ell",       spx__pb_ell,       SPX__MAP_PADDED, 1, 0, NULL)                \
+  _("ell_r",     spx__pb_ell_r,     SPX__MAP_ROW,    1, 0, NULL)                \
+  _("jds",       spx__pb_jds,       SPX__MAP_SORTED, 1, 0, NULL)                \
+  _("sell",      spx__pb_sell,      SPX__MAP_PADDED, 1, 1, NULL)                \
+  _("sell16",    spx__pb_sell16,    SPX__MAP_PADDED, 1, 1, SPX__SPAN_NOTE)      \
+  _("bsr",       spx__pb_bsr,       SPX__MAP_FLAT,   1, 1, NULL)                \
+  _("hyb",       spx__pb_hyb,       SPX__MAP_PADDED, 2, 0, NULL)                \
+  _("rbp_csr",   spx__pb_rbp_csr,   SPX__MAP_ROW,    1, 1, NULL)                \
+  _("rbp_ell",   spx__pb_rbp_ell,   SPX__MAP_ROW,    1, 1, NULL)                \
+  _("rbp_ell_r", spx__pb_rbp_ell_r, SPX__MAP_ROW,    1, 1, NULL)                \
+  _("ss",        spx__pb_ss,        SPX__MAP_FLAT,   2, 0, NULL)                \
+  _("sdia",      spx__pb_sdia,      SPX__MAP_PADDED, 1, 1, SPX__FILL_NOTE)
 
 typedef struct spx__plan_pred {
   const char *name;
   spx__pred_fn fn;
-  int map, launches;
+  int map, launches, cols;
+  const char *declines;
 } spx__plan_pred;
 
 static const spx__plan_pred spx__plan_preds[] = {
-#define SPX__PP_ROW(name, fn, map, launches) {name, fn, map, launches},
+#define SPX__PP_ROW(name, fn, map, launches, cols, declines) {name, fn, map, launches, cols, declines},
     SPX__PLAN_PREDICTORS(SPX__PP_ROW)
 #undef SPX__PP_ROW
-    {NULL, NULL, SPX__MAP_FLAT, 1}};
+    {NULL, NULL, SPX__MAP_FLAT, 1, 0, NULL}};
 
 static const spx__plan_pred *spx__plan_pred_of(const char *name) {
   const spx__plan_pred *q;
@@ -763,19 +768,14 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx_plan_device *
     c->bytes = -1;
     if (q->fn) c->bytes = q->fn(&p, vt, vb);
     if (c->bytes == -2) { /* the predictor knows the converter declines */
-      if (q->fn == spx__pb_sdia)
-        snprintf(c->note, sizeof c->note, "declined: the slices' diagonals %sexceed sdia_max_fill slots per nonzero",
-                 p.sampled ? "(sampled) " : "");
-      else
-        snprintf(c->note, sizeof c->note, "declined: a slice %sspans more than 65536 columns", p.sampled ? "(window) " : "");
+      snprintf(c->note, sizeof c->note, "declined: %s%s", q->declines ? q->declines : "the converter would decline",
+               p.sampled ? " (from sampled windows)" : "");
       c->fits = 0;
       c->predicted_us = c->score_us = c->convert_ms = -1;
       k++;
       continue;
     }
-    if (c->bytes >= 0 && p.sampled && (q->fn == spx__pb_bsr || q->fn == spx__pb_sell || q->fn == spx__pb_sell16 ||
-                                       q->fn == spx__pb_rbp_csr || q->fn == spx__pb_rbp_ell || q->fn == spx__pb_rbp_ell_r ||
-                                       q->fn == spx__pb_sdia))
+    if (c->bytes >= 0 && p.sampled && q->cols)
       snprintf(c->note, sizeof c->note, "bytes estimated from %d sampled windows of 256 rows", SPX__PLAN_SAMPLE_WINDOWS);
     if (c->bytes < 0) { /* no predictor: convert once and ask */
       spx_fmt *m = NULL;

@@ -20,7 +20,7 @@ typedef struct spx__template {
 
 /* templates/bsr.cu */
 static const char *const spx__template_bsr[] = {
-    /* chunk 0: bytes 0..3920 */
+    /* chunk 0: bytes 0..3983 */
     ("/* bsr.cu: SpMV on BSR (r x c blocks; block b's entry (ii, jj) at val[(b*r + ii)*c + jj], row-major;\n"
     " * padding -0.0, also past the matrix edge in the last block row and block column).\n"
     " *\n"
@@ -56,9 +56,13 @@ static const char *const spx__template_bsr[] = {
     "#define SPX_BLOCK 256\n"
     "#endif\n"
     "typedef SPX_VALUE_T spx_value_t;\n"
-    "/* SPX_LDS(p): a load of a matrix array, read once per SpMV: cache-streaming (evict first) so the\n"
-    " * stream does not push x out of L2 (H100: power-law 1.10x, Poisson float 1.16x); SPX_PLAIN_LOADS=1\n"
-    " * gives plain loads. */\n"
+    "/* spmv_loads.cuh: how SpMV templates read their matrix arrays. Included by every SpMV template;\n"
+    " * gen/embed inlines it, so the embedded sources stay self-contained for NVRTC.\n"
+    " *\n"
+    " * SPX_LDS(p): a load of a matrix array element, read once per SpMV: cache-streaming (__ldcs,\n"
+    " * evict first) so the stream does not push x out of L2 (H100 large set: geometric mean over best\n"
+    " * cuSPARSE 1.174x -> 1.222x; power-law rows 1.26x faster, Poisson float 1.16x). SPX_PLAIN_LOADS=1\n"
+    " * (spx_dmatrix_options.plain_loads) gives plain loads, for comparison. */\n"
     "#ifndef SPX_LDS\n"
     "#if defined(SPX_PLAIN_LOADS) && SPX_PLAIN_LOADS\n"
     "#define SPX_LDS(p) (*(p))\n"
@@ -106,14 +110,14 @@ static const char *const spx__template_bsr[] = {
     "  if (!idle) {\n"
     "    const int end = row_ptr[I + 1];\n"
     "    for (int b = row_ptr[I] + j; b < end; b += SPX_W) {\n"
-    "      const long long cb = (long long)SPX_LDS(col + b) * C;\n"
-    "      const spx_value_t *a = val + ((SPX_SLOT_T)b * R + ii) * C;\n"
+    "      const long long cb = (long long)SPX_LDS(col + b) * C;\n"),
+    /* chunk 1: bytes 3983..4667 */
+    ("      const spx_value_t *a = val + ((SPX_SLOT_T)b * R + ii) * C;\n"
     "      if (cb + C <= ncols) {\n"
     "#pragma unroll\n"
     "        for (int jj = 0; jj < C; jj++) sum += SPX_LDS(a + jj) * __ldg(x + cb + jj);\n"
-    "      } else { /* the last block column, cut by the matrix edge */\n"),
-    /* chunk 1: bytes 3920..4344 */
-    ("        for (int jj = 0; jj < C && cb + jj < ncols; jj++) sum += SPX_LDS(a + jj) * __ldg(x + cb + jj);\n"
+    "      } else { /* the last block column, cut by the matrix edge */\n"
+    "        for (int jj = 0; jj < C && cb + jj < ncols; jj++) sum += SPX_LDS(a + jj) * __ldg(x + cb + jj);\n"
     "      }\n"
     "    }\n"
     "  }\n"
@@ -254,7 +258,7 @@ static const char *const spx__template_convert[] = {
 
 /* templates/coo.cu */
 static const char *const spx__template_coo[] = {
-    /* chunk 0: bytes 0..2904 */
+    /* chunk 0: bytes 0..3227 */
     ("/* coo.cu: SpMV on COO (row-sorted triplets), two launches.\n"
     " *\n"
     " * MAPPING  spx_coo_scale: one thread per row, y = beta*y (0 when beta == 0, y not read).\n"
@@ -273,9 +277,13 @@ static const char *const spx__template_coo[] = {
     "#define SPX_BLOCK 256\n"
     "#endif\n"
     "typedef SPX_VALUE_T spx_value_t;\n"
-    "/* SPX_LDS(p): a load of a matrix array, read once per SpMV: cache-streaming (evict first) so the\n"
-    " * stream does not push x out of L2 (H100: power-law 1.10x, Poisson float 1.16x); SPX_PLAIN_LOADS=1\n"
-    " * gives plain loads. */\n"
+    "/* spmv_loads.cuh: how SpMV templates read their matrix arrays. Included by every SpMV template;\n"
+    " * gen/embed inlines it, so the embedded sources stay self-contained for NVRTC.\n"
+    " *\n"
+    " * SPX_LDS(p): a load of a matrix array element, read once per SpMV: cache-streaming (__ldcs,\n"
+    " * evict first) so the stream does not push x out of L2 (H100 large set: geometric mean over best\n"
+    " * cuSPARSE 1.174x -> 1.222x; power-law rows 1.26x faster, Poisson float 1.16x). SPX_PLAIN_LOADS=1\n"
+    " * (spx_dmatrix_options.plain_loads) gives plain loads, for comparison. */\n"
     "#ifndef SPX_LDS\n"
     "#if defined(SPX_PLAIN_LOADS) && SPX_PLAIN_LOADS\n"
     "#define SPX_LDS(p) (*(p))\n"
@@ -317,7 +325,7 @@ static const char *const spx__template_coo[] = {
 
 /* templates/csr.cu */
 static const char *const spx__template_csr[] = {
-    /* chunk 0: bytes 0..3953 */
+    /* chunk 0: bytes 0..3979 */
     ("/* csr.cu: SpMV on CSR (32-bit row pointers), \"vector\" kernel with SPX_TPR threads per row.\n"
     " *\n"
     " * MAPPING  SPX_TPR consecutive threads (1, 2, 4, 8, 16 or 32; a power of two dividing the warp)\n"
@@ -339,9 +347,13 @@ static const char *const spx__template_csr[] = {
     "#define SPX_BLOCK 256\n"
     "#endif\n"
     "typedef SPX_VALUE_T spx_value_t;\n"
-    "/* SPX_LDS(p): a load of a matrix array, read once per SpMV: cache-streaming (evict first) so the\n"
-    " * stream does not push x out of L2 (H100: power-law 1.10x, Poisson float 1.16x); SPX_PLAIN_LOADS=1\n"
-    " * gives plain loads. */\n"
+    "/* spmv_loads.cuh: how SpMV templates read their matrix arrays. Included by every SpMV template;\n"
+    " * gen/embed inlines it, so the embedded sources stay self-contained for NVRTC.\n"
+    " *\n"
+    " * SPX_LDS(p): a load of a matrix array element, read once per SpMV: cache-streaming (__ldcs,\n"
+    " * evict first) so the stream does not push x out of L2 (H100 large set: geometric mean over best\n"
+    " * cuSPARSE 1.174x -> 1.222x; power-law rows 1.26x faster, Poisson float 1.16x). SPX_PLAIN_LOADS=1\n"
+    " * (spx_dmatrix_options.plain_loads) gives plain loads, for comparison. */\n"
     "#ifndef SPX_LDS\n"
     "#if defined(SPX_PLAIN_LOADS) && SPX_PLAIN_LOADS\n"
     "#define SPX_LDS(p) (*(p))\n"
@@ -391,12 +403,12 @@ static const char *const spx__template_csr[] = {
     "#define SPX_NPT 8\n"
     "#endif\n"
     "\n"
-    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
-    "spx_csr_stream_spmv(long long nrows, long long ncols, long long nnz, const int *__restrict__ ptr,\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"),
+    /* chunk 1: bytes 3979..5868 */
+    ("spx_csr_stream_spmv(long long nrows, long long ncols, long long nnz, const int *__restrict__ ptr,\n"
     "                    const int *__restrict__ col, const spx_value_t *__restrict__ val, double alpha,\n"
-    "                    double beta, const spx_value_t *__restrict__ x, spx_value_t *__restrict__ y) {\n"),
-    /* chunk 1: bytes 3953..5545 */
-    ("  __shared__ spx_value_t prod[SPX_BLOCK * SPX_NPT];\n"
+    "                    double beta, const spx_value_t *__restrict__ x, spx_value_t *__restrict__ y) {\n"
+    "  __shared__ spx_value_t prod[SPX_BLOCK * SPX_NPT];\n"
     "  __shared__ int sptr[SPX_BLOCK + 1];\n"
     "  const long long r0 = (long long)blockIdx.x * SPX_BLOCK;\n"
     "  const int nr = (int)(nrows - r0 < SPX_BLOCK ? nrows - r0 : SPX_BLOCK);\n"
@@ -439,7 +451,7 @@ static const char *const spx__template_csr[] = {
 
 /* templates/csr_lb.cu */
 static const char *const spx__template_csr_lb[] = {
-    /* chunk 0: bytes 0..3930 */
+    /* chunk 0: bytes 0..3953 */
     ("/* csr_lb.cu: load-balanced SpMV on CSR (32-bit row pointers) for skewed row lengths: merge-path\n"
     " * (Merrill and Garland, SC'16) over the nrows row ends and nnz nonzeros, with atomics in place of\n"
     " * a fix-up pass. Two launches.\n"
@@ -476,9 +488,13 @@ static const char *const spx__template_csr_lb[] = {
     "#define SPX_IPT 8\n"
     "#endif\n"
     "typedef SPX_VALUE_T spx_value_t;\n"
-    "/* SPX_LDS(p): a load of a matrix array, read once per SpMV: cache-streaming (evict first) so the\n"
-    " * stream does not push x out of L2 (H100: power-law 1.10x, Poisson float 1.16x); SPX_PLAIN_LOADS=1\n"
-    " * gives plain loads. */\n"
+    "/* spmv_loads.cuh: how SpMV templates read their matrix arrays. Included by every SpMV template;\n"
+    " * gen/embed inlines it, so the embedded sources stay self-contained for NVRTC.\n"
+    " *\n"
+    " * SPX_LDS(p): a load of a matrix array element, read once per SpMV: cache-streaming (__ldcs,\n"
+    " * evict first) so the stream does not push x out of L2 (H100 large set: geometric mean over best\n"
+    " * cuSPARSE 1.174x -> 1.222x; power-law rows 1.26x faster, Poisson float 1.16x). SPX_PLAIN_LOADS=1\n"
+    " * (spx_dmatrix_options.plain_loads) gives plain loads, for comparison. */\n"
     "#ifndef SPX_LDS\n"
     "#if defined(SPX_PLAIN_LOADS) && SPX_PLAIN_LOADS\n"
     "#define SPX_LDS(p) (*(p))\n"
@@ -500,8 +516,9 @@ static const char *const spx__template_csr_lb[] = {
     "    const long long span = hi - lo, p = lo + span * lane / 32;\n"
     "    const bool c = (long long)ptr[p + 1] <= d - p - 1;\n"
     "    const int n = __popc(__ballot_sync(0xffffffffu, c)); /* true on lanes 0 .. n-1 (monotone) */\n"
-    "    const long long nlo = n > 0 ? lo + span * (n - 1) / 32 + 1 : lo;\n"
-    "    const long long nhi = n < 32 ? lo + span * n / 32 : hi;\n"
+    "    const long long nlo = n > 0 ? lo + span * (n - 1) / 32 + 1 : lo;\n"),
+    /* chunk 1: bytes 3953..7898 */
+    ("    const long long nhi = n < 32 ? lo + span * n / 32 : hi;\n"
     "    lo = nlo;\n"
     "    hi = nhi;\n"
     "  }\n"
@@ -510,9 +527,8 @@ static const char *const spx__template_csr_lb[] = {
     "  return lo + __popc(__ballot_sync(0xffffffffu, c));\n"
     "}\n"
     "\n"
-    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"),
-    /* chunk 1: bytes 3930..7927 */
-    ("spx_csr_lb_fix(long long nrows, long long ncols, long long nnz, const int *__restrict__ ptr,\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_csr_lb_fix(long long nrows, long long ncols, long long nnz, const int *__restrict__ ptr,\n"
     "               const int *__restrict__ col, const spx_value_t *__restrict__ val, double alpha,\n"
     "               double beta, const spx_value_t *__restrict__ x, spx_value_t *__restrict__ y) {\n"
     "  const long long b = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32 + 1; /* boundary */\n"
@@ -587,8 +603,9 @@ static const char *const spx__template_csr_lb[] = {
     "      }\n"
     "    }\n"
     "  }\n"
-    "  /* Segmented scan over the threads of (ended a row, open sum): (f1, v1) + (f2, v2) =\n"
-    "   * (f1 | f2, f2 ? v2 : v1 + v2). Inclusive in the warp, then across warps. */\n"
+    "  /* Segmented scan over the threads of (ended a row, open sum): (f1, v1) + (f2, v2) =\n"),
+    /* chunk 2: bytes 7898..9205 */
+    ("   * (f1 | f2, f2 ? v2 : v1 + v2). Inclusive in the warp, then across warps. */\n"
     "  int f = first_row >= 0;\n"
     "  spx_value_t v = run;\n"
     "#pragma unroll\n"
@@ -596,9 +613,8 @@ static const char *const spx__template_csr_lb[] = {
     "    const spx_value_t vu = __shfl_up_sync(0xffffffffu, v, off);\n"
     "    const int fu = __shfl_up_sync(0xffffffffu, f, off);\n"
     "    if (lane >= off) {\n"
-    "      if (!f) v += vu;\n"),
-    /* chunk 2: bytes 7927..8882 */
-    ("      f |= fu;\n"
+    "      if (!f) v += vu;\n"
+    "      f |= fu;\n"
     "    }\n"
     "  }\n"
     "  if (lane == 31) { s_wv[w] = v; s_wf[w] = f; }\n"
@@ -629,7 +645,7 @@ static const char *const spx__template_csr_lb[] = {
 
 /* templates/ell.cu */
 static const char *const spx__template_ell[] = {
-    /* chunk 0: bytes 0..3180 */
+    /* chunk 0: bytes 0..3503 */
     ("/* ell.cu: SpMV on ELL and ELL-R (column-major n x K slots, padding -0.0 with a valid column).\n"
     " *\n"
     " * MAPPING  one thread per row; thread i reads slot j of its row at i + j*nrows, so a warp reads\n"
@@ -652,9 +668,13 @@ static const char *const spx__template_ell[] = {
     "#define SPX_BLOCK 256\n"
     "#endif\n"
     "typedef SPX_VALUE_T spx_value_t;\n"
-    "/* SPX_LDS(p): a load of a matrix array, read once per SpMV: cache-streaming (evict first) so the\n"
-    " * stream does not push x out of L2 (H100: power-law 1.10x, Poisson float 1.16x); SPX_PLAIN_LOADS=1\n"
-    " * gives plain loads. */\n"
+    "/* spmv_loads.cuh: how SpMV templates read their matrix arrays. Included by every SpMV template;\n"
+    " * gen/embed inlines it, so the embedded sources stay self-contained for NVRTC.\n"
+    " *\n"
+    " * SPX_LDS(p): a load of a matrix array element, read once per SpMV: cache-streaming (__ldcs,\n"
+    " * evict first) so the stream does not push x out of L2 (H100 large set: geometric mean over best\n"
+    " * cuSPARSE 1.174x -> 1.222x; power-law rows 1.26x faster, Poisson float 1.16x). SPX_PLAIN_LOADS=1\n"
+    " * (spx_dmatrix_options.plain_loads) gives plain loads, for comparison. */\n"
     "#ifndef SPX_LDS\n"
     "#if defined(SPX_PLAIN_LOADS) && SPX_PLAIN_LOADS\n"
     "#define SPX_LDS(p) (*(p))\n"
@@ -707,7 +727,7 @@ static const char *const spx__template_ell[] = {
 
 /* templates/hyb.cu */
 static const char *const spx__template_hyb[] = {
-    /* chunk 0: bytes 0..3985 */
+    /* chunk 0: bytes 0..3920 */
     ("/* hyb.cu: SpMV on HYB (Bell and Garland): an ELL part of width K (column-major, padding -0.0 with\n"
     " * a valid column) plus a row-sorted COO part with the entries past K. Two launches.\n"
     " *\n"
@@ -736,9 +756,13 @@ static const char *const spx__template_hyb[] = {
     "#define SPX_BLOCK 256\n"
     "#endif\n"
     "typedef SPX_VALUE_T spx_value_t;\n"
-    "/* SPX_LDS(p): a load of a matrix array, read once per SpMV: cache-streaming (evict first) so the\n"
-    " * stream does not push x out of L2 (H100: power-law 1.10x, Poisson float 1.16x); SPX_PLAIN_LOADS=1\n"
-    " * gives plain loads. */\n"
+    "/* spmv_loads.cuh: how SpMV templates read their matrix arrays. Included by every SpMV template;\n"
+    " * gen/embed inlines it, so the embedded sources stay self-contained for NVRTC.\n"
+    " *\n"
+    " * SPX_LDS(p): a load of a matrix array element, read once per SpMV: cache-streaming (__ldcs,\n"
+    " * evict first) so the stream does not push x out of L2 (H100 large set: geometric mean over best\n"
+    " * cuSPARSE 1.174x -> 1.222x; power-law rows 1.26x faster, Poisson float 1.16x). SPX_PLAIN_LOADS=1\n"
+    " * (spx_dmatrix_options.plain_loads) gives plain loads, for comparison. */\n"
     "#ifndef SPX_LDS\n"
     "#if defined(SPX_PLAIN_LOADS) && SPX_PLAIN_LOADS\n"
     "#define SPX_LDS(p) (*(p))\n"
@@ -778,14 +802,14 @@ static const char *const spx__template_hyb[] = {
     "  const long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
     "  const int lane = threadIdx.x & 31;\n"
     "  const bool live = q < ncoo;\n"
-    "  const int r = live ? coo_row[q] : -1;\n"
-    "  spx_value_t v = live ? SPX_LDS(coo_val + q) * __ldg(x + SPX_LDS(coo_col + q)) : (spx_value_t)0;\n"
+    "  const int r = live ? coo_row[q] : -1;\n"),
+    /* chunk 1: bytes 3920..4652 */
+    ("  spx_value_t v = live ? SPX_LDS(coo_val + q) * __ldg(x + SPX_LDS(coo_col + q)) : (spx_value_t)0;\n"
     "  (void)nrows; (void)ncols; (void)nnz; (void)k; (void)ell_col; (void)ell_val; (void)beta;\n"
     "  /* Inclusive segmented scan over the warp (rows sorted: equal rows are contiguous). Every lane\n"
     "   * takes part: the grid is a whole number of warps (blockDim is a multiple of 32). */\n"
-    "#pragma unroll\n"),
-    /* chunk 1: bytes 3985..4329 */
-    ("  for (int off = 1; off < 32; off *= 2) {\n"
+    "#pragma unroll\n"
+    "  for (int off = 1; off < 32; off *= 2) {\n"
     "    const spx_value_t u = __shfl_up_sync(0xffffffffu, v, off);\n"
     "    const int ru = __shfl_up_sync(0xffffffffu, r, off);\n"
     "    if (lane >= off && ru == r) v += u;\n"
@@ -797,7 +821,7 @@ static const char *const spx__template_hyb[] = {
 
 /* templates/jds.cu */
 static const char *const spx__template_jds[] = {
-    /* chunk 0: bytes 0..3437 */
+    /* chunk 0: bytes 0..3760 */
     ("/* jds.cu: SpMV on JDS (rows sorted by decreasing length; jagged diagonal d holds entry d of every\n"
     " * sorted position p < its length, at jd_ptr[d] + p; no padding).\n"
     " *\n"
@@ -823,9 +847,13 @@ static const char *const spx__template_jds[] = {
     "#define SPX_BLOCK 256\n"
     "#endif\n"
     "typedef SPX_VALUE_T spx_value_t;\n"
-    "/* SPX_LDS(p): a load of a matrix array, read once per SpMV: cache-streaming (evict first) so the\n"
-    " * stream does not push x out of L2 (H100: power-law 1.10x, Poisson float 1.16x); SPX_PLAIN_LOADS=1\n"
-    " * gives plain loads. */\n"
+    "/* spmv_loads.cuh: how SpMV templates read their matrix arrays. Included by every SpMV template;\n"
+    " * gen/embed inlines it, so the embedded sources stay self-contained for NVRTC.\n"
+    " *\n"
+    " * SPX_LDS(p): a load of a matrix array element, read once per SpMV: cache-streaming (__ldcs,\n"
+    " * evict first) so the stream does not push x out of L2 (H100 large set: geometric mean over best\n"
+    " * cuSPARSE 1.174x -> 1.222x; power-law rows 1.26x faster, Poisson float 1.16x). SPX_PLAIN_LOADS=1\n"
+    " * (spx_dmatrix_options.plain_loads) gives plain loads, for comparison. */\n"
     "#ifndef SPX_LDS\n"
     "#if defined(SPX_PLAIN_LOADS) && SPX_PLAIN_LOADS\n"
     "#define SPX_LDS(p) (*(p))\n"
@@ -1383,7 +1411,7 @@ static const char *const spx__template_krylov[] = {
 
 /* templates/rbp.cu */
 static const char *const spx__template_rbp[] = {
-    /* chunk 0: bytes 0..4000 */
+    /* chunk 0: bytes 0..3999 */
     ("/* rbp.cu: SpMV on the row block packing formats of papers/000: RBP-CSR (Algorithm 2), RBP-ELL and\n"
     " * RBP-ELL-R. A block is a run of >= 2 consecutive columns of a row, stored as its values and only\n"
     " * its first and last column; isolated nonzeros sit in a CSR part (row_ptr, csr_col, csr_val).\n"
@@ -1430,9 +1458,13 @@ static const char *const spx__template_rbp[] = {
     "#define SPX_BLOCK 256\n"
     "#endif\n"
     "typedef SPX_VALUE_T spx_value_t;\n"
-    "/* SPX_LDS(p): a load of a matrix array, read once per SpMV: cache-streaming (evict first) so the\n"
-    " * stream does not push x out of L2 (H100: power-law 1.10x, Poisson float 1.16x); SPX_PLAIN_LOADS=1\n"
-    " * gives plain loads. */\n"
+    "/* spmv_loads.cuh: how SpMV templates read their matrix arrays. Included by every SpMV template;\n"
+    " * gen/embed inlines it, so the embedded sources stay self-contained for NVRTC.\n"
+    " *\n"
+    " * SPX_LDS(p): a load of a matrix array element, read once per SpMV: cache-streaming (__ldcs,\n"
+    " * evict first) so the stream does not push x out of L2 (H100 large set: geometric mean over best\n"
+    " * cuSPARSE 1.174x -> 1.222x; power-law rows 1.26x faster, Poisson float 1.16x). SPX_PLAIN_LOADS=1\n"
+    " * (spx_dmatrix_options.plain_loads) gives plain loads, for comparison. */\n"
     "#ifndef SPX_LDS\n"
     "#if defined(SPX_PLAIN_LOADS) && SPX_PLAIN_LOADS\n"
     "#define SPX_LDS(p) (*(p))\n"
@@ -1445,15 +1477,15 @@ static const char *const spx__template_rbp[] = {
     "#define SPX_RBP_STORE(y, i, sum, alpha, beta) \\\n"
     "  (y)[i] = (beta) == 0.0 ? (spx_value_t)((alpha) * (sum)) : (spx_value_t)((alpha) * (sum) + (beta) * (y)[i])\n"
     "\n"
-    "/* One block's products: len values a[0], a[stride], ... times x[f ..]; unrolled when the block\n"
-    " * has the common length SPX_RUN. */\n"
+    "/* One block's products: len values a[0], a[stride], ... times x[f ..]; unrolled when the block\n"),
+    /* chunk 1: bytes 3999..7988 */
+    (" * has the common length SPX_RUN. */\n"
     "static __device__ __forceinline__ spx_value_t spx_rbp_block(const spx_value_t *__restrict__ a, SPX_SLOT_T stride,\n"
     "                                                            int f, int len, const spx_value_t *__restrict__ x) {\n"
     "  spx_value_t s = 0;\n"
     "#ifdef SPX_RUN\n"
-    "  if (len == SPX_RUN) {\n"),
-    /* chunk 1: bytes 4000..7929 */
-    ("#pragma unroll\n"
+    "  if (len == SPX_RUN) {\n"
+    "#pragma unroll\n"
     "    for (int u = 0; u < SPX_RUN; u++) s += SPX_LDS(a + (SPX_SLOT_T)u * stride) * __ldg(x + f + u);\n"
     "    return s;\n"
     "  }\n"
@@ -1529,8 +1561,9 @@ static const char *const spx__template_rbp[] = {
     "spx_rbpe_blocks(SPX_SLOT_T i, SPX_SLOT_T n, int npairs, const spx_value_t *__restrict__ comp_val,\n"
     "                const int *__restrict__ comp_col, const spx_value_t *__restrict__ x) {\n"
     "  spx_value_t sum = 0;\n"
-    "  SPX_SLOT_T v = i; /* the next value slot: i + (values so far) * n */\n"
-    "#ifdef SPX_KC\n"
+    "  SPX_SLOT_T v = i; /* the next value slot: i + (values so far) * n */\n"),
+    /* chunk 2: bytes 7988..10681 */
+    ("#ifdef SPX_KC\n"
     "#pragma unroll\n"
     "  for (int q = 0; q < SPX_KC / 2; q++) {\n"
     "    if (q >= npairs) break;\n"
@@ -1538,9 +1571,8 @@ static const char *const spx__template_rbp[] = {
     "  for (int q = 0; q < npairs; q++) {\n"
     "#endif\n"
     "    const SPX_SLOT_T s = i + (SPX_SLOT_T)(2 * q) * n;\n"
-    "    const int f = comp_col[s], len = comp_col[s + n] - f + 1;\n"),
-    /* chunk 2: bytes 7929..10358 */
-    ("    if (len <= 0) break; /* the padding pair (1, 0): pairs after it are padding too */\n"
+    "    const int f = comp_col[s], len = comp_col[s + n] - f + 1;\n"
+    "    if (len <= 0) break; /* the padding pair (1, 0): pairs after it are padding too */\n"
     "    sum += spx_rbp_block(comp_val + v, n, f, len, x);\n"
     "    v += (SPX_SLOT_T)len * n;\n"
     "  }\n"
@@ -1588,7 +1620,7 @@ static const char *const spx__template_rbp[] = {
 
 /* templates/sdia.cu */
 static const char *const spx__template_sdia[] = {
-    /* chunk 0: bytes 0..3300 */
+    /* chunk 0: bytes 0..3623 */
     ("/* sdia.cu: SpMV on SDIA (sliced diagonals: slice s of C rows owns diagonals slice_ptr[s] ..\n"
     " * slice_ptr[s+1]-1 with offsets off[d] = column - row; row s*C + l's value on diagonal d at\n"
     " * val[d*C + l]; slots that are not entries hold -0.0).\n"
@@ -1615,9 +1647,13 @@ static const char *const spx__template_sdia[] = {
     "#define SPX_BLOCK 256\n"
     "#endif\n"
     "typedef SPX_VALUE_T spx_value_t;\n"
-    "/* SPX_LDS(p): a load of a matrix array, read once per SpMV: cache-streaming (evict first) so the\n"
-    " * stream does not push x out of L2 (H100: power-law 1.10x, Poisson float 1.16x); SPX_PLAIN_LOADS=1\n"
-    " * gives plain loads. */\n"
+    "/* spmv_loads.cuh: how SpMV templates read their matrix arrays. Included by every SpMV template;\n"
+    " * gen/embed inlines it, so the embedded sources stay self-contained for NVRTC.\n"
+    " *\n"
+    " * SPX_LDS(p): a load of a matrix array element, read once per SpMV: cache-streaming (__ldcs,\n"
+    " * evict first) so the stream does not push x out of L2 (H100 large set: geometric mean over best\n"
+    " * cuSPARSE 1.174x -> 1.222x; power-law rows 1.26x faster, Poisson float 1.16x). SPX_PLAIN_LOADS=1\n"
+    " * (spx_dmatrix_options.plain_loads) gives plain loads, for comparison. */\n"
     "#ifndef SPX_LDS\n"
     "#if defined(SPX_PLAIN_LOADS) && SPX_PLAIN_LOADS\n"
     "#define SPX_LDS(p) (*(p))\n"
@@ -1663,7 +1699,7 @@ static const char *const spx__template_sdia[] = {
 
 /* templates/sell.cu */
 static const char *const spx__template_sell[] = {
-    /* chunk 0: bytes 0..3967 */
+    /* chunk 0: bytes 0..3975 */
     ("/* sell.cu: SpMV on SELL-C-sigma (slices of C rows, column-major inside a slice, rows sorted by\n"
     " * length within windows of sigma rows; padding -0.0 with a valid column), and on SELL16 (the same\n"
     " * layout with 16-bit column offsets from a per-slice base column).\n"
@@ -1688,9 +1724,13 @@ static const char *const spx__template_sell[] = {
     "#define SPX_BLOCK 256\n"
     "#endif\n"
     "typedef SPX_VALUE_T spx_value_t;\n"
-    "/* SPX_LDS(p): a load of a matrix array, read once per SpMV: cache-streaming (evict first) so the\n"
-    " * stream does not push x out of L2 (H100: power-law 1.10x, Poisson float 1.16x); SPX_PLAIN_LOADS=1\n"
-    " * gives plain loads. */\n"
+    "/* spmv_loads.cuh: how SpMV templates read their matrix arrays. Included by every SpMV template;\n"
+    " * gen/embed inlines it, so the embedded sources stay self-contained for NVRTC.\n"
+    " *\n"
+    " * SPX_LDS(p): a load of a matrix array element, read once per SpMV: cache-streaming (__ldcs,\n"
+    " * evict first) so the stream does not push x out of L2 (H100 large set: geometric mean over best\n"
+    " * cuSPARSE 1.174x -> 1.222x; power-law rows 1.26x faster, Poisson float 1.16x). SPX_PLAIN_LOADS=1\n"
+    " * (spx_dmatrix_options.plain_loads) gives plain loads, for comparison. */\n"
     "#ifndef SPX_LDS\n"
     "#if defined(SPX_PLAIN_LOADS) && SPX_PLAIN_LOADS\n"
     "#define SPX_LDS(p) (*(p))\n"
@@ -1734,8 +1774,9 @@ static const char *const spx__template_sell[] = {
     "#endif\n"
     "  const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
     "  (void)ncols; (void)nnz; (void)sigma; (void)nslices; (void)nslots;\n"
-    "  if (p >= nrows) return;\n"
-    "  const long long s = p / C;\n"
+    "  if (p >= nrows) return;\n"),
+    /* chunk 1: bytes 3975..5273 */
+    ("  const long long s = p / C;\n"
     "  const int lane = (int)(p - s * C);\n"
     "  const int b = slice_ptr[s], width = (slice_ptr[s + 1] - b) / C;\n"
     "  spx_value_t sum = 0;\n"
@@ -1743,9 +1784,8 @@ static const char *const spx__template_sell[] = {
     "  SPX_SELL_STORE(p, perm, sum, alpha, beta, y);\n"
     "}\n"
     "\n"
-    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"),
-    /* chunk 1: bytes 3967..4950 */
-    ("spx_sell16_spmv(long long nrows, long long ncols, long long nnz, int c, int sigma, long long nslices,\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_sell16_spmv(long long nrows, long long ncols, long long nnz, int c, int sigma, long long nslices,\n"
     "                long long nslots, const int *__restrict__ perm, const int *__restrict__ slice_ptr,\n"
     "                const int *__restrict__ cbase, const unsigned short *__restrict__ col,\n"
     "                const spx_value_t *__restrict__ val, double alpha, double beta,\n"
@@ -1770,7 +1810,7 @@ static const char *const spx__template_sell[] = {
 
 /* templates/ss.cu */
 static const char *const spx__template_ss[] = {
-    /* chunk 0: bytes 0..3898 */
+    /* chunk 0: bytes 0..3953 */
     ("/* ss.cu: SpMV on SS, segmented scan with a per-element index (papers/001 section 3.4, Oshima et\n"
     " * al.). The nonzeros in row order are cut into segments of seg slots; idx[k] is k's offset from\n"
     " * the start of its row or of its segment, whichever is later, so idx == 0 marks the head of a run\n"
@@ -1810,9 +1850,13 @@ static const char *const spx__template_ss[] = {
     "#define SPX_VPT 8\n"
     "#endif\n"
     "typedef SPX_VALUE_T spx_value_t;\n"
-    "/* SPX_LDS(p): a load of a matrix array, read once per SpMV: cache-streaming (evict first) so the\n"
-    " * stream does not push x out of L2 (H100: power-law 1.10x, Poisson float 1.16x); SPX_PLAIN_LOADS=1\n"
-    " * gives plain loads. */\n"
+    "/* spmv_loads.cuh: how SpMV templates read their matrix arrays. Included by every SpMV template;\n"
+    " * gen/embed inlines it, so the embedded sources stay self-contained for NVRTC.\n"
+    " *\n"
+    " * SPX_LDS(p): a load of a matrix array element, read once per SpMV: cache-streaming (__ldcs,\n"
+    " * evict first) so the stream does not push x out of L2 (H100 large set: geometric mean over best\n"
+    " * cuSPARSE 1.174x -> 1.222x; power-law rows 1.26x faster, Poisson float 1.16x). SPX_PLAIN_LOADS=1\n"
+    " * (spx_dmatrix_options.plain_loads) gives plain loads, for comparison. */\n"
     "#ifndef SPX_LDS\n"
     "#if defined(SPX_PLAIN_LOADS) && SPX_PLAIN_LOADS\n"
     "#define SPX_LDS(p) (*(p))\n"
@@ -1837,12 +1881,12 @@ static const char *const spx__template_ss[] = {
     "  const double2 a = *(const double2 *)p, b = *(const double2 *)(p + 2);\n"
     "  o[0] = a.x; o[1] = a.y; o[2] = b.x; o[3] = b.y;\n"
     "}\n"
-    "\n"
-    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "\n"),
+    /* chunk 1: bytes 3953..7930 */
+    ("extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
     "spx_ss_scale(long long nrows, long long ncols, long long nnz, int seg, long long nseg, long long nruns,\n"
-    "             const int *__restrict__ col, const spx_value_t *__restrict__ val, const int *__restrict__ idx,\n"),
-    /* chunk 1: bytes 3898..7898 */
-    ("             const int *__restrict__ run_row, const int *__restrict__ seg_run, double alpha, double beta,\n"
+    "             const int *__restrict__ col, const spx_value_t *__restrict__ val, const int *__restrict__ idx,\n"
+    "             const int *__restrict__ run_row, const int *__restrict__ seg_run, double alpha, double beta,\n"
     "             const spx_value_t *__restrict__ x, spx_value_t *__restrict__ y) {\n"
     "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
     "  (void)ncols; (void)nnz; (void)seg; (void)nseg; (void)nruns; (void)col; (void)val; (void)idx;\n"
@@ -1919,16 +1963,16 @@ static const char *const spx__template_ss[] = {
     "    spx_value_t ev = __shfl_up_sync(0xffffffffu, iv, 1);\n"
     "    if (lane == 0) { ec = 0; ev = 0; }\n"
     "    /* Whether the next thread's first slot is a head (lane 31 reads it). */\n"
-    "    int nh = __shfl_down_sync(0xffffffffu, ix[0], 1) == 0;\n"
-    "    if (lane == 31) nh = k0 + SPX_VPT < tend && idx[k0 + SPX_VPT] == 0;\n"
+    "    int nh = __shfl_down_sync(0xffffffffu, ix[0], 1) == 0;\n"),
+    /* chunk 2: bytes 7930..9444 */
+    ("    if (lane == 31) nh = k0 + SPX_VPT < tend && idx[k0 + SPX_VPT] == 0;\n"
     "    __syncthreads();\n"
     "    /* The warps before this one, and (in every thread alike) the whole chunk. */\n"
     "    spx_value_t in = 0, open = 0;\n"
     "    int before = 0, all = 0;\n"
     "    bool closed = false, any = false;\n"
-    "#pragma unroll\n"),
-    /* chunk 2: bytes 7898..9121 */
-    ("    for (int u = SPX_SS_WARPS - 1; u >= 0; u--) {\n"
+    "#pragma unroll\n"
+    "    for (int u = SPX_SS_WARPS - 1; u >= 0; u--) {\n"
     "      const int hu = s_heads[u];\n"
     "      if (u < w) {\n"
     "        if (!closed) in += s_tail[u];\n"
@@ -2219,19 +2263,19 @@ static const char *const spx__template_vector[] = {
 
 /* ORDER: sorted by name. */
 static const spx__template spx__templates[] = {
-    {"bsr", spx__template_bsr, 2, 4344, UINT64_C(0x5e745680fd33e753)},
+    {"bsr", spx__template_bsr, 2, 4667, UINT64_C(0x04b6aa2e62da0855)},
     {"convert", spx__template_convert, 2, 5761, UINT64_C(0xfcc541f1291d0372)},
-    {"coo", spx__template_coo, 1, 2904, UINT64_C(0x0438cc784d2338c0)},
-    {"csr", spx__template_csr, 2, 5545, UINT64_C(0xdbd74d666508a1a8)},
-    {"csr_lb", spx__template_csr_lb, 3, 8882, UINT64_C(0x9959aeb0fd887c9b)},
-    {"ell", spx__template_ell, 1, 3180, UINT64_C(0x5eaf1553d306cc93)},
-    {"hyb", spx__template_hyb, 2, 4329, UINT64_C(0x5b8fd08a059229de)},
-    {"jds", spx__template_jds, 1, 3437, UINT64_C(0xa22c4b85ed6126ea)},
+    {"coo", spx__template_coo, 1, 3227, UINT64_C(0x5a5b51c933d8e1bc)},
+    {"csr", spx__template_csr, 2, 5868, UINT64_C(0xcfcb724398d1edb2)},
+    {"csr_lb", spx__template_csr_lb, 3, 9205, UINT64_C(0xaac07b3408705f4f)},
+    {"ell", spx__template_ell, 1, 3503, UINT64_C(0x6c6711f80c9d3e5d)},
+    {"hyb", spx__template_hyb, 2, 4652, UINT64_C(0x0d94f4dc9b8a87fa)},
+    {"jds", spx__template_jds, 1, 3760, UINT64_C(0x59dc72ac1ea26d04)},
     {"krylov", spx__template_krylov, 6, 21035, UINT64_C(0x087b5493ac6159a5)},
-    {"rbp", spx__template_rbp, 3, 10358, UINT64_C(0xe980087a33a689a2)},
-    {"sdia", spx__template_sdia, 1, 3300, UINT64_C(0x21a4dc059b542649)},
-    {"sell", spx__template_sell, 2, 4950, UINT64_C(0xf33b40ed07bb3c21)},
-    {"ss", spx__template_ss, 3, 9121, UINT64_C(0x577f407e7d1cfe0f)},
+    {"rbp", spx__template_rbp, 3, 10681, UINT64_C(0xfee21728528096e8)},
+    {"sdia", spx__template_sdia, 1, 3623, UINT64_C(0xf0b92712aaf845cd)},
+    {"sell", spx__template_sell, 2, 5273, UINT64_C(0xb0129532ed42fb9b)},
+    {"ss", spx__template_ss, 3, 9444, UINT64_C(0x80d83f35f813eb11)},
     {"stencil", spx__template_stencil, 3, 8494, UINT64_C(0x971a0caeb8e4c75a)},
     {"vector", spx__template_vector, 1, 2775, UINT64_C(0xbbe39d63b15f15b0)},
 };

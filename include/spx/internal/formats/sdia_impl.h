@@ -1,6 +1,6 @@
 /* SDIA, sliced diagonals: per slice of c rows the union of its rows' offsets (column - row), then
- * c values per offset. Two passes over the slices (count, fill), parallel over slices; the
- * tuner's profile counts the same unions with spx__sdia_offsets. */
+ * c values per offset. Two passes over the slices (find the offsets, fill), parallel over slices;
+ * the tuner's profile counts the same unions with spx__sdia_offsets. */
 
 /* The distinct offsets (column - row) of rows [r0, r1), increasing, into u; returns how many, or
  * cap + 1 as soon as there are more than cap. Binary search and insert: a slice of a stencil or
@@ -37,38 +37,28 @@ static int64_t spx__sdia_find(const int32_t *u, int64_t w, int32_t o) {
 }
 
 static spx_status spx__sdia_from_csr(const spx_csr *a, const spx__sdia_params *p, spx_fmt_sdia *s) {
-  int64_t n = a->nrows, c = p->c, nsl = (n + c - 1) / c, sl, *sp = NULL, room = 0, limit, real = 0;
-  int failed = 0;
+  int64_t n = a->nrows, c = p->c, nsl = (n + c - 1) / c, sl, *sp = NULL, limit = p->max_fill * a->nnz, real = 0;
+  int32_t *u = NULL;
   spx_status st = SPX_OUT_OF_MEMORY;
   s->nrows = n; s->ncols = a->ncols; s->nnz = a->nnz; s->c = (int32_t)c; s->nslices = nsl;
-  if (!(sp = (int64_t *)spx__calloc((size_t)nsl + 1, sizeof *sp))) goto done;
-  /* No slice holds more offsets than entries, nor more than the whole matrix may store (a slice
-   * has at least one real row). */
-  limit = p->max_fill * a->nnz;
-  for (sl = 0; sl < nsl; sl++)
-    room = SPX__MAX(room, a->row_ptr[SPX__MIN(n, (sl + 1) * c)] - a->row_ptr[sl * c]);
-  room = SPX__MIN(room, limit + 1);
-#if defined(_OPENMP)
-#pragma omp parallel reduction(| : failed) if (n >= SPX__FMT_OMP_MIN)
-#endif
-  {
-    int32_t *u = (int32_t *)spx__alloc((size_t)room + 1, sizeof *u);
-    failed |= !u;
-#if defined(_OPENMP)
-#pragma omp for schedule(dynamic, 64)
-#endif
-    for (sl = 0; sl < nsl; sl++)
-      if (u) sp[sl + 1] = spx__sdia_offsets(a, sl * c, SPX__MIN(n, (sl + 1) * c), u, room);
-    SPX_FREE(u);
+  /* A slice has no more offsets than entries, so slice sl keeps its offsets in u from its first
+   * entry's index on: one pass finds them, the fill pass reads them back. */
+  if (!(sp = (int64_t *)spx__calloc((size_t)nsl + 1, sizeof *sp)) ||
+      !(u = (int32_t *)spx__alloc((size_t)a->nnz + 1, sizeof *u)))
+    goto done;
+  SPX__FMT_OMP_FOR(n)
+  for (sl = 0; sl < nsl; sl++) {
+    int64_t r0 = sl * c, r1 = SPX__MIN(n, r0 + c), b = a->row_ptr[r0];
+    /* past the whole matrix's limit the count stops (a slice has a real row: it declines) */
+    sp[sl + 1] = spx__sdia_offsets(a, r0, r1, u + b, SPX__MIN(a->row_ptr[r1] - b, limit + 1));
   }
-  if (failed) goto done;
   /* The fill counts the slots of real rows (the last slice's rows past nrows are not fill a
    * kernel pays for beyond its own thread). */
   for (sl = 0; sl < nsl; sl++) {
     real += sp[sl + 1] * (SPX__MIN(n, (sl + 1) * c) - sl * c);
     sp[sl + 1] += sp[sl];
   }
-  if (real > p->max_fill * a->nnz) {
+  if (real > limit) {
     st = spx__fail(SPX_UNSUPPORTED, "sdia: the slices' diagonals would store %s%lld slots for %lld nonzeros "
                    "(more than sdia_max_fill = %lld per nonzero)", sp[nsl] > limit ? "over " : "",
                    (long long)real, (long long)a->nnz, (long long)p->max_fill);
@@ -78,33 +68,23 @@ static spx_status spx__sdia_from_csr(const spx_csr *a, const spx__sdia_params *p
   if ((st = spx__fits32(s->ndiags, "sdia diagonals"))) goto done;
   if ((st = spx__sdia_alloc(s))) goto done;
   for (sl = 0; sl <= nsl; sl++) s->slice_ptr[sl] = (int32_t)sp[sl];
-#if defined(_OPENMP)
-#pragma omp parallel reduction(| : failed) if (n >= SPX__FMT_OMP_MIN)
-#endif
-  {
-    int32_t *u = (int32_t *)spx__alloc((size_t)room + 1, sizeof *u);
+  SPX__FMT_OMP_FOR(n)
+  for (sl = 0; sl < nsl; sl++) {
+    int64_t r0 = sl * c, r1 = SPX__MIN(n, r0 + c), w = sp[sl + 1] - sp[sl], i, k, j;
+    const int32_t *o = u + a->row_ptr[r0];
     spx_val src = spx__csr_val(a);
-    failed |= !u;
-#if defined(_OPENMP)
-#pragma omp for schedule(dynamic, 64)
-#endif
-    for (sl = 0; sl < nsl; sl++) {
-      int64_t r0 = sl * c, r1 = SPX__MIN(n, r0 + c), w = sp[sl + 1] - sp[sl], i, k, j;
-      if (!u) continue;
-      spx__sdia_offsets(a, r0, r1, u, room);
-      if (w > 0) memcpy(s->off + sp[sl], u, (size_t)w * sizeof *u); /* off is NULL when no slice has one */
-      for (j = sp[sl] * c; j < sp[sl + 1] * c; j++) spx_val_pad(s->val, j, a->dtype);
-      for (i = r0; i < r1; i++)
-        for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
-          int64_t d = spx__sdia_find(u, w, (int32_t)((int64_t)a->col_idx[k] - i));
-          spx_val_store(s->val, (sp[sl] + d) * c + (i - r0), src, k, a->dtype);
-        }
-    }
-    SPX_FREE(u);
+    if (w > 0) memcpy(s->off + sp[sl], o, (size_t)w * sizeof *o); /* off is NULL when no slice has one */
+    for (j = sp[sl] * c; j < sp[sl + 1] * c; j++) spx_val_pad(s->val, j, a->dtype);
+    for (i = r0; i < r1; i++)
+      for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
+        int64_t d = spx__sdia_find(o, w, (int32_t)((int64_t)a->col_idx[k] - i));
+        spx_val_store(s->val, (sp[sl] + d) * c + (i - r0), src, k, a->dtype);
+      }
   }
-  st = failed ? SPX_OUT_OF_MEMORY : SPX_OK;
+  st = SPX_OK;
 done:
   SPX_FREE(sp);
+  SPX_FREE(u);
   return st;
 }
 
