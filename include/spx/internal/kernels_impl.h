@@ -241,7 +241,7 @@ static spx_status spx__ks_sdia(const spx_fmt *m, const spx_dmatrix_options *o, c
   if (wmax <= SPX__SELL_UNROLL_MAX) spx__kdef(l, "SPX_WMAX=%d", (int)wmax);
   l->nshape = l->ndefines;
   spx__kdef(l, "SPX_BLOCK=%u", b);
-  if (e->ndiags * (int64_t)e->c >= INT32_MAX) spx__kdef(l, "SPX_SLOT_T=long long");
+  if (e->ndiags * (int64_t)e->c >= INT32_MAX || m->nrows + m->ncols >= INT32_MAX) spx__kdef(l, "SPX_SLOT_T=long long");
   SPX__KSUM(p, "sdia: spx_sdia_spmv C=%d, widest slice %d diagonals%s, %u threads/block", (int)e->c, (int)wmax,
             wmax <= SPX__SELL_UNROLL_MAX ? " unrolled" : "", b);
   return SPX_OK;
