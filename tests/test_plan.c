@@ -623,6 +623,119 @@ static void test_gpu_plans(void **state) {
   spx_context_destroy(g);
 }
 
+/* A CUDA plan of a matrix with >= 2^20 nonzeros profiles its rows and validates on the device
+ * (analyze.cu): the same analysis and the same candidates, to the bit, as the host profile
+ * (SPX_PLAN_DEVICE_PROFILE=0); plans built from the staged arrays (cuSPARSE wraps them, SELL16
+ * converts from them) compute A*x; a malformed CSR gets the host validation's message. */
+static spx_plan *dev_plan(spx_context *g, const spx_csr *a, int host_profile, const char *force) {
+  spx_plan_options o;
+  spx_plan *p = NULL;
+  spx_plan_options_default(&o);
+  o.strategy = SPX_PLAN_MODEL;
+  o.eager = 1;
+  o.force = force;
+  if (host_profile) setenv("SPX_PLAN_DEVICE_PROFILE", "0", 1);
+  if (spx_plan_create(g, a, &o, &p)) fail_msg("%s plan (%s profile): %s", force ? force : "model",
+                                              host_profile ? "host" : "device", spx_last_error());
+  unsetenv("SPX_PLAN_DEVICE_PROFILE");
+  return p;
+}
+
+static void check_plan_spmv(spx_context *g, spx_plan *p, const spx_csr *a, const char *what) {
+  int64_t n = a->nrows, m = a->ncols;
+  double *x = malloc((size_t)m * 8), *y = malloc((size_t)n * 8), *yr = malloc((size_t)n * 8);
+  spx_devptr dx, dy;
+  assert_true(x && y && yr);
+  spx_test_fill(x, m);
+  assert_int_equal(spx_device_alloc(g, (size_t)m * 8, &dx), SPX_OK);
+  assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dy), SPX_OK);
+  assert_int_equal(spx_device_upload(g, dx, x, (size_t)m * 8), SPX_OK);
+  assert_int_equal(spx_device_memset(g, dy, 0xff, (size_t)n * 8), SPX_OK);
+  assert_int_equal(spx_plan_spmv(p, 1.0, (const void *)(uintptr_t)dx, 0.0, (void *)(uintptr_t)dy), SPX_OK);
+  assert_int_equal(spx_device_download(g, y, dy, (size_t)n * 8), SPX_OK);
+  assert_int_equal(spx_csr_spmv(a, 1.0, x, 0.0, yr), SPX_OK);
+  if (spx_test_relerr(y, yr, n) > 1e-12) fail_msg("%s: %s gives relative error %g", what, spx_plan_reason(p), spx_test_relerr(y, yr, n));
+  spx_device_free(g, dx); spx_device_free(g, dy);
+  free(x); free(y); free(yr);
+}
+
+static void test_gpu_device_profile(void **state) {
+  spx_context *g = NULL;
+  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_csr *m[4];
+  const char *names[4] = {"poisson7 64^3", "power-law 300k", "elasticity 20^3", "mostly empty rows"};
+  int k, i;
+  (void)state;
+  if (spx_device_count() < 1 || spx_context_create(&co, &g) != SPX_OK) {
+    spx_clear_error();
+    skip();
+  }
+  assert_int_equal(spx_gen_poisson3d(64, 64, 64, 7, SPX_DOUBLE, &m[0]), SPX_OK);
+  assert_int_equal(spx_gen_powerlaw(300000, 2.0, 2, 2000, 5, SPX_DOUBLE, &m[1]), SPX_OK);
+  assert_int_equal(spx_gen_elasticity3d(20, 20, 20, SPX_DOUBLE, &m[2]), SPX_OK);
+  m[3] = pattern(400000, 0, 400, 97);
+  for (k = 0; k < 4; k++) {
+    spx_plan *ph, *pd;
+    const spx_analysis *ah, *ad;
+    const spx_plan_candidate *ch, *cd;
+    int nh, nd;
+    assert_true(m[k]->nnz >= (1 << 20));
+    ph = dev_plan(g, m[k], 1, NULL);
+    pd = dev_plan(g, m[k], 0, NULL);
+    ah = spx_plan_analysis(ph); ad = spx_plan_analysis(pd);
+    assert_int_equal(ad->row_min, ah->row_min);
+    assert_int_equal(ad->row_max, ah->row_max);
+    assert_int_equal(ad->empty_rows, ah->empty_rows);
+    assert_true(fabs(ad->row_stddev - ah->row_stddev) <= 1e-9 * (1 + ah->row_stddev));
+    assert_true(ad->B == ah->B && ad->R == ah->R);
+    ch = spx_plan_candidates(ph, &nh); cd = spx_plan_candidates(pd, &nd);
+    assert_int_equal(nd, nh);
+    for (i = 0; i < nh; i++) {
+      assert_int_equal(cd[i].format, ch[i].format);
+      assert_int_equal(cd[i].engine, ch[i].engine);
+      assert_int_equal(cd[i].bytes, ch[i].bytes);
+      if (fabs(cd[i].predicted_us - ch[i].predicted_us) > 1e-9 * fabs(ch[i].predicted_us))
+        fail_msg("%s candidate %d: predicted %.17g us from the device profile, %.17g from the host's", names[k], i,
+                 cd[i].predicted_us, ch[i].predicted_us);
+    }
+    assert_int_equal(spx_plan_format(pd), spx_plan_format(ph));
+    check_plan_spmv(g, pd, m[k], names[k]);
+    spx_plan_destroy(ph); spx_plan_destroy(pd);
+    /* builds from the staged arrays */
+    pd = dev_plan(g, m[k], 0, "cusparse_csr");
+    check_plan_spmv(g, pd, m[k], names[k]);
+    spx_plan_destroy(pd);
+    { /* SELL16 where no slice spans more than its 16-bit offsets reach, else SELL */
+      pd = dev_plan(g, m[k], 0, k == 0 || k == 2 ? "sell16" : "sell");
+      check_plan_spmv(g, pd, m[k], names[k]);
+      spx_plan_destroy(pd);
+    }
+  }
+  /* malformed: two columns swapped in one row, a column past the last (rows the host's column
+   * sample does not read), then a swap in row 5 (one it reads, before the device has checked) */
+  for (k = 0; k < 3; k++) {
+    spx_csr *b = NULL;
+    spx_plan_options o;
+    spx_plan *p = NULL;
+    char host_msg[512];
+    int64_t r = k == 2 ? 5 : 123457, q;
+    assert_int_equal(spx_csr_copy(m[0], SPX_DOUBLE, &b), SPX_OK);
+    q = b->row_ptr[r];
+    if (k != 1) { int32_t t = b->col_idx[q]; b->col_idx[q] = b->col_idx[q + 1]; b->col_idx[q + 1] = t; }
+    else b->col_idx[b->row_ptr[r + 1] - 1] = (int32_t)b->ncols;
+    spx_plan_options_default(&o);
+    o.strategy = SPX_PLAN_MODEL;
+    assert_int_equal(spx_csr_validate(b), SPX_INVALID_ARGUMENT);
+    snprintf(host_msg, sizeof host_msg, "%s", spx_last_error());
+    assert_int_equal(spx_plan_create(g, b, &o, &p), SPX_INVALID_ARGUMENT);
+    assert_null(p);
+    assert_string_equal(spx_last_error(), host_msg);
+    spx_csr_destroy(b);
+  }
+  for (k = 0; k < 4; k++) spx_csr_destroy(m[k]);
+  spx_context_destroy(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_strategy_names),   cmocka_unit_test(test_kubota_branches),
@@ -630,7 +743,7 @@ int main(void) {
       cmocka_unit_test(test_model_fake_device), cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_device_file),      cmocka_unit_test(test_reselect_ordering),
-      cmocka_unit_test(test_gpu_plans),
+      cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_device_profile),
   };
   setenv("SPX_QUIET", "1", 0);
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -206,10 +206,107 @@ static int64_t spx__conv_slots(const int32_t *w, int64_t nsl, int64_t c) {
   return t;
 }
 
+/* ---- A host CSR staged on the device for the planner (templates/analyze.cu) ----------------------
+ * One upload serves the row profile and validation (kernels instead of host passes), then the
+ * plan's build: cuSPARSE takes the 32-bit row_ptr the profile kernel writes on the way, the SELL
+ * converters the 64-bit one. */
+typedef struct spx__dcsr {
+  spx_context *ctx;
+  int64_t nrows, ncols, nnz;
+  spx_dtype dtype;
+  spx_devptr rp, rp32, ci, va; /* rp32 0 when nnz > INT32_MAX */
+} spx__dcsr;
+
+static void spx__dcsr_free(spx__dcsr *d) {
+  if (!d || !d->ctx) return;
+  spx_device_free(d->ctx, d->rp); spx_device_free(d->ctx, d->rp32);
+  spx_device_free(d->ctx, d->ci); spx_device_free(d->ctx, d->va);
+  memset(d, 0, sizeof *d);
+}
+
+static spx_status spx__dcsr_launch(spx_context *ctx, void *fn, int64_t grid, void **params, const char *name) {
+  const spx__cuda_api *cu = spx__cuda();
+  spx_status s;
+  if (grid < 1) return SPX_OK;
+  if (grid > 2147483647) return spx__fail(SPX_RANGE, "%s: %lld blocks", name, (long long)grid);
+  if ((s = spx__ctx_push(ctx))) return s;
+  s = spx__cu_check(cu->cuLaunchKernel((spx__CUfunction)fn, (unsigned)grid, 1, 1, 256, 1, 1, 0, ctx->stream, params, NULL), name);
+  spx__ctx_pop(ctx);
+  return s;
+}
+
+/* Uploads a (sizes and row_ptr[0], row_ptr[n] already checked) and profiles its rows: r[9] as
+ * analyze.cu's out[] (r[0] the first bad row, ~0 when none), *hist the row-length histogram
+ * (r[1] + 1 entries, the caller frees it). tpr: the CSR kernel's lanes per row for r[8]. On
+ * failure nothing stays allocated. */
+static spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, spx__dcsr *d, uint64_t r[9],
+                                  int64_t **hist, double *upload_s) {
+  const size_t vb = SPX_DTYPE_SIZE(a->dtype);
+  const char *defs[1] = {"SPX_BLOCK=256"};
+  void *frow = NULL, *fhist = NULL;
+  long long n = a->nrows, ncols = a->ncols, nnz = a->nnz, nbins;
+  spx_devptr out = 0, dh = 0;
+  uint64_t init[9] = {~0ull, 0, ~0ull, 0, 0, 0, 0, 0, 0};
+  spx_status s;
+  double t0;
+  memset(d, 0, sizeof *d);
+  *hist = NULL;
+  *upload_s = 0;
+  if (ctx->backend != SPX_BACKEND_CUDA) return spx__fail(SPX_NOT_AVAILABLE, "staging a CSR needs the CUDA backend");
+  d->ctx = ctx; d->nrows = n; d->ncols = ncols; d->nnz = nnz; d->dtype = a->dtype;
+  if ((s = spx_jit_kernel(ctx, "analyze", "spx_analyze_rows", 1, defs, &frow)) ||
+      (s = spx_jit_kernel(ctx, "analyze", "spx_analyze_hist", 1, defs, &fhist)))
+    goto fail;
+  if ((s = spx_device_alloc(ctx, (size_t)(n + 1) * 8, &d->rp)) || (s = spx_device_alloc(ctx, (size_t)nnz * 4 + 4, &d->ci)) ||
+      (s = spx_device_alloc(ctx, (size_t)nnz * vb + vb, &d->va)) ||
+      (nnz <= INT32_MAX && (s = spx_device_alloc(ctx, (size_t)(n + 1) * 4, &d->rp32))) ||
+      (s = spx_device_alloc(ctx, sizeof init, &out)) || (s = spx_device_upload(ctx, out, init, sizeof init)))
+    goto fail;
+  t0 = spx__now();
+  if ((s = spx_device_upload(ctx, d->rp, a->row_ptr, (size_t)(n + 1) * 8)) ||
+      (s = spx_device_upload(ctx, d->ci, a->col_idx, (size_t)nnz * 4)))
+    goto fail;
+  *upload_s += spx__now() - t0;
+  {
+    void *pr[8] = {&n, &ncols, &nnz, &d->rp, &d->ci, &d->rp32, &tpr, &out};
+    if ((s = spx__dcsr_launch(ctx, frow, (n + 255) / 256, pr, "spx_analyze_rows"))) goto fail;
+  }
+  if ((s = spx_device_download(ctx, r, out, sizeof init))) goto fail;
+  t0 = spx__now();
+  if (r[0] == ~0ull && (s = spx_device_upload(ctx, d->va, a->val.p, (size_t)nnz * vb))) goto fail;
+  *upload_s += spx__now() - t0;
+  if (r[0] != ~0ull) { /* a bad row: the caller's host validation names it */
+    spx_device_free(ctx, out);
+    return SPX_OK;
+  }
+  nbins = (long long)r[1] + 1;
+  if (!(*hist = (int64_t *)spx__calloc((size_t)nbins, sizeof **hist))) { s = SPX_OUT_OF_MEMORY; goto fail; }
+  if ((s = spx_device_alloc(ctx, (size_t)nbins * 8, &dh)) || (s = spx_device_memset(ctx, dh, 0, (size_t)nbins * 8)))
+    goto fail;
+  {
+    void *pr[4] = {&n, &d->rp, &nbins, &dh};
+    int64_t g = SPX__MIN((n + 255) / 256, 1024); /* grid-stride: a few waves, each block one shared histogram */
+    if ((s = spx__dcsr_launch(ctx, fhist, g, pr, "spx_analyze_hist")) ||
+        (s = spx_device_download(ctx, *hist, dh, (size_t)nbins * 8)))
+      goto fail;
+  }
+  spx_device_free(ctx, out);
+  spx_device_free(ctx, dh);
+  return SPX_OK;
+fail:
+  spx_device_free(ctx, out);
+  spx_device_free(ctx, dh);
+  SPX_FREE(*hist);
+  *hist = NULL;
+  spx__dcsr_free(d);
+  return s;
+}
+
 /* *out NULL with SPX_OK: no device path for these parameters (the caller converts on the host). */
+/* staged (may be NULL): a's arrays already on the device (spx__dcsr_stage), used instead of an upload. */
 static spx_status spx__dmatrix_sell_device(spx_context *ctx, const spx_csr *a, spx_format f,
                                            const spx_format_params *prm, const spx_dmatrix_options *opt,
-                                           spx_dmatrix **out) {
+                                           const spx__dcsr *staged, spx_dmatrix **out) {
   const int is16 = f == SPX_FORMAT_SELL16;
   const size_t vb = SPX_DTYPE_SIZE(a->dtype);
   const char *defs[1] = {a->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double"};
@@ -237,12 +334,15 @@ static spx_status spx__dmatrix_sell_device(spx_context *ctx, const spx_csr *a, s
   if (!(w = (int32_t *)spx__alloc((size_t)nsl + 1, sizeof *w)) || !(w2 = (int32_t *)spx__alloc((size_t)nsl + 1, sizeof *w2)) ||
       !(hsp = (int32_t *)spx__alloc((size_t)nsl + 1, sizeof *hsp)))
     goto done;
-  if ((s = spx_device_alloc(ctx, (size_t)(n + 1) * 8, &rp)) || (s = spx_device_alloc(ctx, (size_t)a->nnz * 4 + 4, &ci)) ||
-      (s = spx_device_alloc(ctx, (size_t)a->nnz * vb + vb, &va)) || (s = spx_device_alloc(ctx, (size_t)nsl * 4 + 4, &dw)) ||
-      (s = spx_device_upload(ctx, rp, a->row_ptr, (size_t)(n + 1) * 8)) ||
-      (s = spx_device_upload(ctx, ci, a->col_idx, (size_t)a->nnz * 4)) ||
-      (s = spx_device_upload(ctx, va, a->val.p, (size_t)a->nnz * vb)))
+  if (staged) {
+    rp = staged->rp; ci = staged->ci; va = staged->va;
+  } else if ((s = spx_device_alloc(ctx, (size_t)(n + 1) * 8, &rp)) || (s = spx_device_alloc(ctx, (size_t)a->nnz * 4 + 4, &ci)) ||
+             (s = spx_device_alloc(ctx, (size_t)a->nnz * vb + vb, &va)) ||
+             (s = spx_device_upload(ctx, rp, a->row_ptr, (size_t)(n + 1) * 8)) ||
+             (s = spx_device_upload(ctx, ci, a->col_idx, (size_t)a->nnz * 4)) ||
+             (s = spx_device_upload(ctx, va, a->val.p, (size_t)a->nnz * vb)))
     goto done;
+  if ((s = spx_device_alloc(ctx, (size_t)nsl * 4 + 4, &dw))) goto done;
   if (sigma != 1 && (s = spx_device_alloc(ctx, (size_t)n * 4, &perm))) goto done;
   if (sigma == -1) { /* SELL16's auto rule: sort in windows of 256 only when it saves more than perm costs */
     int64_t s1, s256, slot = 2 + (int64_t)vb;
@@ -317,7 +417,8 @@ static spx_status spx__dmatrix_sell_device(spx_context *ctx, const spx_csr *a, s
     perm = sp = cb = col = val = 0;
   }
 done:
-  spx_device_free(ctx, rp); spx_device_free(ctx, ci); spx_device_free(ctx, va); spx_device_free(ctx, dw);
+  if (!staged) { spx_device_free(ctx, rp); spx_device_free(ctx, ci); spx_device_free(ctx, va); }
+  spx_device_free(ctx, dw);
   spx_device_free(ctx, perm); spx_device_free(ctx, sp); spx_device_free(ctx, cb); spx_device_free(ctx, col);
   spx_device_free(ctx, val); spx_device_free(ctx, bad);
   SPX_FREE(w); SPX_FREE(w2); SPX_FREE(hsp);
@@ -336,7 +437,7 @@ spx_status spx_dmatrix_convert(spx_context *ctx, const spx_csr *a, spx_format f,
   if (!params) { spx_format_params_default(&dp); params = &dp; }
   if (f == SPX_FORMAT_SELL || f == SPX_FORMAT_SELL16) {
     const char *e = getenv("SPX_DEVICE_CONVERT"); /* 0: always on the host (comparisons, debugging) */
-    if (!(e && *e == '0') && ((s = spx__dmatrix_sell_device(ctx, a, f, params, opt, out)) || *out)) return s;
+    if (!(e && *e == '0') && ((s = spx__dmatrix_sell_device(ctx, a, f, params, opt, NULL, out)) || *out)) return s;
   }
   { /* no device converter for this format or these parameters: on the host, then upload */
     spx_fmt *m = NULL;

@@ -78,6 +78,7 @@ typedef struct spx__pprof {
   int sdia_capped;        /* some slice has over SPX__SDIA_COUNT_MAX offsets (counts are lower bounds) */
   int sampled;            /* the column counts above are a sample scaled up (estimates) */
   int64_t sorted_kept;    /* rows i with len(i + 1) == len(i): still neighbours once sorted by length */
+  int cols_done;          /* the column counts above are filled (spx__pprof_columns) */
 } spx__pprof;
 
 /* Idle lane-slots when `warp` lanes run `warp/tpr` consecutive rows, tpr lanes each, in lock step. */
@@ -248,43 +249,12 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
   return SPX_OK;
 }
 
-/* full 0: row lengths only (what a forced cuSPARSE candidate needs). */
-static spx_status spx__pprof_make(const spx_csr *a, int warp, int full, spx__pprof *p) {
-  int64_t i, nwin, w, rowmax_nnz = 0;
-  const char *tr = getenv("SPX_PLAN_TRACE"); /* the model's passes, under the plan's trace */
-  double tl = spx__now();
-#define SPX__PPROF_TRACE(what)                                                                         \
-  do {                                                                                                 \
-    if (tr && *tr && *tr != '0') fprintf(stderr, "spx plan:   %-8s %8.3f ms\n", what, 1e3 * (spx__now() - tl)); \
-    tl = spx__now();                                                                                   \
-  } while (0)
-  enum { seg = 256 }; /* SS's default segment; a constant, so the per-row divisions are shifts */
-  memset(p, 0, sizeof *p);
-  p->n = a->nrows; p->ncols = a->ncols; p->nnz = a->nnz;
-  {
-    int64_t rmax = 0, runs = 0, kept = 0, *h;
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 8192) reduction(max : rmax) if (a->nrows > 65536)
-#endif
-    for (i = 0; i < a->nrows; i++) rmax = SPX__MAX(rmax, a->row_ptr[i + 1] - a->row_ptr[i]);
-    p->row_max = rmax;
-    if (!(h = p->hist = (int64_t *)spx__calloc((size_t)rmax + 1, sizeof *p->hist))) return SPX_OUT_OF_MEMORY;
-    /* Per-thread histograms (an array-section reduction) while they stay small. */
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 8192) reduction(+ : runs, kept, h[:rmax + 1]) if (a->nrows > 65536 && rmax < 65536)
-#endif
-    for (i = 0; i < a->nrows; i++) {
-      int64_t b = a->row_ptr[i], e = a->row_ptr[i + 1];
-      h[e - b]++;
-      if (e > b) runs += ((e - 1) >> 8) - (b >> 8) + 1; /* / seg, for the non-negative offsets */
-      kept += i + 1 < a->nrows && a->row_ptr[i + 2] - e == e - b;
-    }
-    p->ss_runs = runs;
-    p->sorted_kept = kept;
-  }
-  SPX__PPROF_TRACE("rows");
-  if (!full) return SPX_OK;
-  /* The column-dependent counts, window by window: every window, or a sample scaled up. */
+/* The column-dependent counts of p (nnon .. sdia_capped, sampled), window by window: every window,
+ * or a sample scaled up. par 0: on the calling thread only (the device profile runs it beside the
+ * upload, on a thread of its own). */
+static spx_status spx__pprof_columns(const spx_csr *a, int par, spx__pprof *p) {
+  int64_t nwin, w, rowmax_nnz = 0;
+  (void)par; /* without OpenMP everything runs on the calling thread */
   nwin = (a->nrows + 255) / 256;
   p->sampled = a->nnz > SPX__PLAN_SAMPLE_NNZ && nwin > 4 * SPX__PLAN_SAMPLE_WINDOWS;
   {
@@ -301,7 +271,7 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, int full, spx__ppr
       int64_t nstamp = SPX__MIN(a->ncols, (int64_t)1 << 20) + 1;
       int failed = 0;
 #if defined(_OPENMP)
-#pragma omp parallel reduction(+ : rows) reduction(| : failed) if (nw >= 16)
+#pragma omp parallel reduction(+ : rows) reduction(| : failed) if (par && nw >= 16)
 #endif
       {
         spx__pprof loc;
@@ -350,6 +320,75 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, int full, spx__ppr
       p->sdia_slots = (int64_t)(f * (double)p->sdia_slots + 0.5);
     }
   }
+  p->cols_done = 1;
+  return SPX_OK;
+}
+
+/* The CSR kernel's threads per row: a power of two near a fifth of the mean row. */
+static int spx__plan_tpr(const spx_csr *a) {
+  double mean = a->nrows ? (double)a->nnz / (double)a->nrows : 0;
+  int t = 1;
+  while (t < 32 && 2.0 * t <= mean / 5.0) t *= 2;
+  return t;
+}
+
+/* full 0: row lengths only (what a forced cuSPARSE candidate needs). given (may be NULL): the
+ * row-length part already measured on the device (row_max, hist, ss_runs, sorted_kept, idle_row,
+ * idle_csr), and the column counts when given->cols_done. */
+static spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const spx__pprof *given, spx__pprof *p) {
+  int64_t i;
+  spx_status s;
+  const char *tr = getenv("SPX_PLAN_TRACE"); /* the model's passes, under the plan's trace */
+  double tl = spx__now();
+#define SPX__PPROF_TRACE(what)                                                                         \
+  do {                                                                                                 \
+    if (tr && *tr && *tr != '0') fprintf(stderr, "spx plan:   %-8s %8.3f ms\n", what, 1e3 * (spx__now() - tl)); \
+    tl = spx__now();                                                                                   \
+  } while (0)
+  enum { seg = 256 }; /* SS's default segment; a constant, so the per-row divisions are shifts */
+  memset(p, 0, sizeof *p);
+  p->n = a->nrows; p->ncols = a->ncols; p->nnz = a->nnz;
+  if (given) {
+    p->row_max = given->row_max;
+    if (!(p->hist = (int64_t *)spx__alloc((size_t)given->row_max + 1, sizeof *p->hist))) return SPX_OUT_OF_MEMORY;
+    memcpy(p->hist, given->hist, ((size_t)given->row_max + 1) * sizeof *p->hist);
+    p->ss_runs = given->ss_runs;
+    p->sorted_kept = given->sorted_kept;
+  } else {
+    int64_t rmax = 0, runs = 0, kept = 0, *h;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 8192) reduction(max : rmax) if (a->nrows > 65536)
+#endif
+    for (i = 0; i < a->nrows; i++) rmax = SPX__MAX(rmax, a->row_ptr[i + 1] - a->row_ptr[i]);
+    p->row_max = rmax;
+    if (!(h = p->hist = (int64_t *)spx__calloc((size_t)rmax + 1, sizeof *p->hist))) return SPX_OUT_OF_MEMORY;
+    /* Per-thread histograms (an array-section reduction) while they stay small. */
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 8192) reduction(+ : runs, kept, h[:rmax + 1]) if (a->nrows > 65536 && rmax < 65536)
+#endif
+    for (i = 0; i < a->nrows; i++) {
+      int64_t b = a->row_ptr[i], e = a->row_ptr[i + 1];
+      h[e - b]++;
+      if (e > b) runs += ((e - 1) >> 8) - (b >> 8) + 1; /* / seg, for the non-negative offsets */
+      kept += i + 1 < a->nrows && a->row_ptr[i + 2] - e == e - b;
+    }
+    p->ss_runs = runs;
+    p->sorted_kept = kept;
+  }
+  SPX__PPROF_TRACE("rows");
+  if (!full) return SPX_OK;
+  if (given && given->cols_done) {
+    p->nblocks = given->nblocks; p->nval = given->nval; p->nnon = given->nnon;
+    p->max_blocks = given->max_blocks; p->max_bval = given->max_bval;
+    memcpy(p->bsr_blocks, given->bsr_blocks, sizeof p->bsr_blocks);
+    memcpy(p->sell_slots, given->sell_slots, sizeof p->sell_slots);
+    memcpy(p->sell16_wide, given->sell16_wide, sizeof p->sell16_wide);
+    p->sdia_diags = given->sdia_diags; p->sdia_slots = given->sdia_slots; p->sdia_capped = given->sdia_capped;
+    p->sampled = given->sampled;
+  } else if ((s = spx__pprof_columns(a, 1, p))) {
+    spx__pprof_free(p);
+    return s;
+  }
   SPX__PPROF_TRACE("columns");
   /* Sorted rows: walk the histogram from the longest down, warps of `warp` rows. */
   if (warp > 1) {
@@ -365,14 +404,14 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, int full, spx__ppr
     }
     if (in) p->idle_sorted += (double)(mx * in - sum);
   }
-  {
-    double mean = a->nrows ? (double)a->nnz / (double)a->nrows : 0;
-    int t = 1; /* the CSR kernel's threads per row: a power of two near a fifth of the mean row */
-    while (t < 32 && 2.0 * t <= mean / 5.0) t *= 2;
-    p->tpr = t;
+  p->tpr = spx__plan_tpr(a);
+  if (given) {
+    p->idle_row = given->idle_row;
+    p->idle_csr = given->idle_csr;
+  } else {
+    p->idle_row = spx__plan_idle(a, warp, 1);
+    p->idle_csr = spx__plan_idle(a, warp, p->tpr);
   }
-  p->idle_row = spx__plan_idle(a, warp, 1);
-  p->idle_csr = spx__plan_idle(a, warp, p->tpr);
   SPX__PPROF_TRACE("idle");
 #undef SPX__PPROF_TRACE
   return SPX_OK;
@@ -747,13 +786,13 @@ static int spx__plan_blocky(const spx__pprof *p, spx__pred_fn fn, int64_t vb) {
 /* Fills the candidates of a (dtype of a). cuSPARSE CSR last when with_cusparse.
  * with_cusparse 2: the cuSPARSE candidate alone (a plan forced to it reads no columns: the baseline
  * pays what a cuSPARSE user pays, not our model). */
-static spx_status spx__plan_candidates(const spx_csr *a, const spx_plan_device *d, int64_t calls, int64_t limit,
-                                       int with_cusparse, int cuda, spx_plan_candidate *out, int max, int *n) {
+static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const spx_plan_device *d, int64_t calls,
+                                       int64_t limit, int with_cusparse, int cuda, spx_plan_candidate *out, int max, int *n) {
   spx__pprof p;
   int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype), vec = vb * (a->nrows + a->ncols);
   int f, k = 0;
   spx_status s;
-  if ((s = spx__pprof_make(a, d->warp, with_cusparse != 2, &p))) return s;
+  if ((s = spx__pprof_make(a, d->warp, with_cusparse != 2, rows, &p))) return s;
   for (f = 0; f < spx_format_count() && k < max && with_cusparse != 2; f++) {
     const spx_format_vtable *vt = spx_format_info((spx_format)f);
     const spx__plan_pred *q;
@@ -851,7 +890,7 @@ spx_status spx_plan_model(const spx_csr *a, const spx_plan_device *dev, int64_t 
   if (expected_calls < 0 || memory_limit < 0)
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_model: negative expected_calls or memory_limit");
   if ((s = spx_csr_validate(a))) return s;
-  return spx__plan_candidates(a, dev, expected_calls, memory_limit, with_cusparse, dev->h2d_gbs > 0, out, max, n);
+  return spx__plan_candidates(a, NULL, dev, expected_calls, memory_limit, with_cusparse, dev->h2d_gbs > 0, out, max, n);
 }
 
 /* ---- Plans --------------------------------------------------------------------------------------- */
@@ -876,6 +915,10 @@ struct spx_plan {
   int64_t calls;           /* expected_calls */
   double select_ms, build_ms;
   double *diag;            /* a_ii, min(nrows, ncols) entries (Jacobi) */
+  int stage;               /* spx_plan_create may profile on the device (not the re-selection worker) */
+  double stage_upload_s;   /* of which the CSR's upload, seconds */
+  spx__dcsr dc;            /* the CSR as staged for the device profile: the build's input, then
+                            * cuSPARSE's arrays (freed after cs) */
   char reason[768];
 };
 
@@ -883,6 +926,7 @@ static void spx__plan_unbuild(spx_plan *p) {
   spx_dmatrix_destroy(p->dm); p->dm = NULL;
   spx_cusparse_plan_destroy(p->cs); p->cs = NULL;
   spx_fmt_destroy(p->fmt); p->fmt = NULL;
+  spx__dcsr_free(&p->dc);
   p->built = 0;
 }
 
@@ -890,9 +934,27 @@ static void spx__plan_unbuild(spx_plan *p) {
 static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
   spx_status s;
   if (p->built) return SPX_OK;
-  if (p->engine == SPX_PLAN_ENGINE_CUSPARSE) {
+  if (p->dc.ci && p->dc.dtype != a->dtype) spx__dcsr_free(&p->dc);
+  if (p->engine == SPX_PLAN_ENGINE_CUSPARSE && p->dc.rp32) {
+    /* the staged arrays, wrapped (cuSPARSE does not copy them): they live as long as the plan */
+    spx_cusparse_device_csr w;
+    memset(&w, 0, sizeof w);
+    w.nrows = p->dc.nrows; w.ncols = p->dc.ncols; w.nnz = p->dc.nnz; w.dtype = p->dc.dtype;
+    w.row_ptr = p->dc.rp32; w.col_idx = p->dc.ci; w.val = p->dc.va;
+    if ((s = spx_cusparse_plan_create_device_csr(p->ctx, &w, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
+  } else if (p->engine == SPX_PLAN_ENGINE_CUSPARSE) {
+    spx__dcsr_free(&p->dc);
     if ((s = spx_cusparse_plan_create(p->ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
   } else {
+    if (p->dc.ci && p->backend == SPX_BACKEND_CUDA && !p->fmt &&
+        (p->format == SPX_FORMAT_SELL || p->format == SPX_FORMAT_SELL16) && spx__plan_on_device(1, (int)p->format)) {
+      /* converted from the staged arrays: no second upload */
+      s = spx__dmatrix_sell_device(p->ctx, a, p->format, &p->params, NULL, &p->dc, &p->dm);
+      spx__dcsr_free(&p->dc);
+      if (s) return s;
+      if (p->dm) { p->built = 1; return SPX_OK; }
+    }
+    spx__dcsr_free(&p->dc); /* the other formats convert on the host */
     /* On a GPU, SELL and SELL16 convert on the device (spx_dmatrix_convert); the re-selection
      * worker may have converted on its thread already. */
     if (p->backend == SPX_BACKEND_CUDA && !p->fmt) {
@@ -1177,6 +1239,16 @@ static int spx__plan_has_cusparse(const spx_plan *p) {
   return ls.loaded;
 }
 
+/* From this many nonzeros a CUDA plan profiles the rows and validates the CSR on the device: the
+ * host passes cost more than the kernels by a factor of 100 or more (and the upload is one every
+ * plan of that matrix pays anyway). SPX_PLAN_DEVICE_PROFILE=0 keeps it all on the host. */
+#define SPX__PLAN_STAGE_NNZ ((int64_t)1 << 20)
+static int spx__plan_stage_wanted(const spx_csr *a, const spx_plan_options *o) {
+  const char *e = getenv("SPX_PLAN_DEVICE_PROFILE");
+  return a && a->nnz >= SPX__PLAN_STAGE_NNZ && o->backend != SPX_BACKEND_HOST && !o->device &&
+         o->strategy != SPX_PLAN_TRIAL && !(e && *e == '0');
+}
+
 static spx_status spx__plan_check(const spx_csr *a, const spx_plan_options *o) {
   if (!a) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: NULL matrix");
   if ((int)o->strategy < 0 || o->strategy >= SPX_PLAN_STRATEGY_COUNT)
@@ -1195,7 +1267,7 @@ static spx_status spx__plan_check(const spx_csr *a, const spx_plan_options *o) {
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: trial_reps must be >= 1 and trial_share >= 0");
   if (o->device && (!(o->device->bandwidth_gbs > 0) || o->device->warp < 1))
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: the device description needs bandwidth_gbs > 0, warp >= 1");
-  return spx_csr_validate(a);
+  return spx__plan_stage_wanted(a, o) ? spx__csr_validate_head(a) : spx_csr_validate(a);
 }
 
 /* The plan's context: the caller's, checked against the options, or one of its own. */
@@ -1263,6 +1335,114 @@ static spx_status spx__plan_devdesc(spx_plan *p, const spx_plan_options *o, spx_
   return spx_plan_device_default(p->ctx, d);
 }
 
+static void spx__plan_rowstats_finish(const spx_csr *a, double sq, spx_analysis *an) {
+  if (a->nrows) {
+    an->row_mean = (double)a->nnz / (double)a->nrows;
+    an->row_stddev = spx__sqrt(SPX__MAX(0.0, sq / (double)a->nrows - an->row_mean * an->row_mean));
+  }
+  an->B = a->nnz ? (double)an->row_max / an->row_mean : 0;
+  an->R = a->nrows && a->ncols ? (double)a->nnz / ((double)a->nrows * (double)a->ncols) : 0;
+}
+
+/* Stages a on the device (p->dc) and fills the row-length profile and p->an from analyze.cu's
+ * counters. SPX_OK with *done 0: not staged (the caller profiles on the host). A malformed CSR
+ * fails with spx_csr_validate's message. */
+typedef struct spx__plan_cols_job {
+  const spx_csr *a;
+  spx__pprof p;
+  spx_status s;
+} spx__plan_cols_job;
+
+/* Rows [r0, r1) well formed (what spx_csr_validate checks, on these rows only). */
+static int spx__plan_rows_ok(const spx_csr *a, int64_t r0, int64_t r1) {
+  int64_t i, k;
+  for (i = r0; i < r1; i++) {
+    int64_t b = a->row_ptr[i], e = a->row_ptr[i + 1];
+    if (b < 0 || e < b || e > a->nnz) return 0;
+    for (k = b; k < e; k++)
+      if (a->col_idx[k] < 0 || a->col_idx[k] >= a->ncols || (k > b && a->col_idx[k] <= a->col_idx[k - 1])) return 0;
+  }
+  return 1;
+}
+
+/* The column sample runs before the device has validated the CSR: it first checks the rows it
+ * will read (the sampled windows and the 8 rows past each), and declines on a malformed one (the
+ * caller's host validation then names it). */
+static void *spx__plan_cols_thread(void *arg) {
+  spx__plan_cols_job *j = (spx__plan_cols_job *)arg;
+  const spx_csr *a = j->a;
+  int64_t nwin = (a->nrows + 255) / 256, w, nw;
+  int sampled = a->nnz > SPX__PLAN_SAMPLE_NNZ && nwin > 4 * SPX__PLAN_SAMPLE_WINDOWS;
+  nw = sampled ? SPX__PLAN_SAMPLE_WINDOWS : nwin;
+  for (w = 0; w < nw; w++) {
+    int64_t w0 = (sampled ? w * nwin / nw : w) * 256;
+    if (!spx__plan_rows_ok(a, w0, SPX__MIN(a->nrows, w0 + 256 + 8))) {
+      j->s = SPX_INVALID_ARGUMENT;
+      return NULL;
+    }
+  }
+  j->s = spx__pprof_columns(a, 0, &j->p);
+  return NULL;
+}
+
+static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, spx__pprof *rows, int *done) {
+  uint64_t r[9];
+  int64_t *hist = NULL;
+  double t0 = spx__now();
+  spx__plan_cols_job job;
+  pthread_t th;
+  int threaded;
+  spx_status s;
+  *done = 0;
+  memset(rows, 0, sizeof *rows);
+  /* The sampled column counts read only the host arrays: on a thread of their own while this one
+   * uploads (the upload takes 10-30 ms on these sizes; the sample about 1 ms). */
+  memset(&job, 0, sizeof job);
+  job.a = a;
+  threaded = pthread_create(&th, NULL, spx__plan_cols_thread, &job) == 0;
+  s = spx__dcsr_stage(p->ctx, a, spx__plan_tpr(a), &p->dc, r, &hist, &p->stage_upload_s);
+  if (threaded) pthread_join(th, NULL);
+  else spx__plan_cols_thread(&job);
+  if (s || job.s) {
+    spx__dcsr_free(&p->dc);
+    SPX_FREE(hist);
+    p->stage_upload_s = 0;
+    spx_clear_error(); /* no memory for the staging, say: the host path does the same job */
+    return SPX_OK;
+  }
+  if (r[0] != ~0ull) {
+    spx__dcsr_free(&p->dc);
+    if ((s = spx_csr_validate(a))) return s;
+    return spx__fail(SPX_INTERNAL, "the device profile found row %llu malformed and the host validation did not",
+                     (unsigned long long)r[0]);
+  }
+  rows->n = a->nrows; rows->ncols = a->ncols; rows->nnz = a->nnz;
+  rows->row_max = (int64_t)r[1];
+  rows->hist = hist;
+  rows->ss_runs = (int64_t)r[4];
+  rows->sorted_kept = (int64_t)r[5];
+  rows->idle_row = (double)r[7];
+  rows->idle_csr = (double)r[8];
+  rows->tpr = spx__plan_tpr(a);
+  rows->nblocks = job.p.nblocks; rows->nval = job.p.nval; rows->nnon = job.p.nnon;
+  rows->max_blocks = job.p.max_blocks; rows->max_bval = job.p.max_bval;
+  memcpy(rows->bsr_blocks, job.p.bsr_blocks, sizeof rows->bsr_blocks);
+  memcpy(rows->sell_slots, job.p.sell_slots, sizeof rows->sell_slots);
+  memcpy(rows->sell16_wide, job.p.sell16_wide, sizeof rows->sell16_wide);
+  rows->sdia_diags = job.p.sdia_diags; rows->sdia_slots = job.p.sdia_slots; rows->sdia_capped = job.p.sdia_capped;
+  rows->sampled = job.p.sampled;
+  rows->cols_done = 1;
+  memset(&p->an, 0, sizeof p->an);
+  p->an.nrows = a->nrows; p->an.ncols = a->ncols; p->an.nnz = a->nnz;
+  p->an.row_min = a->nrows ? (int64_t)r[2] : 0;
+  p->an.row_max = (int64_t)r[1];
+  p->an.empty_rows = (int64_t)r[3];
+  spx__plan_rowstats_finish(a, (double)r[6], &p->an);
+  p->an.seconds = spx__now() - t0;
+  *done = 1;
+  return SPX_OK;
+}
+
 /* The part of spx_analyze the strategies read (row lengths: B, R), from row_ptr alone: the full
  * analysis walks every column and the transpose, which costs more than the choice is worth. */
 static void spx__plan_rowstats(const spx_csr *a, spx_analysis *an) {
@@ -1284,12 +1464,7 @@ static void spx__plan_rowstats(const spx_csr *a, spx_analysis *an) {
     }
     an->row_min = mn; an->row_max = mx; an->empty_rows = empty;
   }
-  if (a->nrows) {
-    an->row_mean = (double)a->nnz / (double)a->nrows;
-    an->row_stddev = spx__sqrt(SPX__MAX(0.0, sq / (double)a->nrows - an->row_mean * an->row_mean));
-  }
-  an->B = a->nnz ? (double)an->row_max / an->row_mean : 0;
-  an->R = a->nrows && a->ncols ? (double)a->nnz / ((double)a->nrows * (double)a->ncols) : 0;
+  spx__plan_rowstats_finish(a, sq, an);
   an->seconds = spx__now() - t0;
 }
 
@@ -1299,10 +1474,12 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   spx_plan_device dev;
   spx_csr *a = NULL;
   const spx_csr *use = a0;
+  spx__pprof rows, *rowsp = NULL; /* the device's row profile, when staged */
   int64_t limit = o->memory_limit;
   double t0 = spx__now(), tl = t0;
   const char *tr = getenv("SPX_PLAN_TRACE"); /* per-stage wall times on stderr, to see where selection goes */
   spx_status s;
+  memset(&rows, 0, sizeof rows);
 #define SPX__PLAN_TRACE(what)                                                              \
   do {                                                                                     \
     if (tr && *tr && *tr != '0') fprintf(stderr, "spx plan: %-10s %8.3f ms\n", what, 1e3 * (spx__now() - tl)); \
@@ -1327,9 +1504,19 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
     spx_clear_error();
   }
   SPX__PLAN_TRACE("memory");
-  spx__plan_rowstats(use, &p->an);
-  SPX__PLAN_TRACE("rowstats");
-  if ((s = spx__plan_candidates(use, &dev, o->expected_calls, limit,
+  {
+    int staged = 0;
+    if (p->stage && p->backend == SPX_BACKEND_CUDA && dev.warp == 32 && spx__plan_stage_wanted(a0, o) &&
+        (s = spx__plan_stage(p, use, &rows, &staged)))
+      goto fail;
+    if (staged) rowsp = &rows;
+    else { /* spx__plan_check left the full validation to the device profile, which did not run */
+      if (spx__plan_stage_wanted(a0, o) && (s = spx_csr_validate(a0))) goto fail;
+      spx__plan_rowstats(use, &p->an);
+    }
+  }
+  SPX__PLAN_TRACE(rowsp ? "devprofile" : "rowstats");
+  if ((s = spx__plan_candidates(use, rowsp, &dev, o->expected_calls, limit,
                                 spx__plan_has_cusparse(p) ? (spx__plan_names_cusparse(o->force) ? 2 : 1) : 0,
                                 p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand)))
     goto fail;
@@ -1376,7 +1563,10 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   p->engine = p->cand[p->chosen].engine;
   SPX__PLAN_TRACE("strategy");
 #undef SPX__PLAN_TRACE
-  p->select_ms = 1e3 * (spx__now() - t0);
+  /* the staging upload is the build's input (cuSPARSE's arrays, the SELL converters'), not the choice */
+  p->select_ms = 1e3 * (spx__now() - t0 - p->stage_upload_s);
+  spx__pprof_free(&rows);
+  if (p->built) spx__dcsr_free(&p->dc); /* a trial built the winner from the host copy */
   /* The diagonal is the solvers' (Jacobi), not the choice's: kept beside the plan, not timed as selection. */
   if (!o->no_diagonal && (s = spx__plan_diag(p, use))) goto fail;
   if (tr && *tr && *tr != '0') fprintf(stderr, "spx plan: %-10s %8.3f ms\n", "diagonal", 1e3 * (spx__now() - tl));
@@ -1392,6 +1582,7 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   spx_csr_destroy(a);
   return SPX_OK;
 fail:
+  spx__pprof_free(&rows);
   spx_csr_destroy(a);
   return s;
 }
@@ -1411,6 +1602,7 @@ spx_status spx_plan_create(spx_context *ctx, const spx_csr *a, const spx_plan_op
     if (tr && *tr && *tr != '0') fprintf(stderr, "spx plan: %-10s %8.3f ms\n", "validate", 1e3 * (spx__now() - tv));
   }
   if (!(p = (spx_plan *)spx__calloc(1, sizeof *p))) return SPX_OUT_OF_MEMORY;
+  p->stage = 1;
   if ((s = spx__plan_context(p, ctx, &o)) || (s = spx__plan_select(p, a, &o)) || (o.eager && (s = spx_plan_build(p)))) {
     spx_plan_destroy(p);
     return s;
@@ -1532,7 +1724,7 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
   spx_plan_device d0 = *d; /* predictions without any factor: a factor is measured / predicted */
   memset(d0.format_factor, 0, sizeof d0.format_factor);
   memset(d0.format_factor_block, 0, sizeof d0.format_factor_block);
-  if ((s = spx__plan_candidates(a, &d0, 1, 0, 0, 0, c, SPX_FORMAT_MAX + 1, &n))) return s;
+  if ((s = spx__plan_candidates(a, NULL, &d0, 1, 0, 0, 0, c, SPX_FORMAT_MAX + 1, &n))) return s;
   for (k = 0; k < n; k++) {
     int f = (int)c[k].format;
     spx_plan *q;
@@ -1603,7 +1795,7 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
       (s = spx__plan_probe(ctx, lap, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_SPX, &t_csr)))
     goto done;
   d->launch_us = t_launch;
-  if ((s = spx__pprof_make(lap, d->warp, 1, &pp))) goto done;
+  if ((s = spx__pprof_make(lap, d->warp, 1, NULL, &pp))) goto done;
   { /* bandwidth from the balanced CSR time: moved bytes / (time - launch) */
     double moved = (double)(spx__pb_csr(&pp, NULL, 8) + 8 * (lap->nrows + lap->ncols));
     double busy = t_csr - t_launch > 0.05 * t_csr ? t_csr - t_launch : t_csr;
@@ -1619,7 +1811,7 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
   }
   /* Idle lanes: ELL-R runs a thread per row; what it loses against the balanced prediction. */
   if (d->warp > 1) {
-    if ((s = spx__pprof_make(pl, d->warp, 1, &pp))) goto done;
+    if ((s = spx__pprof_make(pl, d->warp, 1, NULL, &pp))) goto done;
     if ((s = spx__plan_probe(ctx, pl, SPX_FORMAT_ELL_R, SPX_PLAN_ENGINE_SPX, &t_er))) goto done;
     bpus = d->bandwidth_gbs * 1e3;
     d->imbalance_weight = 0;

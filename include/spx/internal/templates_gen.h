@@ -18,6 +18,136 @@ typedef struct spx__template {
   uint64_t hash;             /* FNV-1a 64 of the source */
 } spx__template;
 
+/* templates/analyze.cu */
+static const char *const spx__template_analyze[] = {
+    /* chunk 0: bytes 0..3941 */
+    ("/* analyze.cu: the auto-tuner's row profile of a CSR on the device, and the CSR's validation, so\n"
+    " * that choosing a format costs microseconds instead of host passes over row_ptr and col_idx (on a\n"
+    " * 20M-nonzero matrix the host passes cost 5-50 ms, tens to hundreds of SpMVs). The CSR is the\n"
+    " * host's layout (64-bit row_ptr, 32-bit col_idx), uploaded once; the plan reuses the upload for\n"
+    " * cuSPARSE and for the device conversions.\n"
+    " *\n"
+    " * spx_analyze_rows  one thread per row, warps of 32 consecutive rows (the host model's warp):\n"
+    " *                   checks the row (row_ptr in order and within nnz, columns strictly increasing\n"
+    " *                   and inside [0, ncols)), and reduces per warp then with one atomic per warp:\n"
+    " *                     out[0] first bad row (min; ~0 when none)   out[1] longest row (max)\n"
+    " *                     out[2] shortest row (min)                 out[3] empty rows\n"
+    " *                     out[4] SS pieces (segments of 256 slots each row touches)\n"
+    " *                     out[5] rows i with len(i+1) == len(i)     out[6] sum of len^2\n"
+    " *                     out[7] idle lane-slots, one thread per row, lock-step warps\n"
+    " *                     out[8] the same with tpr lanes per row (groups of 32/tpr rows)\n"
+    " *                   and writes row_ptr as 32-bit (rp32, when not NULL: what cuSPARSE's 32-bit\n"
+    " *                   CSR takes) on the way.\n"
+    " * spx_analyze_hist  the row-length histogram, hist[len] for len <= nbins-1: per block in shared\n"
+    " *                   memory for the first SPX_HIST_SHARED lengths, global atomics past them.\n"
+    " *\n"
+    " * CONSTANTS  SPX_BLOCK (threads per block, a multiple of 32), SPX_HIST_SHARED (shared bins).\n"
+    " * Integer results only (sums of integers), so they do not depend on the launch shape. */\n"
+    "#ifndef SPX_BLOCK\n"
+    "#define SPX_BLOCK 256\n"
+    "#endif\n"
+    "#ifndef SPX_HIST_SHARED\n"
+    "#define SPX_HIST_SHARED 2048\n"
+    "#endif\n"
+    "\n"
+    "typedef unsigned long long spx_u64;\n"
+    "\n"
+    "/* Reduction over aligned groups of g lanes (g a power of two <= 32): every lane gets its group's. */\n"
+    "__device__ __forceinline__ spx_u64 spx_group_max(spx_u64 v, int g) {\n"
+    "  for (int o = 1; o < g; o <<= 1) { const spx_u64 w = __shfl_xor_sync(0xffffffffu, v, o); v = w > v ? w : v; }\n"
+    "  return v;\n"
+    "}\n"
+    "__device__ __forceinline__ spx_u64 spx_group_sum(spx_u64 v, int g) {\n"
+    "  for (int o = 1; o < g; o <<= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
+    "  return v;\n"
+    "}\n"
+    "__device__ __forceinline__ spx_u64 spx_group_min(spx_u64 v, int g) {\n"
+    "  for (int o = 1; o < g; o <<= 1) { const spx_u64 w = __shfl_xor_sync(0xffffffffu, v, o); v = w < v ? w : v; }\n"
+    "  return v;\n"
+    "}\n"
+    "\n"
+    "/* Idle lane-slots of the groups of g = 32/tpr consecutive rows this lane's row belongs to, summed\n"
+    " * over the warp (lane 0's value; the other lanes' are partial): steps = the group's longest row in\n"
+    " * units of tpr, idle = steps * tpr * (rows of the group) - the group's nonzeros. */\n"
+    "__device__ __forceinline__ spx_u64 spx_idle(spx_u64 len, int valid, int tpr) {\n"
+    "  const int g = 32 / tpr;\n"
+    "  const spx_u64 steps = spx_group_max(valid ? (len + tpr - 1) / tpr : 0, g);\n"
+    "  const spx_u64 rows = spx_group_sum((spx_u64)valid, g), sum = spx_group_sum(valid ? len : 0, g);\n"
+    "  const int lane = threadIdx.x & 31;\n"
+    "  spx_u64 idle = (lane & (g - 1)) == 0 ? steps * (spx_u64)tpr * rows - sum : 0;\n"
+    "  return spx_group_sum(idle, 32);\n"
+    "}\n"
+    "\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_analyze_rows(long long n, long long ncols, long long nnz, const long long *__restrict__ rp,\n"
+    "                 const int *__restrict__ ci, int *__restrict__ rp32, int tpr, spx_u64 *__restrict__ out) {\n"
+    "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  const int valid = i < n;\n"
+    "  long long b = 0, e = 0;\n"
+    "  int bad = 0;\n"
+    "  if (valid) {\n"
+    "    b = rp[i];\n"
+    "    e = rp[i + 1];\n"
+    "    if (rp32) {\n"
+    "      rp32[i] = (int)b;\n"
+    "      if (i == n - 1) rp32[n] = (int)e;\n"
+    "    }\n"
+    "    bad = b < 0 || e < b || e > nnz;\n"
+    "    if (!bad) {\n"
+    "      int prev = -1;\n"
+    "      for (long long k = b; k < e; k++) {\n"
+    "        const int c = ci[k];\n"),
+    /* chunk 1: bytes 3941..5932 */
+    ("        if (c <= prev || (long long)c >= ncols) { bad = 1; break; }\n"
+    "        prev = c;\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "  const spx_u64 len = valid && !bad ? (spx_u64)(e - b) : 0;\n"
+    "  const spx_u64 first_bad = spx_group_min(valid && bad ? (spx_u64)i : ~0ull, 32);\n"
+    "  const spx_u64 mx = spx_group_max(len, 32);\n"
+    "  const spx_u64 mn = spx_group_min(valid ? len : ~0ull, 32);\n"
+    "  const spx_u64 empty = spx_group_sum(valid && len == 0, 32);\n"
+    "  const spx_u64 pieces = spx_group_sum(valid && e > b ? (spx_u64)(((e - 1) >> 8) - (b >> 8) + 1) : 0, 32);\n"
+    "  spx_u64 kept = 0;\n"
+    "  if (valid && i + 1 < n) {\n"
+    "    const long long e2 = rp[i + 2];\n"
+    "    kept = e2 - e == e - b;\n"
+    "  }\n"
+    "  kept = spx_group_sum(kept, 32);\n"
+    "  const spx_u64 sq = spx_group_sum(len * len, 32);\n"
+    "  const spx_u64 idle1 = spx_idle(len, valid, 1);\n"
+    "  const spx_u64 idlet = tpr > 1 ? spx_idle(len, valid, tpr) : idle1;\n"
+    "  if ((threadIdx.x & 31) == 0 && (long long)(i) < n) {\n"
+    "    if (first_bad != ~0ull) atomicMin(&out[0], first_bad);\n"
+    "    atomicMax(&out[1], mx);\n"
+    "    atomicMin(&out[2], mn);\n"
+    "    if (empty) atomicAdd(&out[3], empty);\n"
+    "    atomicAdd(&out[4], pieces);\n"
+    "    if (kept) atomicAdd(&out[5], kept);\n"
+    "    atomicAdd(&out[6], sq);\n"
+    "    if (idle1) atomicAdd(&out[7], idle1);\n"
+    "    if (idlet) atomicAdd(&out[8], idlet);\n"
+    "  }\n"
+    "}\n"
+    "\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_analyze_hist(long long n, const long long *__restrict__ rp, long long nbins, spx_u64 *__restrict__ hist) {\n"
+    "  __shared__ unsigned int h[SPX_HIST_SHARED];\n"
+    "  const int ns = nbins < SPX_HIST_SHARED ? (int)nbins : SPX_HIST_SHARED;\n"
+    "  for (int k = threadIdx.x; k < ns; k += blockDim.x) h[k] = 0;\n"
+    "  __syncthreads();\n"
+    "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {\n"
+    "    const long long l = rp[i + 1] - rp[i];\n"
+    "    if (l < ns) atomicAdd(&h[l], 1u);\n"
+    "    else if (l < nbins) atomicAdd(&hist[l], 1ull);\n"
+    "  }\n"
+    "  __syncthreads();\n"
+    "  for (int k = threadIdx.x; k < ns; k += blockDim.x)\n"
+    "    if (h[k]) atomicAdd(&hist[k], (spx_u64)h[k]);\n"
+    "}\n"),
+};
+
 /* templates/bsr.cu */
 static const char *const spx__template_bsr[] = {
     /* chunk 0: bytes 0..3983 */
@@ -2285,6 +2415,7 @@ static const char *const spx__template_vector[] = {
 
 /* ORDER: sorted by name. */
 static const spx__template spx__templates[] = {
+    {"analyze", spx__template_analyze, 2, 5932, UINT64_C(0xa735c8209b84d740)},
     {"bsr", spx__template_bsr, 2, 4667, UINT64_C(0x04b6aa2e62da0855)},
     {"convert", spx__template_convert, 2, 5761, UINT64_C(0xfcc541f1291d0372)},
     {"coo", spx__template_coo, 1, 3227, UINT64_C(0x5a5b51c933d8e1bc)},
@@ -2301,6 +2432,6 @@ static const spx__template spx__templates[] = {
     {"stencil", spx__template_stencil, 3, 8494, UINT64_C(0x971a0caeb8e4c75a)},
     {"vector", spx__template_vector, 1, 2775, UINT64_C(0xbbe39d63b15f15b0)},
 };
-#define SPX__TEMPLATE_COUNT 15
+#define SPX__TEMPLATE_COUNT 16
 
 #endif /* SPX_INTERNAL_TEMPLATES_GEN_H */
