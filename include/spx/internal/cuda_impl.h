@@ -215,6 +215,7 @@ typedef struct spx__dcsr {
   int64_t nrows, ncols, nnz;
   spx_dtype dtype;
   spx_devptr rp, rp32, ci, va; /* rp32 0 when nnz > INT32_MAX */
+  int has_values;               /* va uploaded: only a build that uses the staged arrays needs them */
 } spx__dcsr;
 
 static void spx__dcsr_free(spx__dcsr *d) {
@@ -235,7 +236,18 @@ static spx_status spx__dcsr_launch(spx_context *ctx, void *fn, int64_t grid, voi
   return s;
 }
 
-/* Uploads a (sizes and row_ptr[0], row_ptr[n] already checked) and profiles its rows: r[9] as
+/* The values, uploaded when a build takes the staged arrays (a format converted on the host does
+ * not: the pattern alone is what its profile cost). */
+static spx_status spx__dcsr_values(spx__dcsr *d, const spx_csr *a) {
+  spx_status s;
+  if (d->has_values) return SPX_OK;
+  if (a->nnz != d->nnz || a->dtype != d->dtype) return spx__fail(SPX_INTERNAL, "staged CSR and matrix differ");
+  if ((s = spx_device_upload(d->ctx, d->va, a->val.p, (size_t)a->nnz * SPX_DTYPE_SIZE(a->dtype)))) return s;
+  d->has_values = 1;
+  return SPX_OK;
+}
+
+/* Uploads a's pattern (sizes and row_ptr[0], row_ptr[n] already checked) and profiles its rows: r[9] as
  * analyze.cu's out[] (r[0] the first bad row, ~0 when none), *hist the row-length histogram
  * (r[1] + 1 entries, the caller frees it). tpr: the CSR kernel's lanes per row for r[8]. On
  * failure nothing stays allocated. */
@@ -272,9 +284,6 @@ static spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, s
     if ((s = spx__dcsr_launch(ctx, frow, (n + 255) / 256, pr, "spx_analyze_rows"))) goto fail;
   }
   if ((s = spx_device_download(ctx, r, out, sizeof init))) goto fail;
-  t0 = spx__now();
-  if (r[0] == ~0ull && (s = spx_device_upload(ctx, d->va, a->val.p, (size_t)nnz * vb))) goto fail;
-  *upload_s += spx__now() - t0;
   if (r[0] != ~0ull) { /* a bad row: the caller's host validation names it */
     spx_device_free(ctx, out);
     return SPX_OK;

@@ -941,7 +941,7 @@ static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
     memset(&w, 0, sizeof w);
     w.nrows = p->dc.nrows; w.ncols = p->dc.ncols; w.nnz = p->dc.nnz; w.dtype = p->dc.dtype;
     w.row_ptr = p->dc.rp32; w.col_idx = p->dc.ci; w.val = p->dc.va;
-    if ((s = spx_cusparse_plan_create_device_csr(p->ctx, &w, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
+    if ((s = spx__dcsr_values(&p->dc, a)) || (s = spx_cusparse_plan_create_device_csr(p->ctx, &w, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
   } else if (p->engine == SPX_PLAN_ENGINE_CUSPARSE) {
     spx__dcsr_free(&p->dc);
     if ((s = spx_cusparse_plan_create(p->ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
@@ -949,7 +949,7 @@ static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
     if (p->dc.ci && p->backend == SPX_BACKEND_CUDA && !p->fmt &&
         (p->format == SPX_FORMAT_SELL || p->format == SPX_FORMAT_SELL16) && spx__plan_on_device(1, (int)p->format)) {
       /* converted from the staged arrays: no second upload */
-      s = spx__dmatrix_sell_device(p->ctx, a, p->format, &p->params, NULL, &p->dc, &p->dm);
+      if (!(s = spx__dcsr_values(&p->dc, a))) s = spx__dmatrix_sell_device(p->ctx, a, p->format, &p->params, NULL, &p->dc, &p->dm);
       spx__dcsr_free(&p->dc);
       if (s) return s;
       if (p->dm) { p->built = 1; return SPX_OK; }
