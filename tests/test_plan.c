@@ -586,6 +586,24 @@ static void test_reselect_ordering(void **state) {
 }
 
 /* GPU: every strategy computes the right y with device vectors; skipped without a GPU. */
+static void check_plan_spmv(spx_context *g, spx_plan *p, const spx_csr *a, const char *what) {
+  int64_t n = a->nrows, m = a->ncols;
+  double *x = malloc((size_t)m * 8), *y = malloc((size_t)n * 8), *yr = malloc((size_t)n * 8);
+  spx_devptr dx, dy;
+  assert_true(x && y && yr);
+  spx_test_fill(x, m);
+  assert_int_equal(spx_device_alloc(g, (size_t)m * 8, &dx), SPX_OK);
+  assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dy), SPX_OK);
+  assert_int_equal(spx_device_upload(g, dx, x, (size_t)m * 8), SPX_OK);
+  assert_int_equal(spx_device_memset(g, dy, 0xff, (size_t)n * 8), SPX_OK);
+  assert_int_equal(spx_plan_spmv(p, 1.0, (const void *)(uintptr_t)dx, 0.0, (void *)(uintptr_t)dy), SPX_OK);
+  assert_int_equal(spx_device_download(g, y, dy, (size_t)n * 8), SPX_OK);
+  assert_int_equal(spx_csr_spmv(a, 1.0, x, 0.0, yr), SPX_OK);
+  if (spx_test_relerr(y, yr, n) > 1e-12) fail_msg("%s: %s gives relative error %g", what, spx_plan_reason(p), spx_test_relerr(y, yr, n));
+  spx_device_free(g, dx); spx_device_free(g, dy);
+  free(x); free(y); free(yr);
+}
+
 static void test_gpu_plans(void **state) {
   spx_context *g = NULL;
   spx_context_options co = {SPX_BACKEND_CUDA, 0};
@@ -600,24 +618,11 @@ static void test_gpu_plans(void **state) {
   for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
     spx_plan_options o;
     spx_plan *p;
-    spx_devptr dx, dy;
-    int64_t n = a->nrows;
-    double *x = malloc((size_t)n * 8), *y = malloc((size_t)n * 8), *yr = malloc((size_t)n * 8);
     spx_plan_options_default(&o);
     o.strategy = (spx_plan_strategy)st; o.trial_reps = 5;
     if (spx_plan_create(g, a, &o, &p)) fail_msg("%s: %s", spx_plan_strategy_name(o.strategy), spx_last_error());
-    spx_test_fill(x, n);
-    assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dx), SPX_OK);
-    assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dy), SPX_OK);
-    assert_int_equal(spx_device_upload(g, dx, x, (size_t)n * 8), SPX_OK);
-    assert_int_equal(spx_device_memset(g, dy, 0xff, (size_t)n * 8), SPX_OK);
-    assert_int_equal(spx_plan_spmv(p, 1.0, (const void *)(uintptr_t)dx, 0.0, (void *)(uintptr_t)dy), SPX_OK);
-    assert_int_equal(spx_device_download(g, y, dy, (size_t)n * 8), SPX_OK);
-    assert_int_equal(spx_csr_spmv(a, 1.0, x, 0.0, yr), SPX_OK);
-    if (spx_test_relerr(y, yr, n) > 1e-12) fail_msg("%s: %s", spx_plan_strategy_name(o.strategy), spx_plan_reason(p));
-    spx_device_free(g, dx); spx_device_free(g, dy);
+    check_plan_spmv(g, p, a, spx_plan_strategy_name(o.strategy));
     spx_plan_destroy(p);
-    free(x); free(y); free(yr);
   }
   spx_csr_destroy(a);
   spx_context_destroy(g);
@@ -641,23 +646,6 @@ static spx_plan *dev_plan(spx_context *g, const spx_csr *a, int host_profile, co
   return p;
 }
 
-static void check_plan_spmv(spx_context *g, spx_plan *p, const spx_csr *a, const char *what) {
-  int64_t n = a->nrows, m = a->ncols;
-  double *x = malloc((size_t)m * 8), *y = malloc((size_t)n * 8), *yr = malloc((size_t)n * 8);
-  spx_devptr dx, dy;
-  assert_true(x && y && yr);
-  spx_test_fill(x, m);
-  assert_int_equal(spx_device_alloc(g, (size_t)m * 8, &dx), SPX_OK);
-  assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dy), SPX_OK);
-  assert_int_equal(spx_device_upload(g, dx, x, (size_t)m * 8), SPX_OK);
-  assert_int_equal(spx_device_memset(g, dy, 0xff, (size_t)n * 8), SPX_OK);
-  assert_int_equal(spx_plan_spmv(p, 1.0, (const void *)(uintptr_t)dx, 0.0, (void *)(uintptr_t)dy), SPX_OK);
-  assert_int_equal(spx_device_download(g, y, dy, (size_t)n * 8), SPX_OK);
-  assert_int_equal(spx_csr_spmv(a, 1.0, x, 0.0, yr), SPX_OK);
-  if (spx_test_relerr(y, yr, n) > 1e-12) fail_msg("%s: %s gives relative error %g", what, spx_plan_reason(p), spx_test_relerr(y, yr, n));
-  spx_device_free(g, dx); spx_device_free(g, dy);
-  free(x); free(y); free(yr);
-}
 
 static void test_gpu_device_profile(void **state) {
   spx_context *g = NULL;

@@ -273,6 +273,22 @@ static spx_status spx__csr_validate_head(const spx_csr *a) {
   return SPX_OK;
 }
 
+/* Rows [r0, r1) well formed: offsets in order within [0, nnz], columns strictly increasing inside
+ * [0, ncols). spx_csr_validate's per-row test; the planner's column sample checks the few rows it
+ * reads with it before the device has validated the rest. */
+static int spx__csr_rows_ok(const spx_csr *a, int64_t r0, int64_t r1) {
+  int64_t i, k;
+  for (i = r0; i < r1; i++) {
+    int64_t b = a->row_ptr[i], e = a->row_ptr[i + 1], prev = -1;
+    if (b < 0 || e < b || e > a->nnz) return 0;
+    for (k = b; k < e; k++) {
+      if (a->col_idx[k] <= prev || a->col_idx[k] >= a->ncols) return 0;
+      prev = a->col_idx[k];
+    }
+  }
+  return 1;
+}
+
 spx_status spx_csr_validate(const spx_csr *a) {
   int64_t i, k;
   spx_status s;
@@ -293,14 +309,8 @@ spx_status spx_csr_validate(const spx_csr *a) {
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(static, 1024) reduction(min : bad) if (a->nnz > 262144)
 #endif
-    for (i = 0; i < a->nrows; i++) {
-      int64_t b = a->row_ptr[i], e = a->row_ptr[i + 1], prev = -1, q;
-      for (q = b; q < e; q++) {
-        int64_t c = a->col_idx[q];
-        if (c <= prev || c >= a->ncols) { bad = SPX__MIN(bad, i); break; }
-        prev = c;
-      }
-    }
+    for (i = 0; i < a->nrows; i++)
+      if (!spx__csr_rows_ok(a, i, i + 1)) bad = SPX__MIN(bad, i);
     for (i = bad; i < a->nrows; i++) {
       for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
         if (a->col_idx[k] < 0 || a->col_idx[k] >= a->ncols)

@@ -173,18 +173,21 @@ typedef struct spx__conv {
   void *fn[4]; /* sort, widths, base, fill */
 } spx__conv;
 
+/* grid blocks of 256 threads on the context's stream (none when grid < 1). */
+static spx_status spx__launch256(spx_context *ctx, void *fn, int64_t grid, void **params, const char *name) {
+  const spx__cuda_api *cu = spx__cuda();
+  spx_status s;
+  if (grid < 1) return SPX_OK;
+  if (grid > 2147483647) return spx__fail(SPX_RANGE, "%s: %lld blocks", name, (long long)grid);
+  if ((s = spx__ctx_push(ctx))) return s;
+  s = spx__cu_check(cu->cuLaunchKernel((spx__CUfunction)fn, (unsigned)grid, 1, 1, 256, 1, 1, 0, ctx->stream, params, NULL), name);
+  spx__ctx_pop(ctx);
+  return s;
+}
+
 static spx_status spx__conv_launch(spx__conv *v, int k, const char *name, int64_t items, int64_t per_block,
                                    void **params) {
-  const spx__cuda_api *cu = spx__cuda();
-  int64_t g = (items + per_block - 1) / per_block;
-  spx_status s;
-  if (g < 1) return SPX_OK;
-  if (g > 2147483647) return spx__fail(SPX_RANGE, "%s: %lld blocks", name, (long long)g);
-  if ((s = spx__ctx_push(v->ctx))) return s;
-  s = spx__cu_check(cu->cuLaunchKernel((spx__CUfunction)v->fn[k], (unsigned)g, 1, 1, 256, 1, 1, 0, v->ctx->stream,
-                                       params, NULL), name);
-  spx__ctx_pop(v->ctx);
-  return s;
+  return spx__launch256(v->ctx, v->fn[k], (items + per_block - 1) / per_block, params, name);
 }
 
 /* Slice widths (through perm when given) downloaded into w[nsl]. */
@@ -225,17 +228,6 @@ static void spx__dcsr_free(spx__dcsr *d) {
   memset(d, 0, sizeof *d);
 }
 
-static spx_status spx__dcsr_launch(spx_context *ctx, void *fn, int64_t grid, void **params, const char *name) {
-  const spx__cuda_api *cu = spx__cuda();
-  spx_status s;
-  if (grid < 1) return SPX_OK;
-  if (grid > 2147483647) return spx__fail(SPX_RANGE, "%s: %lld blocks", name, (long long)grid);
-  if ((s = spx__ctx_push(ctx))) return s;
-  s = spx__cu_check(cu->cuLaunchKernel((spx__CUfunction)fn, (unsigned)grid, 1, 1, 256, 1, 1, 0, ctx->stream, params, NULL), name);
-  spx__ctx_pop(ctx);
-  return s;
-}
-
 /* The values, uploaded when a build takes the staged arrays (a format converted on the host does
  * not: the pattern alone is what its profile cost). */
 static spx_status spx__dcsr_values(spx__dcsr *d, const spx_csr *a) {
@@ -263,7 +255,6 @@ static spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, s
   double t0;
   memset(d, 0, sizeof *d);
   *hist = NULL;
-  *upload_s = 0;
   if (ctx->backend != SPX_BACKEND_CUDA) return spx__fail(SPX_NOT_AVAILABLE, "staging a CSR needs the CUDA backend");
   d->ctx = ctx; d->nrows = n; d->ncols = ncols; d->nnz = nnz; d->dtype = a->dtype;
   if ((s = spx_jit_kernel(ctx, "analyze", "spx_analyze_rows", 1, defs, &frow)) ||
@@ -278,10 +269,10 @@ static spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, s
   if ((s = spx_device_upload(ctx, d->rp, a->row_ptr, (size_t)(n + 1) * 8)) ||
       (s = spx_device_upload(ctx, d->ci, a->col_idx, (size_t)nnz * 4)))
     goto fail;
-  *upload_s += spx__now() - t0;
+  *upload_s = spx__now() - t0;
   {
     void *pr[8] = {&n, &ncols, &nnz, &d->rp, &d->ci, &d->rp32, &tpr, &out};
-    if ((s = spx__dcsr_launch(ctx, frow, (n + 255) / 256, pr, "spx_analyze_rows"))) goto fail;
+    if ((s = spx__launch256(ctx, frow, (n + 255) / 256, pr, "spx_analyze_rows"))) goto fail;
   }
   if ((s = spx_device_download(ctx, r, out, sizeof init))) goto fail;
   if (r[0] != ~0ull) { /* a bad row: the caller's host validation names it */
@@ -295,7 +286,7 @@ static spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, s
   {
     void *pr[4] = {&n, &d->rp, &nbins, &dh};
     int64_t g = SPX__MIN((n + 255) / 256, 1024); /* grid-stride: a few waves, each block one shared histogram */
-    if ((s = spx__dcsr_launch(ctx, fhist, g, pr, "spx_analyze_hist")) ||
+    if ((s = spx__launch256(ctx, fhist, g, pr, "spx_analyze_hist")) ||
         (s = spx_device_download(ctx, *hist, dh, (size_t)nbins * 8)))
       goto fail;
   }

@@ -250,15 +250,20 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
 }
 
 /* The column-dependent counts of p (nnon .. sdia_capped, sampled), window by window: every window,
- * or a sample scaled up. par 0: on the calling thread only (the device profile runs it beside the
- * upload, on a thread of its own). */
-static spx_status spx__pprof_columns(const spx_csr *a, int par, spx__pprof *p) {
+ * or a sample scaled up. beside_upload: on a thread of its own beside the device profile's upload,
+ * before the device has validated the CSR, so serial, and the rows it reads (each window and the
+ * 8 rows past it) are checked first: SPX_INVALID_ARGUMENT, without a message, on a malformed one
+ * (the caller's host validation names it). */
+static spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__pprof *p) {
   int64_t nwin, w, rowmax_nnz = 0;
-  (void)par; /* without OpenMP everything runs on the calling thread */
   nwin = (a->nrows + 255) / 256;
   p->sampled = a->nnz > SPX__PLAN_SAMPLE_NNZ && nwin > 4 * SPX__PLAN_SAMPLE_WINDOWS;
   {
     int64_t nw = p->sampled ? SPX__PLAN_SAMPLE_WINDOWS : nwin, rows = 0;
+    for (w = 0; w < nw && beside_upload; w++) {
+      int64_t w0 = (p->sampled ? w * nwin / nw : w) * 256;
+      if (!spx__csr_rows_ok(a, w0, SPX__MIN(a->nrows, w0 + 256 + 8))) return SPX_INVALID_ARGUMENT;
+    }
     for (w = 0; w < nw; w++) { /* room for the largest block row of 8 rows a window holds */
       int64_t w0 = (p->sampled ? w * nwin / nw : w) * 256, w1 = SPX__MIN(a->nrows, w0 + 256);
       int64_t e = a->nrows - w1 > 8 ? w1 + 8 : a->nrows, z = a->row_ptr[e] - a->row_ptr[w0];
@@ -271,7 +276,7 @@ static spx_status spx__pprof_columns(const spx_csr *a, int par, spx__pprof *p) {
       int64_t nstamp = SPX__MIN(a->ncols, (int64_t)1 << 20) + 1;
       int failed = 0;
 #if defined(_OPENMP)
-#pragma omp parallel reduction(+ : rows) reduction(| : failed) if (par && nw >= 16)
+#pragma omp parallel reduction(+ : rows) reduction(| : failed) if (!beside_upload && nw >= 16)
 #endif
       {
         spx__pprof loc;
@@ -348,12 +353,10 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const sp
   enum { seg = 256 }; /* SS's default segment; a constant, so the per-row divisions are shifts */
   memset(p, 0, sizeof *p);
   p->n = a->nrows; p->ncols = a->ncols; p->nnz = a->nnz;
-  if (given) {
-    p->row_max = given->row_max;
+  if (given) { /* everything it holds; the histogram is the caller's, so copied */
+    *p = *given;
     if (!(p->hist = (int64_t *)spx__alloc((size_t)given->row_max + 1, sizeof *p->hist))) return SPX_OUT_OF_MEMORY;
     memcpy(p->hist, given->hist, ((size_t)given->row_max + 1) * sizeof *p->hist);
-    p->ss_runs = given->ss_runs;
-    p->sorted_kept = given->sorted_kept;
   } else {
     int64_t rmax = 0, runs = 0, kept = 0, *h;
 #if defined(_OPENMP)
@@ -377,15 +380,7 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const sp
   }
   SPX__PPROF_TRACE("rows");
   if (!full) return SPX_OK;
-  if (given && given->cols_done) {
-    p->nblocks = given->nblocks; p->nval = given->nval; p->nnon = given->nnon;
-    p->max_blocks = given->max_blocks; p->max_bval = given->max_bval;
-    memcpy(p->bsr_blocks, given->bsr_blocks, sizeof p->bsr_blocks);
-    memcpy(p->sell_slots, given->sell_slots, sizeof p->sell_slots);
-    memcpy(p->sell16_wide, given->sell16_wide, sizeof p->sell16_wide);
-    p->sdia_diags = given->sdia_diags; p->sdia_slots = given->sdia_slots; p->sdia_capped = given->sdia_capped;
-    p->sampled = given->sampled;
-  } else if ((s = spx__pprof_columns(a, 1, p))) {
+  if (!p->cols_done && (s = spx__pprof_columns(a, 0, p))) {
     spx__pprof_free(p);
     return s;
   }
@@ -405,10 +400,7 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const sp
     if (in) p->idle_sorted += (double)(mx * in - sum);
   }
   p->tpr = spx__plan_tpr(a);
-  if (given) {
-    p->idle_row = given->idle_row;
-    p->idle_csr = given->idle_csr;
-  } else {
+  if (!given) {
     p->idle_row = spx__plan_idle(a, warp, 1);
     p->idle_csr = spx__plan_idle(a, warp, p->tpr);
   }
@@ -934,7 +926,6 @@ static void spx__plan_unbuild(spx_plan *p) {
 static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
   spx_status s;
   if (p->built) return SPX_OK;
-  if (p->dc.ci && p->dc.dtype != a->dtype) spx__dcsr_free(&p->dc);
   if (p->engine == SPX_PLAN_ENGINE_CUSPARSE && p->dc.rp32) {
     /* the staged arrays, wrapped (cuSPARSE does not copy them): they live as long as the plan */
     spx_cusparse_device_csr w;
@@ -1344,47 +1335,21 @@ static void spx__plan_rowstats_finish(const spx_csr *a, double sq, spx_analysis 
   an->R = a->nrows && a->ncols ? (double)a->nnz / ((double)a->nrows * (double)a->ncols) : 0;
 }
 
-/* Stages a on the device (p->dc) and fills the row-length profile and p->an from analyze.cu's
- * counters. SPX_OK with *done 0: not staged (the caller profiles on the host). A malformed CSR
- * fails with spx_csr_validate's message. */
 typedef struct spx__plan_cols_job {
   const spx_csr *a;
-  spx__pprof p;
+  spx__pprof *p;
   spx_status s;
 } spx__plan_cols_job;
 
-/* Rows [r0, r1) well formed (what spx_csr_validate checks, on these rows only). */
-static int spx__plan_rows_ok(const spx_csr *a, int64_t r0, int64_t r1) {
-  int64_t i, k;
-  for (i = r0; i < r1; i++) {
-    int64_t b = a->row_ptr[i], e = a->row_ptr[i + 1];
-    if (b < 0 || e < b || e > a->nnz) return 0;
-    for (k = b; k < e; k++)
-      if (a->col_idx[k] < 0 || a->col_idx[k] >= a->ncols || (k > b && a->col_idx[k] <= a->col_idx[k - 1])) return 0;
-  }
-  return 1;
-}
-
-/* The column sample runs before the device has validated the CSR: it first checks the rows it
- * will read (the sampled windows and the 8 rows past each), and declines on a malformed one (the
- * caller's host validation then names it). */
 static void *spx__plan_cols_thread(void *arg) {
   spx__plan_cols_job *j = (spx__plan_cols_job *)arg;
-  const spx_csr *a = j->a;
-  int64_t nwin = (a->nrows + 255) / 256, w, nw;
-  int sampled = a->nnz > SPX__PLAN_SAMPLE_NNZ && nwin > 4 * SPX__PLAN_SAMPLE_WINDOWS;
-  nw = sampled ? SPX__PLAN_SAMPLE_WINDOWS : nwin;
-  for (w = 0; w < nw; w++) {
-    int64_t w0 = (sampled ? w * nwin / nw : w) * 256;
-    if (!spx__plan_rows_ok(a, w0, SPX__MIN(a->nrows, w0 + 256 + 8))) {
-      j->s = SPX_INVALID_ARGUMENT;
-      return NULL;
-    }
-  }
-  j->s = spx__pprof_columns(a, 0, &j->p);
+  j->s = spx__pprof_columns(j->a, 1, j->p);
   return NULL;
 }
 
+/* Stages a on the device (p->dc) and fills the row-length profile and p->an from analyze.cu's
+ * counters. SPX_OK with *done 0: not staged (the caller profiles on the host). A malformed CSR
+ * fails with spx_csr_validate's message. */
 static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, spx__pprof *rows, int *done) {
   uint64_t r[9];
   int64_t *hist = NULL;
@@ -1399,6 +1364,7 @@ static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, spx__pprof *row
    * uploads (the upload takes 10-30 ms on these sizes; the sample about 1 ms). */
   memset(&job, 0, sizeof job);
   job.a = a;
+  job.p = rows;
   threaded = pthread_create(&th, NULL, spx__plan_cols_thread, &job) == 0;
   s = spx__dcsr_stage(p->ctx, a, spx__plan_tpr(a), &p->dc, r, &hist, &p->stage_upload_s);
   if (threaded) pthread_join(th, NULL);
@@ -1406,6 +1372,7 @@ static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, spx__pprof *row
   if (s || job.s) {
     spx__dcsr_free(&p->dc);
     SPX_FREE(hist);
+    memset(rows, 0, sizeof *rows);
     p->stage_upload_s = 0;
     spx_clear_error(); /* no memory for the staging, say: the host path does the same job */
     return SPX_OK;
@@ -1416,7 +1383,7 @@ static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, spx__pprof *row
     return spx__fail(SPX_INTERNAL, "the device profile found row %llu malformed and the host validation did not",
                      (unsigned long long)r[0]);
   }
-  rows->n = a->nrows; rows->ncols = a->ncols; rows->nnz = a->nnz;
+  rows->n = a->nrows; rows->ncols = a->ncols; rows->nnz = a->nnz; /* the column counts are there */
   rows->row_max = (int64_t)r[1];
   rows->hist = hist;
   rows->ss_runs = (int64_t)r[4];
@@ -1424,14 +1391,6 @@ static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, spx__pprof *row
   rows->idle_row = (double)r[7];
   rows->idle_csr = (double)r[8];
   rows->tpr = spx__plan_tpr(a);
-  rows->nblocks = job.p.nblocks; rows->nval = job.p.nval; rows->nnon = job.p.nnon;
-  rows->max_blocks = job.p.max_blocks; rows->max_bval = job.p.max_bval;
-  memcpy(rows->bsr_blocks, job.p.bsr_blocks, sizeof rows->bsr_blocks);
-  memcpy(rows->sell_slots, job.p.sell_slots, sizeof rows->sell_slots);
-  memcpy(rows->sell16_wide, job.p.sell16_wide, sizeof rows->sell16_wide);
-  rows->sdia_diags = job.p.sdia_diags; rows->sdia_slots = job.p.sdia_slots; rows->sdia_capped = job.p.sdia_capped;
-  rows->sampled = job.p.sampled;
-  rows->cols_done = 1;
   memset(&p->an, 0, sizeof p->an);
   p->an.nrows = a->nrows; p->an.ncols = a->ncols; p->an.nnz = a->nnz;
   p->an.row_min = a->nrows ? (int64_t)r[2] : 0;
