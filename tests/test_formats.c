@@ -286,6 +286,22 @@ static void test_params(void **state) {
   assert_int_equal(spx_fmt_from_csr(a, dia_id, &p, &m), SPX_UNSUPPORTED);
   assert_non_null(strstr(spx_last_error(), "dia_max_fill"));
   spx_csr_destroy(a);
+  { /* BSR merges sorted rows: an unsorted row or a column past the edge is a status, not a crash */
+    int bad;
+    for (bad = 0; bad < 2; bad++) {
+      assert_int_equal(spx_csr_create(4, 4, 4, SPX_DOUBLE, &a), SPX_OK);
+      a->row_ptr[1] = 2; a->row_ptr[2] = 3; a->row_ptr[3] = 4; a->row_ptr[4] = 4;
+      a->col_idx[0] = bad ? 1 : 3; a->col_idx[1] = bad ? 7 : 0; a->col_idx[2] = 1; a->col_idx[3] = 2;
+      a->val.d[0] = a->val.d[1] = a->val.d[2] = a->val.d[3] = 1;
+      spx_format_params_default(&p);
+      p.bsr_r = 2;
+      assert_int_equal(spx_fmt_from_csr(a, SPX_FORMAT_BSR, &p, &m), SPX_INVALID_ARGUMENT);
+      assert_non_null(strstr(spx_last_error(), "strictly increasing"));
+      assert_null(m);
+      assert_int_equal(spx_fmt_from_csr(a, SPX_FORMAT_BSR, NULL, &m), SPX_INVALID_ARGUMENT); /* auto sizes */
+      spx_csr_destroy(a);
+    }
+  }
 }
 
 /* Small matrices with every awkward shape the issue lists. */

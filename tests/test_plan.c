@@ -397,6 +397,35 @@ static void test_plans_compute(void **state) {
   spx_csr_destroy(a);
 }
 
+/* A BSR plan converts with the block size its profile found (3x3 on elasticity, one conversion
+ * instead of counting 8 sizes first) and computes what the CSR does. */
+static void test_bsr_plan_block(void **state) {
+  spx_csr *a;
+  spx_plan_options o;
+  spx_plan *p;
+  int64_t i, n;
+  double *x, *yr, *yp;
+  (void)state;
+  assert_int_equal(spx_gen_elasticity3d(6, 5, 4, SPX_DOUBLE, &a), SPX_OK);
+  n = a->nrows;
+  spx_plan_options_default(&o);
+  o.backend = SPX_BACKEND_HOST; o.force = "bsr"; o.eager = 1;
+  if (spx_plan_create(NULL, a, &o, &p)) fail_msg("bsr plan: %s", spx_last_error());
+  assert_int_equal(spx_plan_format(p), SPX_FORMAT_BSR);
+  assert_int_equal(spx_plan_params(p)->bsr_r, 3);
+  assert_int_equal(spx_plan_params(p)->bsr_c, 3);
+  x = malloc((size_t)n * 8); yr = malloc((size_t)n * 8); yp = malloc((size_t)n * 8);
+  assert_true(x && yr && yp);
+  spx_test_fill(x, n);
+  for (i = 0; i < n; i++) yr[i] = yp[i] = 0.5;
+  assert_int_equal(spx_csr_spmv(a, 1.5, x, 0.25, yr), SPX_OK);
+  assert_int_equal(spx_plan_spmv(p, 1.5, x, 0.25, yp), SPX_OK);
+  assert_true(spx_test_relerr(yp, yr, n) < 1e-13);
+  spx_plan_destroy(p);
+  free(x); free(yr); free(yp);
+  spx_csr_destroy(a);
+}
+
 static void test_bad_arguments(void **state) {
   spx_plan_options o;
   spx_plan *p = (spx_plan *)1;
@@ -729,7 +758,7 @@ int main(void) {
       cmocka_unit_test(test_strategy_names),   cmocka_unit_test(test_kubota_branches),
       cmocka_unit_test(test_mps_branches),     cmocka_unit_test(test_predicted_bytes), cmocka_unit_test(test_sampled_bytes),
       cmocka_unit_test(test_model_fake_device), cmocka_unit_test(test_memory_limit),
-      cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_bad_arguments),
+      cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_device_file),      cmocka_unit_test(test_reselect_ordering),
       cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_device_profile),
   };

@@ -778,8 +778,11 @@ static int spx__plan_blocky(const spx__pprof *p, spx__pred_fn fn, int64_t vb) {
 /* Fills the candidates of a (dtype of a). cuSPARSE CSR last when with_cusparse.
  * with_cusparse 2: the cuSPARSE candidate alone (a plan forced to it reads no columns: the baseline
  * pays what a cuSPARSE user pays, not our model). */
+/* With params non-NULL, the profile's choices go there for the build: BSR's block size (the build
+ * then converts once instead of counting blocks for 8 sizes first). */
 static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const spx_plan_device *d, int64_t calls,
-                                       int64_t limit, int with_cusparse, int cuda, spx_plan_candidate *out, int max, int *n) {
+                                       int64_t limit, int with_cusparse, int cuda, spx_plan_candidate *out, int max, int *n,
+                                       spx_format_params *params) {
   spx__pprof p;
   int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype), vec = vb * (a->nrows + a->ncols);
   int f, k = 0;
@@ -798,6 +801,7 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
     c->measured_us = -1;
     c->bytes = -1;
     if (q->fn) c->bytes = q->fn(&p, vt, vb);
+    if (params && q->fn == spx__pb_bsr && c->bytes >= 0) params->bsr_r = params->bsr_c = spx__plan_bsr_best(&p, vb, NULL);
     if (c->bytes == -2) { /* the predictor knows the converter declines */
       snprintf(c->note, sizeof c->note, "declined: %s%s", q->declines ? q->declines : "the converter would decline",
                p.sampled ? " (from sampled windows)" : "");
@@ -882,7 +886,7 @@ spx_status spx_plan_model(const spx_csr *a, const spx_plan_device *dev, int64_t 
   if (expected_calls < 0 || memory_limit < 0)
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_model: negative expected_calls or memory_limit");
   if ((s = spx_csr_validate(a))) return s;
-  return spx__plan_candidates(a, NULL, dev, expected_calls, memory_limit, with_cusparse, dev->h2d_gbs > 0, out, max, n);
+  return spx__plan_candidates(a, NULL, dev, expected_calls, memory_limit, with_cusparse, dev->h2d_gbs > 0, out, max, n, NULL);
 }
 
 /* ---- Plans --------------------------------------------------------------------------------------- */
@@ -1187,7 +1191,7 @@ static spx_status spx__plan_fixed(spx_plan *p, const spx_csr *a, int i, spx_plan
   if (!q) return SPX_OUT_OF_MEMORY;
   q->ctx = p->ctx; q->backend = p->backend; q->dtype = p->dtype; q->nrows = p->nrows; q->ncols = p->ncols;
   q->format = p->cand[i].format; q->engine = p->cand[i].engine;
-  spx_format_params_default(&q->params);
+  q->params = p->params; /* the profile's choices (BSR's block) */
   if ((s = spx__plan_build_from(q, a))) { spx_plan_destroy(q); return s; }
   *out = q;
   return SPX_OK;
@@ -1477,7 +1481,7 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   SPX__PLAN_TRACE(rowsp ? "devprofile" : "rowstats");
   if ((s = spx__plan_candidates(use, rowsp, &dev, o->expected_calls, limit,
                                 spx__plan_has_cusparse(p) ? (spx__plan_names_cusparse(o->force) ? 2 : 1) : 0,
-                                p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand)))
+                                p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand, &p->params)))
     goto fail;
   SPX__PLAN_TRACE("model");
   if (o->force) s = spx__plan_forced(p, o->force);
@@ -1683,7 +1687,7 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
   spx_plan_device d0 = *d; /* predictions without any factor: a factor is measured / predicted */
   memset(d0.format_factor, 0, sizeof d0.format_factor);
   memset(d0.format_factor_block, 0, sizeof d0.format_factor_block);
-  if ((s = spx__plan_candidates(a, NULL, &d0, 1, 0, 0, 0, c, SPX_FORMAT_MAX + 1, &n))) return s;
+  if ((s = spx__plan_candidates(a, NULL, &d0, 1, 0, 0, 0, c, SPX_FORMAT_MAX + 1, &n, NULL))) return s;
   for (k = 0; k < n; k++) {
     int f = (int)c[k].format;
     spx_plan *q;

@@ -1,79 +1,128 @@
-/* BSR: count the distinct block columns of each block row (a stamp per block column), pick the
- * block size, then place every entry. O(nnz + n/r + ncols/c) per size tried (8 for auto); the
- * placement is serial (its position map is per block row). */
+/* BSR: the block columns of a block row are the r sorted rows' column blocks merged (no stamp
+ * array, no sort, a division only where a row enters a new block column), so block rows convert
+ * independently, in parallel: count, prefix, then merge again into col and place the values.
+ * O(nnz + nblocks * r) per size tried (8 for auto). The elasticity 48^3 matrix (27M nonzeros, 3x3)
+ * took 836 ms with a stamp per block column, a qsort per block row and a serial placement. */
 
-/* Blocks of the r x c tiling of a; with ptr, block row I's count goes to ptr[I+1]. mark holds
- * ceil(ncols/c) stamps, -1 on entry. */
-static int64_t spx__bsr_count(const spx_csr *a, int64_t r, int64_t c, int64_t *mark, int32_t *ptr) {
-  int64_t I, total = 0, nbr = (a->nrows + r - 1) / r;
-  for (I = 0; I < nbr; I++) {
-    int64_t i, k, cnt = 0;
-    for (i = I * r; i < SPX__MIN(a->nrows, I * r + r); i++)
-      for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++)
-        if (mark[a->col_idx[k] / c] != I) { mark[a->col_idx[k] / c] = I; cnt++; }
-    if (ptr) ptr[I + 1] = (int32_t)cnt;
-    total += cnt;
+/* Block columns of block row I (rows I*r .. I*r+r-1) merged, increasing and distinct, into out
+ * (NULL: counted only). -1 when a row's columns do not increase or leave the matrix (not a valid
+ * spx_csr). */
+static int64_t spx__bsr_merge(const spx_csr *a, int64_t I, int32_t r, int32_t c, int32_t *out) {
+  int64_t k[64], e[64], cnt = 0, i, i1 = SPX__MIN(a->nrows, I * r + r);
+  int32_t hb[64], last = -1;
+  int nr = 0, j;
+  for (i = I * r; i < i1; i++) {
+    k[nr] = a->row_ptr[i];
+    e[nr] = a->row_ptr[i + 1];
+    if (k[nr] < e[nr]) { /* rows with entries only */
+      hb[nr] = a->col_idx[k[nr]] / c;
+      nr++;
+    }
   }
-  return total;
+  while (nr > 0) {
+    int32_t m = hb[0], lim;
+    for (j = 1; j < nr; j++) m = hb[j] < m ? hb[j] : m;
+    if (m <= last || (int64_t)m * c >= a->ncols) return -1;
+    lim = m * c + c; /* <= ncols - 1 + c: no overflow for 32-bit indices and c <= 64 */
+    for (j = 0; j < nr; j++) {
+      if (hb[j] != m) continue;
+      while (k[j] < e[j] && a->col_idx[k[j]] < lim) {
+        if (k[j] + 1 < e[j] && a->col_idx[k[j] + 1] <= a->col_idx[k[j]]) return -1;
+        k[j]++;
+      }
+      if (k[j] < e[j]) hb[j] = a->col_idx[k[j]] / c;
+      else { /* the row is done: move the last one here */
+        nr--;
+        k[j] = k[nr]; e[j] = e[nr]; hb[j] = hb[nr];
+        j--;
+      }
+    }
+    if (out) out[cnt] = m;
+    cnt++;
+    last = m;
+  }
+  return cnt;
+}
+
+/* Blocks of the r x c tiling of a; with cnt, block row I's count goes to cnt[I+1]. -1 when a row's
+ * columns do not increase. */
+static int64_t spx__bsr_count(const spx_csr *a, int32_t r, int32_t c, int32_t *cnt) {
+  int64_t I, total = 0, nbr = (a->nrows + r - 1) / r;
+  int bad = 0;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 1024) reduction(+ : total) reduction(| : bad) if (a->nnz >= SPX__FMT_OMP_MIN)
+#endif
+  for (I = 0; I < nbr; I++) {
+    int64_t m = spx__bsr_merge(a, I, r, c, NULL);
+    bad |= m < 0;
+    if (cnt) cnt[I + 1] = (int32_t)(m < 0 ? 0 : m);
+    total += m < 0 ? 0 : m;
+  }
+  return bad ? -1 : total;
 }
 
 static int64_t spx__bsr_bytes(const spx_csr *a, int64_t r, int64_t c, int64_t nblocks) {
   return 4 * ((a->nrows + r - 1) / r + 1) + 4 * nblocks + (int64_t)SPX_DTYPE_SIZE(a->dtype) * nblocks * r * c;
 }
 
-static int spx__i32_cmp(const void *x, const void *y) {
-  int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
-  return (a > b) - (a < b);
+static spx_status spx__bsr_unsorted(void) {
+  return spx__fail(SPX_INVALID_ARGUMENT, "bsr: a row's columns are not strictly increasing or leave the matrix "
+                   "(spx_csr_validate says where)");
 }
 
 static spx_status spx__bsr_from_csr(const spx_csr *a, const spx__bsr_params *p, spx_fmt_bsr *s) {
-  int64_t r = p->r, c = p->c, n = a->nrows, I, i, k, t, nb, *mark;
-  int32_t *pos = NULL, *list = NULL;
-  spx_status st = SPX_OUT_OF_MEMORY;
+  int64_t r = p->r, c = p->c, n = a->nrows, I, nb;
+  int bad = 0;
+  spx_status st;
   spx_val src = spx__csr_val(a);
-  if (!(mark = (int64_t *)spx__alloc((size_t)a->ncols + 1, sizeof *mark))) return SPX_OUT_OF_MEMORY;
   if (r == SPX_AUTO && c == SPX_AUTO) { /* the square size of least bytes; ties to the smaller */
     int64_t b, best = -1;
     for (b = 1; b <= 8; b++) {
-      int64_t bytes;
-      for (k = 0; k <= a->ncols / b; k++) mark[k] = -1;
-      bytes = spx__bsr_bytes(a, b, b, spx__bsr_count(a, b, b, mark, NULL));
+      int64_t bytes, blocks = spx__bsr_count(a, (int32_t)b, (int32_t)b, NULL);
+      if (blocks < 0) return spx__bsr_unsorted();
+      bytes = spx__bsr_bytes(a, b, b, blocks);
       if (best < 0 || bytes < best) { best = bytes; r = c = b; }
     }
   } else if (r == SPX_AUTO) r = c;
   else if (c == SPX_AUTO) c = r;
-  for (k = 0; k <= a->ncols / c; k++) mark[k] = -1;
-  nb = spx__bsr_count(a, r, c, mark, NULL);
-  if ((st = spx__fits32(nb, "bsr blocks"))) goto done;
   s->nrows = n; s->ncols = a->ncols; s->nnz = a->nnz; s->r = (int32_t)r; s->c = (int32_t)c;
-  s->nbrows = (n + r - 1) / r; s->nbcols = (a->ncols + c - 1) / c; s->nblocks = nb;
-  if ((st = spx__bsr_alloc(s))) goto done;
-  st = SPX_OUT_OF_MEMORY;
-  if (!(pos = (int32_t *)spx__alloc((size_t)s->nbcols + 1, sizeof *pos)) ||
-      !(list = (int32_t *)spx__alloc((size_t)s->nbcols + 1, sizeof *list)))
-    goto done;
-  for (k = 0; k <= a->ncols / c; k++) mark[k] = -1;
-  spx__bsr_count(a, r, c, mark, s->row_ptr);
-  spx__prefix32(s->row_ptr, s->nbrows);
-  for (t = 0; t < nb * r * c; t++) spx_val_pad(s->val, t, a->dtype);
-  for (k = 0; k <= a->ncols / c; k++) mark[k] = -1;
-  for (I = 0; I < s->nbrows; I++) {
-    int64_t m = 0, base = s->row_ptr[I];
-    for (i = I * r; i < SPX__MIN(n, I * r + r); i++)
-      for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++)
-        if (mark[a->col_idx[k] / c] != I) { mark[a->col_idx[k] / c] = I; list[m++] = (int32_t)(a->col_idx[k] / c); }
-    qsort(list, (size_t)m, sizeof *list, spx__i32_cmp);
-    for (t = 0; t < m; t++) { s->col[base + t] = list[t]; pos[list[t]] = (int32_t)(base + t); }
-    for (i = I * r; i < SPX__MIN(n, I * r + r); i++)
-      for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
-        int64_t bc = a->col_idx[k] / c;
-        spx_val_store(s->val, ((int64_t)pos[bc] * r + (i - I * r)) * c + (a->col_idx[k] - bc * c), src, k, a->dtype);
-      }
+  s->nbrows = (n + r - 1) / r; s->nbcols = (a->ncols + c - 1) / c;
+  {
+    /* counts first into a scratch row_ptr: the arrays are sized by the total */
+    int32_t *cnt = (int32_t *)spx__alloc((size_t)s->nbrows + 1, sizeof *cnt);
+    if (!cnt) return SPX_OUT_OF_MEMORY;
+    nb = spx__bsr_count(a, (int32_t)r, (int32_t)c, cnt);
+    if (nb < 0) { SPX_FREE(cnt); return spx__bsr_unsorted(); }
+    if ((st = spx__fits32(nb, "bsr blocks"))) { SPX_FREE(cnt); return st; }
+    s->nblocks = nb;
+    if ((st = spx__bsr_alloc(s))) { SPX_FREE(cnt); return st; }
+    memcpy(s->row_ptr, cnt, ((size_t)s->nbrows + 1) * sizeof *cnt);
+    SPX_FREE(cnt);
   }
-  st = SPX_OK;
-done:
-  SPX_FREE(mark); SPX_FREE(pos); SPX_FREE(list);
-  return st;
+  spx__prefix32(s->row_ptr, s->nbrows);
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 1024) reduction(| : bad) if (a->nnz >= SPX__FMT_OMP_MIN)
+#endif
+  for (I = 0; I < s->nbrows; I++) {
+    int64_t base = s->row_ptr[I], m = s->row_ptr[I + 1] - base, t, i;
+    int32_t *list;
+    if (!m) continue; /* no entries (and col is NULL when no block row has any) */
+    list = s->col + base;
+    /* padding first, in this thread (first touch); then the merge again and the values */
+    for (t = base * r * c; t < (base + m) * r * c; t++) spx_val_pad(s->val, t, a->dtype);
+    if (spx__bsr_merge(a, I, (int32_t)r, (int32_t)c, list) != m) { bad = 1; continue; }
+    for (i = I * r; i < SPX__MIN(n, I * r + r); i++) {
+      int64_t k, q = 0, ii = i - I * r;
+      for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
+        int64_t cc = a->col_idx[k];
+        while (q < m && ((int64_t)list[q] + 1) * c <= cc) q++; /* both increase: one walk */
+        if (q == m) { bad = 1; break; }
+        spx_val_store(s->val, ((base + q) * r + ii) * c + (cc - (int64_t)list[q] * c), src, k, a->dtype);
+      }
+    }
+  }
+  if (bad) return spx__bsr_unsorted();
+  return SPX_OK;
 }
 
 /* Row i's entries: the non-padding slots of its block row inside the matrix. With o->col_idx

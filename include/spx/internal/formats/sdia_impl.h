@@ -3,37 +3,27 @@
  * the tuner's profile counts the same unions with spx__sdia_offsets. */
 
 /* The distinct offsets (column - row) of rows [r0, r1), increasing, into u; returns how many, or
- * cap + 1 as soon as there are more than cap. Binary search and insert: a slice of a stencil or
- * FEM matrix has a few dozen offsets, so this stays O(nnz log w). */
+ * cap + 1 as soon as there are more than cap. A row's offsets increase with its columns, so one
+ * forward walk over u per row finds or places them (O(len + w) a row, w the slice's offsets; the
+ * walk restarts should a row's columns not increase). A stencil or FEM slice has a few dozen. */
 static int64_t spx__sdia_offsets(const spx_csr *a, int64_t r0, int64_t r1, int32_t *u, int64_t cap) {
   int64_t n = 0, i, k;
-  for (i = r0; i < r1; i++)
+  for (i = r0; i < r1; i++) {
+    int64_t q = 0;
+    int32_t prev = INT32_MIN;
     for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
       int32_t o = (int32_t)((int64_t)a->col_idx[k] - i);
-      int64_t lo = 0, hi = n;
-      while (lo < hi) {
-        int64_t mid = (lo + hi) / 2;
-        if (u[mid] < o) lo = mid + 1;
-        else hi = mid;
-      }
-      if (lo < n && u[lo] == o) continue;
+      if (o < prev) q = 0;
+      prev = o;
+      while (q < n && u[q] < o) q++;
+      if (q < n && u[q] == o) continue;
       if (n == cap) return cap + 1;
-      memmove(u + lo + 1, u + lo, (size_t)(n - lo) * sizeof *u);
-      u[lo] = o;
+      memmove(u + q + 1, u + q, (size_t)(n - q) * sizeof *u);
+      u[q] = o;
       n++;
     }
-  return n;
-}
-
-/* Index of offset o among the w increasing offsets u (o is one of them). */
-static int64_t spx__sdia_find(const int32_t *u, int64_t w, int32_t o) {
-  int64_t lo = 0, hi = w;
-  while (lo + 1 < hi) {
-    int64_t mid = (lo + hi) / 2;
-    if (u[mid] <= o) lo = mid;
-    else hi = mid;
   }
-  return lo;
+  return n;
 }
 
 static spx_status spx__sdia_from_csr(const spx_csr *a, const spx__sdia_params *p, spx_fmt_sdia *s) {
@@ -46,6 +36,7 @@ static spx_status spx__sdia_from_csr(const spx_csr *a, const spx__sdia_params *p
   if (!(sp = (int64_t *)spx__calloc((size_t)nsl + 1, sizeof *sp)) ||
       !(u = (int32_t *)spx__alloc((size_t)a->nnz + 1, sizeof *u)))
     goto done;
+  spx__advise_huge(u, ((size_t)a->nnz + 1) * sizeof *u);
   SPX__FMT_OMP_FOR(n)
   for (sl = 0; sl < nsl; sl++) {
     int64_t r0 = sl * c, r1 = SPX__MIN(n, r0 + c), b = a->row_ptr[r0];
@@ -75,11 +66,17 @@ static spx_status spx__sdia_from_csr(const spx_csr *a, const spx__sdia_params *p
     spx_val src = spx__csr_val(a);
     if (w > 0) memcpy(s->off + sp[sl], o, (size_t)w * sizeof *o); /* off is NULL when no slice has one */
     for (j = sp[sl] * c; j < sp[sl + 1] * c; j++) spx_val_pad(s->val, j, a->dtype);
-    for (i = r0; i < r1; i++)
+    for (i = r0; i < r1; i++) {
+      int64_t d = 0;
+      int32_t prev = INT32_MIN;
       for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
-        int64_t d = spx__sdia_find(o, w, (int32_t)((int64_t)a->col_idx[k] - i));
+        int32_t off = (int32_t)((int64_t)a->col_idx[k] - i);
+        if (off < prev) d = 0; /* the same forward walk as spx__sdia_offsets: off is among o */
+        prev = off;
+        while (d < w - 1 && o[d] < off) d++;
         spx_val_store(s->val, (sp[sl] + d) * c + (i - r0), src, k, a->dtype);
       }
+    }
   }
   st = SPX_OK;
 done:
