@@ -3,7 +3,8 @@
  * columns col[] increasing; block b's entry (ii, jj) is val[(b*r + ii)*c + jj] (row-major). Slots
  * that are not nonzeros hold -0.0, as do slots past the matrix edge (kernels guard the edge).
  * auto: r = c = the size in 1..8 of least bytes; one of r, c given: the other equals it.
- * Conversion O(nnz + n/r + ncols/c) per size tried. */
+ * Conversion O(nnz + nblocks * r) per size tried (8 for auto; a plan passes the size it found), parallel
+ * over block rows; a row whose columns do not increase is SPX_INVALID_ARGUMENT. */
 #ifndef SPX_FORMATS_BSR_H
 #define SPX_FORMATS_BSR_H
 

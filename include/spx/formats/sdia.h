@@ -7,7 +7,7 @@
  * Unlike plain DIA a slice keeps only the diagonals its own rows touch, so a matrix whose band
  * wanders (bandwidth-reduced FEM, block-diagonal copies) stays compact. The converter refuses
  * (SPX_UNSUPPORTED) a matrix whose slots in real rows would exceed max_fill per nonzero.
- * Conversion O(nnz log w + slots), w the widest slice; parallel over slices. */
+ * Conversion O(nnz + slots) (a forward walk over the slice's offsets per row); parallel over slices. */
 #ifndef SPX_FORMATS_SDIA_H
 #define SPX_FORMATS_SDIA_H
 #define SPX_DESC_SDIA(X, PARAM, SCALAR, ARRAY)                                                  \
