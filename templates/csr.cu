@@ -57,9 +57,11 @@ spx_csr_spmv(long long nrows, long long ncols, long long nnz, const int *__restr
  *          when beta != 0). Shared: SPX_BLOCK*SPX_NPT*sizeof(T) + 4*(SPX_BLOCK+1).
  *
  * CONSTANTS  SPX_VALUE_T, SPX_BLOCK (the launch must use exactly this many threads), SPX_NPT
- *            (nonzeros per thread per chunk). */
+ *            (nonzeros per thread per chunk; absent: 2048 / SPX_BLOCK). */
 #ifndef SPX_NPT
-#define SPX_NPT 8
+/* 2048 products per chunk whatever the block: a fixed 8 put 64 KiB of static shared memory in every
+ * module of this file at 1024 threads (double), and ptxas refused the vector kernel's module too */
+#define SPX_NPT (2048 / SPX_BLOCK)
 #endif
 
 extern "C" __global__ void __launch_bounds__(SPX_BLOCK)

@@ -31,7 +31,7 @@
 #define SPX_BLOCK 256
 #endif
 #ifndef SPX_IPT
-#define SPX_IPT 8
+#define SPX_IPT (2048 / SPX_BLOCK) /* 2048 items per block: under 48 KiB of shared memory at any block */
 #endif
 typedef SPX_VALUE_T spx_value_t;
 #include "spmv_loads.cuh"

@@ -455,7 +455,7 @@ static const char *const spx__template_coo[] = {
 
 /* templates/csr.cu */
 static const char *const spx__template_csr[] = {
-    /* chunk 0: bytes 0..3979 */
+    /* chunk 0: bytes 0..3923 */
     ("/* csr.cu: SpMV on CSR (32-bit row pointers), \"vector\" kernel with SPX_TPR threads per row.\n"
     " *\n"
     " * MAPPING  SPX_TPR consecutive threads (1, 2, 4, 8, 16 or 32; a power of two dividing the warp)\n"
@@ -528,14 +528,16 @@ static const char *const spx__template_csr[] = {
     " *          when beta != 0). Shared: SPX_BLOCK*SPX_NPT*sizeof(T) + 4*(SPX_BLOCK+1).\n"
     " *\n"
     " * CONSTANTS  SPX_VALUE_T, SPX_BLOCK (the launch must use exactly this many threads), SPX_NPT\n"
-    " *            (nonzeros per thread per chunk). */\n"
-    "#ifndef SPX_NPT\n"
-    "#define SPX_NPT 8\n"
+    " *            (nonzeros per thread per chunk; absent: 2048 / SPX_BLOCK). */\n"
+    "#ifndef SPX_NPT\n"),
+    /* chunk 1: bytes 3923..6113 */
+    ("/* 2048 products per chunk whatever the block: a fixed 8 put 64 KiB of static shared memory in every\n"
+    " * module of this file at 1024 threads (double), and ptxas refused the vector kernel's module too */\n"
+    "#define SPX_NPT (2048 / SPX_BLOCK)\n"
     "#endif\n"
     "\n"
-    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"),
-    /* chunk 1: bytes 3979..5868 */
-    ("spx_csr_stream_spmv(long long nrows, long long ncols, long long nnz, const int *__restrict__ ptr,\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_csr_stream_spmv(long long nrows, long long ncols, long long nnz, const int *__restrict__ ptr,\n"
     "                    const int *__restrict__ col, const spx_value_t *__restrict__ val, double alpha,\n"
     "                    double beta, const spx_value_t *__restrict__ x, spx_value_t *__restrict__ y) {\n"
     "  __shared__ spx_value_t prod[SPX_BLOCK * SPX_NPT];\n"
@@ -581,7 +583,7 @@ static const char *const spx__template_csr[] = {
 
 /* templates/csr_lb.cu */
 static const char *const spx__template_csr_lb[] = {
-    /* chunk 0: bytes 0..3953 */
+    /* chunk 0: bytes 0..3972 */
     ("/* csr_lb.cu: load-balanced SpMV on CSR (32-bit row pointers) for skewed row lengths: merge-path\n"
     " * (Merrill and Garland, SC'16) over the nrows row ends and nnz nonzeros, with atomics in place of\n"
     " * a fix-up pass. Two launches.\n"
@@ -615,7 +617,7 @@ static const char *const spx__template_csr_lb[] = {
     "#define SPX_BLOCK 256\n"
     "#endif\n"
     "#ifndef SPX_IPT\n"
-    "#define SPX_IPT 8\n"
+    "#define SPX_IPT (2048 / SPX_BLOCK) /* 2048 items per block: under 48 KiB of shared memory at any block */\n"
     "#endif\n"
     "typedef SPX_VALUE_T spx_value_t;\n"
     "/* spmv_loads.cuh: how SpMV templates read their matrix arrays. Included by every SpMV template;\n"
@@ -645,10 +647,10 @@ static const char *const spx__template_csr_lb[] = {
     "  while (hi - lo > 32) {\n"
     "    const long long span = hi - lo, p = lo + span * lane / 32;\n"
     "    const bool c = (long long)ptr[p + 1] <= d - p - 1;\n"
-    "    const int n = __popc(__ballot_sync(0xffffffffu, c)); /* true on lanes 0 .. n-1 (monotone) */\n"
-    "    const long long nlo = n > 0 ? lo + span * (n - 1) / 32 + 1 : lo;\n"),
-    /* chunk 1: bytes 3953..7898 */
-    ("    const long long nhi = n < 32 ? lo + span * n / 32 : hi;\n"
+    "    const int n = __popc(__ballot_sync(0xffffffffu, c)); /* true on lanes 0 .. n-1 (monotone) */\n"),
+    /* chunk 1: bytes 3972..7899 */
+    ("    const long long nlo = n > 0 ? lo + span * (n - 1) / 32 + 1 : lo;\n"
+    "    const long long nhi = n < 32 ? lo + span * n / 32 : hi;\n"
     "    lo = nlo;\n"
     "    hi = nhi;\n"
     "  }\n"
@@ -732,10 +734,10 @@ static const char *const spx__template_csr_lb[] = {
     "        jb++;\n"
     "      }\n"
     "    }\n"
-    "  }\n"
-    "  /* Segmented scan over the threads of (ended a row, open sum): (f1, v1) + (f2, v2) =\n"),
-    /* chunk 2: bytes 7898..9205 */
-    ("   * (f1 | f2, f2 ? v2 : v1 + v2). Inclusive in the warp, then across warps. */\n"
+    "  }\n"),
+    /* chunk 2: bytes 7899..9293 */
+    ("  /* Segmented scan over the threads of (ended a row, open sum): (f1, v1) + (f2, v2) =\n"
+    "   * (f1 | f2, f2 ? v2 : v1 + v2). Inclusive in the warp, then across warps. */\n"
     "  int f = first_row >= 0;\n"
     "  spx_value_t v = run;\n"
     "#pragma unroll\n"
@@ -2419,8 +2421,8 @@ static const spx__template spx__templates[] = {
     {"bsr", spx__template_bsr, 2, 4667, UINT64_C(0x04b6aa2e62da0855)},
     {"convert", spx__template_convert, 2, 5761, UINT64_C(0xfcc541f1291d0372)},
     {"coo", spx__template_coo, 1, 3227, UINT64_C(0x5a5b51c933d8e1bc)},
-    {"csr", spx__template_csr, 2, 5868, UINT64_C(0xcfcb724398d1edb2)},
-    {"csr_lb", spx__template_csr_lb, 3, 9205, UINT64_C(0xaac07b3408705f4f)},
+    {"csr", spx__template_csr, 2, 6113, UINT64_C(0x8281d20ea2e3d82c)},
+    {"csr_lb", spx__template_csr_lb, 3, 9293, UINT64_C(0x2559228cbd9a25c9)},
     {"ell", spx__template_ell, 1, 3503, UINT64_C(0x6c6711f80c9d3e5d)},
     {"hyb", spx__template_hyb, 2, 4652, UINT64_C(0x0d94f4dc9b8a87fa)},
     {"jds", spx__template_jds, 1, 3760, UINT64_C(0x59dc72ac1ea26d04)},
