@@ -20,10 +20,11 @@ static int64_t spx__bsr_merge(const spx_csr *a, int64_t I, int32_t r, int32_t c,
     }
   }
   while (nr > 0) {
-    int32_t m = hb[0], lim;
+    int32_t m = hb[0];
+    int64_t lim;
     for (j = 1; j < nr; j++) m = hb[j] < m ? hb[j] : m;
     if (m <= last || (int64_t)m * c >= a->ncols) return -1;
-    lim = m * c + c; /* <= ncols - 1 + c: no overflow for 32-bit indices and c <= 64 */
+    lim = (int64_t)m * c + c; /* 64-bit: past INT32_MAX when ncols is within c of it */
     for (j = 0; j < nr; j++) {
       if (hb[j] != m) continue;
       while (k[j] < e[j] && a->col_idx[k[j]] < lim) {
