@@ -217,8 +217,8 @@ typedef struct spx__dcsr {
   spx_context *ctx;
   int64_t nrows, ncols, nnz;
   spx_dtype dtype;
-  spx_devptr rp, rp32, ci, va; /* rp32 0 when nnz > INT32_MAX */
-  int has_values;               /* va uploaded: only a build that uses the staged arrays needs them */
+  spx_devptr rp, rp32, ci, va; /* rp32 0 when nnz > INT32_MAX; va 0 until spx__dcsr_values */
+  int has_values;               /* va allocated and uploaded: only a build that uses the staged arrays needs them */
 } spx__dcsr;
 
 static void spx__dcsr_free(spx__dcsr *d) {
@@ -228,13 +228,16 @@ static void spx__dcsr_free(spx__dcsr *d) {
   memset(d, 0, sizeof *d);
 }
 
-/* The values, uploaded when a build takes the staged arrays (a format converted on the host does
- * not: the pattern alone is what its profile cost). */
+/* The values, allocated and uploaded when a build takes the staged arrays (a format converted on
+ * the host does not: the pattern alone is what its profile cost, and the selection allocates no
+ * value array it may not use). */
 static spx_status spx__dcsr_values(spx__dcsr *d, const spx_csr *a) {
+  const size_t vb = SPX_DTYPE_SIZE(a->dtype);
   spx_status s;
   if (d->has_values) return SPX_OK;
   if (a->nnz != d->nnz || a->dtype != d->dtype) return spx__fail(SPX_INTERNAL, "staged CSR and matrix differ");
-  if ((s = spx_device_upload(d->ctx, d->va, a->val.p, (size_t)a->nnz * SPX_DTYPE_SIZE(a->dtype)))) return s;
+  if (!d->va && (s = spx_device_alloc(d->ctx, (size_t)a->nnz * vb + vb, &d->va))) return s;
+  if ((s = spx_device_upload(d->ctx, d->va, a->val.p, (size_t)a->nnz * vb))) return s;
   d->has_values = 1;
   return SPX_OK;
 }
@@ -245,7 +248,6 @@ static spx_status spx__dcsr_values(spx__dcsr *d, const spx_csr *a) {
  * failure nothing stays allocated. */
 static spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, spx__dcsr *d, uint64_t r[9],
                                   int64_t **hist, double *upload_s) {
-  const size_t vb = SPX_DTYPE_SIZE(a->dtype);
   const char *defs[1] = {"SPX_BLOCK=256"};
   void *frow = NULL, *fhist = NULL;
   long long n = a->nrows, ncols = a->ncols, nnz = a->nnz, nbins;
@@ -261,7 +263,6 @@ static spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, s
       (s = spx_jit_kernel(ctx, "analyze", "spx_analyze_hist", 1, defs, &fhist)))
     goto fail;
   if ((s = spx_device_alloc(ctx, (size_t)(n + 1) * 8, &d->rp)) || (s = spx_device_alloc(ctx, (size_t)nnz * 4 + 4, &d->ci)) ||
-      (s = spx_device_alloc(ctx, (size_t)nnz * vb + vb, &d->va)) ||
       (nnz <= INT32_MAX && (s = spx_device_alloc(ctx, (size_t)(n + 1) * 4, &d->rp32))) ||
       (s = spx_device_alloc(ctx, sizeof init, &out)) || (s = spx_device_upload(ctx, out, init, sizeof init)))
     goto fail;

@@ -934,10 +934,11 @@ static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
   if (p->engine == SPX_PLAN_ENGINE_CUSPARSE && p->dc.rp32) {
     /* the staged arrays, wrapped (cuSPARSE does not copy them): they live as long as the plan */
     spx_cusparse_device_csr w;
+    if ((s = spx__dcsr_values(&p->dc, a))) return s; /* first: it allocates va */
     memset(&w, 0, sizeof w);
     w.nrows = p->dc.nrows; w.ncols = p->dc.ncols; w.nnz = p->dc.nnz; w.dtype = p->dc.dtype;
     w.row_ptr = p->dc.rp32; w.col_idx = p->dc.ci; w.val = p->dc.va;
-    if ((s = spx__dcsr_values(&p->dc, a)) || (s = spx_cusparse_plan_create_device_csr(p->ctx, &w, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
+    if ((s = spx_cusparse_plan_create_device_csr(p->ctx, &w, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
   } else if (p->engine == SPX_PLAN_ENGINE_CUSPARSE) {
     spx__dcsr_free(&p->dc);
     if ((s = spx_cusparse_plan_create(p->ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
