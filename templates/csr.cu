@@ -7,7 +7,13 @@
  * BYTES    per nonzero: 4 (col) + sizeof(T) (val) + x gathered; per row: 4 (ptr), y written
  *          (read too when beta != 0).
  *
- * CONSTANTS  SPX_VALUE_T, SPX_TPR (threads per row; absent: 1), SPX_BLOCK (launch bound).
+ * SPLIT    with SPX_SPLIT=S (small matrices with a few very long rows, where one launch of ~4 us is
+ *          the whole SpMV and its time is that of the longest row): a row longer than S steps of its
+ *          TPR lanes is left by its group and summed afterwards by the whole block (SPX_BLOCK lanes,
+ *          a fixed reduction order: deterministic), so the longest row costs len/SPX_BLOCK steps
+ *          instead of len/TPR. The launch must then use exactly SPX_BLOCK threads.
+ *
+ * CONSTANTS  SPX_VALUE_T, SPX_TPR (threads per row; absent: 1), SPX_BLOCK (launch bound), SPX_SPLIT.
  * ARGUMENTS  nrows, ncols, nnz, ptr, col, val, alpha, beta, x, y. */
 #ifndef SPX_VALUE_T
 #define SPX_VALUE_T double
@@ -29,18 +35,52 @@ spx_csr_spmv(long long nrows, long long ncols, long long nnz, const int *__restr
   const long long i = t / SPX_TPR;
   const int lane = (int)(t % SPX_TPR);
   spx_value_t sum = 0;
+  int mine = i < nrows; /* this group writes y[i] */
   (void)ncols; (void)nnz;
-  if (i < nrows) {
-    const int end = ptr[i + 1];
-    for (int k = ptr[i] + lane; k < end; k += SPX_TPR) sum += SPX_LDS(val + k) * __ldg(x + SPX_LDS(col + k));
+#ifdef SPX_SPLIT
+  __shared__ int nlong;
+  __shared__ long long longrow[SPX_BLOCK / SPX_TPR];
+  __shared__ spx_value_t wsum[SPX_BLOCK / 32];
+  if (threadIdx.x == 0) nlong = 0;
+  __syncthreads();
+#endif
+  if (mine) {
+    const int beg = ptr[i], end = ptr[i + 1];
+#ifdef SPX_SPLIT
+    if (end - beg > SPX_SPLIT * SPX_TPR) { /* left to the whole block below */
+      mine = 0;
+      if (lane == 0) longrow[atomicAdd(&nlong, 1)] = i;
+    } else
+#endif
+    for (int k = beg + lane; k < end; k += SPX_TPR) sum += SPX_LDS(val + k) * __ldg(x + SPX_LDS(col + k));
   }
   /* Every lane takes part in the shuffles (no early return above): the mask is the full warp. */
 #if SPX_TPR > 1
 #pragma unroll
   for (int off = SPX_TPR / 2; off > 0; off /= 2) sum += __shfl_down_sync(0xffffffffu, sum, off, SPX_TPR);
 #endif
-  if (i < nrows && lane == 0)
+  if (mine && lane == 0)
     y[i] = beta == 0.0 ? (spx_value_t)(alpha * sum) : (spx_value_t)(alpha * sum + beta * y[i]);
+#ifdef SPX_SPLIT
+  __syncthreads(); /* nlong and longrow complete */
+  /* The order rows were appended in varies, but each row's sum has one fixed order. */
+  for (int r = 0; r < nlong; r++) {
+    const long long row = longrow[r];
+    const int end = ptr[row + 1];
+    spx_value_t s = 0;
+    for (int k = ptr[row] + (int)threadIdx.x; k < end; k += SPX_BLOCK) s += SPX_LDS(val + k) * __ldg(x + SPX_LDS(col + k));
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) s += __shfl_down_sync(0xffffffffu, s, off);
+    if ((threadIdx.x & 31) == 0) wsum[threadIdx.x >> 5] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      s = 0;
+      for (int w = 0; w < SPX_BLOCK / 32; w++) s += wsum[w];
+      y[row] = beta == 0.0 ? (spx_value_t)(alpha * s) : (spx_value_t)(alpha * s + beta * y[row]);
+    }
+    __syncthreads(); /* wsum is reused by the next row */
+  }
+#endif
 }
 
 /* spx_csr_stream_spmv: CSR-stream (Greathouse and Daga, SC'14, their "CSR-Stream" case) for short,

@@ -174,12 +174,27 @@ static void test_kernel_plans(void **state) {
   p = plan_of(poisson, SPX_FORMAT_CSR, NULL);
   assert_string_equal(p.launch[0].kernel, "spx_csr_spmv");
   assert_true(has_define(&p.launch[0], "SPX_TPR=1"));
+  for (f = 0; f < p.launch[0].ndefines; f++) assert_null(strstr(p.launch[0].defines[f], "SPX_SPLIT"));
   p = plan_of(elast, SPX_FORMAT_CSR, NULL); /* 4^3 elements: 50.7 per row; 50.7 / 5 -> 8 lanes */
   assert_true(has_define(&p.launch[0], "SPX_TPR=8"));
   p = plan_of(small_skew, SPX_FORMAT_CSR, NULL);
   assert_int_equal(p.nlaunch, 1);
   assert_string_equal(p.launch[0].kernel, "spx_csr_spmv");
   assert_true(has_define(&p.launch[0], "SPX_TPR=32"));
+  assert_true(has_define(&p.launch[0], "SPX_SPLIT=8")); /* 300 > 8 steps of 32: the block sums it */
+  { /* the split kernel compiles through NVRTC for sm_90, at 256 and 1024 threads */
+    spx_fmt *m;
+    int compiled = 0, cached = 0;
+    spx_status s;
+    assert_int_equal(spx_fmt_from_csr(small_skew, SPX_FORMAT_CSR, NULL, &m), SPX_OK);
+    for (f = 256; f <= 1024; f *= 4) {
+      o.block = f;
+      s = spx_dmatrix_warm(m, &o, "sm_90", &compiled, &cached);
+      if (s != SPX_NOT_AVAILABLE && s) fail_msg("warm csr split %d: %s", f, spx_last_error());
+    }
+    o.block = 0;
+    spx_fmt_destroy(m);
+  }
   p = plan_of(big_skew, SPX_FORMAT_CSR, NULL); /* short rows on average, none over 2048: CSR-stream */
   assert_string_equal(p.launch[0].kernel, "spx_csr_stream_spmv");
   o.stream = -1; /* without it, skewed rows go to merge path */
@@ -304,7 +319,38 @@ static void test_variants(void **state) {
     check_one(a, SPX_FORMAT_CSR, SPX_DOUBLE, &o, "csr tpr");
     check_one(a, SPX_FORMAT_CSR, SPX_FLOAT, &o, "csr tpr");
   }
+  o.threads_per_row = 0;
   spx_csr_destroy(a);
+  { /* small, with long rows the whole block sums (SPX_SPLIT): several in one block, one in the last
+     * (partial) block, at 64, 256 and 1024 threads, and the generic kernel that goes without */
+    static const int longrow[5] = {5, 6, 40, 2990, 2999}, len[5] = {300, 2000, 257, 1500, 2500};
+    int32_t *r = malloc(sizeof(int32_t) * 12000), *c = malloc(sizeof(int32_t) * 12000);
+    spx_kernel_plan p;
+    spx_fmt *m;
+    int64_t k = 0;
+    int i, j;
+    assert_true(r && c);
+    for (i = 0; i < 3000; i++) { r[k] = i; c[k++] = i; }
+    for (i = 0; i < 5; i++)
+      for (j = 0; j < len[i]; j++) { r[k] = longrow[i]; c[k++] = (j * 7 + i) % 3000 == longrow[i] ? 2999 - j : (j * 7 + i) % 3000; }
+    assert_int_equal(spx_csr_from_coo(3000, 3000, k, r, c, NULL, SPX_DOUBLE, &a), SPX_OK);
+    free(r); free(c);
+    assert_int_equal(spx_fmt_from_csr(a, SPX_FORMAT_CSR, NULL, &m), SPX_OK);
+    assert_int_equal(spx_dmatrix_plan(m, NULL, &p), SPX_OK);
+    assert_true(has_define(&p.launch[0], "SPX_SPLIT=8"));
+    spx_fmt_destroy(m);
+    if (gpu) {
+      for (tpr = 64; tpr <= 1024; tpr *= 4) {
+        o.block = tpr;
+        check_one(a, SPX_FORMAT_CSR, SPX_DOUBLE, &o, "csr split");
+        check_one(a, SPX_FORMAT_CSR, SPX_FLOAT, &o, "csr split");
+      }
+      o.block = 0;
+      o.generic = 1;
+      check_one(a, SPX_FORMAT_CSR, SPX_DOUBLE, &o, "csr split generic");
+    }
+    spx_csr_destroy(a);
+  }
 }
 
 /* y from d on x (beta 0) downloaded as raw bytes into h (n * vs). */

@@ -129,6 +129,7 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
   int tpr = spx__tpr(m, o->threads_per_row);
   spx_kernel_launch *l = &p->launch[0];
   double ratio;
+  int split = 0;
   (void)dev;
   ratio = 0;
   if (!o->threads_per_row && !o->load_balance && o->stream <= 0 && m->nnz < SPX__CSR_SMALL_NNZ &&
@@ -139,6 +140,9 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
      * bcsstk08, bp_*). */
     int64_t longest = (int64_t)(ratio * (double)m->nnz / (double)m->nrows + 0.5);
     while (tpr < 32 && (longest + tpr - 1) / tpr > 8) tpr *= 2;
+    /* Rows longer than 8 steps of a whole warp (hundreds of entries, bench-small: adder_dcop_*,
+     * hangGlider_*) are summed by their whole block instead, in the same launch. */
+    split = (longest + tpr - 1) / tpr > 8;
   } else if (o->load_balance > 0 ||
       (!o->threads_per_row && !o->load_balance && o->stream <= 0 && !(o->stream == 0 && spx__csr_stream_pays(m)) &&
        spx__csr_skewed((const spx_fmt_csr *)m->impl, m->nrows, m->nnz, &ratio))) {
@@ -180,13 +184,15 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
               npt, b);
     return SPX_OK;
   }
-  if (b % (unsigned)tpr) b = 256;
+  if (b % (unsigned)tpr || (split && (b % 32 || b > 1024))) b = 256;
   p->nlaunch = 1;
   spx__klaunch(l, "csr", "spx_csr_spmv", m->nrows, b, b / (unsigned)tpr);
   spx__kdef(l, "SPX_TPR=%d", tpr);
-  l->nshape = 1;
+  if (split) spx__kdef(l, "SPX_SPLIT=8"); /* a shape constant too: the generic kernel goes without */
+  l->nshape = l->ndefines;
   spx__kdef(l, "SPX_BLOCK=%u", b);
-  SPX__KSUM(p, "csr: spx_csr_spmv %d threads/row, %u threads/block", tpr, b);
+  SPX__KSUM(p, "csr: spx_csr_spmv %d threads/row, %u threads/block%s", tpr, b,
+            split ? ", rows over 8 steps summed by the whole block" : "");
   return SPX_OK;
 }
 

@@ -455,7 +455,7 @@ static const char *const spx__template_coo[] = {
 
 /* templates/csr.cu */
 static const char *const spx__template_csr[] = {
-    /* chunk 0: bytes 0..3923 */
+    /* chunk 0: bytes 0..3926 */
     ("/* csr.cu: SpMV on CSR (32-bit row pointers), \"vector\" kernel with SPX_TPR threads per row.\n"
     " *\n"
     " * MAPPING  SPX_TPR consecutive threads (1, 2, 4, 8, 16 or 32; a power of two dividing the warp)\n"
@@ -465,7 +465,13 @@ static const char *const spx__template_csr[] = {
     " * BYTES    per nonzero: 4 (col) + sizeof(T) (val) + x gathered; per row: 4 (ptr), y written\n"
     " *          (read too when beta != 0).\n"
     " *\n"
-    " * CONSTANTS  SPX_VALUE_T, SPX_TPR (threads per row; absent: 1), SPX_BLOCK (launch bound).\n"
+    " * SPLIT    with SPX_SPLIT=S (small matrices with a few very long rows, where one launch of ~4 us is\n"
+    " *          the whole SpMV and its time is that of the longest row): a row longer than S steps of its\n"
+    " *          TPR lanes is left by its group and summed afterwards by the whole block (SPX_BLOCK lanes,\n"
+    " *          a fixed reduction order: deterministic), so the longest row costs len/SPX_BLOCK steps\n"
+    " *          instead of len/TPR. The launch must then use exactly SPX_BLOCK threads.\n"
+    " *\n"
+    " * CONSTANTS  SPX_VALUE_T, SPX_TPR (threads per row; absent: 1), SPX_BLOCK (launch bound), SPX_SPLIT.\n"
     " * ARGUMENTS  nrows, ncols, nnz, ptr, col, val, alpha, beta, x, y. */\n"
     "#ifndef SPX_VALUE_T\n"
     "#define SPX_VALUE_T double\n"
@@ -500,18 +506,53 @@ static const char *const spx__template_csr[] = {
     "  const long long i = t / SPX_TPR;\n"
     "  const int lane = (int)(t % SPX_TPR);\n"
     "  spx_value_t sum = 0;\n"
+    "  int mine = i < nrows; /* this group writes y[i] */\n"
     "  (void)ncols; (void)nnz;\n"
-    "  if (i < nrows) {\n"
-    "    const int end = ptr[i + 1];\n"
-    "    for (int k = ptr[i] + lane; k < end; k += SPX_TPR) sum += SPX_LDS(val + k) * __ldg(x + SPX_LDS(col + k));\n"
+    "#ifdef SPX_SPLIT\n"
+    "  __shared__ int nlong;\n"
+    "  __shared__ long long longrow[SPX_BLOCK / SPX_TPR];\n"
+    "  __shared__ spx_value_t wsum[SPX_BLOCK / 32];\n"
+    "  if (threadIdx.x == 0) nlong = 0;\n"
+    "  __syncthreads();\n"
+    "#endif\n"
+    "  if (mine) {\n"
+    "    const int beg = ptr[i], end = ptr[i + 1];\n"
+    "#ifdef SPX_SPLIT\n"
+    "    if (end - beg > SPX_SPLIT * SPX_TPR) { /* left to the whole block below */\n"
+    "      mine = 0;\n"
+    "      if (lane == 0) longrow[atomicAdd(&nlong, 1)] = i;\n"
+    "    } else\n"
+    "#endif\n"
+    "    for (int k = beg + lane; k < end; k += SPX_TPR) sum += SPX_LDS(val + k) * __ldg(x + SPX_LDS(col + k));\n"
     "  }\n"
     "  /* Every lane takes part in the shuffles (no early return above): the mask is the full warp. */\n"
     "#if SPX_TPR > 1\n"
     "#pragma unroll\n"
     "  for (int off = SPX_TPR / 2; off > 0; off /= 2) sum += __shfl_down_sync(0xffffffffu, sum, off, SPX_TPR);\n"
     "#endif\n"
-    "  if (i < nrows && lane == 0)\n"
+    "  if (mine && lane == 0)\n"
     "    y[i] = beta == 0.0 ? (spx_value_t)(alpha * sum) : (spx_value_t)(alpha * sum + beta * y[i]);\n"
+    "#ifdef SPX_SPLIT\n"
+    "  __syncthreads(); /* nlong and longrow complete */\n"
+    "  /* The order rows were appended in varies, but each row's sum has one fixed order. */\n"
+    "  for (int r = 0; r < nlong; r++) {\n"
+    "    const long long row = longrow[r];\n"
+    "    const int end = ptr[row + 1];\n"
+    "    spx_value_t s = 0;\n"),
+    /* chunk 1: bytes 3926..7926 */
+    ("    for (int k = ptr[row] + (int)threadIdx.x; k < end; k += SPX_BLOCK) s += SPX_LDS(val + k) * __ldg(x + SPX_LDS(col + k));\n"
+    "#pragma unroll\n"
+    "    for (int off = 16; off > 0; off /= 2) s += __shfl_down_sync(0xffffffffu, s, off);\n"
+    "    if ((threadIdx.x & 31) == 0) wsum[threadIdx.x >> 5] = s;\n"
+    "    __syncthreads();\n"
+    "    if (threadIdx.x == 0) {\n"
+    "      s = 0;\n"
+    "      for (int w = 0; w < SPX_BLOCK / 32; w++) s += wsum[w];\n"
+    "      y[row] = beta == 0.0 ? (spx_value_t)(alpha * s) : (spx_value_t)(alpha * s + beta * y[row]);\n"
+    "    }\n"
+    "    __syncthreads(); /* wsum is reused by the next row */\n"
+    "  }\n"
+    "#endif\n"
     "}\n"
     "\n"
     "/* spx_csr_stream_spmv: CSR-stream (Greathouse and Daga, SC'14, their \"CSR-Stream\" case) for short,\n"
@@ -529,9 +570,8 @@ static const char *const spx__template_csr[] = {
     " *\n"
     " * CONSTANTS  SPX_VALUE_T, SPX_BLOCK (the launch must use exactly this many threads), SPX_NPT\n"
     " *            (nonzeros per thread per chunk; absent: 2048 / SPX_BLOCK). */\n"
-    "#ifndef SPX_NPT\n"),
-    /* chunk 1: bytes 3923..6113 */
-    ("/* 2048 products per chunk whatever the block: a fixed 8 put 64 KiB of static shared memory in every\n"
+    "#ifndef SPX_NPT\n"
+    "/* 2048 products per chunk whatever the block: a fixed 8 put 64 KiB of static shared memory in every\n"
     " * module of this file at 1024 threads (double), and ptxas refused the vector kernel's module too */\n"
     "#define SPX_NPT (2048 / SPX_BLOCK)\n"
     "#endif\n"
@@ -2421,7 +2461,7 @@ static const spx__template spx__templates[] = {
     {"bsr", spx__template_bsr, 2, 4667, UINT64_C(0x04b6aa2e62da0855)},
     {"convert", spx__template_convert, 2, 5761, UINT64_C(0xfcc541f1291d0372)},
     {"coo", spx__template_coo, 1, 3227, UINT64_C(0x5a5b51c933d8e1bc)},
-    {"csr", spx__template_csr, 2, 6113, UINT64_C(0x8281d20ea2e3d82c)},
+    {"csr", spx__template_csr, 2, 7926, UINT64_C(0x4b5bf8ae13e4409b)},
     {"csr_lb", spx__template_csr_lb, 3, 9293, UINT64_C(0x2559228cbd9a25c9)},
     {"ell", spx__template_ell, 1, 3503, UINT64_C(0x6c6711f80c9d3e5d)},
     {"hyb", spx__template_hyb, 2, 4652, UINT64_C(0x0d94f4dc9b8a87fa)},
