@@ -219,6 +219,7 @@ typedef struct spx__dcsr {
   spx_dtype dtype;
   spx_devptr rp, rp32, ci, va; /* rp32 0 when nnz > INT32_MAX; va 0 until spx__dcsr_values */
   int has_values;               /* va allocated and uploaded: only a build that uses the staged arrays needs them */
+  double stage_s[4];            /* staging's parts (alloc, upload, rows kernel + download, histogram), for traces */
 } spx__dcsr;
 
 static void spx__dcsr_free(spx__dcsr *d) {
@@ -254,7 +255,7 @@ static spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, s
   spx_devptr out = 0, dh = 0;
   uint64_t init[9] = {~0ull, 0, ~0ull, 0, 0, 0, 0, 0, 0};
   spx_status s;
-  double t0;
+  double t0, ta = spx__now();
   memset(d, 0, sizeof *d);
   *hist = NULL;
   if (ctx->backend != SPX_BACKEND_CUDA) return spx__fail(SPX_NOT_AVAILABLE, "staging a CSR needs the CUDA backend");
@@ -267,15 +268,19 @@ static spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, s
       (s = spx_device_alloc(ctx, sizeof init, &out)) || (s = spx_device_upload(ctx, out, init, sizeof init)))
     goto fail;
   t0 = spx__now();
+  d->stage_s[0] = t0 - ta;
   if ((s = spx_device_upload(ctx, d->rp, a->row_ptr, (size_t)(n + 1) * 8)) ||
       (s = spx_device_upload(ctx, d->ci, a->col_idx, (size_t)nnz * 4)))
     goto fail;
-  *upload_s = spx__now() - t0;
+  *upload_s = d->stage_s[1] = spx__now() - t0;
+  t0 = spx__now();
   {
     void *pr[8] = {&n, &ncols, &nnz, &d->rp, &d->ci, &d->rp32, &tpr, &out};
     if ((s = spx__launch256(ctx, frow, (n + 255) / 256, pr, "spx_analyze_rows"))) goto fail;
   }
   if ((s = spx_device_download(ctx, r, out, sizeof init))) goto fail;
+  d->stage_s[2] = spx__now() - t0;
+  t0 = spx__now();
   if (r[0] != ~0ull) { /* a bad row: the caller's host validation names it */
     spx_device_free(ctx, out);
     return SPX_OK;
@@ -293,6 +298,7 @@ static spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, s
   }
   spx_device_free(ctx, out);
   spx_device_free(ctx, dh);
+  d->stage_s[3] = spx__now() - t0;
   return SPX_OK;
 fail:
   spx_device_free(ctx, out);

@@ -1350,11 +1350,14 @@ typedef struct spx__plan_cols_job {
   const spx_csr *a;
   spx__pprof *p;
   spx_status s;
+  double seconds;
 } spx__plan_cols_job;
 
 static void *spx__plan_cols_thread(void *arg) {
   spx__plan_cols_job *j = (spx__plan_cols_job *)arg;
+  double t0 = spx__now();
   j->s = spx__pprof_columns(j->a, 1, j->p);
+  j->seconds = spx__now() - t0;
   return NULL;
 }
 
@@ -1364,7 +1367,8 @@ static void *spx__plan_cols_thread(void *arg) {
 static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, spx__pprof *rows, int *done) {
   uint64_t r[9];
   int64_t *hist = NULL;
-  double t0 = spx__now();
+  double t0 = spx__now(), tj;
+  const char *tr = getenv("SPX_PLAN_TRACE");
   spx__plan_cols_job job;
   pthread_t th;
   int threaded;
@@ -1378,8 +1382,13 @@ static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, spx__pprof *row
   job.p = rows;
   threaded = pthread_create(&th, NULL, spx__plan_cols_thread, &job) == 0;
   s = spx__dcsr_stage(p->ctx, a, spx__plan_tpr(a), &p->dc, r, &hist, &p->stage_upload_s);
+  tj = spx__now();
   if (threaded) pthread_join(th, NULL);
   else spx__plan_cols_thread(&job);
+  if (tr && *tr && *tr != '0')
+    fprintf(stderr, "spx plan:   stage: alloc %.3f upload %.3f rows %.3f hist %.3f, columns (thread) %.3f, join wait %.3f ms\n",
+            1e3 * p->dc.stage_s[0], 1e3 * p->dc.stage_s[1], 1e3 * p->dc.stage_s[2], 1e3 * p->dc.stage_s[3],
+            1e3 * job.seconds, 1e3 * (spx__now() - tj));
   if (s || job.s) {
     spx__dcsr_free(&p->dc);
     SPX_FREE(hist);
