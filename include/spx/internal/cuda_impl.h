@@ -247,25 +247,32 @@ static spx_status spx__dcsr_values(spx__dcsr *d, const spx_csr *a) {
  * analyze.cu's out[] (r[0] the first bad row, ~0 when none), *hist the row-length histogram
  * (r[1] + 1 entries, the caller frees it). tpr: the CSR kernel's lanes per row for r[8]. On
  * failure nothing stays allocated. */
+/* Row-length bins spx_analyze_rows counts in shared memory (8 KiB per block); longer rows take a
+ * second kernel. */
+#define SPX__ANALYZE_HIST 2048
+#define SPX__STR2(x) #x
+#define SPX__STR(x) SPX__STR2(x)
 static spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, spx__dcsr *d, uint64_t r[9],
                                   int64_t **hist, double *upload_s) {
-  const char *defs[1] = {"SPX_BLOCK=256"};
+  enum { hs = SPX__ANALYZE_HIST }; /* the histogram's bins the rows kernel fills */
+  const char *defs[2] = {"SPX_BLOCK=256", "SPX_HIST_SHARED=" SPX__STR(SPX__ANALYZE_HIST)};
   void *frow = NULL, *fhist = NULL;
-  long long n = a->nrows, ncols = a->ncols, nnz = a->nnz, nbins;
+  long long n = a->nrows, ncols = a->ncols, nnz = a->nnz, nbins, lo = hs;
   spx_devptr out = 0, dh = 0;
-  uint64_t init[9] = {~0ull, 0, ~0ull, 0, 0, 0, 0, 0, 0};
+  uint64_t *o = NULL;
   spx_status s;
   double t0, ta = spx__now();
   memset(d, 0, sizeof *d);
   *hist = NULL;
   if (ctx->backend != SPX_BACKEND_CUDA) return spx__fail(SPX_NOT_AVAILABLE, "staging a CSR needs the CUDA backend");
   d->ctx = ctx; d->nrows = n; d->ncols = ncols; d->nnz = nnz; d->dtype = a->dtype;
-  if ((s = spx_jit_kernel(ctx, "analyze", "spx_analyze_rows", 1, defs, &frow)) ||
-      (s = spx_jit_kernel(ctx, "analyze", "spx_analyze_hist", 1, defs, &fhist)))
+  if ((s = spx_jit_kernel(ctx, "analyze", "spx_analyze_rows", 2, defs, &frow)) ||
+      (s = spx_jit_kernel(ctx, "analyze", "spx_analyze_hist", 2, defs, &fhist)))
     goto fail;
+  if (!(o = (uint64_t *)spx__alloc(9 + hs, sizeof *o))) { s = SPX_OUT_OF_MEMORY; goto fail; }
   if ((s = spx_device_alloc(ctx, (size_t)(n + 1) * 8, &d->rp)) || (s = spx_device_alloc(ctx, (size_t)nnz * 4 + 4, &d->ci)) ||
       (nnz <= INT32_MAX && (s = spx_device_alloc(ctx, (size_t)(n + 1) * 4, &d->rp32))) ||
-      (s = spx_device_alloc(ctx, sizeof init, &out)) || (s = spx_device_upload(ctx, out, init, sizeof init)))
+      (s = spx_device_alloc(ctx, (9 + hs) * 8, &out)) || (s = spx_device_memset(ctx, out, 0, (9 + hs) * 8)))
     goto fail;
   t0 = spx__now();
   d->stage_s[0] = t0 - ta;
@@ -276,33 +283,39 @@ static spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, s
   t0 = spx__now();
   {
     void *pr[8] = {&n, &ncols, &nnz, &d->rp, &d->ci, &d->rp32, &tpr, &out};
-    if ((s = spx__launch256(ctx, frow, (n + 255) / 256, pr, "spx_analyze_rows"))) goto fail;
+    /* grid-stride: a few blocks per SM, each one atomic per counter */
+    if ((s = spx__launch256(ctx, frow, SPX__MIN((n + 255) / 256, 1024), pr, "spx_analyze_rows"))) goto fail;
   }
-  if ((s = spx_device_download(ctx, r, out, sizeof init))) goto fail;
+  if ((s = spx_device_download(ctx, o, out, (9 + hs) * 8))) goto fail;
   d->stage_s[2] = spx__now() - t0;
   t0 = spx__now();
+  memcpy(r, o, 9 * sizeof *r);
+  r[0] = ~r[0]; r[2] = ~r[2]; /* the kernel keeps the two minima complemented */
   if (r[0] != ~0ull) { /* a bad row: the caller's host validation names it */
     spx_device_free(ctx, out);
+    SPX_FREE(o);
     return SPX_OK;
   }
   nbins = (long long)r[1] + 1;
   if (!(*hist = (int64_t *)spx__calloc((size_t)nbins, sizeof **hist))) { s = SPX_OUT_OF_MEMORY; goto fail; }
-  if ((s = spx_device_alloc(ctx, (size_t)nbins * 8, &dh)) || (s = spx_device_memset(ctx, dh, 0, (size_t)nbins * 8)))
-    goto fail;
-  {
-    void *pr[4] = {&n, &d->rp, &nbins, &dh};
-    int64_t g = SPX__MIN((n + 255) / 256, 1024); /* grid-stride: a few waves, each block one shared histogram */
-    if ((s = spx__launch256(ctx, fhist, g, pr, "spx_analyze_hist")) ||
-        (s = spx_device_download(ctx, *hist, dh, (size_t)nbins * 8)))
+  memcpy(*hist, o + 9, (size_t)SPX__MIN(nbins, (long long)hs) * sizeof **hist);
+  if (nbins > lo) { /* rows longer than the shared bins: their counts in a second pass */
+    void *pr[5] = {&n, &d->rp, &lo, &nbins, &dh};
+    int64_t g = SPX__MIN((n + 255) / 256, 1024);
+    if ((s = spx_device_alloc(ctx, (size_t)(nbins - lo) * 8, &dh)) || (s = spx_device_memset(ctx, dh, 0, (size_t)(nbins - lo) * 8)) ||
+        (s = spx__launch256(ctx, fhist, g, pr, "spx_analyze_hist")) ||
+        (s = spx_device_download(ctx, *hist + lo, dh, (size_t)(nbins - lo) * 8)))
       goto fail;
   }
   spx_device_free(ctx, out);
   spx_device_free(ctx, dh);
+  SPX_FREE(o);
   d->stage_s[3] = spx__now() - t0;
   return SPX_OK;
 fail:
   spx_device_free(ctx, out);
   spx_device_free(ctx, dh);
+  SPX_FREE(o);
   SPX_FREE(*hist);
   *hist = NULL;
   spx__dcsr_free(d);

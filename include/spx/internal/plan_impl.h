@@ -788,12 +788,18 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
   int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype), vec = vb * (a->nrows + a->ncols);
   int f, k = 0;
   spx_status s;
+  const char *tr = getenv("SPX_PLAN_TRACE");
+  double tc = spx__now();
   if ((s = spx__pprof_make(a, d->warp, with_cusparse != 2, rows, &p))) return s;
+  if (tr && *tr && *tr != '0') fprintf(stderr, "spx plan:   profile  %8.3f ms\n", 1e3 * (spx__now() - tc));
   for (f = 0; f < spx_format_count() && k < max && with_cusparse != 2; f++) {
     const spx_format_vtable *vt = spx_format_info((spx_format)f);
     const spx__plan_pred *q;
     spx_plan_candidate *c = &out[k];
     double idle = 0;
+    if (tr && *tr && *tr != '0' && f > 0 && spx__now() - tc > 5e-6)
+      fprintf(stderr, "spx plan:   %-8.8s %8.3f ms\n", spx_format_name((spx_format)(f - 1)), 1e3 * (spx__now() - tc));
+    tc = spx__now();
     if (!vt || !spx_format_has_kernel((spx_format)f)) continue;
     q = spx__plan_pred_of(vt->name);
     memset(c, 0, sizeof *c);
@@ -1365,7 +1371,7 @@ static void *spx__plan_cols_thread(void *arg) {
  * counters. SPX_OK with *done 0: not staged (the caller profiles on the host). A malformed CSR
  * fails with spx_csr_validate's message. */
 static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, spx__pprof *rows, int *done) {
-  uint64_t r[9];
+  uint64_t r[9] = {0};
   int64_t *hist = NULL;
   double t0 = spx__now(), tj;
   const char *tr = getenv("SPX_PLAN_TRACE");
