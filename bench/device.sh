@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU batch behind bench/results: run from the repository root on the device machine after
 # `gn gen out && ninja -C out`. Each part writes its files into DEST and prints a short summary.
-# Usage: bench/device.sh DEST PART...   PART: tests | select | shared | solve | bench
+# Usage: bench/device.sh DEST PART...   PART: tests | select | shared | solve | bench | stencil-ab
 # select runs the large-set eval twice in one cache directory and keeps both: the first pays every
 # NVRTC compile (cold cache), the second reads the kernels from the disk cache, as a program does
 # from its second run on (or after `spx jit --warm`).
@@ -41,6 +41,52 @@ for part in "$@"; do
     $spx bench --set large --dtype both --reps 15 --json "$dest/bench-large.json" --csv "$dest/bench-large.csv" \
       --svg "$dest/bench-large.svg" > "$dest/bench-large.txt" 2>&1
     tail -4 "$dest/bench-large.txt" ;;
+  stencil-ab)
+    # The in-core one-step stencil kernel (depth 1) with 1 and 2 x cells per thread
+    # (SPX_STENCIL_XV), runs interleaved 1, 2, 1, 2 so that clocks and temperature drift hit both:
+    # kernel-time GStencil/s and its share of the roofline, the device copy bandwidth that
+    # `spx stencil` measures in the same process over 2 sizeof(T) bytes per cell. Edges:
+    # $SPX_AB_EDGES (default 256 512 768 1024: 1024^3 double is 2 x 8 GiB on the device, 8 GiB
+    # pinned). About 1-2 minutes on an H100. Files: stencil-ab.txt (table), stencil-ab.jsonl (one
+    # `spx stencil --json` object a run), stencil-ab.err.
+    t0=$SECONDS
+    : > "$dest/stencil-ab.jsonl"; : > "$dest/stencil-ab.err"
+    {
+      echo "stencil-ab: in-core one-step kernel, depth 1; rate over kernel time; roof = device copy GB/s measured in the same process / (2 sizeof(T)) per cell"
+      printf '%-6s %5s %5s %3s %11s %9s %6s %9s\n' type edge steps xv GStencil/s roof %roof "copy GB/s"
+      for type in float double; do
+        for e in ${SPX_AB_EDGES:-256 512 768 1024}; do
+          steps=$(( 8589934592 / (e * e * e) ))   # about 2^33 cell updates: 20-100 ms of kernels
+          [ $steps -lt 16 ] && steps=16
+          [ $steps -gt 512 ] && steps=512
+          for rep in 1 2; do
+            for xv in 1 2; do
+              json=$(SPX_STENCIL_XV=$xv $spx stencil --n "$e" --method incore --depth 1 --type $type --steps $steps \
+                       --json 2>> "$dest/stencil-ab.err" | tr -d '\n')
+              echo "$json" >> "$dest/stencil-ab.jsonl"
+              field() { printf '%s' "$json" | sed -n "s/.*\"$1\": *\([-0-9.eE+]*\).*/\1/p"; }
+              if [ -z "$(field kernel_gstencils)" ]; then
+                printf '%-6s %5s %5s %3s %11s (failed: see stencil-ab.err)\n' $type "$e" $steps $xv -
+                continue
+              fi
+              # xv from the plan, not the request: a mismatch would show here
+              awk -v t=$type -v e="$e" -v s=$steps -v x="$(field xv)" -v k="$(field kernel_gstencils)" \
+                  -v r="$(field roofline_gstencils)" -v c="$(field copy_gbs)" \
+                  'BEGIN { printf "%-6s %5s %5s %3s %11.2f %9.2f %6.1f %9.1f\n", t, e, s, x, k, r, (r > 0 ? 100 * k / r : 0), c }'
+            done
+          done
+        done
+      done
+    } > "$dest/stencil-ab.txt"
+    # the best run of each (type, edge, xv), and xv 2 over xv 1
+    awk 'NR > 2 && $5 != "-" { key = $1 " " $2; if (!(key in seen)) { seen[key] = 1; order[n++] = key }
+                               if ($5 > best[key, $4]) { best[key, $4] = $5; pct[key, $4] = $7 } }
+         END { print "summary, best of 2 runs: type edge | xv=1 GStencil/s %roof | xv=2 GStencil/s %roof | xv2/xv1"
+               for (i = 0; i < n; i++) { k = order[i]
+                 printf "%-12s | %9.2f %5.1f%% | %9.2f %5.1f%% | %.3f\n", k, best[k, 1], pct[k, 1], best[k, 2], pct[k, 2],
+                        (best[k, 1] > 0 ? best[k, 2] / best[k, 1] : 0) } }' "$dest/stencil-ab.txt" > "$dest/stencil-ab-summary.txt"
+    cat "$dest/stencil-ab.txt" "$dest/stencil-ab-summary.txt"
+    echo "stencil-ab: $((SECONDS - t0)) s" ;;
   *) echo "bench/device.sh: unknown part '$part'" >&2; exit 2 ;;
   esac
 done

@@ -12,10 +12,14 @@
  *          lie in [wz0, wz1) and hold valid values. The caller keeps the z-boundary planes in both
  *          buffers. blockIdx.z takes `chunk` output planes each.
  *
- * spx_stencil_step   MAPPING one thread per (x, y) column of a SPX_BX x SPX_BY block, looping over z
- *                    with a register queue (below, centre, above); x/y neighbours come through the
- *                    read-only cache. No shared memory. BYTES 2 * sizeof(T) per cell per step (one
- *                    read, one write) plus 2 planes per z-chunk.
+ * spx_stencil_step   MAPPING one thread per SPX_STENCIL_XV adjacent (x, y) columns of a SPX_BX x SPX_BY
+ *                    block (blockIdx.x covers BX * XV cells), looping over z with a register queue
+ *                    (below, centre, above); x/y neighbours come through the read-only cache. No
+ *                    shared memory. XV = 2: a warp spans 64 x cells and each of its loads and stores
+ *                    moves twice the bytes (float2/double2: the pair, its y and z neighbours; the
+ *                    pair's outer x neighbours are two scalars), 5 loads per 2 cells instead of 10,
+ *                    so more bytes are in flight per thread. BYTES 2 * sizeof(T) per cell per step
+ *                    (one read, one write) plus 2 planes per z-chunk.
  * spx_stencil_tb     MAPPING one thread per column of a SPX_BX x SPX_BY tile that includes a halo of
  *                    DEPTH columns on each side, so the block writes (BX - 2 DEPTH) x (BY - 2 DEPTH)
  *                    columns. Streaming over z, input plane zin feeds level 1 at plane zin-1, level 2
@@ -29,6 +33,9 @@
  *   SPX_NX, SPX_NY, SPX_NZ  grid size                                             (64)
  *   SPX_BX, SPX_BY       block shape (threads); launch bound SPX_BX * SPX_BY         (32, 8)
  *   SPX_DEPTH            time steps per launch of spx_stencil_tb: 1, 2 or 4       (2)
+ *   SPX_STENCIL_XV       x cells per thread of spx_stencil_step: 1 or 2; 2 needs an even SPX_NX
+ *                        and buffers aligned to 2 * sizeof(T) (device allocations are), so that
+ *                        every pair is                                              (1)
  *   SPX_CC, SPX_CXM, SPX_CXP, SPX_CYM, SPX_CYP, SPX_CZM, SPX_CZP
  *                        coefficients, as exact hexadecimal literals (%a)          (0.4, 0.1 x 6)
  *
@@ -55,6 +62,15 @@
 #ifndef SPX_DEPTH
 #define SPX_DEPTH 2
 #endif
+#ifndef SPX_STENCIL_XV
+#define SPX_STENCIL_XV 1
+#endif
+#if SPX_STENCIL_XV != 1 && SPX_STENCIL_XV != 2
+#error "SPX_STENCIL_XV is 1 or 2"
+#endif
+#if SPX_STENCIL_XV == 2 && SPX_NX % 2
+#error "SPX_STENCIL_XV=2 needs an even SPX_NX: an odd row length misaligns the pair loads"
+#endif
 #ifndef SPX_CC
 #define SPX_CC 0.4
 #endif
@@ -78,6 +94,11 @@
 #endif
 
 typedef SPX_VALUE_T spx_value_t;
+/* Two adjacent x cells as one aligned vector (SPX_STENCIL_XV = 2). */
+template <typename T> struct spx_pair_of;
+template <> struct spx_pair_of<float> { typedef float2 type; };
+template <> struct spx_pair_of<double> { typedef double2 type; };
+typedef spx_pair_of<spx_value_t>::type spx_pair_t;
 
 #define SPX_PLANE ((long long)SPX_NX * SPX_NY)
 
@@ -101,6 +122,7 @@ __device__ __forceinline__ spx_value_t spx_update(spx_value_t c, spx_value_t w, 
 }
 
 /* One step on output planes [zlo, zhi); the window holds planes [wz0, wz1). */
+#if SPX_STENCIL_XV == 1
 extern "C" __global__ void __launch_bounds__(SPX_BX * SPX_BY)
 spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,
                  long long wz1, int zlo, int zhi, int chunk) {
@@ -124,6 +146,41 @@ spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ o
     centre = above;
   }
 }
+#else
+/* Cells gx and gx + 1 (gx even). Every load is unconditional, so that all of them issue together:
+ * each lies in the window even for a boundary cell (rows gy - 1 and gy + 1 and cells gx - 1 and
+ * gx + 2 stay within planes z - 1 .. z + 1, which the window holds), and a boundary cell's sum,
+ * maybe of garbage, is not used. */
+extern "C" __global__ void __launch_bounds__(SPX_BX * SPX_BY)
+spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,
+                 long long wz1, int zlo, int zhi, int chunk) {
+  const int gx = 2 * (int)(blockIdx.x * SPX_BX + threadIdx.x), gy = blockIdx.y * SPX_BY + threadIdx.y;
+  const int z0 = zlo + (int)blockIdx.z * chunk;
+  const int z1 = min(z0 + chunk, zhi);
+  (void)wz1;
+  if (gx >= SPX_NX || gy >= SPX_NY || z0 >= z1) return; /* NX even: gx < NX means gx + 1 < NX */
+  const bool yedge = gy == 0 || gy == SPX_NY - 1;
+  const bool edge0 = yedge || gx == 0, edge1 = yedge || gx + 1 == SPX_NX - 1;
+  const long long col = (long long)gy * SPX_NX + gx;
+  const spx_value_t *p = in + (z0 - wz0) * SPX_PLANE + col;
+  spx_value_t *q = out + (z0 - wz0) * SPX_PLANE + col;
+  spx_pair_t below = __ldg((const spx_pair_t *)(p - SPX_PLANE)), centre = __ldg((const spx_pair_t *)p);
+  for (int z = z0; z < z1; z++, p += SPX_PLANE, q += SPX_PLANE) {
+    const spx_pair_t above = __ldg((const spx_pair_t *)(p + SPX_PLANE));
+    const spx_pair_t s = __ldg((const spx_pair_t *)(p - SPX_NX)), n = __ldg((const spx_pair_t *)(p + SPX_NX));
+    const spx_value_t w = __ldg(p - 1), e = __ldg(p + 2);
+    /* Both sums first, then selects: no branch between one z step's loads and the next's. */
+    const spx_value_t u0 = spx_update(centre.x, w, centre.y, s.x, n.x, below.x, above.x);
+    const spx_value_t u1 = spx_update(centre.y, centre.x, e, s.y, n.y, below.y, above.y);
+    spx_pair_t r;
+    r.x = edge0 ? centre.x : u0;
+    r.y = edge1 ? centre.y : u1;
+    *(spx_pair_t *)q = r;
+    below = centre;
+    centre = above;
+  }
+}
+#endif
 
 /* SPX_DEPTH steps on output planes [zlo, zhi) through shared memory. */
 extern "C" __global__ void __launch_bounds__(SPX_BX * SPX_BY)

@@ -1,7 +1,8 @@
 /* Tests of spx/stencil.h: the host reference against an analytic solution, the capacity formula,
  * the planner's slab counts and errors, every out-of-core method's schedule on the host backend
- * (bitwise the in-core result), the NVRTC compile of the kernels, and the GPU runs (skipped
- * without a GPU). */
+ * (bitwise the in-core result), the NVRTC compile of the kernels, the one-step kernel's x cells
+ * per thread (plan, environment, JIT key), and the GPU runs (skipped without a GPU). */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include "spx_test.h"
 
 static const double pi = 3.14159265358979323846;
@@ -492,6 +493,131 @@ static void test_kernels_compile(void **state) {
       }
 }
 
+/* ---- x cells per thread of the one-step kernel (SPX_STENCIL_XV) ---------------------------------- */
+/* Sets (v non-NULL) or unsets SPX_STENCIL_XV. */
+static void xv_env(const char *v) {
+  if (v) assert_int_equal(setenv("SPX_STENCIL_XV", v, 1), 0);
+  else assert_int_equal(unsetenv("SPX_STENCIL_XV"), 0);
+}
+
+/* The plan's xv: 2 where nx is even, in both types and at every depth; 1 for an odd nx whatever is
+ * asked; the option, then SPX_STENCIL_XV, force it; other values are rejected with a sentence. */
+static void test_xv_plan(void **state) {
+  spx_stencil p;
+  spx_stencil_options o;
+  spx_stencil_plan pl;
+  char *saved = getenv("SPX_STENCIL_XV") ? strdup(getenv("SPX_STENCIL_XV")) : NULL;
+  int t, d;
+  (void)state;
+  xv_env(NULL);
+  for (t = 0; t < 2; t++)
+    for (d = 1; d <= 4; d *= 2) {
+      memset(&o, 0, sizeof o);
+      o.method = SPX_STENCIL_INCORE;
+      o.depth = d;
+      assert_int_equal(spx_stencil_init(&p, 66, 37, 20, t ? SPX_FLOAT : SPX_DOUBLE, 0.4, 0.1, 0.1, 0.1), SPX_OK);
+      assert_int_equal(spx_stencil_choose(&p, 7, &o, NULL, &pl), SPX_OK);
+      assert_int_equal(pl.xv, 2);
+      assert_non_null(strstr(pl.why, "2 cell(s) per thread"));
+      o.xv = 1;
+      assert_int_equal(spx_stencil_choose(&p, 7, &o, NULL, &pl), SPX_OK);
+      assert_int_equal(pl.xv, 1);
+      p.nx = 33; /* odd: the pair loads would be misaligned */
+      o.xv = 2;
+      assert_int_equal(spx_stencil_choose(&p, 7, &o, NULL, &pl), SPX_OK);
+      assert_int_equal(pl.xv, 1);
+      o.xv = 0;
+      assert_int_equal(spx_stencil_choose(&p, 7, &o, NULL, &pl), SPX_OK);
+      assert_int_equal(pl.xv, 1);
+    }
+  assert_int_equal(spx_stencil_init(&p, 130, 64, 9, SPX_FLOAT, 0.4, 0.1, 0.1, 0.1), SPX_OK);
+  memset(&o, 0, sizeof o);
+  o.method = SPX_STENCIL_MM; /* out of core too */
+  assert_int_equal(spx_stencil_choose(&p, 7, &o, NULL, &pl), SPX_OK);
+  assert_int_equal(pl.xv, 2);
+  /* The environment forces it when the option does not. */
+  xv_env("1");
+  assert_int_equal(spx_stencil_choose(&p, 7, &o, NULL, &pl), SPX_OK);
+  assert_int_equal(pl.xv, 1);
+  o.xv = 2;
+  assert_int_equal(spx_stencil_choose(&p, 7, &o, NULL, &pl), SPX_OK);
+  assert_int_equal(pl.xv, 2);
+  o.xv = 0;
+  xv_env("2");
+  assert_int_equal(spx_stencil_choose(&p, 7, &o, NULL, &pl), SPX_OK);
+  assert_int_equal(pl.xv, 2);
+  xv_env(""); /* empty: as if unset */
+  assert_int_equal(spx_stencil_choose(&p, 7, &o, NULL, &pl), SPX_OK);
+  assert_int_equal(pl.xv, 2);
+  xv_env("4");
+  assert_int_equal(spx_stencil_choose(&p, 7, &o, NULL, &pl), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "SPX_STENCIL_XV=4"));
+  xv_env("12");
+  assert_int_equal(spx_stencil_choose(&p, 7, &o, NULL, &pl), SPX_INVALID_ARGUMENT);
+  xv_env(NULL);
+  o.xv = 3;
+  assert_int_equal(spx_stencil_choose(&p, 7, &o, NULL, &pl), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "xv 3"));
+  o.xv = -1;
+  assert_int_equal(spx_stencil_choose(&p, 7, &o, NULL, &pl), SPX_INVALID_ARGUMENT);
+  if (saved) xv_env(saved);
+  free(saved);
+}
+
+/* NVRTC: the two-cell kernel compiles for sm_80 and sm_90 in both types, as the main kernel
+ * (depth 1) and as the remainder kernel beside spx_stencil_tb (depth 2), and its cache key differs
+ * from the one-cell kernel's: after the one-cell plan is in memory, the two-cell plan's first
+ * kernel is not a memory hit. A plan that claims 2 for an odd nx compiles the one-cell kernel. */
+static void test_xv_compile(void **state) {
+  static const char *const archs[2] = {"sm_80", "sm_90"};
+  int maj, mnr, a, t, d;
+  (void)state;
+  if (spx_nvrtc_version(&maj, &mnr) != SPX_OK) {
+    spx_clear_error();
+    skip();
+  }
+  for (a = 0; a < 2; a++)
+    for (t = 0; t < 2; t++)
+      for (d = 1; d <= 2; d++) {
+        spx_stencil p;
+        spx_stencil_options o;
+        spx_stencil_plan one, two;
+        spx_jit_stats s0, s1;
+        memset(&o, 0, sizeof o);
+        o.method = SPX_STENCIL_INCORE;
+        o.depth = d;
+        /* coefficients of this test only, a size per depth: no kernel of this plan is in memory yet */
+        assert_int_equal(spx_stencil_init(&p, 66, 37, 18 + d, t ? SPX_FLOAT : SPX_DOUBLE, 0.31, 0.17, 0.05, 0.11), SPX_OK);
+        o.xv = 1;
+        assert_int_equal(spx_stencil_choose(&p, 7, &o, NULL, &one), SPX_OK);
+        o.xv = 2;
+        assert_int_equal(spx_stencil_choose(&p, 7, &o, NULL, &two), SPX_OK);
+        assert_int_equal(one.xv, 1);
+        assert_int_equal(two.xv, 2);
+        if (spx_stencil_warm(&p, &one, archs[a]) != SPX_OK || spx_stencil_warm(&p, &one, archs[a]) != SPX_OK)
+          fail_msg("%s %s depth %d, 1 cell per thread: %s", archs[a], spx_dtype_name(p.dtype), d, spx_last_error());
+        spx_jit_stats_get(&s0);
+        if (spx_stencil_warm(&p, &two, archs[a]) != SPX_OK)
+          fail_msg("%s %s depth %d, 2 cells per thread: %s", archs[a], spx_dtype_name(p.dtype), d, spx_last_error());
+        spx_jit_stats_get(&s1);
+        /* Two lookups, one a memory hit: at depth 1 the main and remainder kernels are the same
+         * two-cell kernel, at depth 2 the main one is spx_stencil_tb, which has no xv. With the
+         * one-cell key, both would hit. */
+        if (s1.mem_hits - s0.mem_hits != 1)
+          fail_msg("%s %s depth %d: %lld memory hits of 2 lookups: the two-cell kernel has the one-cell kernel's key",
+                   archs[a], spx_dtype_name(p.dtype), d, (long long)(s1.mem_hits - s0.mem_hits));
+        p.nx = 33;
+        two.xv = 2; /* made for an even nx; spx_stencil_warm must not pass SPX_STENCIL_XV=2 */
+        if (spx_stencil_warm(&p, &two, archs[a]) != SPX_OK)
+          fail_msg("%s %s depth %d, odd nx: %s", archs[a], spx_dtype_name(p.dtype), d, spx_last_error());
+      }
+  { /* ... which the template refuses */
+    static const char *const odd[2] = {"SPX_NX=33", "SPX_STENCIL_XV=2"};
+    assert_int_equal(spx_jit_compile_only("stencil", 2, odd, "sm_90", NULL), SPX_NVRTC);
+    assert_non_null(strstr(spx_last_error(), "even SPX_NX"));
+  }
+}
+
 /* ---- GPU ------------------------------------------------------------------------------------------ */
 static spx_context *gpu_ctx(void) {
   spx_context *g = NULL;
@@ -548,6 +674,94 @@ static void test_gpu_incore(void **state) {
       spx_stencil_grid_free(g, u);
       free(want);
     }
+  spx_context_destroy(g);
+}
+
+/* Every run that uses the one-step kernel, with 1 and with 2 x cells per thread, against the host
+ * reference, bit for bit: in core at depth 1 and at depth 2 with a remainder step (T odd), and
+ * every out-of-core method at depth 1 and, where it blocks in time, at depth 2 with rounds of 3
+ * steps (one two-step launch and one one-step launch), in 2 slabs where the domain allows. On ctx's backend: the host
+ * backend checks the cases and the plans (xv 2 where nx is even), the GPU the kernels. */
+static void xv_runs(spx_context *ctx, spx_dtype dt, int64_t nx, int64_t ny, int64_t nz) {
+  /* method, depth, tts */
+  static const int cases[][3] = {
+      {SPX_STENCIL_INCORE, 1, 0}, {SPX_STENCIL_INCORE, 2, 0}, {SPX_STENCIL_NORMAL, 1, 1}, {SPX_STENCIL_MM, 1, 2},
+      {SPX_STENCIL_MMT, 1, 2},    {SPX_STENCIL_MMT, 2, 3},    {SPX_STENCIL_MMTB, 1, 2},  {SPX_STENCIL_MMTB, 2, 3},
+      {SPX_STENCIL_OVERLAP, 1, 2}, {SPX_STENCIL_OVERLAP, 2, 3}};
+  const int64_t T = 7;
+  spx_stencil p;
+  void *u, *g0, *want, *got1;
+  size_t bytes;
+  int c, xv;
+  assert_int_equal(spx_stencil_init(&p, nx, ny, nz, dt, 0.37, 0.11, 0.09, 0.13), SPX_OK);
+  bytes = grid_bytes(&p);
+  assert_int_equal(spx_stencil_grid_alloc(ctx, &p, NULL, &u), SPX_OK);
+  g0 = rand_grid(&p);
+  want = malloc(bytes);
+  got1 = malloc(bytes);
+  assert_non_null(want);
+  assert_non_null(got1);
+  memcpy(want, g0, bytes);
+  assert_int_equal(spx_stencil_reference(&p, want, T), SPX_OK);
+  for (c = 0; c < (int)(sizeof cases / sizeof *cases); c++)
+    for (xv = 1; xv <= 2; xv++) {
+      const spx_stencil_method m = (spx_stencil_method)cases[c][0];
+      const int d = cases[c][1];
+      spx_stencil_options o;
+      spx_stencil_report rep;
+      if (m == SPX_STENCIL_INCORE) {
+        memset(&o, 0, sizeof o);
+        o.method = m;
+        o.depth = d;
+      } else {
+        o = forced(&p, m, d, cases[c][2], 2);
+      }
+      o.xv = xv;
+      memcpy(u, g0, bytes);
+      if (spx_stencil_run(ctx, &p, u, T, &o, &rep))
+        fail_msg("%s %lldx%lldx%lld %s depth %d xv %d: %s", spx_dtype_name(dt), (long long)nx, (long long)ny,
+                 (long long)nz, spx_stencil_method_name(m), d, xv, spx_last_error());
+      assert_int_equal(rep.plan.xv, xv == 2 && nx % 2 == 0 ? 2 : 1);
+      /* two slabs, unless the halos of mm and mmt span the whole of a short domain (nz 9) */
+      if (m != SPX_STENCIL_INCORE && rep.plan.nslabs != 2 && rep.plan.window_planes < nz)
+        fail_msg("%s %lldx%lldx%lld %s depth %d: %lld slabs", spx_dtype_name(dt), (long long)nx, (long long)ny,
+                 (long long)nz, spx_stencil_method_name(m), d, (long long)rep.plan.nslabs);
+      if (memcmp(u, want, bytes))
+        fail_msg("%s %lldx%lldx%lld %s depth %d, %d cell(s) per thread: differs from the host reference (max rel %.3g)",
+                 spx_dtype_name(dt), (long long)nx, (long long)ny, (long long)nz, spx_stencil_method_name(m), d,
+                 rep.plan.xv, maxrel(&p, u, want));
+      if (xv == 1) memcpy(got1, u, bytes);
+      else assert_memory_equal(u, got1, bytes); /* implied by the above; said for the record */
+    }
+  spx_stencil_grid_free(ctx, u);
+  free(g0);
+  free(want);
+  free(got1);
+}
+
+/* Sizes: x not a multiple of 2 x 32 with ny, nz small (66 x 37 x 20), two blocks and a bit in x
+ * with few planes (130 x 64 x 9), and an odd nx, which falls back to one cell (33^3). */
+static void xv_sizes(spx_context *ctx) {
+  int t;
+  for (t = 0; t < 2; t++) {
+    xv_runs(ctx, t ? SPX_FLOAT : SPX_DOUBLE, 66, 37, 20);
+    xv_runs(ctx, t ? SPX_FLOAT : SPX_DOUBLE, 130, 64, 9);
+    xv_runs(ctx, t ? SPX_FLOAT : SPX_DOUBLE, 33, 33, 33);
+  }
+}
+
+static void test_xv_methods_host(void **state) {
+  spx_context *h = host_ctx();
+  (void)state;
+  xv_sizes(h);
+  spx_context_destroy(h);
+}
+
+static void test_gpu_xv(void **state) {
+  spx_context *g = gpu_ctx();
+  (void)state;
+  if (!g) skip();
+  xv_sizes(g);
   spx_context_destroy(g);
 }
 
@@ -622,8 +836,12 @@ int main(void) {
       cmocka_unit_test(test_methods_host),
       cmocka_unit_test(test_run_errors),
       cmocka_unit_test(test_kernels_compile),
+      cmocka_unit_test(test_xv_plan),
+      cmocka_unit_test(test_xv_compile),
+      cmocka_unit_test(test_xv_methods_host),
       cmocka_unit_test(test_gpu_incore),
       cmocka_unit_test(test_gpu_methods),
+      cmocka_unit_test(test_gpu_xv),
   };
   return cmocka_run_group_tests_name("stencil", tests, NULL, NULL);
 }

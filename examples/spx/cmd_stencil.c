@@ -244,12 +244,12 @@ static int st_one(const st_args *a) {
     const spx_stencil_plan *pl = &r.plan;
     printf("{\"kernel_gstencils\": %.4f, \"copy_gbs\": %.2f, \"roofline_gstencils\": %.4f, ", kern_gs, copy_gbs, roof_gs);
     printf("\"n\": [%lld, %lld, %lld], \"type\": \"%s\", \"steps\": %lld, \"backend\": \"%s\", \"method\": \"%s\", "
-           "\"depth\": %d, \"shared\": %d, \"block\": [%d, %d], \"tts\": %lld, \"slab\": %lld, \"nslabs\": %lld, "
+           "\"depth\": %d, \"shared\": %d, \"block\": [%d, %d], \"xv\": %d, \"tts\": %lld, \"slab\": %lld, \"nslabs\": %lld, "
            "\"rounds\": %lld, \"device_bytes\": %lld, \"budget\": %lld, \"host_grids\": %d, \"host_bytes\": %lld, "
            "\"why\": \"%s\",\n",
            (long long)p.nx, (long long)p.ny, (long long)p.nz, spx_dtype_name(p.dtype), (long long)a->steps,
            a->host ? "host" : "cuda", spx_stencil_method_name(pl->method), pl->depth, pl->shared, pl->bx, pl->by,
-           (long long)pl->tts, (long long)pl->slab, (long long)pl->nslabs, (long long)pl->rounds,
+           pl->xv, (long long)pl->tts, (long long)pl->slab, (long long)pl->nslabs, (long long)pl->rounds,
            (long long)pl->device_bytes, (long long)(pl->budget > ((int64_t)1 << 60) ? -1 : pl->budget), pl->host_grids,
            (long long)pl->host_bytes, pl->why);
     printf(" \"gstencils\": %.4f, \"model_gstencils\": %.4f, \"bound_gstencils\": %.4f, \"total_ms\": %.3f, "
@@ -266,10 +266,11 @@ static int st_one(const st_args *a) {
     printf("}\n");
   } else {
     const spx_stencil_plan *pl = &r.plan;
-    printf("stencil %lld x %lld x %lld %s, %lld steps on the %s: method %s, depth %d (%s kernel, block %d x %d)\n",
+    printf("stencil %lld x %lld x %lld %s, %lld steps on the %s: method %s, depth %d (%s kernel, block %d x %d%s)\n",
            (long long)p.nx, (long long)p.ny, (long long)p.nz, spx_dtype_name(p.dtype), (long long)a->steps,
            a->host ? "host" : "GPU", spx_stencil_method_name(pl->method), pl->depth,
-           pl->shared ? "shared-memory temporal-blocking" : "one-step", pl->bx, pl->by);
+           pl->shared ? "shared-memory temporal-blocking" : "one-step", pl->bx, pl->by,
+           pl->shared ? "" : pl->xv == 2 ? ", 2 cells per thread in x" : ", 1 cell per thread");
     printf("plan:    %s\n", pl->why);
     printf("         slab %lld planes x %lld slabs, TTS %lld, %lld rounds; device %.3f GiB (windows 2 x %lld, reuse "
            "%lld, staging %lld planes); host grids %d (+%.3f GiB)\n",

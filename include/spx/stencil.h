@@ -106,6 +106,9 @@ typedef struct spx_stencil_options {
   int64_t slab;              /* interior planes per slab, at most; 0 = the largest that fits */
   int shared;                /* 1: the shared-memory kernel even at depth 1 */
   int bx, by;                /* block shape; 0 = 32 x 8 (one step) or 32 x 32 (shared memory) */
+  int xv;                    /* x cells per thread of the one-step kernel, 1 or 2; 0 = the
+                              * environment's SPX_STENCIL_XV=1|2 if set, else 2. 2 needs an even
+                              * nx (aligned pair loads): an odd nx runs 1 */
   int64_t host_limit;        /* host bytes the run may allocate; 0 = MemAvailable */
   /* Cost-model inputs (0 = estimates from the device): */
   double pcie_gbs;           /* one direction, GB/s */
@@ -120,6 +123,8 @@ typedef struct spx_stencil_plan {
   int depth;                 /* steps per launch */
   int shared;                /* 1: spx_stencil_tb (shared memory), 0: spx_stencil_step */
   int bx, by;                /* block shape */
+  int xv;                    /* x cells per thread of the one-step kernel (spx_stencil_step: the
+                              * main kernel at depth 1, the remainder steps otherwise): 1 or 2 */
   int64_t steps;
   int64_t tts;               /* steps per round trip (R); steps for incore */
   int64_t slab;              /* interior planes per slab, at most (Ds); nz - 2 for incore */

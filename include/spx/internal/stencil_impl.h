@@ -238,6 +238,27 @@ static int spx__stencil_feasible(spx_stencil_method m, int d, int64_t R, int64_t
   return J == 1 || (Z + J - 1) / J >= R + dmax - 1; /* the first slab's size, see spx__sx_slab */
 }
 
+/* x cells per thread of the one-step kernel: the option, else SPX_STENCIL_XV=1|2 from the
+ * environment (to compare the two on one build: bench/device.sh stencil-ab), else 2, which keeps
+ * more bytes in flight per thread. 2 loads cell pairs as float2/double2, aligned only when every
+ * row starts at an even index: an odd nx runs 1. */
+static spx_status spx__stencil_xv(const spx_stencil *p, const spx_stencil_options *o, int *xv) {
+  const char *e = getenv("SPX_STENCIL_XV");
+  *xv = 2;
+  if (o->xv) {
+    if (o->xv != 1 && o->xv != 2)
+      return spx__fail(SPX_INVALID_ARGUMENT, "stencil: xv %d (x cells per thread of the one-step kernel: 1 or 2)", o->xv);
+    *xv = o->xv;
+  } else if (e && *e) {
+    if (strcmp(e, "1") && strcmp(e, "2"))
+      return spx__fail(SPX_INVALID_ARGUMENT, "SPX_STENCIL_XV=%.20s: use 1 or 2 (x cells per thread of the one-step "
+                       "stencil kernel), or unset it", e);
+    *xv = e[0] - '0';
+  }
+  if (p->nx % 2) *xv = 1;
+  return SPX_OK;
+}
+
 spx_status spx_stencil_choose(const spx_stencil *p, int64_t steps, const spx_stencil_options *opt,
                               const spx_device_info *dev, spx_stencil_plan *out) {
   spx_stencil_options o;
@@ -255,7 +276,7 @@ spx_status spx_stencil_choose(const spx_stencil *p, int64_t steps, const spx_ste
   if (steps < 1) return spx__fail(SPX_INVALID_ARGUMENT, "stencil: %lld steps (at least 1)", (long long)steps);
   if ((int)o.method < 0 || o.method >= SPX_STENCIL_METHOD_COUNT)
     return spx__fail(SPX_INVALID_ARGUMENT, "stencil: unknown method %d", (int)o.method);
-  if (o.budget < 0 || o.tts < 0 || o.slab < 0 || o.depth < 0 || o.bx < 0 || o.by < 0 || o.host_limit < 0)
+  if (o.budget < 0 || o.tts < 0 || o.slab < 0 || o.depth < 0 || o.bx < 0 || o.by < 0 || o.xv < 0 || o.host_limit < 0)
     return spx__fail(SPX_INVALID_ARGUMENT, "stencil: negative option");
   if (o.tts > steps) o.tts = steps; /* a round never runs more steps than the run has */
   memset(&pl, 0, sizeof pl);
@@ -277,6 +298,7 @@ spx_status spx_stencil_choose(const spx_stencil *p, int64_t steps, const spx_ste
     return spx__fail(SPX_INVALID_ARGUMENT, "stencil: depth %d (1, 2 or 4 steps per launch)", pl.depth);
   pl.shared = pl.depth > 1 || o.shared;
   spx__stencil_block(&o, pl.depth, pl.shared, &pl.bx, &pl.by);
+  if ((s = spx__stencil_xv(p, &o, &pl.xv))) return s;
   if (pl.bx * pl.by > 1024 || pl.bx % 32 || (pl.shared && (pl.bx <= 2 * pl.depth || pl.by <= 2 * pl.depth ||
                                                            (double)pl.depth * pl.bx * pl.by * esz > 48 * 1024)))
     return spx__fail(SPX_INVALID_ARGUMENT, "stencil: block %d x %d: x a multiple of 32, at most 1024 threads, "
@@ -364,10 +386,10 @@ spx_status spx_stencil_choose(const spx_stencil *p, int64_t steps, const spx_ste
     pl.bound_gstencils = SPX__MIN(rt.rc, (double)pl.tts *
                                              (o.method == SPX_STENCIL_OVERLAP ? SPX__MIN(rt.pcie, rt.duplex / 2) : rt.pcie) /
                                              esz) * 1e-9;
-  snprintf(pl.why, sizeof pl.why, "%s: %lld slab(s) of <= %lld planes, %lld step(s) per round trip, depth %d; "
-           "%.2f GiB of %.2f GiB budget; model %.1f GStencil/s",
+  snprintf(pl.why, sizeof pl.why, "%s: %lld slab(s) of <= %lld planes, %lld step(s) per round trip, depth %d, "
+           "one-step kernel %d cell(s) per thread in x; %.2f GiB of %.2f GiB budget; model %.1f GStencil/s",
            spx_stencil_method_name(o.method), (long long)pl.nslabs, (long long)pl.slab, (long long)pl.tts, pl.depth,
-           (double)pl.device_bytes / 1073741824.0, (double)SPX__MIN(budget, (int64_t)1 << 60) / 1073741824.0,
+           pl.xv, (double)pl.device_bytes / 1073741824.0, (double)SPX__MIN(budget, (int64_t)1 << 60) / 1073741824.0,
            pl.model_gstencils);
   *out = pl;
   return SPX_OK;
@@ -481,6 +503,7 @@ typedef struct spx__sx {
   int nev;
   spx__CUfunction fn_main, fn_one;
   unsigned main_block[2], one_block[2];
+  int main_xv, one_xv;               /* x cells per thread of each kernel */
   int sm_count;
   int timing;
   spx__sx_timing *log;
@@ -608,7 +631,8 @@ static spx_status spx__sx_step(spx__sx *x, int dk, int in, int out, int64_t wz0,
     const spx_stencil_plan *pl = x->pl;
     const int main = dk == pl->depth, tb = main && pl->shared;
     const unsigned bx = main ? x->main_block[0] : x->one_block[0], by = main ? x->main_block[1] : x->one_block[1];
-    const int64_t ox = tb ? bx - 2 * dk : bx, oy = tb ? by - 2 * dk : by, range = zhi - zlo;
+    const int xv = main ? x->main_xv : x->one_xv;
+    const int64_t ox = tb ? bx - 2 * dk : (int64_t)bx * xv, oy = tb ? by - 2 * dk : by, range = zhi - zlo;
     const int64_t gx = (x->p->nx + ox - 1) / ox, gy = (x->p->ny + oy - 1) / oy;
     /* About eight waves of resident blocks: with two or three, the last partial wave left the GPU
      * part idle (measured: 1024^3 float one-step at 64 % of the roofline with one chunk per column,
@@ -799,9 +823,10 @@ static void spx__sx_copy_back(spx__sx *x) {
 }
 
 /* ---- Kernels ----------------------------------------------------------------------------------- */
-#define SPX__STENCIL_NDEFS 14
-/* The specialization constants of one kernel; returns how many. */
-static int spx__stencil_defines(const spx_stencil *p, int depth, int shared, int bx, int by,
+#define SPX__STENCIL_NDEFS 15
+/* The specialization constants of one kernel; returns how many. SPX_STENCIL_XV only when 2, so
+ * the one-cell kernel keeps the defines (and cache key) it always had. */
+static int spx__stencil_defines(const spx_stencil *p, int depth, int shared, int bx, int by, int xv,
                                 char d[SPX__STENCIL_NDEFS][64], const char **ptr) {
   static const char *const cname[7] = {"SPX_CC", "SPX_CXM", "SPX_CXP", "SPX_CYM", "SPX_CYP", "SPX_CZM", "SPX_CZP"};
   int n = 0, i;
@@ -812,6 +837,7 @@ static int spx__stencil_defines(const spx_stencil *p, int depth, int shared, int
   snprintf(d[n++], 64, "SPX_BX=%d", bx);
   snprintf(d[n++], 64, "SPX_BY=%d", by);
   if (shared) snprintf(d[n++], 64, "SPX_DEPTH=%d", depth);
+  else if (xv == 2) snprintf(d[n++], 64, "SPX_STENCIL_XV=2");
   for (i = 0; i < 7; i++) /* %a is exact: the kernel sees the very double the host rounds to T */
     snprintf(d[n++], 64, "%s=%a", cname[i], p->c[i]);
   for (i = 0; i < n; i++) ptr[i] = d[i];
@@ -822,19 +848,22 @@ static int spx__stencil_defines(const spx_stencil *p, int depth, int shared, int
  * one-step kernel for the steps a round has beyond a multiple of the depth. */
 typedef struct spx__stencil_kernels {
   const char *name[2];
-  int n[2], bx[2], by[2];
+  int n[2], bx[2], by[2], xv[2]; /* xv: x cells per thread (1 for spx_stencil_tb) */
   char defs[2][SPX__STENCIL_NDEFS][64];
   const char *ptr[2][SPX__STENCIL_NDEFS];
 } spx__stencil_kernels;
 
 static void spx__stencil_kernels_of(const spx_stencil *p, const spx_stencil_plan *pl, spx__stencil_kernels *k) {
+  const int xv = pl->xv == 2 && p->nx % 2 == 0 ? 2 : 1; /* a plan made elsewhere (spx_stencil_warm) may say 0 */
   memset(k, 0, sizeof *k);
   k->name[0] = pl->shared ? "spx_stencil_tb" : "spx_stencil_step";
   k->bx[0] = pl->bx; k->by[0] = pl->by;
-  k->n[0] = spx__stencil_defines(p, pl->depth, pl->shared, pl->bx, pl->by, k->defs[0], k->ptr[0]);
+  k->xv[0] = pl->shared ? 1 : xv;
+  k->n[0] = spx__stencil_defines(p, pl->depth, pl->shared, pl->bx, pl->by, k->xv[0], k->defs[0], k->ptr[0]);
   k->name[1] = "spx_stencil_step";
   k->bx[1] = 32; k->by[1] = 8;
-  k->n[1] = spx__stencil_defines(p, 1, 0, 32, 8, k->defs[1], k->ptr[1]);
+  k->xv[1] = xv;
+  k->n[1] = spx__stencil_defines(p, 1, 0, 32, 8, k->xv[1], k->defs[1], k->ptr[1]);
 }
 
 spx_status spx_stencil_warm(const spx_stencil *p, const spx_stencil_plan *pl, const char *arch) {
@@ -934,6 +963,7 @@ static spx_status spx__sx_gpu_setup(spx__sx *x, const spx__stencil_kernels *k) {
   for (i = 0; i < x->nev; i++) SPX__CU_TRY(x->cu->cuEventCreate(&x->ev[i], SPX__CU_EVENT_DISABLE_TIMING));
   x->main_block[0] = (unsigned)k->bx[0]; x->main_block[1] = (unsigned)k->by[0];
   x->one_block[0] = (unsigned)k->bx[1]; x->one_block[1] = (unsigned)k->by[1];
+  x->main_xv = k->xv[0]; x->one_xv = k->xv[1];
   return SPX_OK;
 }
 

@@ -2229,7 +2229,7 @@ static const char *const spx__template_ss[] = {
 
 /* templates/stencil.cu */
 static const char *const spx__template_stencil[] = {
-    /* chunk 0: bytes 0..3971 */
+    /* chunk 0: bytes 0..3980 */
     ("/* stencil.cu: the 3-D 7-point diffusion stencil, one step per launch and in-kernel temporal blocking.\n"
     " *\n"
     " * GRID     SPX_NX x SPX_NY x SPX_NZ cells, x fastest: cell (x, y, z) of a buffer that holds planes\n"
@@ -2244,10 +2244,14 @@ static const char *const spx__template_stencil[] = {
     " *          lie in [wz0, wz1) and hold valid values. The caller keeps the z-boundary planes in both\n"
     " *          buffers. blockIdx.z takes `chunk` output planes each.\n"
     " *\n"
-    " * spx_stencil_step   MAPPING one thread per (x, y) column of a SPX_BX x SPX_BY block, looping over z\n"
-    " *                    with a register queue (below, centre, above); x/y neighbours come through the\n"
-    " *                    read-only cache. No shared memory. BYTES 2 * sizeof(T) per cell per step (one\n"
-    " *                    read, one write) plus 2 planes per z-chunk.\n"
+    " * spx_stencil_step   MAPPING one thread per SPX_STENCIL_XV adjacent (x, y) columns of a SPX_BX x SPX_BY\n"
+    " *                    block (blockIdx.x covers BX * XV cells), looping over z with a register queue\n"
+    " *                    (below, centre, above); x/y neighbours come through the read-only cache. No\n"
+    " *                    shared memory. XV = 2: a warp spans 64 x cells and each of its loads and stores\n"
+    " *                    moves twice the bytes (float2/double2: the pair, its y and z neighbours; the\n"
+    " *                    pair's outer x neighbours are two scalars), 5 loads per 2 cells instead of 10,\n"
+    " *                    so more bytes are in flight per thread. BYTES 2 * sizeof(T) per cell per step\n"
+    " *                    (one read, one write) plus 2 planes per z-chunk.\n"
     " * spx_stencil_tb     MAPPING one thread per column of a SPX_BX x SPX_BY tile that includes a halo of\n"
     " *                    DEPTH columns on each side, so the block writes (BX - 2 DEPTH) x (BY - 2 DEPTH)\n"
     " *                    columns. Streaming over z, input plane zin feeds level 1 at plane zin-1, level 2\n"
@@ -2261,6 +2265,9 @@ static const char *const spx__template_stencil[] = {
     " *   SPX_NX, SPX_NY, SPX_NZ  grid size                                             (64)\n"
     " *   SPX_BX, SPX_BY       block shape (threads); launch bound SPX_BX * SPX_BY         (32, 8)\n"
     " *   SPX_DEPTH            time steps per launch of spx_stencil_tb: 1, 2 or 4       (2)\n"
+    " *   SPX_STENCIL_XV       x cells per thread of spx_stencil_step: 1 or 2; 2 needs an even SPX_NX\n"
+    " *                        and buffers aligned to 2 * sizeof(T) (device allocations are), so that\n"
+    " *                        every pair is                                              (1)\n"
     " *   SPX_CC, SPX_CXM, SPX_CXP, SPX_CYM, SPX_CYP, SPX_CZM, SPX_CZP\n"
     " *                        coefficients, as exact hexadecimal literals (%a)          (0.4, 0.1 x 6)\n"
     " *\n"
@@ -2287,6 +2294,16 @@ static const char *const spx__template_stencil[] = {
     "#ifndef SPX_DEPTH\n"
     "#define SPX_DEPTH 2\n"
     "#endif\n"
+    "#ifndef SPX_STENCIL_XV\n"
+    "#define SPX_STENCIL_XV 1\n"
+    "#endif\n"),
+    /* chunk 1: bytes 3980..7958 */
+    ("#if SPX_STENCIL_XV != 1 && SPX_STENCIL_XV != 2\n"
+    "#error \"SPX_STENCIL_XV is 1 or 2\"\n"
+    "#endif\n"
+    "#if SPX_STENCIL_XV == 2 && SPX_NX % 2\n"
+    "#error \"SPX_STENCIL_XV=2 needs an even SPX_NX: an odd row length misaligns the pair loads\"\n"
+    "#endif\n"
     "#ifndef SPX_CC\n"
     "#define SPX_CC 0.4\n"
     "#endif\n"
@@ -2310,6 +2327,11 @@ static const char *const spx__template_stencil[] = {
     "#endif\n"
     "\n"
     "typedef SPX_VALUE_T spx_value_t;\n"
+    "/* Two adjacent x cells as one aligned vector (SPX_STENCIL_XV = 2). */\n"
+    "template <typename T> struct spx_pair_of;\n"
+    "template <> struct spx_pair_of<float> { typedef float2 type; };\n"
+    "template <> struct spx_pair_of<double> { typedef double2 type; };\n"
+    "typedef spx_pair_of<spx_value_t>::type spx_pair_t;\n"
     "\n"
     "#define SPX_PLANE ((long long)SPX_NX * SPX_NY)\n"
     "\n"
@@ -2317,9 +2339,8 @@ static const char *const spx__template_stencil[] = {
     "__device__ __forceinline__ float spx_add(float a, float b) { return __fadd_rn(a, b); }\n"
     "__device__ __forceinline__ double spx_mul(double a, double b) { return __dmul_rn(a, b); }\n"
     "__device__ __forceinline__ double spx_add(double a, double b) { return __dadd_rn(a, b); }\n"
-    "\n"),
-    /* chunk 1: bytes 3971..7948 */
-    ("/* The update, in the one order the host reference uses too. */\n"
+    "\n"
+    "/* The update, in the one order the host reference uses too. */\n"
     "__device__ __forceinline__ spx_value_t spx_update(spx_value_t c, spx_value_t w, spx_value_t e,\n"
     "                                                  spx_value_t s, spx_value_t n, spx_value_t b,\n"
     "                                                  spx_value_t t) {\n"
@@ -2334,6 +2355,7 @@ static const char *const spx__template_stencil[] = {
     "}\n"
     "\n"
     "/* One step on output planes [zlo, zhi); the window holds planes [wz0, wz1). */\n"
+    "#if SPX_STENCIL_XV == 1\n"
     "extern \"C\" __global__ void __launch_bounds__(SPX_BX * SPX_BY)\n"
     "spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,\n"
     "                 long long wz1, int zlo, int zhi, int chunk) {\n"
@@ -2357,6 +2379,42 @@ static const char *const spx__template_stencil[] = {
     "    centre = above;\n"
     "  }\n"
     "}\n"
+    "#else\n"
+    "/* Cells gx and gx + 1 (gx even). Every load is unconditional, so that all of them issue together:\n"
+    " * each lies in the window even for a boundary cell (rows gy - 1 and gy + 1 and cells gx - 1 and\n"
+    " * gx + 2 stay within planes z - 1 .. z + 1, which the window holds), and a boundary cell's sum,\n"
+    " * maybe of garbage, is not used. */\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BX * SPX_BY)\n"
+    "spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,\n"
+    "                 long long wz1, int zlo, int zhi, int chunk) {\n"
+    "  const int gx = 2 * (int)(blockIdx.x * SPX_BX + threadIdx.x), gy = blockIdx.y * SPX_BY + threadIdx.y;\n"
+    "  const int z0 = zlo + (int)blockIdx.z * chunk;\n"),
+    /* chunk 2: bytes 7958..11787 */
+    ("  const int z1 = min(z0 + chunk, zhi);\n"
+    "  (void)wz1;\n"
+    "  if (gx >= SPX_NX || gy >= SPX_NY || z0 >= z1) return; /* NX even: gx < NX means gx + 1 < NX */\n"
+    "  const bool yedge = gy == 0 || gy == SPX_NY - 1;\n"
+    "  const bool edge0 = yedge || gx == 0, edge1 = yedge || gx + 1 == SPX_NX - 1;\n"
+    "  const long long col = (long long)gy * SPX_NX + gx;\n"
+    "  const spx_value_t *p = in + (z0 - wz0) * SPX_PLANE + col;\n"
+    "  spx_value_t *q = out + (z0 - wz0) * SPX_PLANE + col;\n"
+    "  spx_pair_t below = __ldg((const spx_pair_t *)(p - SPX_PLANE)), centre = __ldg((const spx_pair_t *)p);\n"
+    "  for (int z = z0; z < z1; z++, p += SPX_PLANE, q += SPX_PLANE) {\n"
+    "    const spx_pair_t above = __ldg((const spx_pair_t *)(p + SPX_PLANE));\n"
+    "    const spx_pair_t s = __ldg((const spx_pair_t *)(p - SPX_NX)), n = __ldg((const spx_pair_t *)(p + SPX_NX));\n"
+    "    const spx_value_t w = __ldg(p - 1), e = __ldg(p + 2);\n"
+    "    /* Both sums first, then selects: no branch between one z step's loads and the next's. */\n"
+    "    const spx_value_t u0 = spx_update(centre.x, w, centre.y, s.x, n.x, below.x, above.x);\n"
+    "    const spx_value_t u1 = spx_update(centre.y, centre.x, e, s.y, n.y, below.y, above.y);\n"
+    "    spx_pair_t r;\n"
+    "    r.x = edge0 ? centre.x : u0;\n"
+    "    r.y = edge1 ? centre.y : u1;\n"
+    "    *(spx_pair_t *)q = r;\n"
+    "    below = centre;\n"
+    "    centre = above;\n"
+    "  }\n"
+    "}\n"
+    "#endif\n"
     "\n"
     "/* SPX_DEPTH steps on output planes [zlo, zhi) through shared memory. */\n"
     "extern \"C\" __global__ void __launch_bounds__(SPX_BX * SPX_BY)\n"
@@ -2391,9 +2449,8 @@ static const char *const spx__template_stencil[] = {
     "#pragma unroll\n"
     "    for (int l = 1; l <= D; l++) {\n"
     "      const int zc = zin - l;\n"
-    "      const spx_value_t c = q[l - 1][1];\n"),
-    /* chunk 2: bytes 7948..8494 */
-    ("      spx_value_t r = c;\n"
+    "      const spx_value_t c = q[l - 1][1];\n"
+    "      spx_value_t r = c;\n"
     "      sm[l - 1][ty][tx] = c;\n"
     "      __syncthreads();\n"
     "      if (inner && !edge && zc >= 1 && zc <= SPX_NZ - 2)\n"
@@ -2495,7 +2552,7 @@ static const spx__template spx__templates[] = {
     {"sdia", spx__template_sdia, 2, 4925, UINT64_C(0x6790173e671b8355)},
     {"sell", spx__template_sell, 2, 5273, UINT64_C(0xb0129532ed42fb9b)},
     {"ss", spx__template_ss, 3, 9444, UINT64_C(0x80d83f35f813eb11)},
-    {"stencil", spx__template_stencil, 3, 8494, UINT64_C(0x971a0caeb8e4c75a)},
+    {"stencil", spx__template_stencil, 3, 11787, UINT64_C(0x3f7a84285898d49c)},
     {"vector", spx__template_vector, 1, 2775, UINT64_C(0xbbe39d63b15f15b0)},
 };
 #define SPX__TEMPLATE_COUNT 16
