@@ -244,7 +244,10 @@ static int spx__stencil_feasible(spx_stencil_method m, int d, int64_t R, int64_t
  * row starts at an even index: an odd nx runs 1. */
 static spx_status spx__stencil_xv(const spx_stencil *p, const spx_stencil_options *o, int *xv) {
   const char *e = getenv("SPX_STENCIL_XV");
-  *xv = 2;
+  /* Default 2 in float only. H100, in core, depth 1 (bench/results/stencil-ab-*): float xv 2
+   * over xv 1 1.07-1.23x (80-87% -> 88-99% of the roofline); double 0.92x at 256^3 and
+   * 1.00-1.01x from 512^3 (xv 1 already reaches 98-100%; the pairs cost registers). */
+  *xv = p->dtype == SPX_FLOAT ? 2 : 1;
   if (o->xv) {
     if (o->xv != 1 && o->xv != 2)
       return spx__fail(SPX_INVALID_ARGUMENT, "stencil: xv %d (x cells per thread of the one-step kernel: 1 or 2)", o->xv);
