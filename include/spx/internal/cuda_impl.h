@@ -211,8 +211,8 @@ static int64_t spx__conv_slots(const int32_t *w, int64_t nsl, int64_t c) {
 
 /* ---- A host CSR staged on the device for the planner (templates/analyze.cu) ----------------------
  * One upload serves the row profile and validation (kernels instead of host passes), then the
- * plan's build: cuSPARSE takes the 32-bit row_ptr the profile kernel writes on the way, the SELL
- * converters the 64-bit one. */
+ * plan's build: cuSPARSE takes the 32-bit row_ptr the profile kernel writes on the way, the device
+ * converters (SELL, SELL16, SDIA, BSR) the 64-bit one. */
 typedef struct spx__dcsr {
   spx_context *ctx;
   int64_t nrows, ncols, nnz;
