@@ -4,7 +4,7 @@
  *
  * SELL / SELL16: rows sorted by decreasing length inside windows of sigma with ties in row order,
  * padding -0.0 on the row's last column (an empty row's on its diagonal, clamped to the last
- * column), positions past the last row column (offset) 0. Steps (the host drives them,
+ * column), positions past the last row column (offset) 0, an entry's -0.0 stored as +0.0. Steps (the host drives them,
  * cuda_impl.h): spx_sell_sort (sigma > 1: perm), spx_sell_widths (the widest row of each slice), a
  * scan of the widths on the host (slice_ptr), spx_sell16_base (SELL16: each slice's smallest
  * column; slices spanning more than 65536 columns reported), then spx_sell_fill writes the slots.
@@ -120,13 +120,14 @@ spx_sell_fill(long long nrows, long long ncols, int c, long long nslices, const 
   if (q >= nslices * c) return;
   const long long s = q / c;
   const int lane = (int)(q - s * c), b = slice_ptr[s], w = (slice_ptr[s + 1] - b) / c;
-  const spx_value_t pad = (spx_value_t)-0.0;
+  const spx_bits_t *vb = (const spx_bits_t *)val; /* as bits: an entry's -0.0 stored as +0.0 */
+  spx_bits_t *ob = (spx_bits_t *)out;
   if (q >= nrows) { /* past the last row: padding on column (offset) 0 */
     for (int j = 0; j < w; j++) {
       const long long k = b + (long long)j * c + lane;
       if (col16) col16[k] = 0;
       else col32[k] = 0;
-      out[k] = pad;
+      ob[k] = SPX_PAD_BITS;
     }
     return;
   }
@@ -139,7 +140,7 @@ spx_sell_fill(long long nrows, long long ncols, int c, long long nslices, const 
     const int cj = j < len ? col_idx[rb + j] : pc;
     if (col16) col16[k] = (unsigned short)(cj - base);
     else col32[k] = cj;
-    out[k] = j < len ? val[rb + j] : pad;
+    ob[k] = j < len ? spx_entry(vb[rb + j]) : SPX_PAD_BITS;
   }
 }
 

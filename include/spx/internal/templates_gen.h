@@ -263,14 +263,14 @@ static const char *const spx__template_bsr[] = {
 
 /* templates/convert.cu */
 static const char *const spx__template_convert[] = {
-    /* chunk 0: bytes 0..3993 */
+    /* chunk 0: bytes 0..3952 */
     ("/* convert.cu: CSR -> SELL-C-sigma, SELL16, SDIA and BSR on the device, so that a plan (or a\n"
     " * time-stepping code handing in a new matrix) converts at device bandwidth instead of on the host.\n"
     " * Every result is the host converter's, array for array (tests compare them).\n"
     " *\n"
     " * SELL / SELL16: rows sorted by decreasing length inside windows of sigma with ties in row order,\n"
     " * padding -0.0 on the row's last column (an empty row's on its diagonal, clamped to the last\n"
-    " * column), positions past the last row column (offset) 0. Steps (the host drives them,\n"
+    " * column), positions past the last row column (offset) 0, an entry's -0.0 stored as +0.0. Steps (the host drives them,\n"
     " * cuda_impl.h): spx_sell_sort (sigma > 1: perm), spx_sell_widths (the widest row of each slice), a\n"
     " * scan of the widths on the host (slice_ptr), spx_sell16_base (SELL16: each slice's smallest\n"
     " * column; slices spanning more than 65536 columns reported), then spx_sell_fill writes the slots.\n"
@@ -335,10 +335,10 @@ static const char *const spx__template_convert[] = {
     "\n"
     "/* One thread per slice: its widest row (rows through perm when sorted). */\n"
     "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
-    "spx_sell_widths(long long nrows, int c, long long nslices, const long long *__restrict__ row_ptr,\n"
-    "                const int *__restrict__ perm, int *__restrict__ width) {\n"),
-    /* chunk 1: bytes 3993..7936 */
-    ("  const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "spx_sell_widths(long long nrows, int c, long long nslices, const long long *__restrict__ row_ptr,\n"),
+    /* chunk 1: bytes 3952..7948 */
+    ("                const int *__restrict__ perm, int *__restrict__ width) {\n"
+    "  const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
     "  if (s >= nslices) return;\n"
     "  const long long q1 = (s + 1) * c < nrows ? (s + 1) * c : nrows;\n"
     "  long long w = 0;\n"
@@ -387,13 +387,14 @@ static const char *const spx__template_convert[] = {
     "  if (q >= nslices * c) return;\n"
     "  const long long s = q / c;\n"
     "  const int lane = (int)(q - s * c), b = slice_ptr[s], w = (slice_ptr[s + 1] - b) / c;\n"
-    "  const spx_value_t pad = (spx_value_t)-0.0;\n"
+    "  const spx_bits_t *vb = (const spx_bits_t *)val; /* as bits: an entry's -0.0 stored as +0.0 */\n"
+    "  spx_bits_t *ob = (spx_bits_t *)out;\n"
     "  if (q >= nrows) { /* past the last row: padding on column (offset) 0 */\n"
     "    for (int j = 0; j < w; j++) {\n"
     "      const long long k = b + (long long)j * c + lane;\n"
     "      if (col16) col16[k] = 0;\n"
     "      else col32[k] = 0;\n"
-    "      out[k] = pad;\n"
+    "      ob[k] = SPX_PAD_BITS;\n"
     "    }\n"
     "    return;\n"
     "  }\n"
@@ -406,7 +407,7 @@ static const char *const spx__template_convert[] = {
     "    const int cj = j < len ? col_idx[rb + j] : pc;\n"
     "    if (col16) col16[k] = (unsigned short)(cj - base);\n"
     "    else col32[k] = cj;\n"
-    "    out[k] = j < len ? val[rb + j] : pad;\n"
+    "    ob[k] = j < len ? spx_entry(vb[rb + j]) : SPX_PAD_BITS;\n"
     "  }\n"
     "}\n"
     "\n"
@@ -416,16 +417,16 @@ static const char *const spx__template_convert[] = {
     "\n"
     "/* The minimum of v over this lane's aligned group of g lanes (every lane of the warp calls it). */\n"
     "__device__ __forceinline__ int spx_group_min(int v, int g) {\n"
-    "  for (int o = 1; o < g; o <<= 1) {\n"
-    "    const int w = __shfl_xor_sync(SPX_FULL, v, o);\n"
+    "  for (int o = 1; o < g; o <<= 1) {\n"),
+    /* chunk 2: bytes 7948..11874 */
+    ("    const int w = __shfl_xor_sync(SPX_FULL, v, o);\n"
     "    v = w < v ? w : v;\n"
     "  }\n"
     "  return v;\n"
     "}\n"
     "\n"
-    "/* This lane's group as a ballot mask. */\n"),
-    /* chunk 2: bytes 7936..11920 */
-    ("__device__ __forceinline__ unsigned spx_group_mask(int g) {\n"
+    "/* This lane's group as a ballot mask. */\n"
+    "__device__ __forceinline__ unsigned spx_group_mask(int g) {\n"
     "  return g == 32 ? SPX_FULL : ((1u << g) - 1) << ((threadIdx.x & 31) & ~(g - 1));\n"
     "}\n"
     "\n"
@@ -508,12 +509,12 @@ static const char *const spx__template_convert[] = {
     "      }\n"
     "      if (fill && gl == 0 && d < w) off[base + d] = m;\n"
     "      last = m;\n"
-    "      d++;\n"
-    "      if (!fill && d > cap) stop = 1; /* count = cap + 1: the host's early stop */\n"
+    "      d++;\n"),
+    /* chunk 3: bytes 11874..15845 */
+    ("      if (!fill && d > cap) stop = 1; /* count = cap + 1: the host's early stop */\n"
     "      if (fill && d >= w) stop = 1;   /* all w written: the rows are done too (unless one decreases) */\n"
-    "    }\n"),
-    /* chunk 3: bytes 11920..15905 */
-    ("    if (__ballot_sync(SPX_FULL, bad) & gm) { /* a row's offsets decrease: start over, scanning */\n"
+    "    }\n"
+    "    if (__ballot_sync(SPX_FULL, bad) & gm) { /* a row's offsets decrease: start over, scanning */\n"
     "      walk = 0;\n"
     "      d = 0;\n"
     "      stop = s >= nslices;\n"
@@ -584,17 +585,17 @@ static const char *const spx__template_convert[] = {
     "          if (gl == 0) bcol[base + q] = m;\n"
     "        }\n"
     "      } else if (has && hb == m) {\n"
-    "        while (k < e && col_idx[k] < lim) {\n"
-    "          const long long cc = col_idx[k];\n"
+    "        while (k < e && col_idx[k] < lim) {\n"),
+    /* chunk 4: bytes 15845..19842 */
+    ("          const long long cc = col_idx[k];\n"
     "          if (cc <= prev || cc >= ncols) { bad = 1; break; }\n"
     "          prev = cc;\n"
     "          k++;\n"
     "        }\n"
     "      }\n"
     "      if (k < e) hb = col_idx[k] / c;\n"
-    "      q++;\n"),
-    /* chunk 4: bytes 15905..19881 */
-    ("      if (fill && q >= nb) stop = 1; /* all nb written: the rows are done too */\n"
+    "      q++;\n"
+    "      if (fill && q >= nb) stop = 1; /* all nb written: the rows are done too */\n"
     "    }\n"
     "    if (__ballot_sync(SPX_FULL, bad) & gm) stop = 1;\n"
     "    if (bad) atomicOr(&acc[1], 1ull);\n"
@@ -681,12 +682,12 @@ static const char *const spx__template_convert[] = {
     "  }\n"
     "  if (threadIdx.x == 0) *total = carry;\n"
     "}\n"
-    "\n"
-    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "\n"),
+    /* chunk 5: bytes 19842..20533 */
+    ("extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
     "spx_scan_apply(long long n, int *__restrict__ x, const long long *__restrict__ sums) {\n"
-    "  __shared__ long long sh[SPX_BLOCK / 32];\n"),
-    /* chunk 5: bytes 19881..20386 */
-    ("  const long long q0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * SPX_SCAN_ITEMS;\n"
+    "  __shared__ long long sh[SPX_BLOCK / 32];\n"
+    "  const long long q0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * SPX_SCAN_ITEMS;\n"
     "  long long v[SPX_SCAN_ITEMS], run = 0, total;\n"
     "#pragma unroll\n"
     "  for (int t = 0; t < SPX_SCAN_ITEMS; t++) {\n"
@@ -2776,7 +2777,7 @@ static const char *const spx__template_vector[] = {
 static const spx__template spx__templates[] = {
     {"analyze", spx__template_analyze, 2, 5932, UINT64_C(0xa735c8209b84d740)},
     {"bsr", spx__template_bsr, 2, 4667, UINT64_C(0x04b6aa2e62da0855)},
-    {"convert", spx__template_convert, 6, 20386, UINT64_C(0x598c3a4e2d96cd48)},
+    {"convert", spx__template_convert, 6, 20533, UINT64_C(0x36165041533de57c)},
     {"coo", spx__template_coo, 1, 3227, UINT64_C(0x5a5b51c933d8e1bc)},
     {"csr", spx__template_csr, 2, 7926, UINT64_C(0x4b5bf8ae13e4409b)},
     {"csr_lb", spx__template_csr_lb, 3, 9293, UINT64_C(0x2559228cbd9a25c9)},
