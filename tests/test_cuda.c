@@ -408,9 +408,14 @@ done:
   return ok;
 }
 
+/* SDIA: C = 8 and 40 take 4 slices a warp and 2 rows a lane; max_fill = 1 declines nearly always.
+ * BSR: auto (8 sizes counted), the plan's 3x3, a wide block, a whole warp of rows. */
 static const char *const convert_params[][2] = {
     {"sell", ""}, {"sell", "sell_sigma=1"}, {"sell", "sell_c=8,sell_sigma=64"}, {"sell", "sell_c=64,sell_sigma=1000"},
     {"sell16", ""}, {"sell16", "sell16_sigma=1"}, {"sell16", "sell16_sigma=256"}, {"sell16", "sell16_c=16,sell16_sigma=32"},
+    {"sdia", ""}, {"sdia", "sdia_max_fill=1000"}, {"sdia", "sdia_max_fill=1"}, {"sdia", "sdia_c=8"},
+    {"sdia", "sdia_c=40,sdia_max_fill=1000"},
+    {"bsr", ""}, {"bsr", "bsr_r=3,bsr_c=3"}, {"bsr", "bsr_r=2,bsr_c=5"}, {"bsr", "bsr_r=32,bsr_c=1"},
 };
 
 static int convert_all(const spx_csr *a, const char *what) {
@@ -424,8 +429,61 @@ static int convert_all(const spx_csr *a, const char *what) {
   return got;
 }
 
-/* Device conversion (SELL, SELL16) equals the host's on generated matrices, a SELL16 decline
- * (one row spanning 100000 columns), empty rows, and every shared matrix. */
+/* Device and host conversion of a (possibly malformed) CSR fail alike: the same status and the
+ * same message. */
+static void convert_fails_alike(const spx_csr *a, spx_format f, const char *params, spx_status want, const char *what) {
+  spx_format_params fp;
+  spx_dmatrix *d = NULL;
+  char dev_msg[1024];
+  spx_status s;
+  spx_format_params_default(&fp);
+  assert_int_equal(spx_format_params_parse(&fp, params), SPX_OK);
+  s = spx_dmatrix_convert(gpu, a, f, &fp, NULL, &d);
+  if (s != want) fail_msg("%s %s %s: device %s (%s)", what, spx_format_name(f), params, spx_status_string(s), spx_last_error());
+  snprintf(dev_msg, sizeof dev_msg, "%s", spx_last_error());
+  assert_null(d);
+  setenv("SPX_DEVICE_CONVERT", "0", 1);
+  s = spx_dmatrix_convert(gpu, a, f, &fp, NULL, &d);
+  unsetenv("SPX_DEVICE_CONVERT");
+  assert_int_equal(s, want);
+  assert_null(d);
+  if (strcmp(dev_msg, spx_last_error())) fail_msg("%s: device '%s', host '%s'", what, dev_msg, spx_last_error());
+}
+
+/* Rows the converters accept though spx_csr_validate would not (SDIA takes unsorted rows and
+ * duplicates, the last one winning; BSR refuses them), and -0.0 entries (stored as +0.0). */
+static void test_device_convert_odd_rows(void) {
+  static const char *const bsr_params[] = {"", "bsr_r=3,bsr_c=3", "bsr_r=32,bsr_c=1"};
+  spx_csr *a;
+  int k, bad;
+  assert_int_equal(spx_csr_create(45, 100, 9, SPX_DOUBLE, &a), SPX_OK);
+  { /* row 0: 7 2 7 (unsorted, a duplicate), row 1: 1 0, row 3: 3 99, row 40: -0.0 on column 0,
+     * row 41: 50 */
+    static const int32_t ci[9] = {7, 2, 7, 1, 0, 3, 99, 0, 50};
+    static const double va[9] = {1, 2, 3, 4, 5, 6, 7, -0.0, 9};
+    for (k = 0; k <= 45; k++) a->row_ptr[k] = k < 1 ? 0 : k < 2 ? 3 : k < 4 ? 5 : k < 41 ? 7 : k < 42 ? 8 : 9;
+    memcpy(a->col_idx, ci, sizeof ci);
+    memcpy(a->val.d, va, sizeof va);
+  }
+  assert_int_equal(convert_same(a, SPX_FORMAT_SDIA, "sdia_max_fill=1000", SPX_DOUBLE, "unsorted rows"), 1);
+  assert_int_equal(convert_same(a, SPX_FORMAT_SDIA, "sdia_c=5,sdia_max_fill=1000", SPX_FLOAT, "unsorted rows"), 1);
+  convert_fails_alike(a, SPX_FORMAT_SDIA, "sdia_max_fill=1", SPX_UNSUPPORTED, "unsorted rows, declined");
+  for (k = 0; k < 3; k++) convert_fails_alike(a, SPX_FORMAT_BSR, bsr_params[k], SPX_INVALID_ARGUMENT, "unsorted rows");
+  spx_csr_destroy(a);
+  /* sorted rows with a column outside [0, ncols): -1, then ncols inside the last partial block */
+  for (bad = 0; bad < 2; bad++) {
+    assert_int_equal(spx_csr_create(5, 5, 3, SPX_DOUBLE, &a), SPX_OK);
+    a->row_ptr[1] = 2; a->row_ptr[2] = 2; a->row_ptr[3] = 3; a->row_ptr[4] = 3; a->row_ptr[5] = 3;
+    a->col_idx[0] = bad ? 1 : -1; a->col_idx[1] = bad ? 5 : 0; a->col_idx[2] = 2;
+    a->val.d[0] = a->val.d[1] = a->val.d[2] = 1;
+    for (k = 0; k < 3; k++) convert_fails_alike(a, SPX_FORMAT_BSR, bsr_params[k], SPX_INVALID_ARGUMENT, "bad column");
+    convert_fails_alike(a, SPX_FORMAT_BSR, "bsr_r=2,bsr_c=2", SPX_INVALID_ARGUMENT, "bad column");
+    spx_csr_destroy(a);
+  }
+}
+
+/* Device conversion (SELL, SELL16, SDIA, BSR) equals the host's on generated matrices, a SELL16
+ * decline (one row spanning 100000 columns), empty rows, odd rows, and every shared matrix. */
 static void test_device_convert(void **state) {
   spx_test_entry *e;
   spx_csr *a;
@@ -442,7 +500,12 @@ static void test_device_convert(void **state) {
   assert_int_equal(spx_csr_from_coo(100000, 100000, 6, r, c, NULL, SPX_DOUBLE, &a), SPX_OK); /* mostly empty rows */
   got += convert_all(a, "wide");
   assert_int_equal(convert_same(a, SPX_FORMAT_SELL16, "sell16_sigma=1", SPX_DOUBLE, "wide"), 0); /* both decline */
+  convert_fails_alike(a, SPX_FORMAT_SDIA, "", SPX_UNSUPPORTED, "wide"); /* 2 diagonals x 32 rows for 6 entries */
   spx_csr_destroy(a);
+  assert_int_equal(spx_gen_elasticity3d(7, 6, 5, SPX_DOUBLE, &a), SPX_OK);
+  got += convert_all(a, "elasticity");
+  spx_csr_destroy(a);
+  test_device_convert_odd_rows();
   ne = spx_test_manifest(&e);
   for (t = 0; t < ne; t++) {
     char path[1024];

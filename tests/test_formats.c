@@ -286,12 +286,14 @@ static void test_params(void **state) {
   assert_int_equal(spx_fmt_from_csr(a, dia_id, &p, &m), SPX_UNSUPPORTED);
   assert_non_null(strstr(spx_last_error(), "dia_max_fill"));
   spx_csr_destroy(a);
-  { /* BSR merges sorted rows: an unsorted row or a column past the edge is a status, not a crash */
+  { /* BSR merges sorted rows: an unsorted row or a column outside [0, ncols) is a status, not a
+     * crash; also -1 and a column past ncols inside the last 2-wide block (3 columns) */
+    static const int32_t c0[4] = {3, 1, -1, 1}, c1[4] = {0, 7, 0, 3};
     int bad;
-    for (bad = 0; bad < 2; bad++) {
-      assert_int_equal(spx_csr_create(4, 4, 4, SPX_DOUBLE, &a), SPX_OK);
+    for (bad = 0; bad < 4; bad++) {
+      assert_int_equal(spx_csr_create(4, bad == 3 ? 3 : 4, 4, SPX_DOUBLE, &a), SPX_OK);
       a->row_ptr[1] = 2; a->row_ptr[2] = 3; a->row_ptr[3] = 4; a->row_ptr[4] = 4;
-      a->col_idx[0] = bad ? 1 : 3; a->col_idx[1] = bad ? 7 : 0; a->col_idx[2] = 1; a->col_idx[3] = 2;
+      a->col_idx[0] = c0[bad]; a->col_idx[1] = c1[bad]; a->col_idx[2] = 1; a->col_idx[3] = 2;
       a->val.d[0] = a->val.d[1] = a->val.d[2] = a->val.d[3] = 1;
       spx_format_params_default(&p);
       p.bsr_r = 2;

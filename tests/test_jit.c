@@ -420,6 +420,39 @@ static void test_every_template_compiles(void **state) {
   assert_int_equal(spx_jit_compile_only("vector", 1, flt, "compute_80", &origin), SPX_OK);
 }
 
+/* The device converters' kernels (convert.cu) compile for sm_90 with every define set the drivers
+ * in cuda_impl.h pass: the value type alone (SELL, SELL16, BSR, the scans, SDIA with C <= 32) and
+ * SPX_RPL (SDIA rows per lane: 2 for C in 33..64, 32 up to C = 1024); the cubin names each kernel. */
+static void test_convert_kernels_compile(void **state) {
+  static const char *const specs[][2] = {
+      {"SPX_VALUE_T=double", NULL}, {"SPX_VALUE_T=float", NULL},
+      {"SPX_VALUE_T=double", "SPX_RPL=2"}, {"SPX_VALUE_T=float", "SPX_RPL=32"},
+  };
+  static const char *const kernels[] = {"spx_sdia_count", "spx_sdia_fill", "spx_bsr_count", "spx_bsr_fill",
+                                        "spx_scan_sums", "spx_scan_tiles", "spx_scan_apply", "spx_sell_fill"};
+  fixture *f = (fixture *)*state;
+  int k, j, origin;
+  if (!have_nvrtc()) skip();
+  for (k = 0; k < (int)(sizeof specs / sizeof specs[0]); k++) {
+    int nd = specs[k][1] ? 2 : 1;
+    char hex[33], path[600];
+    size_t n = 0;
+    char *bin;
+    if (spx_jit_compile_only("convert", nd, specs[k], "sm_90", &origin) != SPX_OK)
+      fail_msg("convert.cu (%s %s): %s", specs[k][0], specs[k][1] ? specs[k][1] : "", spx_last_error());
+    key_of("convert", nd, specs[k], "sm_90", hex);
+    entry_path(f, hex, path, sizeof path);
+    assert_non_null(bin = slurp(path, &n));
+    for (j = 0; j < (int)(sizeof kernels / sizeof kernels[0]); j++) {
+      size_t len = strlen(kernels[j]), i;
+      int found = 0;
+      for (i = 0; !found && i + len <= n; i++) found = !memcmp(bin + i, kernels[j], len);
+      if (!found) fail_msg("convert.cu (%s %s): no %s in the cubin", specs[k][0], specs[k][1] ? specs[k][1] : "", kernels[j]);
+    }
+    free(bin);
+  }
+}
+
 /* A compile error is SPX_NVRTC with the log; it is remembered (no second compile) and nothing is
  * written to disk. */
 static void test_compile_error(void **state) {
@@ -966,6 +999,7 @@ int main(void) {
       T(test_define_validation),
       T(test_key_inputs),
       T(test_every_template_compiles),
+      T(test_convert_kernels_compile),
       T(test_compile_error),
       T(test_disk_store_and_hit),
       T(test_disk_corruption),

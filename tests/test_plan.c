@@ -498,6 +498,7 @@ static void test_device_file(void **state) {
   d.calibrated = 1;
   d.format_factor[SPX_FORMAT_ELL] = 1.5;
   d.format_convert_ns[SPX_FORMAT_BSR] = 7.25;
+  d.format_convert_ns[SPX_FORMAT_JDS] = 5.5;
   assert_int_equal(spx_plan_device_save(path, &d), SPX_OK);
   assert_int_equal(spx_plan_device_load(path, &e), SPX_OK);
   assert_string_equal(e.name, "fake");
@@ -505,7 +506,8 @@ static void test_device_file(void **state) {
   /* per-format constants survive by name; unmeasured ones stay 0 */
   assert_true(e.format_factor[SPX_FORMAT_ELL] == 1.5 && e.format_convert_ns[SPX_FORMAT_BSR] == 7.25);
   assert_true(e.format_factor[SPX_FORMAT_CSR] == 0 && e.format_convert_ns[SPX_FORMAT_ELL] == 0);
-  { /* and the model applies them: ELL 1.5x slower, BSR conversion at its own rate */
+  { /* and the model applies them: ELL 1.5x slower, BSR and JDS conversion at their own rates (BSR
+     * converts on the device: its rate covers the upload; JDS pays the upload besides) */
     spx_plan_candidate c0[SPX_FORMAT_MAX + 1], c1[SPX_FORMAT_MAX + 1];
     spx_csr *a = pattern(64000, 4, 0, 0);
     int n0, n1;
@@ -515,9 +517,11 @@ static void test_device_file(void **state) {
     assert_true(fabs(cand(c1, n1, "ell", 0)->predicted_us - 1.5 * cand(c0, n0, "ell", 0)->predicted_us) < 1e-9);
     assert_true(cand(c1, n1, "csr", 0)->predicted_us == cand(c0, n0, "csr", 0)->predicted_us);
     {
-      const spx_plan_candidate *b = cand(c1, n1, "bsr", 0);
-      double want = 1e-6 * 7.25 * (double)b->bytes + (double)b->bytes / 1e7 + 3;
+      const spx_plan_candidate *b = cand(c1, n1, "bsr", 0), *j = cand(c1, n1, "jds", 0);
+      double want = 1e-6 * 7.25 * (double)b->bytes + 3;
       assert_true(fabs(b->convert_ms - want) < 1e-9 * want);
+      want = 1e-6 * 5.5 * (double)j->bytes + (double)j->bytes / 1e7 + 3;
+      assert_true(fabs(j->convert_ms - want) < 1e-9 * want);
     }
     spx_csr_destroy(a);
   }
@@ -532,7 +536,7 @@ static void test_device_file(void **state) {
     const char *p = spx_plan_device_path("NVIDIA H100 80GB");
     if (spx_jit_cache_dir()) {
       assert_non_null(p);
-      assert_non_null(strstr(p, "/tuner/v6/NVIDIA_H100_80GB.json"));
+      assert_non_null(strstr(p, "/tuner/v7/NVIDIA_H100_80GB.json"));
     }
   }
 }
@@ -659,8 +663,8 @@ static void test_gpu_plans(void **state) {
 
 /* A CUDA plan of a matrix with >= 2^20 nonzeros profiles its rows and validates on the device
  * (analyze.cu): the same analysis and the same candidates, to the bit, as the host profile
- * (SPX_PLAN_DEVICE_PROFILE=0); plans built from the staged arrays (cuSPARSE wraps them, SELL16
- * converts from them) compute A*x; a malformed CSR gets the host validation's message. */
+ * (SPX_PLAN_DEVICE_PROFILE=0); plans built from the staged arrays (cuSPARSE wraps them, SELL,
+ * SELL16, SDIA and BSR convert from them) compute A*x; a malformed CSR gets the host validation's message. */
 static spx_plan *dev_plan(spx_context *g, const spx_csr *a, int host_profile, const char *force) {
   spx_plan_options o;
   spx_plan *p = NULL;
@@ -727,6 +731,16 @@ static void test_gpu_device_profile(void **state) {
       check_plan_spmv(g, pd, m[k], names[k]);
       spx_plan_destroy(pd);
     }
+    if (k == 0 || k == 2) { /* SDIA where it stays under its fill limit */
+      pd = dev_plan(g, m[k], 0, "sdia");
+      check_plan_spmv(g, pd, m[k], names[k]);
+      spx_plan_destroy(pd);
+    }
+    /* BSR with the profile's block (3x3 on elasticity) */
+    pd = dev_plan(g, m[k], 0, "bsr");
+    if (k == 2) assert_int_equal(spx_plan_params(pd)->bsr_r, 3);
+    check_plan_spmv(g, pd, m[k], names[k]);
+    spx_plan_destroy(pd);
   }
   /* malformed: two columns swapped in one row, a column past the last (rows the host's column
    * sample does not read), then a swap in row 5 (one it reads, before the device has checked) */

@@ -70,10 +70,10 @@ spx_status spx_dmatrix_create(spx_context *ctx, const spx_fmt *m, const spx_dmat
 spx_status spx_dmatrix_wrap_csr(spx_context *ctx, int64_t nrows, int64_t ncols, int64_t nnz,
                                 spx_devptr row_ptr, spx_devptr col_idx, spx_devptr val, spx_dtype dtype,
                                 const spx_dmatrix_options *opt, spx_dmatrix **out);
-/* A host CSR (valid, spx_csr_validate) converted to format f for ctx's device: SELL and SELL16 are
- * converted on the device (the CSR is uploaded once and the slots written by kernels, the same
- * arrays as spx_fmt_from_csr gives); other formats on the host, then uploaded. SPX_DEVICE_CONVERT=0
- * in the environment forces the host path. */
+/* A host CSR (valid, spx_csr_validate) converted to format f for ctx's device: SELL, SELL16, SDIA
+ * and BSR (r <= 32) are converted on the device (the CSR is uploaded once and the arrays written by
+ * kernels, the same arrays as spx_fmt_from_csr gives, declines and errors included); other formats
+ * on the host, then uploaded. SPX_DEVICE_CONVERT=0 in the environment forces the host path. */
 spx_status spx_dmatrix_convert(spx_context *ctx, const spx_csr *a, spx_format f, const spx_format_params *params,
                                const spx_dmatrix_options *opt, spx_dmatrix **out);
 /* y = alpha*A*x + beta*y, queued on the context's stream (asynchronous). beta == 0 does not read y. */

@@ -211,8 +211,8 @@ static int64_t spx__conv_slots(const int32_t *w, int64_t nsl, int64_t c) {
 
 /* ---- A host CSR staged on the device for the planner (templates/analyze.cu) ----------------------
  * One upload serves the row profile and validation (kernels instead of host passes), then the
- * plan's build: cuSPARSE takes the 32-bit row_ptr the profile kernel writes on the way, the SELL
- * converters the 64-bit one. */
+ * plan's build: cuSPARSE takes the 32-bit row_ptr the profile kernel writes on the way, the device
+ * converters (SELL, SELL16, SDIA, BSR) the 64-bit one. */
 typedef struct spx__dcsr {
   spx_context *ctx;
   int64_t nrows, ncols, nnz;
@@ -323,7 +323,78 @@ fail:
   return s;
 }
 
-/* *out NULL with SPX_OK: no device path for these parameters (the caller converts on the host). */
+/* ---- What the device converters share -----------------------------------------------------------
+ * Each takes a's arrays on the device: `staged` (the plan's spx__dcsr_stage, values uploaded by
+ * spx__dcsr_values: no second upload) or, with staged NULL, an upload of its own. Each returns
+ * SPX_OK with *out NULL where it has no path for the parameters (the caller converts on the host,
+ * which also reports bad parameters). */
+typedef struct spx__conv_in {
+  spx_devptr rp, ci, va; /* 64-bit row_ptr, col_idx, values */
+  int owned;             /* uploaded here: freed by spx__conv_in_free */
+} spx__conv_in;
+
+static void spx__conv_in_free(spx_context *ctx, spx__conv_in *in) {
+  if (in->owned) { spx_device_free(ctx, in->rp); spx_device_free(ctx, in->ci); spx_device_free(ctx, in->va); }
+  memset(in, 0, sizeof *in);
+}
+
+static spx_status spx__conv_in_get(spx_context *ctx, const spx_csr *a, const spx__dcsr *staged, spx__conv_in *in) {
+  const size_t vb = SPX_DTYPE_SIZE(a->dtype);
+  spx_status s;
+  memset(in, 0, sizeof *in);
+  if (staged) {
+    if (!staged->has_values || staged->nrows != a->nrows || staged->nnz != a->nnz || staged->dtype != a->dtype)
+      return spx__fail(SPX_INTERNAL, "device conversion: the staged CSR has no values or is another matrix's");
+    in->rp = staged->rp; in->ci = staged->ci; in->va = staged->va;
+    return SPX_OK;
+  }
+  in->owned = 1;
+  if ((s = spx_device_alloc(ctx, (size_t)(a->nrows + 1) * 8, &in->rp)) ||
+      (s = spx_device_alloc(ctx, (size_t)a->nnz * 4 + 4, &in->ci)) ||
+      (s = spx_device_alloc(ctx, (size_t)a->nnz * vb + vb, &in->va)) ||
+      (s = spx_device_upload(ctx, in->rp, a->row_ptr, (size_t)(a->nrows + 1) * 8)) ||
+      (s = spx_device_upload(ctx, in->ci, a->col_idx, (size_t)a->nnz * 4)) ||
+      (s = spx_device_upload(ctx, in->va, a->val.p, (size_t)a->nnz * vb))) {
+    spx__conv_in_free(ctx, in);
+    return s;
+  }
+  return SPX_OK;
+}
+
+/* Parameter j of format f as its host converter takes it (SPX_AUTO: the descriptor's default, which
+ * may be SPX_AUTO itself); 0 when out of range (the host path reports it). */
+static int spx__conv_param(spx_format f, const spx_format_params *prm, int j, int64_t *v) {
+  const spx_format_param_info *pi = &spx_format_info(f)->layout->params[j];
+  memcpy(v, (const char *)prm + spx__param_off((int)f, j), sizeof *v);
+  if (*v == SPX_AUTO) *v = pi->def;
+  return *v == SPX_AUTO || (*v >= pi->lo && *v <= pi->hi);
+}
+
+/* Lanes of a merging group for k rows: the power of two >= k, at most a warp (convert.cu). */
+static int spx__conv_group(int64_t k) {
+  int g = 1;
+  while (g < k && g < 32) g *= 2;
+  return g;
+}
+
+/* Blocks of 256 threads for `items` groups of g lanes (32 / g a warp, 8 warps a block). */
+static int64_t spx__conv_blocks(int64_t items, int g) {
+  int64_t per_warp = 32 / g, warps = (items + per_warp - 1) / per_warp;
+  return (warps + 7) / 8;
+}
+
+/* The dmatrix of the shell m (scalars, and any host array its kernel spec reads) on the device
+ * arrays given[0..n), which it adopts (freed with it); on failure they stay the caller's. */
+static spx_status spx__dmatrix_adopt(spx_context *ctx, const spx_fmt *m, const spx_dmatrix_options *opt,
+                                     const spx_devptr *given, int n, spx_dmatrix **out) {
+  spx_status s = spx__dmatrix_build(ctx, m, opt, given, out);
+  int i;
+  if (s) return s;
+  for (i = 0; i < n; i++) (*out)->arrays[i] = given[i];
+  (*out)->narrays = n;
+  return SPX_OK;
+}
+
 /* staged (may be NULL): a's arrays already on the device (spx__dcsr_stage), used instead of an upload. */
 static spx_status spx__dmatrix_sell_device(spx_context *ctx, const spx_csr *a, spx_format f,
                                            const spx_format_params *prm, const spx_dmatrix_options *opt,
@@ -334,9 +405,10 @@ static spx_status spx__dmatrix_sell_device(spx_context *ctx, const spx_csr *a, s
   static const char *const names[4] = {"spx_sell_sort", "spx_sell_widths", "spx_sell16_base", "spx_sell_fill"};
   long long n = a->nrows, ncols = a->ncols, nsl, q;
   int64_t c64 = is16 ? prm->sell16_c : prm->sell_c, sg64 = is16 ? prm->sell16_sigma : prm->sell_sigma, slots;
-  int c, sigma, k, i;
+  int c, sigma, k;
   spx__conv v;
-  spx_devptr rp = 0, ci = 0, va = 0, dw = 0, perm = 0, sp = 0, cb = 0, col = 0, val = 0, bad = 0;
+  spx__conv_in in;
+  spx_devptr rp, ci, va, dw = 0, perm = 0, sp = 0, cb = 0, col = 0, val = 0, bad = 0;
   int32_t *w = NULL, *w2 = NULL, *hsp = NULL;
   spx_status s;
   *out = NULL;
@@ -348,6 +420,7 @@ static spx_status spx__dmatrix_sell_device(spx_context *ctx, const spx_csr *a, s
   sigma = sg64 == SPX_AUTO ? -1 : (int)sg64;
   nsl = (n + c - 1) / c;
   memset(&v, 0, sizeof v);
+  memset(&in, 0, sizeof in);
   v.ctx = ctx;
   for (k = 0; k < 4; k++)
     if ((s = spx_jit_kernel(ctx, "convert", names[k], 1, defs, &v.fn[k]))) return s;
@@ -355,14 +428,8 @@ static spx_status spx__dmatrix_sell_device(spx_context *ctx, const spx_csr *a, s
   if (!(w = (int32_t *)spx__alloc((size_t)nsl + 1, sizeof *w)) || !(w2 = (int32_t *)spx__alloc((size_t)nsl + 1, sizeof *w2)) ||
       !(hsp = (int32_t *)spx__alloc((size_t)nsl + 1, sizeof *hsp)))
     goto done;
-  if (staged) {
-    rp = staged->rp; ci = staged->ci; va = staged->va;
-  } else if ((s = spx_device_alloc(ctx, (size_t)(n + 1) * 8, &rp)) || (s = spx_device_alloc(ctx, (size_t)a->nnz * 4 + 4, &ci)) ||
-             (s = spx_device_alloc(ctx, (size_t)a->nnz * vb + vb, &va)) ||
-             (s = spx_device_upload(ctx, rp, a->row_ptr, (size_t)(n + 1) * 8)) ||
-             (s = spx_device_upload(ctx, ci, a->col_idx, (size_t)a->nnz * 4)) ||
-             (s = spx_device_upload(ctx, va, a->val.p, (size_t)a->nnz * vb)))
-    goto done;
+  if ((s = spx__conv_in_get(ctx, a, staged, &in))) goto done;
+  rp = in.rp; ci = in.ci; va = in.va;
   if ((s = spx_device_alloc(ctx, (size_t)nsl * 4 + 4, &dw))) goto done;
   if (sigma != 1 && (s = spx_device_alloc(ctx, (size_t)n * 4, &perm))) goto done;
   if (sigma == -1) { /* SELL16's auto rule: sort in windows of 256 only when it saves more than perm costs */
@@ -432,18 +499,213 @@ static spx_status spx__dmatrix_sell_device(spx_context *ctx, const spx_csr *a, s
       m.impl = &e;
       given[ng++] = perm; given[ng++] = sp; given[ng++] = col; given[ng++] = val;
     }
-    if ((s = spx__dmatrix_build(ctx, &m, opt, given, out))) goto done;
-    for (i = 0; i < ng; i++) (*out)->arrays[i] = given[i]; /* adopted: freed with the dmatrix */
-    (*out)->narrays = ng;
+    if ((s = spx__dmatrix_adopt(ctx, &m, opt, given, ng, out))) goto done;
     perm = sp = cb = col = val = 0;
   }
 done:
-  if (!staged) { spx_device_free(ctx, rp); spx_device_free(ctx, ci); spx_device_free(ctx, va); }
+  spx__conv_in_free(ctx, &in);
   spx_device_free(ctx, dw);
   spx_device_free(ctx, perm); spx_device_free(ctx, sp); spx_device_free(ctx, cb); spx_device_free(ctx, col);
   spx_device_free(ctx, val); spx_device_free(ctx, bad);
   SPX_FREE(w); SPX_FREE(w2); SPX_FREE(hsp);
   return s;
+}
+
+/* ---- CSR -> SDIA on the device (convert.cu: spx_sdia_count, spx_sdia_fill) ------------------------
+ * The host converter's arrays: the counts come down (nslices ints: the fill limit, the scan and the
+ * kernel spec's widest slice all read them on the host), slice_ptr goes up, a second pass writes. */
+static spx_status spx__dmatrix_sdia_device(spx_context *ctx, const spx_csr *a, const spx_format_params *prm,
+                                           const spx_dmatrix_options *opt, const spx__dcsr *staged, spx_dmatrix **out) {
+  const size_t vb = SPX_DTYPE_SIZE(a->dtype);
+  char rpl[32];
+  const char *defs[2] = {a->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double", rpl};
+  long long n = a->nrows, nsl, cap;
+  int64_t c64, mf, limit, real = 0, total = 0, sl;
+  int c, g, rows_per_lane;
+  void *fcount = NULL, *ffill = NULL;
+  spx__conv_in in;
+  spx_devptr dcnt = 0, dsp = 0, doff = 0, dval = 0;
+  int32_t *hsp = NULL;
+  spx_status s;
+  *out = NULL;
+  memset(&in, 0, sizeof in);
+  if (!spx__conv_param(SPX_FORMAT_SDIA, prm, 0, &c64) || !spx__conv_param(SPX_FORMAT_SDIA, prm, 1, &mf) ||
+      c64 == SPX_AUTO || mf == SPX_AUTO || n < 1 || n > INT32_MAX || a->ncols > INT32_MAX || a->nnz > INT32_MAX)
+    return SPX_OK;
+  c = (int)c64;
+  g = spx__conv_group(c);
+  rows_per_lane = (c + g - 1) / g;
+  snprintf(rpl, sizeof rpl, "SPX_RPL=%d", rows_per_lane); /* only past 32 rows: C <= 32 shares SELL's module */
+  nsl = (n + c - 1) / c;
+  limit = mf * a->nnz;
+  cap = limit + 1; /* the host counts up to min(slice entries, limit + 1): the first never binds */
+  if ((s = spx_jit_kernel(ctx, "convert", "spx_sdia_count", rows_per_lane > 1 ? 2 : 1, defs, &fcount)) ||
+      (s = spx_jit_kernel(ctx, "convert", "spx_sdia_fill", rows_per_lane > 1 ? 2 : 1, defs, &ffill)))
+    return s;
+  if (!(hsp = (int32_t *)spx__alloc((size_t)nsl + 1, sizeof *hsp))) return SPX_OUT_OF_MEMORY;
+  if ((s = spx__conv_in_get(ctx, a, staged, &in)) || (s = spx_device_alloc(ctx, (size_t)nsl * 4, &dcnt))) goto done;
+  {
+    void *pr[8] = {&n, &c, &g, &nsl, &cap, &in.rp, &in.ci, &dcnt};
+    if ((s = spx__launch256(ctx, fcount, spx__conv_blocks(nsl, g), pr, "spx_sdia_count")) ||
+        (s = spx_device_download(ctx, hsp + 1, dcnt, (size_t)nsl * 4)))
+      goto done;
+  }
+  /* as spx__sdia_from_csr: the limit on the real rows' slots first, then the 32-bit check */
+  hsp[0] = 0;
+  for (sl = 0; sl < nsl; sl++) {
+    real += (int64_t)hsp[sl + 1] * (SPX__MIN(n, (sl + 1) * c) - sl * c);
+    total += hsp[sl + 1];
+  }
+  if (real > limit) {
+    s = spx__fmt_wrap(spx__sdia_overfill(real, total > limit, a->nnz, mf), a, "sdia");
+    goto done;
+  }
+  if ((s = spx__fits32(total, "sdia diagonals"))) {
+    spx__fmt_wrap(s, a, "sdia");
+    goto done;
+  }
+  for (sl = 0; sl < nsl; sl++) hsp[sl + 1] += hsp[sl];
+  if ((s = spx_device_alloc(ctx, (size_t)(nsl + 1) * 4, &dsp)) ||
+      (s = spx_device_upload(ctx, dsp, hsp, (size_t)(nsl + 1) * 4)) ||
+      (s = spx_device_alloc(ctx, (size_t)total * 4 + 4, &doff)) ||
+      (s = spx_device_alloc(ctx, (size_t)total * (size_t)c * vb + vb, &dval)))
+    goto done;
+  {
+    void *pr[10] = {&n, &c, &g, &nsl, &in.rp, &in.ci, &in.va, &dsp, &doff, &dval};
+    if ((s = spx__launch256(ctx, ffill, spx__conv_blocks(nsl, g), pr, "spx_sdia_fill"))) goto done;
+  }
+  {
+    spx_fmt m;
+    spx_fmt_sdia e;
+    const spx_devptr given[3] = {dsp, doff, dval};
+    memset(&m, 0, sizeof m);
+    memset(&e, 0, sizeof e);
+    e.dtype = a->dtype; e.nrows = n; e.ncols = a->ncols; e.nnz = a->nnz; e.c = c; e.nslices = nsl;
+    e.ndiags = total; e.slice_ptr = hsp; /* the kernel spec's widest slice */
+    m.format = SPX_FORMAT_SDIA; m.dtype = a->dtype; m.nrows = n; m.ncols = a->ncols; m.nnz = a->nnz;
+    m.vt = spx_format_info(SPX_FORMAT_SDIA); m.impl = &e;
+    if ((s = spx__dmatrix_adopt(ctx, &m, opt, given, 3, out))) goto done;
+    dsp = doff = dval = 0;
+  }
+done:
+  spx__conv_in_free(ctx, &in);
+  spx_device_free(ctx, dcnt); spx_device_free(ctx, dsp); spx_device_free(ctx, doff); spx_device_free(ctx, dval);
+  SPX_FREE(hsp);
+  return s;
+}
+
+/* ---- CSR -> BSR on the device (convert.cu: spx_bsr_count, spx_scan_*, spx_bsr_fill) -----------------
+ * The host converter's arrays for r <= 32 (a merging group is at most a warp): auto counts the 8
+ * square sizes (totals only) and keeps the least bytes, ties to the smaller, as the host does; then
+ * the chosen size's counts go into row_ptr, a device scan makes them pointers (only the total comes
+ * down: nbrows can be millions), and a second pass writes block columns and values. */
+static spx_status spx__dmatrix_bsr_device(spx_context *ctx, const spx_csr *a, const spx_format_params *prm,
+                                          const spx_dmatrix_options *opt, const spx__dcsr *staged, spx_dmatrix **out) {
+  static const char *const names[5] = {"spx_bsr_count", "spx_bsr_fill", "spx_scan_sums", "spx_scan_tiles", "spx_scan_apply"};
+  const size_t vb = SPX_DTYPE_SIZE(a->dtype);
+  const char *defs[1] = {a->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double"};
+  const spx_devptr nul = 0;
+  long long n = a->nrows, ncols = a->ncols, nbr, ntiles;
+  int64_t r64, c64, b, best = -1;
+  unsigned long long acc[16];
+  int r, c, g, k;
+  void *fn[5];
+  spx__conv_in in;
+  spx_devptr dacc = 0, drp = 0, dsums = 0, dtot = 0, dcol = 0, dval = 0;
+  spx_status s;
+  *out = NULL;
+  memset(&in, 0, sizeof in);
+  if (!spx__conv_param(SPX_FORMAT_BSR, prm, 0, &r64) || !spx__conv_param(SPX_FORMAT_BSR, prm, 1, &c64) || n < 1 ||
+      n > INT32_MAX || ncols > INT32_MAX || a->nnz > INT32_MAX)
+    return SPX_OK;
+  if (r64 == SPX_AUTO && c64 != SPX_AUTO) r64 = c64;
+  else if (c64 == SPX_AUTO && r64 != SPX_AUTO) c64 = r64;
+  if (r64 > 32) return SPX_OK;
+  for (k = 0; k < 5; k++)
+    if ((s = spx_jit_kernel(ctx, "convert", names[k], 1, defs, &fn[k]))) return s;
+  if ((s = spx__conv_in_get(ctx, a, staged, &in)) || (s = spx_device_alloc(ctx, sizeof acc, &dacc)) ||
+      (s = spx_device_memset(ctx, dacc, 0, sizeof acc)))
+    goto done;
+  if (r64 == SPX_AUTO) { /* the square size of least bytes, 1..8 */
+    for (b = 1; b <= 8; b++) {
+      long long nb_ = (n + b - 1) / b;
+      int bb = (int)b, gb = spx__conv_group(b);
+      spx_devptr at = dacc + (spx_devptr)(16 * (b - 1));
+      void *pr[10] = {&n, &ncols, &bb, &bb, &gb, &nb_, &in.rp, &in.ci, (void *)&nul, &at};
+      if ((s = spx__launch256(ctx, fn[0], spx__conv_blocks(nb_, gb), pr, names[0]))) goto done;
+    }
+    if ((s = spx_device_download(ctx, acc, dacc, sizeof acc))) goto done;
+    for (b = 1; b <= 8; b++) {
+      int64_t bytes = spx__bsr_bytes(a, b, b, (int64_t)acc[2 * (b - 1)]);
+      if (acc[2 * (b - 1) + 1]) { s = spx__fmt_wrap(spx__bsr_unsorted(), a, "bsr"); goto done; }
+      if (best < 0 || bytes < best) { best = bytes; r64 = c64 = b; }
+    }
+    if ((s = spx_device_memset(ctx, dacc, 0, 16))) goto done;
+  }
+  r = (int)r64; c = (int)c64; g = spx__conv_group(r);
+  nbr = (n + r - 1) / r;
+  ntiles = (nbr + 2047) / 2048; /* convert.cu: 256 threads x SPX_SCAN_ITEMS counts a tile */
+  if ((s = spx_device_alloc(ctx, (size_t)(nbr + 1) * 4, &drp)) || (s = spx_device_alloc(ctx, (size_t)ntiles * 8, &dsums)) ||
+      (s = spx_device_alloc(ctx, 8, &dtot)))
+    goto done;
+  {
+    void *pr[10] = {&n, &ncols, &r, &c, &g, &nbr, &in.rp, &in.ci, &drp, &dacc};
+    if ((s = spx__launch256(ctx, fn[0], spx__conv_blocks(nbr, g), pr, names[0])) ||
+        (s = spx_device_download(ctx, acc, dacc, 16)))
+      goto done;
+  }
+  if (acc[1]) { s = spx__fmt_wrap(spx__bsr_unsorted(), a, "bsr"); goto done; }
+  if ((s = spx__fits32((int64_t)acc[0], "bsr blocks"))) { spx__fmt_wrap(s, a, "bsr"); goto done; }
+  {
+    void *ps[3] = {&nbr, &drp, &dsums}, *pt[3] = {&ntiles, &dsums, &dtot}, *pa[3] = {&nbr, &drp, &dsums};
+    if ((s = spx__launch256(ctx, fn[2], ntiles, ps, names[2])) || (s = spx__launch256(ctx, fn[3], 1, pt, names[3])) ||
+        (s = spx__launch256(ctx, fn[4], ntiles, pa, names[4])))
+      goto done;
+  }
+  if ((s = spx_device_alloc(ctx, (size_t)acc[0] * 4 + 4, &dcol)) ||
+      (s = spx_device_alloc(ctx, (size_t)acc[0] * (size_t)r * (size_t)c * vb + vb, &dval)))
+    goto done;
+  {
+    void *pr[12] = {&n, &ncols, &r, &c, &g, &nbr, &in.rp, &in.ci, &in.va, &drp, &dcol, &dval};
+    if ((s = spx__launch256(ctx, fn[1], spx__conv_blocks(nbr, g), pr, names[1]))) goto done;
+  }
+  {
+    spx_fmt m;
+    spx_fmt_bsr e;
+    const spx_devptr given[3] = {drp, dcol, dval};
+    memset(&m, 0, sizeof m);
+    memset(&e, 0, sizeof e);
+    e.dtype = a->dtype; e.nrows = n; e.ncols = ncols; e.nnz = a->nnz; e.r = r; e.c = c;
+    e.nbrows = nbr; e.nbcols = (ncols + c - 1) / c; e.nblocks = (int64_t)acc[0];
+    m.format = SPX_FORMAT_BSR; m.dtype = a->dtype; m.nrows = n; m.ncols = ncols; m.nnz = a->nnz;
+    m.vt = spx_format_info(SPX_FORMAT_BSR); m.impl = &e;
+    if ((s = spx__dmatrix_adopt(ctx, &m, opt, given, 3, out))) goto done;
+    drp = dcol = dval = 0;
+  }
+done:
+  spx__conv_in_free(ctx, &in);
+  spx_device_free(ctx, dacc); spx_device_free(ctx, drp); spx_device_free(ctx, dsums); spx_device_free(ctx, dtot);
+  spx_device_free(ctx, dcol); spx_device_free(ctx, dval);
+  return s;
+}
+
+/* Formats with a device converter; SPX_DEVICE_CONVERT=0 in the environment turns them all off
+ * (comparisons, debugging). The plan's cost model asks the same. */
+static int spx__device_converts(int f) {
+  const char *e = getenv("SPX_DEVICE_CONVERT");
+  return (f == SPX_FORMAT_SELL || f == SPX_FORMAT_SELL16 || f == SPX_FORMAT_SDIA || f == SPX_FORMAT_BSR) &&
+         !(e && *e == '0');
+}
+
+/* a converted to f on the device (from `staged` when non-NULL); *out NULL with SPX_OK: the host's job. */
+static spx_status spx__dmatrix_convert_device(spx_context *ctx, const spx_csr *a, spx_format f,
+                                              const spx_format_params *prm, const spx_dmatrix_options *opt,
+                                              const spx__dcsr *staged, spx_dmatrix **out) {
+  *out = NULL;
+  if (!spx__device_converts((int)f)) return SPX_OK;
+  if (f == SPX_FORMAT_SDIA) return spx__dmatrix_sdia_device(ctx, a, prm, opt, staged, out);
+  if (f == SPX_FORMAT_BSR) return spx__dmatrix_bsr_device(ctx, a, prm, opt, staged, out);
+  return spx__dmatrix_sell_device(ctx, a, f, prm, opt, staged, out);
 }
 
 spx_status spx_dmatrix_convert(spx_context *ctx, const spx_csr *a, spx_format f, const spx_format_params *params,
@@ -456,10 +718,7 @@ spx_status spx_dmatrix_convert(spx_context *ctx, const spx_csr *a, spx_format f,
   if (ctx->backend != SPX_BACKEND_CUDA)
     return spx__fail(SPX_NOT_AVAILABLE, "spx_dmatrix_convert: the context uses the host backend (no GPU)");
   if (!params) { spx_format_params_default(&dp); params = &dp; }
-  if (f == SPX_FORMAT_SELL || f == SPX_FORMAT_SELL16) {
-    const char *e = getenv("SPX_DEVICE_CONVERT"); /* 0: always on the host (comparisons, debugging) */
-    if (!(e && *e == '0') && ((s = spx__dmatrix_sell_device(ctx, a, f, params, opt, NULL, out)) || *out)) return s;
-  }
+  if ((s = spx__dmatrix_convert_device(ctx, a, f, params, opt, NULL, out)) || *out) return s;
   { /* no device converter for this format or these parameters: on the host, then upload */
     spx_fmt *m = NULL;
     if ((s = spx_fmt_from_csr(a, f, params, &m))) return s;

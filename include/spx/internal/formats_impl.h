@@ -35,6 +35,11 @@ static spx_status spx__fits32(int64_t v, const char *what) {
   return SPX_OK;
 }
 
+/* A converter's failure as spx_fmt_from_csr reports it (the device converters too). */
+static spx_status spx__fmt_wrap(spx_status s, const spx_csr *a, const char *fmt) {
+  return spx__wrap(s, "converting a %lld x %lld matrix to %s", (long long)a->nrows, (long long)a->ncols, fmt);
+}
+
 /* The padding column of an empty row: the diagonal where there is one (x[i] is what a square
  * matrix's row i reads anyway), else the last column. Needs ncols > 0. */
 static int32_t spx__pad_col(int64_t i, int64_t ncols) { return (int32_t)(i < ncols ? i : ncols - 1); }
@@ -472,7 +477,7 @@ spx_status spx_fmt_from_csr(const spx_csr *a, spx_format f, const spx_format_par
   s = vt->from_csr(a, m->params, m->impl);
   m->seconds = spx__now() - t0;
   if (s) {
-    spx__wrap(s, "converting a %lld x %lld matrix to %s", (long long)a->nrows, (long long)a->ncols, vt->name);
+    spx__fmt_wrap(s, a, vt->name);
     spx_fmt_destroy(m);
     return s;
   }

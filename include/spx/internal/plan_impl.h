@@ -726,11 +726,12 @@ const char *spx_plan_device_path(const char *device_name) {
   for (c = device_name; *c && i + 1 < sizeof name; c++)
     name[i++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ? *c : '_';
   name[i] = 0;
-  /* v6: host BSR and SDIA conversion 2-10x faster (their rates measured again); v5: SDIA and the
-   * cache-streaming loads (every factor measured again); v4: block formats also
+  /* v7: SDIA and BSR convert on the device (their rates are spx_dmatrix_convert's, upload
+   * included); v6: host BSR and SDIA conversion 2-10x faster (their rates measured again); v5:
+   * SDIA and the cache-streaming loads (every factor measured again); v4: block formats also
    * calibrated on an elasticity matrix (v3: SELL and SELL16 conversion rates the device
    * converter's; v2: the host's; v1 files read the L2). */
-  if (snprintf(path, sizeof path, "%s/tuner/v6/%s.json", root, name) >= (int)sizeof path) return NULL;
+  if (snprintf(path, sizeof path, "%s/tuner/v7/%s.json", root, name) >= (int)sizeof path) return NULL;
   return path;
 }
 
@@ -753,11 +754,9 @@ static double spx__plan_time_us(const spx_plan_device *d, const spx__pprof *p, i
   return d->launch_us * launches + moved / bpus + d->imbalance_weight * idle * (double)(4 + vb) / bpus;
 }
 
-/* Formats spx_dmatrix_convert converts on the device (their calibrated rate covers the upload). */
-static int spx__plan_on_device(int cuda, int f) {
-  const char *e = getenv("SPX_DEVICE_CONVERT");
-  return cuda && (f == SPX_FORMAT_SELL || f == SPX_FORMAT_SELL16) && !(e && *e == '0');
-}
+/* Formats spx_dmatrix_convert converts on the device (their calibrated rate covers the upload):
+ * SELL, SELL16, SDIA and BSR (cuda_impl.h). */
+static int spx__plan_on_device(int cuda, int f) { return cuda && spx__device_converts(f); }
 
 /* Conversion (host, or device) + upload + one compile, milliseconds; f < 0: no format-specific rate. */
 static double spx__plan_conv_ms(const spx_plan_device *d, const spx__pprof *p, int64_t bytes, int cuda, int f) {
@@ -968,17 +967,17 @@ static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
     spx__dcsr_free(&p->dc);
     if ((s = spx_cusparse_plan_create(p->ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
   } else {
-    if (p->dc.ci && p->backend == SPX_BACKEND_CUDA && !p->fmt &&
-        (p->format == SPX_FORMAT_SELL || p->format == SPX_FORMAT_SELL16) && spx__plan_on_device(1, (int)p->format)) {
-      /* converted from the staged arrays: no second upload */
-      if (!(s = spx__dcsr_values(&p->dc, a))) s = spx__dmatrix_sell_device(p->ctx, a, p->format, &p->params, NULL, &p->dc, &p->dm);
+    if (p->dc.ci && p->backend == SPX_BACKEND_CUDA && !p->fmt && spx__plan_on_device(1, (int)p->format)) {
+      /* converted from the staged arrays: no second upload (BSR with the profile's block size) */
+      if (!(s = spx__dcsr_values(&p->dc, a)))
+        s = spx__dmatrix_convert_device(p->ctx, a, p->format, &p->params, NULL, &p->dc, &p->dm);
       spx__dcsr_free(&p->dc);
       if (s) return s;
       if (p->dm) { p->built = 1; return SPX_OK; }
     }
     spx__dcsr_free(&p->dc); /* the other formats convert on the host */
-    /* On a GPU, SELL and SELL16 convert on the device (spx_dmatrix_convert); the re-selection
-     * worker may have converted on its thread already. */
+    /* On a GPU, SELL, SELL16, SDIA and BSR convert on the device (spx_dmatrix_convert); the
+     * re-selection worker may have converted on its thread already. */
     if (p->backend == SPX_BACKEND_CUDA && !p->fmt) {
       if ((s = spx_dmatrix_convert(p->ctx, a, p->format, &p->params, NULL, &p->dm))) return s;
       p->built = 1;
@@ -1937,8 +1936,8 @@ static void *spx__reselect_worker(void *arg) {
     p->ctx = r->ctx;
     p->backend = spx_context_backend(r->ctx);
     s = spx__plan_select(p, r->a, &r->o);
-    /* A host conversion belongs to the hidden work too; SELL and SELL16 convert on the GPU at the
-     * swap (spx_dmatrix_convert), which costs a few SpMVs, not a host pass. */
+    /* A host conversion belongs to the hidden work too; SELL, SELL16, SDIA and BSR convert on the
+     * GPU at the swap (spx_dmatrix_convert), which costs a few SpMVs, not a host pass. */
     if (!s && p->engine == SPX_PLAN_ENGINE_SPX && !p->fmt &&
         !spx__plan_on_device(p->backend == SPX_BACKEND_CUDA, (int)p->format))
       s = spx_fmt_from_csr(p->a, p->format, &p->params, &p->fmt);

@@ -5,8 +5,8 @@
  * took 836 ms with a stamp per block column, a qsort per block row and a serial placement. */
 
 /* Block columns of block row I (rows I*r .. I*r+r-1) merged, increasing and distinct, into out
- * (NULL: counted only). -1 when a row's columns do not increase or leave the matrix (not a valid
- * spx_csr). */
+ * (NULL: counted only). -1 when a row's columns do not increase or leave [0, ncols) (not a valid
+ * spx_csr; the device converter rejects the same rows). */
 static int64_t spx__bsr_merge(const spx_csr *a, int64_t I, int32_t r, int32_t c, int32_t *out) {
   int64_t k[64], e[64], cnt = 0, i, i1 = SPX__MIN(a->nrows, I * r + r);
   int32_t hb[64], last = -1;
@@ -15,6 +15,9 @@ static int64_t spx__bsr_merge(const spx_csr *a, int64_t I, int32_t r, int32_t c,
     k[nr] = a->row_ptr[i];
     e[nr] = a->row_ptr[i + 1];
     if (k[nr] < e[nr]) { /* rows with entries only */
+      /* first and last column bound an increasing row (the merge checks the order): a column in
+       * the last block past ncols, or in (-c, 0), would pass the block checks below */
+      if (a->col_idx[k[nr]] < 0 || a->col_idx[e[nr] - 1] >= a->ncols) return -1;
       hb[nr] = a->col_idx[k[nr]] / c;
       nr++;
     }

@@ -26,6 +26,14 @@ static int64_t spx__sdia_offsets(const spx_csr *a, int64_t r0, int64_t r1, int32
   return n;
 }
 
+/* The decline past max_fill (the device converter says the same): real slots in real rows, over
+ * when the counts stopped early. */
+static spx_status spx__sdia_overfill(int64_t real, int over, int64_t nnz, int64_t max_fill) {
+  return spx__fail(SPX_UNSUPPORTED, "sdia: the slices' diagonals would store %s%lld slots for %lld nonzeros "
+                   "(more than sdia_max_fill = %lld per nonzero)", over ? "over " : "", (long long)real,
+                   (long long)nnz, (long long)max_fill);
+}
+
 static spx_status spx__sdia_from_csr(const spx_csr *a, const spx__sdia_params *p, spx_fmt_sdia *s) {
   int64_t n = a->nrows, c = p->c, nsl = (n + c - 1) / c, sl, *sp = NULL, limit = p->max_fill * a->nnz, real = 0;
   int32_t *u = NULL;
@@ -50,9 +58,7 @@ static spx_status spx__sdia_from_csr(const spx_csr *a, const spx__sdia_params *p
     sp[sl + 1] += sp[sl];
   }
   if (real > limit) {
-    st = spx__fail(SPX_UNSUPPORTED, "sdia: the slices' diagonals would store %s%lld slots for %lld nonzeros "
-                   "(more than sdia_max_fill = %lld per nonzero)", sp[nsl] > limit ? "over " : "",
-                   (long long)real, (long long)a->nnz, (long long)p->max_fill);
+    st = spx__sdia_overfill(real, sp[nsl] > limit, a->nnz, p->max_fill);
     goto done;
   }
   s->ndiags = sp[nsl];
