@@ -725,6 +725,8 @@ static void test_gpu_device_profile(void **state) {
     /* builds from the staged arrays */
     pd = dev_plan(g, m[k], 0, "cusparse_csr");
     check_plan_spmv(g, pd, m[k], names[k]);
+    /* the wrapped arrays count in its bytes (a solver's bandwidth bound reads them) */
+    assert_true(spx_plan_bytes(pd) >= 4 * (m[k]->nrows + 1) + 12 * m[k]->nnz);
     spx_plan_destroy(pd);
     { /* SELL16 where no slice spans more than its 16-bit offsets reach, else SELL */
       pd = dev_plan(g, m[k], 0, k == 0 || k == 2 ? "sell16" : "sell");

@@ -1640,7 +1640,12 @@ spx_status spx_plan_diagonal(const spx_plan *p, double *out) {
 int64_t spx_plan_bytes(const spx_plan *p) {
   if (!p) return 0;
   if (p->dm) return spx_dmatrix_bytes(p->dm);
-  if (p->cs) return spx_cusparse_plan_device_bytes(p->cs);
+  if (p->cs) { /* a cuSPARSE plan wrapping the staged CSR owns none of its arrays: count what it reads */
+    int64_t b = spx_cusparse_plan_device_bytes(p->cs);
+    if (p->dc.rp32 && p->dc.ci && p->dc.va)
+      b += 4 * (p->dc.nrows + 1) + p->dc.nnz * (4 + (int64_t)SPX_DTYPE_SIZE(p->dc.dtype));
+    return b;
+  }
   if (p->fmt) return spx_fmt_bytes(p->fmt);
   return p->cand[p->chosen].bytes;
 }
