@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU batch behind bench/results: run from the repository root on the device machine after
 # `gn gen out && ninja -C out`. Each part writes its files into DEST and prints a short summary.
-# Usage: bench/device.sh DEST PART...   PART: tests | select | shared | solve | bench | stencil-ab
+# Usage: bench/device.sh DEST PART...   PART: tests | select | shared | solve | bench | stencil-ab |
+#                                       memcheck | trace
 # select runs the large-set eval twice in one cache directory and keeps both: the first pays every
 # NVRTC compile (cold cache), the second reads the kernels from the disk cache, as a program does
 # from its second run on (or after `spx jit --warm`).
@@ -87,6 +88,33 @@ for part in "$@"; do
                         (best[k, 1] > 0 ? best[k, 2] / best[k, 1] : 0) } }' "$dest/stencil-ab.txt" > "$dest/stencil-ab-summary.txt"
     cat "$dest/stencil-ab.txt" "$dest/stencil-ab-summary.txt"
     echo "stencil-ab: $((SECONDS - t0)) s" ;;
+  memcheck)
+    # compute-sanitizer memcheck over the GPU test programs (SPX_TEST_QUICK: every 8th shared
+    # matrix), the tuner calibration made first without the sanitizer (its 2M-row probes would take
+    # minutes under it). Budget: $SPX_MEMCHECK_SECONDS (default 480) over all programs; a program
+    # cut by the budget is listed as such, not as clean. One file: memcheck.txt.
+    cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    $spx select poisson7:32 > /dev/null 2>&1
+    t0=$SECONDS; budget=${SPX_MEMCHECK_SECONDS:-480}
+    : > "$dest/memcheck.txt"
+    for t in test_cuda test_device test_plan test_solve test_stencil test_baseline test_jit test_loader interop; do
+      [ -x "out/$t" ] || continue
+      left=$((budget - (SECONDS - t0)))
+      if [ $left -lt 20 ]; then echo "== $t: not run (budget)" >> "$dest/memcheck.txt"; continue; fi
+      t1=$SECONDS
+      SPX_TEST_QUICK=1 timeout $left "$cs" --tool memcheck --leak-check full "out/$t" > "$dest/mc.log" 2>&1
+      rc=$?
+      { echo "== $t: exit $rc, $((SECONDS - t1)) s$( [ $rc -eq 124 ] && echo ' (cut by the budget)')"
+        grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \] [a-z_]|ERROR SUMMARY|LEAK SUMMARY" "$dest/mc.log"
+        grep -B2 -A12 "^========= [A-Z][a-z]" "$dest/mc.log" | grep -v "^========= *$" | head -60
+      } >> "$dest/memcheck.txt"
+    done
+    rm -f "$dest/mc.log"
+    grep -E "^== |ERROR SUMMARY" "$dest/memcheck.txt" ;;
+  trace)
+    # where spx_plan_create's time goes on the solver's Poisson (SPX_PLAN_TRACE: per-part lines)
+    SPX_PLAN_TRACE=1 $spx solve poisson7:128 --method cg --tol 1e-8 > "$dest/trace.txt" 2>&1
+    cat "$dest/trace.txt" ;;
   *) echo "bench/device.sh: unknown part '$part'" >&2; exit 2 ;;
   esac
 done
