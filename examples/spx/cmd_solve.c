@@ -174,15 +174,18 @@ int spx_cli_solve(int argc, char **argv) {
   o.host_vectors = 1;
   if (compare) {
     /* One-time process costs (driver, NVRTC and cuSPARSE loading, the solver kernels' compile, the
-     * tuner's calibration file, the OpenMP threads) are paid once per program, not per solve: a
-     * small solve on each side first, so that neither timed solve carries them. */
+     * tuner's calibration file, the OpenMP threads, the device profile's kernels) are paid once per
+     * program, not per solve: a small solve on each side first, so that neither timed solve
+     * carries them. 64^3 (1.8M nonzeros) is past the size where a plan profiles on the device
+     * (2^20 nonzeros), so analyze.cu's compile or cache load is in the warm-up too; it was in the
+     * first timed solve (300 ms on a cold JIT cache, ~17 ms warm). */
     spx_csr *w = NULL;
     spx_solve_options wo = o;
     solve_run junk;
     double *wb = NULL;
     wo.maxit = 4;
     spx_cli_progress("warm-up");
-    if (spx_gen_poisson3d(16, 16, 16, 7, SPX_DOUBLE, &w) == SPX_OK &&
+    if (spx_gen_poisson3d(64, 64, 64, 7, SPX_DOUBLE, &w) == SPX_OK &&
         (wb = malloc((size_t)w->nrows * sizeof *wb + 8)) != NULL) {
       for (i = 0; i < w->nrows; i++) wb[i] = 1.0;
       if (!solve_one(ctx, w, method, NULL, strategy, wb, &wo, 0, &junk))

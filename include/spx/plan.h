@@ -194,8 +194,9 @@ int64_t spx_plan_ncols(const spx_plan *p);
 spx_status spx_plan_diagonal(const spx_plan *p, double *out);
 /* Device (host) bytes of the matrix arrays: exact once built, the prediction before. */
 int64_t spx_plan_bytes(const spx_plan *p);
-/* Wall milliseconds spx_plan_build took (conversion, upload, kernel compile or cache); 0 before it
- * ran, and for trial plans, which are built during the choice (spx_plan_select_ms). */
+/* Wall milliseconds spx_plan_build took (conversion, upload, kernel compile or cache), plus the
+ * allocation and upload of the CSR arrays staged on the device while choosing (the build's input);
+ * 0 before it ran, and for trial plans, which are built during the choice (spx_plan_select_ms). */
 double spx_plan_build_ms(const spx_plan *p);
 /* Median microseconds per spx_plan_spmv (alpha 1, beta 0) over reps timed runs after a warm-up,
  * on vectors the plan allocates: device events on CUDA, the wall clock on the host. */

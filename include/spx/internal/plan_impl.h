@@ -1637,7 +1637,9 @@ const spx_analysis *spx_plan_analysis(const spx_plan *p) { return p ? &p->an : N
 spx_context *spx_plan_context(const spx_plan *p) { return p ? p->ctx : NULL; }
 int64_t spx_plan_nrows(const spx_plan *p) { return p ? p->nrows : 0; }
 int64_t spx_plan_ncols(const spx_plan *p) { return p ? p->ncols : 0; }
-double spx_plan_build_ms(const spx_plan *p) { return p ? p->build_ms : 0; }
+/* The matrix arrays staged on the device during the choice are the build's input (a cuSPARSE
+ * plan's own arrays, the device converters'): their allocation and upload count here. */
+double spx_plan_build_ms(const spx_plan *p) { return p && p->built && p->build_ms > 0 ? p->build_ms + 1e3 * p->stage_upload_s : 0; }
 spx_status spx_plan_diagonal(const spx_plan *p, double *out) {
   if (!p || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_diagonal: NULL argument");
   if (!p->diag)
