@@ -221,6 +221,54 @@ static const spx_plan_candidate *cand(const spx_plan_candidate *c, int n, const 
   return NULL;
 }
 
+/* Random x gathers (spx_plan_device.format_gather): a matrix with random columns over a span past
+ * the cache pays each format's gather cost per microsecond of its gather bytes, cuSPARSE its own,
+ * a format without one gather_default; a banded matrix, whose windows stay in a small part of the
+ * cache, pays almost nothing. */
+static void test_model_gather(void **state) {
+  spx_plan_device d = fake_gpu();
+  spx_plan_candidate c0[SPX_FORMAT_MAX + 1], c1[SPX_FORMAT_MAX + 1];
+  const int64_t n = 200000, per = 4, ncols = 2000000;
+  int32_t *r = malloc((size_t)(n * per) * sizeof *r), *col = malloc((size_t)(n * per) * sizeof *col);
+  spx_csr *rnd = NULL, *band = NULL;
+  double dcsr, dcs, dhyb, unit;
+  int64_t i;
+  int n0, n1;
+  (void)state;
+  assert_non_null(r); assert_non_null(col);
+  for (i = 0; i < n * per; i++) { /* distinct random columns in each row (a 64-bit LCG) */
+    uint64_t x = (uint64_t)i * 6364136223846793005ull + 1442695040888963407ull;
+    r[i] = (int32_t)(i / per);
+    col[i] = (int32_t)((i % per) * (ncols / per) + (int64_t)((x >> 33) % (uint64_t)(ncols / per)));
+  }
+  assert_int_equal(spx_csr_from_coo(n, ncols, n * per, r, col, NULL, SPX_DOUBLE, &rnd), SPX_OK);
+  free(r); free(col);
+  d.cache_bytes = 1 << 20; /* the 16 MB x and every window's span (about 16 MB) are past it */
+  assert_int_equal(spx_plan_model(rnd, &d, 100, 0, 1, c0, SPX_FORMAT_MAX + 1, &n0), SPX_OK);
+  d.format_gather[SPX_FORMAT_CSR] = 2; d.gather_default = 1; d.gather_cusparse = 0.5;
+  assert_int_equal(spx_plan_model(rnd, &d, 100, 0, 1, c1, SPX_FORMAT_MAX + 1, &n1), SPX_OK);
+  assert_int_equal(n0, n1);
+  dcsr = cand(c1, n1, "csr", 0)->predicted_us - cand(c0, n0, "csr", 0)->predicted_us;
+  dcs = cand(c1, n1, "csr", 1)->predicted_us - cand(c0, n0, "csr", 1)->predicted_us;
+  dhyb = cand(c1, n1, "hyb", 0)->predicted_us - cand(c0, n0, "hyb", 0)->predicted_us;
+  /* one gather unit: nnz x 32 B x (sectors per nonzero, about 1 here) at 1000 GB/s */
+  unit = (double)(n * per) * 32.0 / 1e6;
+  assert_true(dcsr > 2 * 0.9 * unit && dcsr <= 2 * unit * (1 + 1e-9));
+  assert_true(fabs(dcs - dcsr / 4) < 1e-9 * dcsr);  /* 0.5 against 2 */
+  assert_true(fabs(dhyb - dcsr / 2) < 1e-9 * dcsr); /* gather_default 1 */
+  spx_csr_destroy(rnd);
+  /* A 7-point stencil: windows span 2 planes (2 x 64 x 64 x 8 B = 64 KiB, 1/16 of the cache) and
+   * read a sector per ~5 nonzeros: about 1% of one unit (under 3%), where random columns pay 90+%. */
+  assert_int_equal(spx_gen_poisson3d(64, 64, 64, 7, SPX_DOUBLE, &band), SPX_OK);
+  memset(d.format_gather, 0, sizeof d.format_gather); d.gather_default = 0; d.gather_cusparse = 0;
+  assert_int_equal(spx_plan_model(band, &d, 100, 0, 1, c0, SPX_FORMAT_MAX + 1, &n0), SPX_OK);
+  d.format_gather[SPX_FORMAT_CSR] = 2;
+  assert_int_equal(spx_plan_model(band, &d, 100, 0, 1, c1, SPX_FORMAT_MAX + 1, &n1), SPX_OK);
+  dcsr = cand(c1, n1, "csr", 0)->predicted_us - cand(c0, n0, "csr", 0)->predicted_us;
+  assert_true(dcsr > 0 && dcsr < 0.03 * 2 * (double)band->nnz * 32.0 / 1e6);
+  spx_csr_destroy(band);
+}
+
 /* The model's formula on a hand-filled device, checked against arithmetic done here. */
 static void test_model_fake_device(void **state) {
   spx_plan_device d = fake_gpu();
@@ -499,6 +547,7 @@ static void test_device_file(void **state) {
   d.format_factor[SPX_FORMAT_ELL] = 1.5;
   d.format_convert_ns[SPX_FORMAT_BSR] = 7.25;
   d.format_convert_ns[SPX_FORMAT_JDS] = 5.5;
+  d.format_gather[SPX_FORMAT_HYB] = 0.75; d.gather_cusparse = 0.5; d.gather_default = 1.25;
   assert_int_equal(spx_plan_device_save(path, &d), SPX_OK);
   assert_int_equal(spx_plan_device_load(path, &e), SPX_OK);
   assert_string_equal(e.name, "fake");
@@ -506,6 +555,10 @@ static void test_device_file(void **state) {
   /* per-format constants survive by name; unmeasured ones stay 0 */
   assert_true(e.format_factor[SPX_FORMAT_ELL] == 1.5 && e.format_convert_ns[SPX_FORMAT_BSR] == 7.25);
   assert_true(e.format_factor[SPX_FORMAT_CSR] == 0 && e.format_convert_ns[SPX_FORMAT_ELL] == 0);
+  assert_true(e.format_gather[SPX_FORMAT_HYB] == 0.75 && e.format_gather[SPX_FORMAT_CSR] == 0 &&
+              e.gather_cusparse == 0.5 && e.gather_default == 1.25);
+  memset(e.format_gather, 0, sizeof e.format_gather); /* (test_model_gather has them) */
+  e.gather_cusparse = e.gather_default = 0;
   { /* and the model applies them: ELL 1.5x slower, BSR and JDS conversion at their own rates (BSR
      * converts on the device: its rate covers the upload; JDS pays the upload besides) */
     spx_plan_candidate c0[SPX_FORMAT_MAX + 1], c1[SPX_FORMAT_MAX + 1];
@@ -536,7 +589,7 @@ static void test_device_file(void **state) {
     const char *p = spx_plan_device_path("NVIDIA H100 80GB");
     if (spx_jit_cache_dir()) {
       assert_non_null(p);
-      assert_non_null(strstr(p, "/tuner/v7/NVIDIA_H100_80GB.json"));
+      assert_non_null(strstr(p, "/tuner/v8/NVIDIA_H100_80GB.json"));
     }
   }
 }
@@ -773,7 +826,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_strategy_names),   cmocka_unit_test(test_kubota_branches),
       cmocka_unit_test(test_mps_branches),     cmocka_unit_test(test_predicted_bytes), cmocka_unit_test(test_sampled_bytes),
-      cmocka_unit_test(test_model_fake_device), cmocka_unit_test(test_memory_limit),
+      cmocka_unit_test(test_model_fake_device), cmocka_unit_test(test_model_gather), cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_device_file),      cmocka_unit_test(test_reselect_ordering),
       cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_device_profile),

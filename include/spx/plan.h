@@ -111,6 +111,17 @@ typedef struct spx_plan_device {
    * the H100: BSR 3x3 reached 94% of copy bandwidth where the Poisson factor predicted 75%).
    * Stored as "blockfactor_NAME"; 0: use format_factor. */
   double format_factor_block[SPX_FORMAT_MAX];
+  /* Random x gathers. The streaming model charges x once; a matrix whose 32-row slices read many
+   * distinct x sectors spread over a span comparable to the cache (power-law rows, unordered
+   * graphs) gathers a sector per nonzero instead. Its "gather bytes" are nnz x 32 x (distinct x
+   * sectors per nonzero) x min(1, mean column span of 256-row windows x value size / cache_bytes);
+   * each format (and cuSPARSE) costs gather_NAME microseconds per microsecond those bytes take at
+   * bandwidth_gbs, measured on a power-law matrix with random columns (its time beyond the
+   * streaming prediction). 0 everywhere: no term (the defaults, the host). Stored as
+   * "gather_NAME"; gather_default for a format the calibration matrix declined. */
+  double format_gather[SPX_FORMAT_MAX];
+  double gather_cusparse;
+  double gather_default;
 } spx_plan_device;
 
 typedef struct spx_plan_options {

@@ -78,8 +78,16 @@ typedef struct spx__pprof {
   int sdia_capped;        /* some slice has over SPX__SDIA_COUNT_MAX offsets (counts are lower bounds) */
   int sampled;            /* the column counts above are a sample scaled up (estimates) */
   int64_t sorted_kept;    /* rows i with len(i + 1) == len(i): still neighbours once sorted by length */
+  int64_t x_sectors;      /* distinct 32-byte sectors of x each 32-row slice reads, summed ... */
+  int64_t x_nnz;          /* ... over slices holding this many nonzeros (their ratio: x locality) */
+  int64_t x_span;         /* columns from the first to the last one of each 256-row window, summed ... */
+  int64_t x_windows;      /* ... over this many windows */
   int cols_done;          /* the column counts above are filled (spx__pprof_columns) */
 } spx__pprof;
+
+/* Distinct 32-byte sectors of x per nonzero, over 32-row slices: 1 when every nonzero gathers
+ * its own sector (random columns), about 1/(row length) or less on a stencil. */
+static double spx__pprof_xsec(const spx__pprof *p) { return p->x_nnz > 0 ? (double)p->x_sectors / (double)p->x_nnz : 0; }
 
 /* Idle lane-slots when `warp` lanes run `warp/tpr` consecutive rows, tpr lanes each, in lock step. */
 static double spx__plan_idle(const spx_csr *a, int warp, int tpr) {
@@ -238,6 +246,24 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
         p->sdia_capped |= u > SPX__SDIA_COUNT_MAX;
         p->sdia_diags += u;
         p->sdia_slots += u * (r1 - w0 - i);
+        if (cmax >= 0) { /* the slice's distinct x sectors (32 bytes: 4 doubles, 8 floats) */
+          int sh = SPX_DTYPE_SIZE(a->dtype) == 8 ? 2 : 3;
+          int64_t sb = cmin >> sh, sspan = (cmax >> sh) - sb + 1, q, kk, m = 0, z = a->row_ptr[r1] - a->row_ptr[r0];
+          u = 0;
+          if (stamp && sspan < nstamp) {
+            int32_t g = ++*gen;
+            for (kk = a->row_ptr[r0]; kk < a->row_ptr[r1]; kk++) {
+              int32_t *t = &stamp[((int64_t)a->col_idx[kk] >> sh) - sb];
+              if (*t != g) { *t = g; u++; }
+            }
+          } else if (z > 0) {
+            for (kk = a->row_ptr[r0]; kk < a->row_ptr[r1]; kk++) buf[m++] = (int64_t)a->col_idx[kk] >> sh;
+            qsort(buf, (size_t)m, sizeof *buf, spx__i64_desc);
+            for (q = 0; q < m; q++) u += q == 0 || buf[q] != buf[q - 1];
+          }
+          p->x_sectors += u;
+          p->x_nnz += z;
+        }
       }
     }
   }
@@ -245,6 +271,7 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
     int64_t cmin = INT64_MAX, cmax = -1;
     for (i = 0; i < sw; i++) { cmin = SPX__MIN(cmin, lo[i]); cmax = SPX__MAX(cmax, hi[i]); }
     if (sw > 0 && cmax - cmin > 65535) p->sell16_wide[1] = 1;
+    if (sw > 0 && cmax >= cmin) { p->x_span += cmax - cmin + 1; p->x_windows++; }
   }
   return SPX_OK;
 }
@@ -306,6 +333,7 @@ static spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__p
           p->sell_slots[0] += loc.sell_slots[0]; p->sell_slots[1] += loc.sell_slots[1];
           p->sell16_wide[0] |= loc.sell16_wide[0]; p->sell16_wide[1] |= loc.sell16_wide[1];
           p->sdia_diags += loc.sdia_diags; p->sdia_slots += loc.sdia_slots; p->sdia_capped |= loc.sdia_capped;
+          p->x_sectors += loc.x_sectors; p->x_nnz += loc.x_nnz; p->x_span += loc.x_span; p->x_windows += loc.x_windows;
         }
         SPX_FREE(stamp);
         SPX_FREE(buf);
@@ -615,6 +643,8 @@ spx_status spx_plan_device_default(spx_context *ctx, spx_plan_device *d) {
   _(convert_ns_per_nnz,  double)                                         \
   _(jit_ms,              double)                                         \
   _(memory_bytes,        int64_t)                                        \
+  _(gather_cusparse,     double)                                         \
+  _(gather_default,      double)                                         \
   _(calibrated,          int)
 
 /* The calibration file's contents as last loaded or saved by this process, keyed by its path. */
@@ -654,6 +684,7 @@ spx_status spx_plan_device_save(const char *path, const spx_plan_device *d) {
       if (d->format_factor[k] > 0) fprintf(f, ",\n  \"factor_%s\": %.9g", nm, d->format_factor[k]);
       if (d->format_convert_ns[k] > 0) fprintf(f, ",\n  \"convert_%s\": %.9g", nm, d->format_convert_ns[k]);
       if (d->format_factor_block[k] > 0) fprintf(f, ",\n  \"blockfactor_%s\": %.9g", nm, d->format_factor_block[k]);
+      if (d->format_gather[k] > 0) fprintf(f, ",\n  \"gather_%s\": %.9g", nm, d->format_gather[k]);
     }
   }
   fprintf(f, "\n}\n");
@@ -711,6 +742,8 @@ spx_status spx_plan_device_load(const char *path, spx_plan_device *d) {
     if (spx__plan_json_num(text, key, &v) && v > 0) d->format_convert_ns[k] = v;
     snprintf(key, sizeof key, "blockfactor_%.60s", spx_format_name((spx_format)k));
     if (spx__plan_json_num(text, key, &v) && v > 0) d->format_factor_block[k] = v;
+    snprintf(key, sizeof key, "gather_%.60s", spx_format_name((spx_format)k));
+    if (spx__plan_json_num(text, key, &v) && v > 0) d->format_gather[k] = v;
   }
   if (!(d->bandwidth_gbs > 0) || d->warp < 1 || d->launch_us < 0)
     return spx__fail(SPX_PARSE, "%s: bandwidth_gbs, warp and launch_us out of range", path);
@@ -726,12 +759,12 @@ const char *spx_plan_device_path(const char *device_name) {
   for (c = device_name; *c && i + 1 < sizeof name; c++)
     name[i++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ? *c : '_';
   name[i] = 0;
-  /* v7: SDIA and BSR convert on the device (their rates are spx_dmatrix_convert's, upload
+  /* v8: random-gather costs (gather_NAME, gather_cusparse, gather_default); v7: SDIA and BSR convert on the device (their rates are spx_dmatrix_convert's, upload
    * included); v6: host BSR and SDIA conversion 2-10x faster (their rates measured again); v5:
    * SDIA and the cache-streaming loads (every factor measured again); v4: block formats also
    * calibrated on an elasticity matrix (v3: SELL and SELL16 conversion rates the device
    * converter's; v2: the host's; v1 files read the L2). */
-  if (snprintf(path, sizeof path, "%s/tuner/v7/%s.json", root, name) >= (int)sizeof path) return NULL;
+  if (snprintf(path, sizeof path, "%s/tuner/v8/%s.json", root, name) >= (int)sizeof path) return NULL;
   return path;
 }
 
@@ -752,6 +785,16 @@ static double spx__plan_time_us(const spx_plan_device *d, const spx__pprof *p, i
   double moved = (double)bytes + (double)(vb * (p->ncols + p->n));
   if (p->ncols * vb > d->cache_bytes) moved += d->x_miss * (double)(p->nnz * vb);
   return d->launch_us * launches + moved / bpus + d->imbalance_weight * idle * (double)(4 + vb) / bpus;
+}
+
+/* Random-gather microseconds of p at d's bandwidth (see spx_plan_device.format_gather): 0 on the
+ * host, and on matrices whose windows stay within a small part of the cache. */
+static double spx__plan_gather_us(const spx_plan_device *d, const spx__pprof *p, int64_t vb) {
+  double span, reach;
+  if (d->warp <= 1 || p->x_windows == 0 || d->cache_bytes <= 0 || !(d->bandwidth_gbs > 0)) return 0;
+  span = (double)p->x_span / (double)p->x_windows * (double)vb;
+  reach = span >= (double)d->cache_bytes ? 1.0 : span / (double)d->cache_bytes;
+  return (double)p->nnz * 32.0 * spx__pprof_xsec(p) * reach / (d->bandwidth_gbs * 1e3);
 }
 
 /* Formats spx_dmatrix_convert converts on the device (their calibrated rate covers the upload):
@@ -807,9 +850,12 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
   int f, k = 0;
   spx_status s;
   const char *tr = getenv("SPX_PLAN_TRACE");
-  double tc = spx__now();
+  double tc = spx__now(), gather;
   if ((s = spx__pprof_make(a, d->warp, with_cusparse != 2, rows, &p))) return s;
-  if (tr && *tr && *tr != '0') fprintf(stderr, "spx plan:   profile  %8.3f ms\n", 1e3 * (spx__now() - tc));
+  gather = spx__plan_gather_us(d, &p, vb);
+  if (tr && *tr && *tr != '0')
+    fprintf(stderr, "spx plan:   profile  %8.3f ms (x sectors per nonzero %.4f, window span %.0f columns, gather %.4g us)\n",
+            1e3 * (spx__now() - tc), spx__pprof_xsec(&p), p.x_windows ? (double)p.x_span / (double)p.x_windows : 0.0, gather);
   for (f = 0; f < spx_format_count() && k < max && with_cusparse != 2; f++) {
     const spx_format_vtable *vt = spx_format_info((spx_format)f);
     const spx__plan_pred *q;
@@ -872,6 +918,7 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
       double ff = d->format_factor[f];
       if (d->format_factor_block[f] > 0 && spx__plan_blocky(&p, q->fn, vb)) ff = d->format_factor_block[f];
       if (ff > 0) c->predicted_us *= ff;
+      c->predicted_us += (d->format_gather[f] > 0 ? d->format_gather[f] : d->gather_default) * gather;
     }
     c->convert_ms = spx__plan_conv_ms(d, &p, c->bytes, cuda, f);
     spx__plan_score(c, calls);
@@ -887,7 +934,7 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
     c->padding = 1;
     c->fits = !(limit > 0 && c->bytes + vec > limit);
     if (!c->fits) snprintf(c->note, sizeof c->note, "over the %.1f MB limit", 1e-6 * (double)limit);
-    c->predicted_us = d->cusparse_factor * spx__plan_time_us(d, &p, vb, c->bytes, 0, 1);
+    c->predicted_us = d->cusparse_factor * spx__plan_time_us(d, &p, vb, c->bytes, 0, 1) + d->gather_cusparse * gather;
     /* No host conversion besides narrowing the row pointers; a handle and a work buffer. */
     c->convert_ms = 1e-6 * d->convert_ns_per_nnz * (double)p.n + (d->h2d_gbs > 0 ? (double)c->bytes / (d->h2d_gbs * 1e6) : 0) + 0.5;
     spx__plan_score(c, calls);
@@ -1734,15 +1781,39 @@ static spx_plan *spx__plan_shell(spx_context *ctx, const spx_csr *a, int f) {
 /* Per format on the calibration matrix a: host conversion (ns per byte of the result) and the
  * kernel's measured time over the model's (which has no per-format factor yet); the median
  * conversion rate becomes the default for formats not measured. */
-static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int block, spx_plan_device *d) {
+#define SPX__CAL_STREAM 0
+#define SPX__CAL_BLOCK 1
+#define SPX__CAL_GATHER 2
+/* What a calibration pass stores for a kernel measured at us where the model predicted pred. */
+static double spx__cal_value(int mode, double us, double pred, double gather) {
+  if (mode != SPX__CAL_GATHER) return us / pred;
+  /* a format at or under its streaming prediction pays nothing for gathers; a tiny positive
+   * value keeps it "measured" (0 would mean gather_default) */
+  return us > pred ? (us - pred) / gather : 1e-6;
+}
+
+/* mode 1 (block): the block formats' factor on a matrix of 3x3 blocks; mode 2 (gather): each
+ * format's time beyond its full streaming prediction (factors included) on a matrix with random
+ * columns, per microsecond of its gather bytes (spx__plan_gather_us). */
+static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int mode, spx_plan_device *d) {
   spx_plan_candidate c[SPX_FORMAT_MAX + 1];
-  double conv[SPX_FORMAT_MAX + 1];
-  double *factor = block ? d->format_factor_block : d->format_factor;
-  int n, k, nc = 0;
+  double conv[SPX_FORMAT_MAX + 1], gather = 0;
+  double *factor = mode == SPX__CAL_BLOCK ? d->format_factor_block : mode == SPX__CAL_GATHER ? d->format_gather : d->format_factor;
+  int n, k, nc = 0, block = mode == SPX__CAL_BLOCK;
   spx_status s;
-  spx_plan_device d0 = *d; /* predictions without any factor: a factor is measured / predicted */
-  memset(d0.format_factor, 0, sizeof d0.format_factor);
-  memset(d0.format_factor_block, 0, sizeof d0.format_factor_block);
+  spx_plan_device d0 = *d; /* predictions without the term measured: a factor is measured / predicted */
+  memset(d0.format_gather, 0, sizeof d0.format_gather);
+  d0.gather_default = d0.gather_cusparse = 0;
+  if (mode != SPX__CAL_GATHER) {
+    memset(d0.format_factor, 0, sizeof d0.format_factor);
+    memset(d0.format_factor_block, 0, sizeof d0.format_factor_block);
+  } else {
+    spx__pprof pp;
+    if ((s = spx__pprof_make(a, d->warp, 1, NULL, &pp))) return s;
+    gather = spx__plan_gather_us(d, &pp, (int64_t)SPX_DTYPE_SIZE(a->dtype));
+    spx__pprof_free(&pp);
+    if (!(gather > 0)) return SPX_OK; /* no gathers to measure (the host, a matrix within the cache) */
+  }
   if ((s = spx__plan_candidates(a, NULL, &d0, 1, 0, 0, 0, c, SPX_FORMAT_MAX + 1, &n, NULL))) return s;
   for (k = 0; k < n; k++) {
     int f = (int)c[k].format;
@@ -1764,11 +1835,12 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
         t0 = spx__now() - t0;
       }
       if (!dm || rep < 2) { spx_clear_error(); spx_dmatrix_destroy(dm); continue; }
-      if (spx_dmatrix_bytes(dm) > 0) d->format_convert_ns[f] = 1e9 * t0 / (double)spx_dmatrix_bytes(dm); /* not in the host median */
+      if (spx_dmatrix_bytes(dm) > 0 && mode != SPX__CAL_GATHER)
+        d->format_convert_ns[f] = 1e9 * t0 / (double)spx_dmatrix_bytes(dm); /* not in the host median */
       if (!(q = spx__plan_shell(ctx, a, f))) { spx_dmatrix_destroy(dm); return SPX_OUT_OF_MEMORY; }
       q->dm = dm;
       q->built = 1;
-      if (spx_plan_time(q, 15, &us) == SPX_OK && us > 0) factor[f] = us / c[k].predicted_us;
+      if (spx_plan_time(q, 15, &us) == SPX_OK && us > 0) factor[f] = spx__cal_value(mode, us, c[k].predicted_us, gather);
       spx_clear_error();
       spx_plan_destroy(q);
       continue;
@@ -1776,11 +1848,11 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
     t0 = spx__now();
     if (spx_fmt_from_csr(a, (spx_format)f, NULL, &m)) { spx_clear_error(); continue; }
     t0 = spx__now() - t0;
-    if (spx_fmt_bytes(m) > 0 && !block) conv[nc++] = d->format_convert_ns[f] = 1e9 * t0 / (double)spx_fmt_bytes(m);
+    if (spx_fmt_bytes(m) > 0 && mode == SPX__CAL_STREAM) conv[nc++] = d->format_convert_ns[f] = 1e9 * t0 / (double)spx_fmt_bytes(m);
     if (!(q = spx__plan_shell(ctx, a, f))) { spx_fmt_destroy(m); return SPX_OUT_OF_MEMORY; }
     q->fmt = m; /* built from the conversion just timed */
     if (spx__plan_build_from(q, a) == SPX_OK && spx_plan_time(q, 15, &us) == SPX_OK && us > 0)
-      factor[f] = us / c[k].predicted_us;
+      factor[f] = spx__cal_value(mode, us, c[k].predicted_us, gather);
     spx_clear_error();
     spx_plan_destroy(q);
   }
@@ -1790,6 +1862,40 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
     d->convert_ns_per_nnz = 0; /* folded into the per-byte rate */
   }
   return SPX_OK;
+}
+
+/* The gather costs (spx_plan_device.format_gather): every format and cuSPARSE on power-law rows
+ * (2..2000 nonzeros, exponent 2.2) with random columns, 3M rows: x is 24 MB in double, half the
+ * L2 of an H100 and past most others, so the gathers reach well beyond what one SM's L1 holds. */
+static spx_status spx__plan_cal_gather(spx_context *ctx, spx_plan_device *d) {
+  spx_csr *r = NULL;
+  spx__pprof pp;
+  double g[SPX_FORMAT_MAX], t_cs = -1, gather;
+  int k, ng = 0;
+  spx_status s;
+  spx_lib_status ls;
+  if ((s = spx_gen_powerlaw(3000000, 2.2, 2, 2000, 7, SPX_DOUBLE, &r))) return s;
+  if ((s = spx__plan_cal_formats(ctx, r, SPX__CAL_GATHER, d))) goto done;
+  for (k = 0; k < SPX_FORMAT_MAX; k++)
+    if (d->format_gather[k] > 0) g[ng++] = d->format_gather[k];
+  if (ng) {
+    qsort(g, (size_t)ng, sizeof *g, spx__plan_dcmp);
+    d->gather_default = g[ng / 2];
+  }
+  spx_lib_status_get(SPX_LIB_CUSPARSE, &ls);
+  if (ls.loaded && d->cusparse_factor > 0 && !(s = spx__pprof_make(r, d->warp, 1, NULL, &pp))) {
+    gather = spx__plan_gather_us(d, &pp, 8);
+    if (gather > 0 && spx__plan_probe(ctx, r, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_CUSPARSE, &t_cs) == SPX_OK && t_cs > 0) {
+      double pred = d->cusparse_factor * spx__plan_time_us(d, &pp, 8, spx__pb_csr(&pp, NULL, 8), 0, 1);
+      d->gather_cusparse = spx__cal_value(SPX__CAL_GATHER, t_cs, pred, gather);
+    }
+    spx__pprof_free(&pp);
+  }
+  spx_clear_error();
+  s = SPX_OK;
+done:
+  spx_csr_destroy(r);
+  return s;
 }
 
 /* Measures d on ctx: streaming bandwidth of a CSR SpMV on a 7-point Laplacian, the launch floor on a
@@ -1858,12 +1964,13 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
     SPX_FREE(h);
     spx_clear_error();
   }
-  if (!(s = spx__plan_cal_formats(ctx, lap, 0, d))) {
+  if (!(s = spx__plan_cal_formats(ctx, lap, SPX__CAL_STREAM, d))) {
     spx_csr *el = NULL; /* the block formats again where they meet blocks (3 unknowns per node) */
     if (!(s = spx_gen_elasticity3d(cuda ? 36 : 10, cuda ? 36 : 10, cuda ? 36 : 10, SPX_DOUBLE, &el)))
-      s = spx__plan_cal_formats(ctx, el, 1, d);
+      s = spx__plan_cal_formats(ctx, el, SPX__CAL_BLOCK, d);
     spx_csr_destroy(el);
   }
+  if (!s && cuda) s = spx__plan_cal_gather(ctx, d);
   d->calibrated = 1;
 done:
   spx__pprof_free(&pp);
