@@ -185,7 +185,8 @@ static void test_capacity(void **state) {
 
 /* ---- Planner ------------------------------------------------------------------------------------ */
 /* The options that force `nslabs` slabs of method m at depth d and tts R on p: the budget is the
- * capacity of the slab size ceil(Z / nslabs). */
+ * capacity of the slab size ceil(Z / nslabs), and the slab is that size (overlap would otherwise
+ * weigh thinner slabs against its pipeline fill). */
 static spx_stencil_options forced(const spx_stencil *p, spx_stencil_method m, int d, int64_t R, int64_t nslabs) {
   spx_stencil_options o;
   int64_t Z = p->nz - 2, Ds = (Z + nslabs - 1) / nslabs, b;
@@ -196,7 +197,54 @@ static spx_stencil_options forced(const spx_stencil *p, spx_stencil_method m, in
   assert_int_equal(spx_stencil_capacity(p, m, m == SPX_STENCIL_NORMAL || m == SPX_STENCIL_MM ? 1 : d, R, Ds, &b),
                    SPX_OK);
   o.budget = b;
+  o.slab = Ds;
   return o;
+}
+
+/* overlap weighs thinner slabs against its pipeline fill (the first slab's upload and the last
+ * one's download, which nothing hides): on the H100's numbers for float 2800^3 (87.8 GB, 74.5 GiB of
+ * budget) it takes more slabs than the budget's fewest, each plan within the budget, and its model
+ * beats the one with the budget's largest slab; mmtb (no overlap, no fill) keeps the largest. */
+static void test_choose_overlap_slabs(void **state) {
+  spx_stencil p;
+  spx_stencil_options o;
+  spx_stencil_plan pl, big, seq;
+  spx_device_info dev;
+  (void)state;
+  assert_int_equal(spx_stencil_init(&p, 2800, 2800, 2800, SPX_FLOAT, 0.4, 0.1, 0.1, 0.1), SPX_OK);
+  memset(&dev, 0, sizeof dev);
+  dev.ordinal = 0;
+  snprintf(dev.name, sizeof dev.name, "fake H100");
+  dev.total_mem = dev.free_mem = (int64_t)80 << 30;
+  dev.peak_bandwidth_gbs = 3350;
+  memset(&o, 0, sizeof o);
+  o.method = SPX_STENCIL_OVERLAP;
+  o.budget = (int64_t)(74.5 * (double)((int64_t)1 << 30));
+  o.pcie_gbs = 55; o.pcie_duplex_gbs = 91.5; o.copy_gbs = 2790;
+  assert_int_equal(spx_stencil_choose(&p, 32, &o, &dev, &pl), SPX_OK);
+  o.method = SPX_STENCIL_MMTB;
+  assert_int_equal(spx_stencil_choose(&p, 32, &o, &dev, &seq), SPX_OK);
+  o.method = SPX_STENCIL_OVERLAP;
+  o.tts = pl.tts;
+  o.slab = seq.slab > 0 ? seq.slab : 1;
+  { /* the largest slab overlap's own buffers allow at this tts: the budget's fewest slabs */
+    int64_t lo = 1, hi = p.nz - 2, b;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo + 1) / 2;
+      assert_int_equal(spx_stencil_capacity(&p, SPX_STENCIL_OVERLAP, pl.depth, pl.tts, mid, &b), SPX_OK);
+      if (b > o.budget) hi = mid - 1; else lo = mid;
+    }
+    o.slab = lo;
+  }
+  assert_int_equal(spx_stencil_choose(&p, 32, &o, &dev, &big), SPX_OK);
+  assert_true(pl.device_bytes <= o.budget && big.device_bytes <= o.budget);
+  if (pl.nslabs <= big.nslabs || !(pl.model_gstencils > big.model_gstencils))
+    fail_msg("overlap: %lld slabs of %lld (model %.1f) against the budget's %lld of %lld (model %.1f)", (long long)pl.nslabs,
+             (long long)pl.slab, pl.model_gstencils, (long long)big.nslabs, (long long)big.slab, big.model_gstencils);
+  print_message("overlap float 2800^3: %lld slabs of %lld planes, tts %lld, model %.1f GStencil/s; the budget's largest "
+                "slab: %lld of %lld, model %.1f\n", (long long)pl.nslabs, (long long)pl.slab, (long long)pl.tts,
+                pl.model_gstencils, (long long)big.nslabs, (long long)big.slab, big.model_gstencils);
+  assert_true(seq.nslabs <= big.nslabs + 1); /* mmtb: the largest its buffers allow */
 }
 
 static void test_choose(void **state) {
@@ -221,6 +269,7 @@ static void test_choose(void **state) {
       assert_int_equal(pl.device_bytes, o.budget);
       assert_int_equal(pl.host_grids, 1);
       o.budget--;
+      o.slab = 0; /* the budget alone decides */
       if (spx_stencil_choose(&p, 10, &o, NULL, &pl2)) fail_msg("%lld slabs, budget - 1: %s", (long long)J[k], spx_last_error());
       assert_true(pl2.slab < Ds[k]);
       assert_true(pl2.device_bytes <= o.budget);
@@ -836,7 +885,7 @@ int main(void) {
       cmocka_unit_test(test_reference_analytic),
       cmocka_unit_test(test_reference_steps),
       cmocka_unit_test(test_capacity),
-      cmocka_unit_test(test_choose),
+      cmocka_unit_test(test_choose), cmocka_unit_test(test_choose_overlap_slabs),
       cmocka_unit_test(test_methods_host),
       cmocka_unit_test(test_run_errors),
       cmocka_unit_test(test_kernels_compile),
