@@ -349,22 +349,24 @@ spx_status spx_stencil_choose(const spx_stencil *p, int64_t steps, const spx_ste
       if (!spx__stencil_feasible(o.method, pl.depth, R, Z, J)) continue;
       t = spx__stencil_model(p, o.method, pl.depth, steps, R, Ds, J, &rt);
       if (t < best * (1 - 1e-9)) { best = t; Rbest = R; Dsbest = Ds; Jbest = J; }
-      if (o.method == SPX_STENCIL_OVERLAP && !o.slab) {
-        /* Thinner slabs than the budget allows: the pipeline fills with the first slab's upload and
-         * drains with the last one's download, which the other slabs do not hide (float 2800^3 on
-         * an H100 in 5 slabs of 596 planes: 0.7 s of 2.9). More slabs cost device copies and
-         * launches instead; the model weighs both, but not below 4 x tts planes a slab: there the
-         * 4 tts planes each boundary copies outweigh the slab, and the copies (at half the copy
-         * bandwidth) and the shorter z-marches cost more than the model says (measured, 2800^3:
-         * 80 slabs of 35 planes 265 GStencil/s, 20 of 140 288, 5 of 596 244; under a 1 GiB budget,
-         * slabs of 34-40 planes lost 5-14% to the budget's 100-260). J grows by ~1/8 a step. */
-        int64_t J2 = J, Jcap = SPX__MIN(64 * J, Z / (4 * R));
-        while ((J2 = SPX__MAX(J2 + 1, J2 + J2 / 8)) <= Jcap) {
-          int64_t Ds2 = (Z + J2 - 1) / J2, J3 = (Z + Ds2 - 1) / Ds2;
-          if (Ds2 < 4 * R || !spx__stencil_feasible(o.method, pl.depth, R, Z, J3)) break; /* thinner only gets worse */
-          t = spx__stencil_model(p, o.method, pl.depth, steps, R, Ds2, J3, &rt);
-          if (t < best * (1 - 1e-9)) { best = t; Rbest = R; Dsbest = Ds2; Jbest = J3; }
-        }
+    }
+    if (Rbest && o.method == SPX_STENCIL_OVERLAP && !o.slab) {
+      /* Thinner slabs than the budget allows, at the tts chosen above: the pipeline fills with the
+       * first slab's upload and drains with the last one's download, which the other slabs do not
+       * hide (float 2800^3 on an H100 in 5 slabs of 596 planes: 0.7 s of 2.9). More slabs cost
+       * device copies and launches instead; the model weighs both, but not below 4 x tts planes a
+       * slab: there the 4 tts planes each boundary copies outweigh the slab, and the copies (at half
+       * the copy bandwidth) and the shorter z-marches cost more than the model says (measured,
+       * 2800^3: 80 slabs of 35 planes 265 GStencil/s, 20 of 140 288, 5 of 596 244; under a 1 GiB
+       * budget, thinner slabs at a smaller tts lost 5-14%). J grows by ~1/8 a step. */
+      int64_t J2 = Jbest, Jcap = SPX__MIN(64 * Jbest, Z / (4 * Rbest));
+      R = Rbest;
+      while ((J2 = SPX__MAX(J2 + 1, J2 + J2 / 8)) <= Jcap) {
+        int64_t Ds2 = (Z + J2 - 1) / J2, J3 = (Z + Ds2 - 1) / Ds2;
+        double t;
+        if (Ds2 < 4 * R || !spx__stencil_feasible(o.method, pl.depth, R, Z, J3)) break; /* thinner only gets worse */
+        t = spx__stencil_model(p, o.method, pl.depth, steps, R, Ds2, J3, &rt);
+        if (t < best * (1 - 1e-9)) { best = t; Dsbest = Ds2; Jbest = J3; }
       }
     }
     if (!Rbest) {
