@@ -269,6 +269,53 @@ static void test_model_gather(void **state) {
   spx_csr_destroy(band);
 }
 
+/* A CSR staged on the device runs spx's kernel on the staged arrays, with the options
+ * spx_csr_kernel_options derives from the row-length histogram: the same kernel, launches and
+ * specialization constants as the host rule picks from the rows themselves; a histogram that does
+ * not add up is refused. */
+static void test_csr_staged_options(void **state) {
+  spx_csr *m[6];
+  int k;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(48, 48, 48, 7, SPX_DOUBLE, &m[0]), SPX_OK);    /* short rows: stream */
+  assert_int_equal(spx_gen_elasticity3d(12, 12, 12, SPX_DOUBLE, &m[1]), SPX_OK);    /* ~80 a row: vector, 8 lanes */
+  assert_int_equal(spx_gen_powerlaw(200000, 2.2, 2, 2000, 5, SPX_DOUBLE, &m[2]), SPX_OK); /* skewed, <= 2048: stream */
+  assert_int_equal(spx_gen_powerlaw(200000, 2.0, 2, 6000, 5, SPX_DOUBLE, &m[3]), SPX_OK); /* rows past 2048: merge path */
+  m[4] = pattern(20000, 100, 0, 0);      /* 100 a row, uniform: vector, 16 lanes */
+  m[5] = pattern(20000, 40, 3000, 997);  /* mean > 32, skewed: merge path */
+  for (k = 0; k < 6; k++) {
+    spx_fmt *f = NULL;
+    spx_kernel_plan want, got;
+    spx_dmatrix_options o;
+    int64_t *hist, rmax = 0, i, j;
+    const spx_csr *a = m[k];
+    assert_true(a->nnz >= 100000);
+    for (i = 0; i < a->nrows; i++) rmax = a->row_ptr[i + 1] - a->row_ptr[i] > rmax ? a->row_ptr[i + 1] - a->row_ptr[i] : rmax;
+    hist = calloc((size_t)rmax + 1, sizeof *hist);
+    assert_non_null(hist);
+    for (i = 0; i < a->nrows; i++) hist[a->row_ptr[i + 1] - a->row_ptr[i]]++;
+    assert_int_equal(spx_fmt_from_csr(a, SPX_FORMAT_CSR, NULL, &f), SPX_OK);
+    assert_int_equal(spx_dmatrix_plan(f, NULL, &want), SPX_OK);
+    assert_int_equal(spx_csr_kernel_options(a->nrows, a->nnz, hist, rmax, &o), SPX_OK);
+    assert_int_equal(spx_dmatrix_plan(f, &o, &got), SPX_OK);
+    if (want.nlaunch != got.nlaunch) fail_msg("matrix %d: %s | %s", k, want.summary, got.summary);
+    for (i = 0; i < want.nlaunch; i++) {
+      assert_string_equal(want.launch[i].kernel, got.launch[i].kernel);
+      assert_int_equal(want.launch[i].ndefines, got.launch[i].ndefines);
+      for (j = 0; j < want.launch[i].ndefines; j++) assert_string_equal(want.launch[i].defines[j], got.launch[i].defines[j]);
+      assert_int_equal(want.launch[i].grid[0], got.launch[i].grid[0]);
+      assert_int_equal(want.launch[i].block[0], got.launch[i].block[0]);
+    }
+    print_message("%d: %s\n", k, want.summary);
+    hist[0]++;
+    assert_int_equal(spx_csr_kernel_options(a->nrows, a->nnz, hist, rmax, &o), SPX_INVALID_ARGUMENT);
+    assert_non_null(strstr(spx_last_error(), "histogram"));
+    free(hist);
+    spx_fmt_destroy(f);
+    spx_csr_destroy(m[k]);
+  }
+}
+
 /* The model's formula on a hand-filled device, checked against arithmetic done here. */
 static void test_model_fake_device(void **state) {
   spx_plan_device d = fake_gpu();
@@ -826,7 +873,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_strategy_names),   cmocka_unit_test(test_kubota_branches),
       cmocka_unit_test(test_mps_branches),     cmocka_unit_test(test_predicted_bytes), cmocka_unit_test(test_sampled_bytes),
-      cmocka_unit_test(test_model_fake_device), cmocka_unit_test(test_model_gather), cmocka_unit_test(test_memory_limit),
+      cmocka_unit_test(test_model_fake_device), cmocka_unit_test(test_model_gather), cmocka_unit_test(test_csr_staged_options), cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_device_file),      cmocka_unit_test(test_reselect_ordering),
       cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_device_profile),

@@ -70,6 +70,14 @@ spx_status spx_dmatrix_create(spx_context *ctx, const spx_fmt *m, const spx_dmat
 spx_status spx_dmatrix_wrap_csr(spx_context *ctx, int64_t nrows, int64_t ncols, int64_t nnz,
                                 spx_devptr row_ptr, spx_devptr col_idx, spx_devptr val, spx_dtype dtype,
                                 const spx_dmatrix_options *opt, spx_dmatrix **out);
+/* The options under which spx_dmatrix_wrap_csr runs the CSR kernel spx's rule picks for a host CSR
+ * (CSR-stream for short rows, merge path for skewed ones, else the vector kernel with lanes per row
+ * from the mean), from the row-length histogram alone (row_hist[len]: rows of length len, 0 ..
+ * row_max), for a CSR that lives on the device only. Matrices under 100000 nonzeros get the vector
+ * kernel (the host rule also looks at their longest rows one by one). SPX_INVALID_ARGUMENT when
+ * the histogram does not sum to nrows rows and nnz nonzeros. */
+spx_status spx_csr_kernel_options(int64_t nrows, int64_t nnz, const int64_t *row_hist, int64_t row_max,
+                                  spx_dmatrix_options *out);
 /* A host CSR (valid, spx_csr_validate) converted to format f for ctx's device: SELL, SELL16, SDIA
  * and BSR (r <= 32) are converted on the device (the CSR is uploaded once and the arrays written by
  * kernels, the same arrays as spx_fmt_from_csr gives, declines and errors included); other formats

@@ -55,12 +55,14 @@ static int spx__tpr_of(double mean, int want) {
  * of the mean row length (measured on an H100, double and float: 7 per row runs best with 1-2
  * lanes, 27 with 4, 81 with 8-16; whole warps on short rows idle most lanes and halve the
  * bandwidth), or `want` when it is one. */
-static int spx__tpr(const spx_fmt *m, int want) {
-  double mean = m->nrows ? (double)m->nnz / (double)m->nrows : 0;
+static int spx__tpr_mean(double mean) {
   int t = 1;
-  if (want >= 1 && want <= 32 && !(want & (want - 1))) return want;
   while (t < 32 && 2.0 * t * 5.0 <= mean) t *= 2;
   return t;
+}
+static int spx__tpr(const spx_fmt *m, int want) {
+  if (want >= 1 && want <= 32 && !(want & (want - 1))) return want;
+  return spx__tpr_mean(m->nrows ? (double)m->nnz / (double)m->nrows : 0);
 }
 
 /* Threads per block for kernels that use warps and shared memory: o->block when it is a multiple of
@@ -117,6 +119,34 @@ static int spx__csr_stream_pays(const spx_fmt *m) {
   if ((double)m->nnz / (double)m->nrows > SPX__STREAM_MEAN_MAX) return 0;
   for (i = 0; i < m->nrows && longest <= SPX__STREAM_ROW_MAX; i++) longest = SPX__MAX(longest, (int64_t)(c->ptr[i + 1] - c->ptr[i]));
   return longest <= SPX__STREAM_ROW_MAX;
+}
+
+spx_status spx_csr_kernel_options(int64_t nrows, int64_t nnz, const int64_t *row_hist, int64_t row_max,
+                                  spx_dmatrix_options *o) {
+  double mean, var = 0;
+  int64_t l, rows = 0, sum = 0;
+  if (!o || (!row_hist && nrows > 0)) return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_kernel_options: NULL argument");
+  memset(o, 0, sizeof *o);
+  if (nrows < 0 || nnz < 0 || row_max < 0) return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_kernel_options: negative size");
+  for (l = 0; l <= row_max && nrows > 0; l++) {
+    if (row_hist[l] < 0) return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_kernel_options: negative count of rows of length %lld", (long long)l);
+    rows += row_hist[l];
+    sum += row_hist[l] * l;
+  }
+  if (rows != nrows || sum != nnz)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_kernel_options: the histogram holds %lld rows and %lld nonzeros, "
+                     "not %lld and %lld", (long long)rows, (long long)sum, (long long)nrows, (long long)nnz);
+  mean = nrows > 0 ? (double)nnz / (double)nrows : 0;
+  for (l = 0; l <= row_max && nrows > 0; l++)
+    if (row_hist[l]) var += (double)row_hist[l] * ((double)l - mean) * ((double)l - mean);
+  var = nrows > 0 ? var / (double)nrows : 0;
+  o->threads_per_row = spx__tpr_mean(mean);
+  /* the rules of spx__ks_csr below, in its order, on the histogram's mean, longest row and
+   * variance (small matrices: see there) */
+  if (nnz < SPX__CSR_SMALL_NNZ) return SPX_OK;
+  if (mean <= SPX__STREAM_MEAN_MAX && row_max <= SPX__STREAM_ROW_MAX) o->stream = 1;
+  else if (nnz > 0 && ((row_max / mean > 8 && row_max >= 64) || (mean > 64 && var > 0.25 * mean * mean))) o->load_balance = 1;
+  return SPX_OK;
 }
 
 /* CSR: the vector kernel (csr.cu) with threads per row from the mean row length, or, on skewed

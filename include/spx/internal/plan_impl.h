@@ -921,6 +921,9 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
       c->predicted_us += (d->format_gather[f] > 0 ? d->format_gather[f] : d->gather_default) * gather;
     }
     c->convert_ms = spx__plan_conv_ms(d, &p, c->bytes, cuda, f);
+    if (rows && cuda && f == SPX_FORMAT_CSR && a->nnz <= INT32_MAX) /* wraps the staged arrays, as cuSPARSE does: */
+      c->convert_ms = 1e-6 * d->convert_ns_per_nnz * (double)p.n +   /* the values' upload and the kernel */
+                      (d->h2d_gbs > 0 ? (double)c->bytes / (d->h2d_gbs * 1e6) : 0) + d->jit_ms;
     spx__plan_score(c, calls);
     k++;
   }
@@ -986,7 +989,9 @@ struct spx_plan {
   int stage;               /* spx_plan_create may profile on the device (not the re-selection worker) */
   double stage_upload_s;   /* of which the CSR's device arrays: allocation and upload, seconds */
   spx__dcsr dc;            /* the CSR as staged for the device profile: the build's input, then
-                            * cuSPARSE's arrays (freed after cs) */
+                            * cuSPARSE's arrays (freed after cs) or spx's CSR kernel's (after dm) */
+  spx_dmatrix_options csr_opt; /* the CSR kernel the host rule would pick, from the profile (staged) */
+  int csr_staged;          /* 1: a CSR plan wraps the staged arrays (csr_opt set) */
   char reason[768];
 };
 
@@ -1014,6 +1019,17 @@ static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
     spx__dcsr_free(&p->dc);
     if ((s = spx_cusparse_plan_create(p->ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
   } else {
+    if (p->csr_staged && p->dc.rp32 && p->backend == SPX_BACKEND_CUDA && !p->fmt && p->format == SPX_FORMAT_CSR) {
+      /* the staged arrays are a CSR already: spx's kernel wraps them (nothing converted or copied),
+       * with the kernel the host rule would pick; they live as long as the plan */
+      spx_dmatrix_options o = p->csr_opt;
+      if ((s = spx__dcsr_values(&p->dc, a))) return s;
+      if ((s = spx_dmatrix_wrap_csr(p->ctx, p->dc.nrows, p->dc.ncols, p->dc.nnz, p->dc.rp32, p->dc.ci, p->dc.va,
+                                    p->dc.dtype, &o, &p->dm)))
+        return s;
+      p->built = 1;
+      return SPX_OK;
+    }
     if (p->dc.ci && p->backend == SPX_BACKEND_CUDA && !p->fmt && spx__plan_on_device(1, (int)p->format)) {
       /* converted from the staged arrays: no second upload (BSR with the profile's block size) */
       if (!(s = spx__dcsr_values(&p->dc, a)))
@@ -1559,7 +1575,13 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
     if (p->stage && p->backend == SPX_BACKEND_CUDA && dev.warp == 32 && spx__plan_stage_wanted(a0, o) &&
         (s = spx__plan_stage(p, use, &rows, &staged)))
       goto fail;
-    if (staged) rowsp = &rows;
+    if (staged) {
+      rowsp = &rows;
+      /* a CSR plan can run spx's kernel on the staged arrays: the kernel choice from the histogram */
+      if (rows.hist && p->dc.rp32) {
+        p->csr_staged = spx_csr_kernel_options(use->nrows, use->nnz, rows.hist, rows.row_max, &p->csr_opt) == SPX_OK;
+      }
+    }
     else { /* spx__plan_check left the full validation to the device profile, which did not run */
       if (spx__plan_stage_wanted(a0, o) && (s = spx_csr_validate(a0))) goto fail;
       spx__plan_rowstats(use, &p->an);
