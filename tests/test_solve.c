@@ -501,6 +501,130 @@ static void test_any_plan(void **state) {
   spx_csr_destroy(a);
 }
 
+/* A deferred plan (spx_plan_options.defer) starts on the CSR and keeps its choice pending; the
+ * solvers upgrade it where upgrade_at says (or never with 0, or not in a solve too short for the
+ * rate check), the solve converging as on the chosen plan; spx_plan_upgrade on its own; a plan that
+ * changed the value type keeps its own copy to convert later. */
+static void test_deferred_plan(void **state) {
+  spx_plan_options o;
+  spx_plan *p, *ref;
+  spx_plan_pending_info pi;
+  spx_solve_options so;
+  spx_solve_report r, rr;
+  spx_csr *a, *tmp, *c;
+  int64_t n, i;
+  double *b, *x, *y, *yr;
+  spx_format ell;
+  (void)state;
+  assert_int_equal(spx_format_from_name("ell", &ell), SPX_OK);
+  assert_int_equal(spx_gen_poisson3d(12, 11, 10, 7, SPX_DOUBLE, &a), SPX_OK);
+  n = a->nrows;
+  b = malloc((size_t)n * 8); x = calloc((size_t)n, 8); y = malloc((size_t)n * 8); yr = malloc((size_t)n * 8);
+  spx_test_fill(b, n);
+  spx_plan_options_default(&o);
+  o.backend = SPX_BACKEND_HOST; o.no_calibrate = 1; o.force = "ell"; o.defer = 1;
+  assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+  assert_int_equal(spx_plan_format(p), SPX_FORMAT_CSR);
+  assert_int_equal(spx_plan_pending(p, &pi), 1);
+  assert_int_equal(pi.format, ell);
+  assert_true(pi.convert_ms >= 0 && pi.pending_us > 0 && pi.current_us > 0);
+  assert_non_null(strstr(spx_plan_reason(p), "deferred"));
+  /* the same products before and after spx_plan_upgrade */
+  spx_csr_spmv(a, 1.0, b, 0.0, yr);
+  assert_int_equal(spx_plan_spmv(p, 1.0, b, 0.0, y), SPX_OK);
+  assert_true(spx_test_relerr(y, yr, n) < 1e-14);
+  assert_int_equal(spx_plan_upgrade(p), SPX_OK);
+  assert_int_equal(spx_plan_format(p), ell);
+  assert_int_equal(spx_plan_pending(p, NULL), 0);
+  assert_int_equal(spx_plan_upgrade(p), SPX_OK); /* nothing pending: nothing done */
+  assert_int_equal(spx_plan_spmv(p, 1.0, b, 0.0, y), SPX_OK);
+  assert_true(spx_test_relerr(y, yr, n) < 1e-14);
+  spx_plan_destroy(p);
+  assert_int_equal(spx_plan_upgrade(NULL), SPX_INVALID_ARGUMENT);
+  /* CG: upgraded at iteration 5, as many iterations (+-1) as on ELL from the start */
+  ref = host_plan(a, "ell");
+  spx_solve_options_default(&so);
+  assert_int_equal(spx_solve_cg(ref, b, x, &so, &rr), SPX_OK);
+  assert_int_equal(rr.upgraded_at, -1);
+  assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+  so.upgrade_at = 5;
+  memset(x, 0, (size_t)n * 8);
+  assert_int_equal(spx_solve_cg(p, b, x, &so, &r), SPX_OK);
+  assert_int_equal(r.upgraded_at, 5);
+  assert_true(r.upgrade_ms >= 0);
+  assert_int_equal(spx_plan_format(p), ell);
+  assert_true(r.iterations >= rr.iterations - 1 && r.iterations <= rr.iterations + 1);
+  assert_true(true_rel(a, b, x) < 3e-8);
+  spx_plan_destroy(p);
+  /* upgrade_at 0: never; the plan stays on the CSR, its choice still pending */
+  assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+  so.upgrade_at = 0;
+  memset(x, 0, (size_t)n * 8);
+  assert_int_equal(spx_solve_cg(p, b, x, &so, &r), SPX_OK);
+  assert_int_equal(r.upgraded_at, -1);
+  assert_int_equal(spx_plan_format(p), SPX_FORMAT_CSR);
+  assert_int_equal(spx_plan_pending(p, NULL), 1);
+  assert_true(true_rel(a, b, x) < 3e-8);
+  spx_plan_destroy(p);
+  spx_plan_destroy(ref);
+  /* BiCGSTAB on a nonsymmetric shared matrix, upgraded at iteration 3 */
+  c = shared("cage10");
+  {
+    double *bc = malloc((size_t)c->nrows * 8), *xc = calloc((size_t)c->nrows, 8);
+    spx_test_fill(bc, c->nrows);
+    assert_int_equal(spx_plan_create(NULL, c, &o, &p), SPX_OK);
+    so.upgrade_at = 3;
+    assert_int_equal(spx_solve_bicgstab(p, bc, xc, &so, &r), SPX_OK);
+    assert_int_equal(r.upgraded_at, 3);
+    assert_int_equal(spx_plan_format(p), ell);
+    assert_true(true_rel(c, bc, xc) < 3e-8);
+    spx_plan_destroy(p);
+    free(bc); free(xc);
+  }
+  spx_csr_destroy(c);
+  /* the default (-1) in a solve that ends before the first look at the rate (4 iterations): 3 I
+   * converges in one */
+  {
+    int32_t *ri = malloc((size_t)n * 4);
+    double *v = malloc((size_t)n * 8);
+    for (i = 0; i < n; i++) { ri[i] = (int32_t)i; v[i] = 3.0; } /* one eigenvalue: one iteration */
+    assert_int_equal(spx_csr_from_coo(n, n, n, ri, ri, v, SPX_DOUBLE, &c), SPX_OK);
+    free(ri); free(v);
+    assert_int_equal(spx_plan_create(NULL, c, &o, &p), SPX_OK);
+    spx_solve_options_default(&so);
+    memset(x, 0, (size_t)n * 8);
+    assert_int_equal(spx_solve_cg(p, b, x, &so, &r), SPX_OK);
+    assert_true(r.iterations <= 2);
+    assert_int_equal(r.upgraded_at, -1);
+    spx_plan_destroy(p);
+    spx_csr_destroy(c);
+  }
+  /* a float plan of a double matrix converts its own copy: the caller's matrix may go */
+  assert_int_equal(spx_csr_copy(a, SPX_DOUBLE, &tmp), SPX_OK);
+  o.dtype = SPX_FLOAT;
+  assert_int_equal(spx_plan_create(NULL, tmp, &o, &p), SPX_OK);
+  spx_csr_destroy(tmp);
+  assert_int_equal(spx_plan_pending(p, NULL), 1);
+  assert_int_equal(spx_plan_upgrade(p), SPX_OK);
+  assert_int_equal(spx_plan_format(p), ell);
+  {
+    float *bf = malloc((size_t)n * 4), *yf = malloc((size_t)n * 4);
+    for (i = 0; i < n; i++) bf[i] = (float)b[i];
+    assert_int_equal(spx_plan_spmv(p, 1.0, bf, 0.0, yf), SPX_OK);
+    for (i = 0; i < n; i++) y[i] = yf[i];
+    assert_true(spx_test_relerr(y, yr, n) < 1e-5);
+    free(bf); free(yf);
+  }
+  spx_plan_destroy(p);
+  /* a choice that converts nothing is not deferred */
+  o.dtype = -1; o.force = "csr";
+  assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+  assert_int_equal(spx_plan_pending(p, NULL), 0);
+  spx_plan_destroy(p);
+  free(b); free(x); free(y); free(yr);
+  spx_csr_destroy(a);
+}
+
 static void test_report_print(void **state) {
   spx_csr *a;
   spx_plan *p;
@@ -652,6 +776,55 @@ static void test_gpu_solvers(void **state) {
   spx_context_destroy(g);
 }
 
+/* On the GPU, a deferred plan starts on the staged CSR (spx's kernel or cuSPARSE, nothing converted)
+ * and the solvers upgrade it on the device from the staged arrays (upgrade_at 8: the first state
+ * read at or after it), converging like the plan chosen from the start (+-3 iterations); and a
+ * solve left to the rate check on a long CG upgrades early. */
+static void test_gpu_deferred(void **state) {
+  static const char *const fmts[] = {"sell", "sdia", "ell"};
+  spx_context *g = gpu_ctx();
+  spx_csr *a;
+  double *b;
+  int k;
+  (void)state;
+  if (!g) skip();
+  /* past 2^20 nonzeros: the plan stages the CSR on the device */
+  assert_int_equal(spx_gen_poisson3d(64, 64, 64, 7, SPX_DOUBLE, &a), SPX_OK);
+  b = malloc((size_t)a->nrows * 8);
+  spx_test_fill(b, a->nrows);
+  for (k = 0; k < 3; k++) {
+    spx_plan_options po;
+    spx_plan *p = NULL;
+    spx_solve_options o;
+    spx_solve_report r;
+    spx_format f;
+    double *x = calloc((size_t)a->nrows, 8);
+    int64_t hit = host_iterations(a, spx_solve_cg, b, 1e-8);
+    assert_int_equal(spx_format_from_name(fmts[k], &f), SPX_OK);
+    spx_plan_options_default(&po);
+    po.force = fmts[k]; po.defer = 1; po.eager = 1;
+    if (spx_plan_create(g, a, &po, &p) != SPX_OK) fail_msg("%s: %s", fmts[k], spx_last_error());
+    assert_int_equal(spx_plan_pending(p, NULL), 1);
+    assert_true(spx_plan_format(p) == SPX_FORMAT_CSR);
+    spx_solve_options_default(&o);
+    o.host_vectors = 1; o.maxit = 3000;
+    o.upgrade_at = k < 2 ? 8 : -1;
+    if (spx_solve_cg(p, b, x, &o, &r) != SPX_OK) fail_msg("%s: %s", fmts[k], r.message);
+    if (k < 2) assert_int_equal(r.upgraded_at, 8);
+    else assert_true(r.upgraded_at >= 4 && r.upgraded_at <= 64); /* hundreds of iterations: it pays early */
+    assert_int_equal(spx_plan_format(p), f);
+    assert_true(r.iterations >= hit - 3 && r.iterations <= hit + 3);
+    assert_true(true_rel(a, b, x) < 3e-8);
+    print_message("deferred %s: upgraded at %lld in %.2f ms, %lld iterations (host %lld)\n", fmts[k],
+                  (long long)r.upgraded_at, r.upgrade_ms, (long long)r.iterations, (long long)hit);
+    spx_plan_destroy(p);
+    free(x);
+  }
+  free(b);
+  spx_csr_destroy(a);
+  spx_context_destroy(g);
+}
+
 /* GPU breakdowns and the iteration limit report as the host does. */
 static void test_gpu_endings(void **state) {
   spx_context *g = gpu_ctx();
@@ -696,9 +869,9 @@ int main(void) {
       cmocka_unit_test(test_pcg_badly_scaled),    cmocka_unit_test(test_bicgstab_nonsymmetric),
       cmocka_unit_test(test_breakdowns),          cmocka_unit_test(test_not_converged),
       cmocka_unit_test(test_bad_arguments),       cmocka_unit_test(test_preconditioner_callback),
-      cmocka_unit_test(test_any_plan),            cmocka_unit_test(test_report_print),
+      cmocka_unit_test(test_any_plan),            cmocka_unit_test(test_deferred_plan), cmocka_unit_test(test_report_print),
       cmocka_unit_test(test_kernels_compile),     cmocka_unit_test(test_gpu_solvers),
-      cmocka_unit_test(test_gpu_endings),
+      cmocka_unit_test(test_gpu_deferred), cmocka_unit_test(test_gpu_endings),
   };
   setenv("SPX_QUIET", "1", 0);
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,6 +29,10 @@ typedef struct solve_run {
   char reason[800];
 } solve_run;
 
+/* spx's plan starts on the CSR as it is and converts once the residual says it pays (plan option
+ * defer, solver option upgrade_at -1); --no-defer converts before the first iteration. */
+static int solve_defer = 1;
+
 static int solve_one(spx_context *ctx, const spx_csr *a, const char *method, const char *force,
                      spx_plan_strategy strategy, const double *b, const spx_solve_options *o, int64_t calls,
                      double gbs, solve_run *out) {
@@ -42,6 +46,7 @@ static int solve_one(spx_context *ctx, const spx_csr *a, const char *method, con
   po.expected_calls = calls;
   po.no_diagonal = strcmp(method, "pcg") != 0; /* only Jacobi reads it */
   po.eager = 1; /* built now: a lazy plan would copy the matrix to build it at the first SpMV */
+  po.defer = force == NULL && solve_defer;
   t0 = spx_cli_now();
   if (!x || spx_plan_create(ctx, a, &po, &p)) {
     free(x);
@@ -56,6 +61,12 @@ static int solve_one(spx_context *ctx, const spx_csr *a, const char *method, con
   else out->st = spx_solve_cg(p, b, x, o, &out->rep);
   out->wall_ms = 1e3 * (spx_cli_now() - t0);
   spx_cli_progress_done();
+  if (out->rep.upgraded_at >= 0) { /* the deferred plan converted during the solve */
+    char start[48];
+    snprintf(start, sizeof start, "%s", out->plan);
+    snprintf(out->plan, sizeof out->plan, "%.14s->%.14s@%lld", start, spx_format_name(spx_plan_format(p)),
+             (long long)out->rep.upgraded_at);
+  }
   out->plan_bytes = spx_plan_bytes(p);
   if (gbs > 0) {
     double vs = 8, n = (double)a->nrows;
@@ -88,7 +99,11 @@ static void solve_print(const solve_run *r, int json) {
   if (r->bound_us > 0)
     printf(" = %.2fx the bandwidth bound %.2f us (SpMV %lld B x %d + vectors %lld B per iteration)", p->per_iter_us / r->bound_us,
            r->bound_us, (long long)r->plan_bytes, p->spmvs_per_iter, (long long)p->vector_bytes_per_iter);
-  printf("\n  end to end      %.2f ms wall: plan create (validation, analysis, choice, diagonal, build) + solve "
+  printf("\n");
+  if (p->upgraded_at >= 0)
+    printf("  upgrade         started on the CSR as it was; converted after %lld iterations (%.2f ms, inside the "
+           "iterations' time)\n", (long long)p->upgraded_at, p->upgrade_ms);
+  printf("  end to end      %.2f ms wall: plan create (validation, analysis, choice, diagonal, build) + solve "
          "(%d restarts from x)\n", r->wall_ms, p->restarts);
 }
 
@@ -117,6 +132,7 @@ int spx_cli_solve(int argc, char **argv) {
     else if (!strcmp(argv[k], "--host")) host = 1;
     else if (!strcmp(argv[k], "--json")) json = 1;
     else if (!strcmp(argv[k], "--compare-cusparse")) compare = 1;
+    else if (!strcmp(argv[k], "--no-defer")) solve_defer = 0;
     else if (argv[k][0] == '-') return spx_cli_usage("solve", "unknown option '%s'", argv[k]);
     else if (!file) file = argv[k];
     else return spx_cli_usage("solve", "one matrix only ('%s' and '%s')", file, argv[k]);
@@ -183,6 +199,7 @@ int spx_cli_solve(int argc, char **argv) {
     spx_solve_options wo = o;
     solve_run junk;
     wo.maxit = 2;
+    wo.upgrade_at = 1; /* a deferred plan converts in the warm-up too: its kernels load there */
     spx_cli_progress("warm-up");
     if (!solve_one(ctx, a, method, NULL, strategy, b, &wo, 2 * maxit, 0, &junk))
       (void)solve_one(ctx, a, method, "cusparse", strategy, b, &wo, 2 * maxit, 0, &junk);

@@ -143,6 +143,14 @@ typedef struct spx_plan_options {
                                * not a candidate, SPX_DEVICE_OUT_OF_MEMORY when it does not fit */
   int no_diagonal;            /* 1: keep no copy of the diagonal (spx_plan_diagonal and Jacobi PCG
                                * then fail); saves a pass and n doubles when no solver needs it */
+  int defer;                  /* 1: when the choice converts the matrix (a format other than CSR),
+                               * the plan starts on the CSR as it is (spx's CSR kernel or cuSPARSE,
+                               * the faster the model predicts; on a GPU the arrays staged for the
+                               * device profile, so nothing is converted) and keeps the choice
+                               * pending: spx_plan_upgrade builds it, and the solvers call it once
+                               * the residual says enough iterations remain to repay it. The
+                               * matrix given to spx_plan_create must then stay alive and unchanged
+                               * until spx_plan_upgrade or spx_plan_destroy. */
 } spx_plan_options;
 
 void spx_plan_options_default(spx_plan_options *o);
@@ -205,6 +213,19 @@ int64_t spx_plan_ncols(const spx_plan *p);
 spx_status spx_plan_diagonal(const spx_plan *p, double *out);
 /* Device (host) bytes of the matrix arrays: exact once built, the prediction before. */
 int64_t spx_plan_bytes(const spx_plan *p);
+/* A deferred plan's pending choice (spx_plan_options.defer): 1 and *info filled while one is
+ * pending, else 0. */
+typedef struct spx_plan_pending_info {
+  spx_format format;          /* the pending format */
+  double current_us;          /* the running plan's predicted time per SpMV */
+  double pending_us;          /* the pending one's */
+  double convert_ms;          /* the pending one's predicted conversion (+ upload + compile) */
+} spx_plan_pending_info;
+int spx_plan_pending(const spx_plan *p, spx_plan_pending_info *info);
+/* Builds a deferred plan's pending choice and runs it from now on (SpMVs queued before it finish
+ * first); SPX_OK and nothing done when nothing is pending. On failure the plan keeps running what
+ * it ran, and the choice stays pending. */
+spx_status spx_plan_upgrade(spx_plan *p);
 /* Wall milliseconds spx_plan_build took (conversion, upload, kernel compile or cache), plus the
  * allocation and upload of the CSR arrays staged on the device while choosing (the build's input);
  * 0 before it ran, and for trial plans, which are built during the choice (spx_plan_select_ms). */

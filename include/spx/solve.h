@@ -75,6 +75,11 @@ typedef struct spx_solve_options {
   void *precond_data;
   int host_vectors;        /* 1: b and x are host arrays also on the CUDA backend */
   int poll;                /* CUDA: read the device's state every poll iterations (0: default) */
+  int64_t upgrade_at;      /* a deferred plan (spx_plan_options.defer): -1 [default] upgrade it
+                            * once the residual's rate so far says the iterations left repay the
+                            * conversion (checked after 4, 8, 16, ... iterations; on a GPU at the
+                            * next state read); 0: never; k > 0: at iteration k (or the first state
+                            * read after it) */
 } spx_solve_options;
 
 void spx_solve_options_default(spx_solve_options *o);
@@ -106,6 +111,8 @@ typedef struct spx_solve_report {
   double check_ms;         /* the true residual (and copying x out with host_vectors) */
   int64_t vector_bytes_per_iter; /* bytes the vector passes of one iteration move (the model above) */
   int spmvs_per_iter;      /* 1 (CG) or 2 (BiCGSTAB) */
+  int64_t upgraded_at;     /* a deferred plan upgraded after this many iterations (-1: not) */
+  double upgrade_ms;       /* what the upgrade took (inside solve_ms) */
   char message[256];       /* a sentence on how it ended */
 } spx_solve_report;
 

@@ -990,6 +990,10 @@ struct spx_plan {
   double stage_upload_s;   /* of which the CSR's device arrays: allocation and upload, seconds */
   spx__dcsr dc;            /* the CSR as staged for the device profile: the build's input, then
                             * cuSPARSE's arrays (freed after cs) or spx's CSR kernel's (after dm) */
+  int pending, pend_idx;   /* defer: the choice (cand[pend_idx]) waits for spx_plan_upgrade */
+  const spx_csr *src;      /* defer: the matrix to convert then (the caller's, or own_src) */
+  spx_csr *own_src;        /* defer: the plan's copy when the value type changed */
+  double upgrade_ms;       /* defer: what spx_plan_upgrade took */
   spx_dmatrix_options csr_opt; /* the CSR kernel the host rule would pick, from the profile (staged) */
   int csr_staged;          /* 1: a CSR plan wraps the staged arrays (csr_opt set) */
   char reason[768];
@@ -1086,6 +1090,7 @@ void spx_plan_destroy(spx_plan *p) {
   if (!p) return;
   spx__plan_unbuild(p);
   spx_csr_destroy(p->a);
+  spx_csr_destroy(p->own_src);
   SPX_FREE(p->diag);
   if (p->own_ctx) spx_context_destroy(p->ctx);
   SPX_FREE(p);
@@ -1536,6 +1541,86 @@ static void spx__plan_rowstats(const spx_csr *a, spx_analysis *an) {
 
 /* Selection proper: analysis, candidates, strategy. Builds the plan only for trial (and auto's
  * trial). On return p->a holds the (dtype-converted) copy when the plan is not built yet. */
+/* defer: when the choice converts, start on the CSR as it is and keep the choice pending. The start
+ * is spx's CSR kernel or cuSPARSE, whichever the model predicts faster, among those that convert
+ * nothing: on a GPU cuSPARSE's wrap, or spx's kernel when the CSR is staged; on the host, spx's.
+ * *own (the plan's value-type copy of the matrix) moves into the plan, which converts it later. */
+static spx_status spx__plan_defer(spx_plan *p, const spx_csr *use, spx_csr **own) {
+  int i, start = -1, cuda = p->backend == SPX_BACKEND_CUDA;
+  const spx_plan_candidate *c = &p->cand[p->chosen];
+  if (c->engine == SPX_PLAN_ENGINE_CUSPARSE || c->format == SPX_FORMAT_CSR) return SPX_OK; /* nothing to convert */
+  for (i = 0; i < p->ncand; i++) {
+    const spx_plan_candidate *q = &p->cand[i];
+    int ok = q->format == SPX_FORMAT_CSR && spx__plan_usable(p, i) &&
+             (q->engine == SPX_PLAN_ENGINE_CUSPARSE || !cuda || p->csr_staged);
+    if (ok && (start < 0 || q->predicted_us < p->cand[start].predicted_us)) start = i;
+  }
+  if (start < 0) return SPX_OK;
+  p->pending = 1;
+  p->pend_idx = p->chosen;
+  p->chosen = start;
+  if (own && *own) { p->own_src = *own; *own = NULL; p->src = p->own_src; }
+  else p->src = use;
+  {
+    size_t n = strlen(p->reason);
+    snprintf(p->reason + n, sizeof p->reason - n, "; deferred: starts on %s (nothing to convert), %s pending",
+             spx__plan_cname(&p->cand[start]), spx__plan_cname(&p->cand[p->pend_idx]));
+  }
+  return SPX_OK;
+}
+
+int spx_plan_pending(const spx_plan *p, spx_plan_pending_info *info) {
+  if (!p || !p->pending) return 0;
+  if (info) {
+    info->format = p->cand[p->pend_idx].format;
+    info->current_us = p->cand[p->chosen].predicted_us;
+    info->pending_us = p->cand[p->pend_idx].predicted_us;
+    info->convert_ms = p->cand[p->pend_idx].convert_ms;
+  }
+  return 1;
+}
+
+spx_status spx_plan_upgrade(spx_plan *p) {
+  spx_dmatrix *dm = NULL;
+  spx_fmt *fmt = NULL;
+  spx_format f;
+  spx_status s;
+  double t0 = spx__now();
+  if (!p) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_upgrade: NULL plan");
+  if (!p->pending) return SPX_OK;
+  if (!p->src) return spx__fail(SPX_INTERNAL, "spx_plan_upgrade: the deferred plan lost its matrix");
+  if (!p->built && (s = spx_plan_build(p))) return s;
+  f = p->cand[p->pend_idx].format;
+  /* the new arrays first: on failure the running plan is untouched (its staged arrays included) */
+  if (p->backend == SPX_BACKEND_CUDA) {
+    s = SPX_OK;
+    if (p->dc.ci && p->dc.has_values && spx__plan_on_device(1, (int)f))
+      s = spx__dmatrix_convert_device(p->ctx, p->src, f, &p->params, NULL, &p->dc, &dm);
+    if (!s && !dm) s = spx_dmatrix_convert(p->ctx, p->src, f, &p->params, NULL, &dm);
+  } else {
+    s = spx_fmt_from_csr(p->src, f, &p->params, &fmt);
+  }
+  if (s) return spx__wrap(s, "spx_plan_upgrade: building the pending %s", spx_format_name(f));
+  /* SpMVs queued on the running plan read its arrays: let them finish before those go */
+  if (p->backend == SPX_BACKEND_CUDA && (s = spx_context_synchronize(p->ctx))) {
+    spx_dmatrix_destroy(dm);
+    return s;
+  }
+  spx__plan_unbuild(p); /* the start plan, then the staged CSR it ran on */
+  p->dm = dm;
+  p->fmt = fmt;
+  p->built = 1;
+  p->chosen = p->pend_idx;
+  p->format = f;
+  p->engine = SPX_PLAN_ENGINE_SPX;
+  p->pending = 0;
+  p->src = NULL;
+  spx_csr_destroy(p->own_src);
+  p->own_src = NULL;
+  p->upgrade_ms = 1e3 * (spx__now() - t0);
+  return SPX_OK;
+}
+
 static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_options *o) {
   spx_plan_device dev;
   spx_csr *a = NULL;
@@ -1631,6 +1716,7 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   }
   }
   if (s) goto fail;
+  if (o->defer && !p->built && (s = spx__plan_defer(p, use, use == a0 ? NULL : &a))) goto fail;
   p->format = p->cand[p->chosen].format;
   p->engine = p->cand[p->chosen].engine;
   SPX__PLAN_TRACE("strategy");

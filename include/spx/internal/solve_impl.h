@@ -96,6 +96,7 @@ void spx_solve_options_default(spx_solve_options *o) {
   o->rtol = 1e-8;
   o->atol = 0;
   o->maxit = 1000;
+  o->upgrade_at = -1;
 }
 
 /* One solve in progress. */
@@ -119,6 +120,8 @@ typedef struct spx__solver {
   double hst[SPX__ST_COUNT];
   int64_t it0;               /* iterations before this run (restarts) */
   int restarts, why;
+  double r0;                 /* ||r|| at the start of this run (the deferred plan's rate) */
+  int64_t next_check;        /* the deferred plan's next look at the rate */
 } spx__solver;
 
 static int spx__finite(double x) { return x - x == 0.0; }
@@ -238,6 +241,56 @@ static void spx__h_dot2(spx__solver *s, const void *a, const void *b, const void
   spx__hsum(s, out);
 }
 
+/* Natural logarithm of x > 0 without libm (users link -ldl -lz only): x = m 2^e with m in [1, 2),
+ * ln m = 2 atanh((m - 1) / (m + 1)) by its series (|y| <= 1/3: 1e-15 in 16 terms). */
+static double spx__ln(double x) {
+  double y, y2, term, sum = 0;
+  int e = 0, k;
+  if (!(x > 0) || !spx__finite(x)) return 0;
+  while (x >= 2) { x *= 0.5; e++; }
+  while (x < 1) { x *= 2; e--; }
+  y = (x - 1) / (x + 1);
+  y2 = y * y;
+  term = y;
+  for (k = 1; k < 40; k += 2) { sum += term / k; term *= y2; }
+  return 2 * sum + e * 0.69314718055994530942;
+}
+
+/* A deferred plan (spx_plan_options.defer) after `it` iterations with residual norm `res`: upgrade
+ * it when solve_options.upgrade_at says so, or (-1) when the iterations left, from the residual's
+ * geometric rate since this run's start, times the SpMVs they make, save more than the pending
+ * conversion costs. Looked at when it reaches next_check (4, then doubling), so that a short solve
+ * never converts and a long one converts early. A failed upgrade leaves the running plan (a
+ * warning); the solve goes on. */
+static void spx__solve_adapt(spx__solver *s, int64_t it, double res) {
+  spx_plan_pending_info pi;
+  int go = 0;
+  if (s->o.upgrade_at == 0 || s->rep->upgraded_at >= 0 || !spx_plan_pending(s->A, &pi)) return;
+  if (s->o.upgrade_at > 0) go = it >= s->o.upgrade_at;
+  else if (it >= s->next_check && it > s->it0) {
+    double left = (double)(s->o.maxit - it), rate;
+    s->next_check = 2 * it;
+    if (s->r0 > 0 && res > 0 && res < s->r0 && s->rep->tol > 0 && res > s->rep->tol) {
+      /* ||r|| shrank by res / r0 in it - it0 iterations; tol / res more at that rate */
+      rate = spx__ln(res / s->r0);
+      if (rate < 0) left = SPX__MIN(left, (double)(it - s->it0) * spx__ln(s->rep->tol / res) / rate);
+    }
+    go = left * s->rep->spmvs_per_iter * (pi.current_us - pi.pending_us) * 1e-3 > pi.convert_ms;
+  }
+  if (!go) return;
+  {
+    double t0 = spx__now();
+    if (spx_plan_upgrade(s->A)) {
+      spx__warn("%s: %s; the solve goes on with the plan it started on\n", spx__solve_names[s->method], spx_last_error());
+      spx_clear_error();
+      s->o.upgrade_at = 0;
+      return;
+    }
+    s->rep->upgraded_at = it;
+    s->rep->upgrade_ms = 1e3 * (spx__now() - t0);
+  }
+}
+
 static spx_status spx__h_precond(spx__solver *s, const void *r, void *z) {
   spx_status st;
   s->rep->precond_calls++;
@@ -275,6 +328,7 @@ static spx_status spx__h_cg(spx__solver *s, const void *b, void *x) {
   rep->tol = spx__sqrt(tol2);
   rep->resid = spx__sqrt(t[0]);
   if (it < s->o.history_len) s->o.history[it] = rep->resid;
+  s->r0 = rep->resid;
   if (!spx__finite(t[0]) || !spx__finite(t[1])) return spx__solve_end(s, SPX__KS_NONFINITE, t[0], it);
   if (t[0] <= tol2) return spx__solve_end(s, SPX__KS_CONVERGED, 0, it);
   rz = t[2];
@@ -319,6 +373,7 @@ static spx_status spx__h_cg(spx__solver *s, const void *b, void *x) {
       SPX__HLOOP_END
       return spx__solve_end(s, finish, rzn, it);
     }
+    spx__solve_adapt(s, it, rep->resid);
     beta = rzn / rz;
     rz = rzn;
     SPX__HLOOP_BEGIN(s)
@@ -356,6 +411,7 @@ static spx_status spx__h_bicgstab(spx__solver *s, const void *b, void *x) {
   rep->resid = spx__sqrt(d[0]);
   r0n2 = rho = d[0];
   if (it < s->o.history_len) s->o.history[it] = rep->resid;
+  s->r0 = rep->resid;
   if (!spx__finite(d[0]) || !spx__finite(d[1])) return spx__solve_end(s, SPX__KS_NONFINITE, d[0], it);
   if (d[0] <= tol2) return spx__solve_end(s, SPX__KS_CONVERGED, 0, it);
   while (it < s->o.maxit) {
@@ -412,6 +468,7 @@ static spx_status spx__h_bicgstab(spx__solver *s, const void *b, void *x) {
     if (!spx__finite(rr)) return spx__solve_end(s, SPX__KS_NONFINITE, rr, it);
     if (!spx__finite(rhon) || spx__fabs(rhon) <= SPX__KRY_EPS * spx__sqrt(r0n2 * rr))
       return spx__solve_end(s, SPX__KS_RHO, rhon, it);
+    spx__solve_adapt(s, it, rep->resid);
     beta = (rhon / rho) * (alpha / omega);
     rho = rhon;
     SPX__HLOOP_BEGIN(s)
@@ -544,6 +601,11 @@ static spx_status spx__g_cg(spx__solver *s, spx_devptr b, spx_devptr x) {
     void *a2[] = {&g, &s->part, &s->st, &hist, &hcap, &rtol2, &atol2, &have_rz};
     if ((st = spx__k(s, SPX__K_CG_INIT, s->grid, a1)) || (st = spx__k(s, SPX__K_CG_START, 1, a2))) return st;
   }
+  if (spx_plan_pending(s->A, NULL) && s->o.upgrade_at != 0) { /* the deferred plan's rate starts here */
+    if ((st = spx__g_state(s))) return st;
+    s->r0 = spx__sqrt(s->hst[SPX__ST_RR]);
+    s->rep->tol = spx__sqrt(s->hst[SPX__ST_TOL2]);
+  }
   if (cb) {
     void *a3[] = {&g, &s->part, &s->st, &one};
     void *a4[] = {&n, &z, &p};
@@ -567,6 +629,7 @@ static spx_status spx__g_cg(spx__solver *s, spx_devptr b, spx_devptr x) {
     if ((it + 1) % s->o.poll == 0 || it + 1 == s->o.maxit) {
       if ((st = spx__g_state(s))) return st;
       if (s->hst[SPX__ST_DONE] != 0) break;
+      spx__solve_adapt(s, it + 1, spx__sqrt(s->hst[SPX__ST_RR]));
     }
   }
   return SPX_OK;
@@ -587,6 +650,11 @@ static spx_status spx__g_bicgstab(spx__solver *s, spx_devptr b, spx_devptr x) {
     void *a1[] = {&n, &b, &v, &r, &r0, &p, &s->part};
     void *a2[] = {&g, &s->part, &s->st, &hist, &hcap, &rtol2, &atol2};
     if ((st = spx__k(s, SPX__K_BI_INIT, s->grid, a1)) || (st = spx__k(s, SPX__K_BI_START, 1, a2))) return st;
+  }
+  if (spx_plan_pending(s->A, NULL) && s->o.upgrade_at != 0) { /* the deferred plan's rate starts here */
+    if ((st = spx__g_state(s))) return st;
+    s->r0 = spx__sqrt(s->hst[SPX__ST_RR]);
+    s->rep->tol = spx__sqrt(s->hst[SPX__ST_TOL2]);
   }
   for (it = s->it0; it < s->o.maxit; it++) {
     void *aa[] = {&g, &s->part, &s->st};
@@ -609,6 +677,7 @@ static spx_status spx__g_bicgstab(spx__solver *s, spx_devptr b, spx_devptr x) {
     if ((it + 1) % s->o.poll == 0 || it + 1 == s->o.maxit) {
       if ((st = spx__g_state(s))) return st;
       if (s->hst[SPX__ST_DONE] != 0) break;
+      spx__solve_adapt(s, it + 1, spx__sqrt(s->hst[SPX__ST_RR]));
     }
   }
   return SPX_OK;
@@ -787,6 +856,8 @@ static spx_status spx__solve(int method, spx_plan *A, const void *b, void *x, co
   s.f = spx_plan_dtype(A) == SPX_FLOAT;
   s.vs = s.f ? sizeof(float) : sizeof(double);
   s.rep->spmvs_per_iter = method == SPX__SOLVE_BICGSTAB ? 2 : 1;
+  s.rep->upgraded_at = -1;
+  s.next_check = 4;
   s.rep->vector_bytes_per_iter = (int64_t)vpasses[method][s.o.precond != NULL] * s.n * (int64_t)s.vs;
   s.rep->analysis_ms = spx_plan_select_ms(A);
   build0 = spx_plan_build_ms(A);
@@ -844,11 +915,12 @@ spx_status spx_solve_report_print(const spx_solve_report *r, FILE *f, int json) 
                "\"precond_calls\": %lld, \"bnorm\": %.17g, \"tol\": %.17g, \"resid\": %.17g, \"rel_resid\": %.17g, "
                "\"true_resid\": %.17g, \"true_rel_resid\": %.17g, \"analysis_ms\": %.6g, \"build_ms\": %.6g, "
                "\"setup_ms\": %.6g, \"jit_ms\": %.6g, \"solve_ms\": %.6g, \"per_iter_us\": %.6g, \"check_ms\": %.6g, "
-               "\"vector_bytes_per_iter\": %lld, \"spmvs_per_iter\": %d, \"message\": \"",
+               "\"vector_bytes_per_iter\": %lld, \"spmvs_per_iter\": %d, \"upgraded_at\": %lld, \"upgrade_ms\": %.6g, "
+               "\"message\": \"",
             r->method ? r->method : "", spx_status_string(r->status), (long long)r->n, (long long)r->iterations,
             (long long)r->spmvs, (long long)r->precond_calls, r->bnorm, r->tol, r->resid, r->rel_resid, r->true_resid,
             r->true_rel_resid, r->analysis_ms, r->build_ms, r->setup_ms, r->jit_ms, r->solve_ms, r->per_iter_us,
-            r->check_ms, (long long)r->vector_bytes_per_iter, r->spmvs_per_iter);
+            r->check_ms, (long long)r->vector_bytes_per_iter, r->spmvs_per_iter, (long long)r->upgraded_at, r->upgrade_ms);
     for (c = r->message; *c; c++) {
       if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
       else if ((unsigned char)*c >= 0x20) fputc(*c, f);
@@ -865,5 +937,8 @@ spx_status spx_solve_report_print(const spx_solve_report *r, FILE *f, int json) 
   fprintf(f, "time              setup %.3f ms (plan analysis %.3f ms before, build %.3f ms, solver kernels %.3f ms), "
              "iterations %.3f ms = %.2f us/iteration, check %.3f ms\n",
           r->setup_ms, r->analysis_ms, r->build_ms, r->jit_ms, r->solve_ms, r->per_iter_us, r->check_ms);
+  if (r->upgraded_at >= 0)
+    fprintf(f, "upgrade           the deferred plan converted after %lld iterations (%.3f ms, in the iterations' time)\n",
+            (long long)r->upgraded_at, r->upgrade_ms);
   return SPX_OK;
 }
