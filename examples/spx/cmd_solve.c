@@ -29,9 +29,9 @@ typedef struct solve_run {
   char reason[800];
 } solve_run;
 
-/* spx's plan starts on the CSR as it is and converts once the residual says it pays (plan option
- * defer, solver option upgrade_at -1); --no-defer converts before the first iteration. */
-static int solve_defer = 1;
+/* --defer: spx's plan starts on the CSR as it is and converts once the residual says it pays (plan
+ * option defer, solver option upgrade_at -1). Off by default until measured on a GPU. */
+static int solve_defer = 0;
 
 static int solve_one(spx_context *ctx, const spx_csr *a, const char *method, const char *force,
                      spx_plan_strategy strategy, const double *b, const spx_solve_options *o, int64_t calls,
@@ -132,7 +132,7 @@ int spx_cli_solve(int argc, char **argv) {
     else if (!strcmp(argv[k], "--host")) host = 1;
     else if (!strcmp(argv[k], "--json")) json = 1;
     else if (!strcmp(argv[k], "--compare-cusparse")) compare = 1;
-    else if (!strcmp(argv[k], "--no-defer")) solve_defer = 0;
+    else if (!strcmp(argv[k], "--defer")) solve_defer = 1;
     else if (argv[k][0] == '-') return spx_cli_usage("solve", "unknown option '%s'", argv[k]);
     else if (!file) file = argv[k];
     else return spx_cli_usage("solve", "one matrix only ('%s' and '%s')", file, argv[k]);

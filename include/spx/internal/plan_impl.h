@@ -994,6 +994,7 @@ struct spx_plan {
   const spx_csr *src;      /* defer: the matrix to convert then (the caller's, or own_src) */
   spx_csr *own_src;        /* defer: the plan's copy when the value type changed */
   double upgrade_ms;       /* defer: what spx_plan_upgrade took */
+  double h2d_gbs;          /* defer: the model's upload bandwidth (the pending conversion's estimate) */
   spx_dmatrix_options csr_opt; /* the CSR kernel the host rule would pick, from the profile (staged) */
   int csr_staged;          /* 1: a CSR plan wraps the staged arrays (csr_opt set) */
   char reason[768];
@@ -1545,7 +1546,7 @@ static void spx__plan_rowstats(const spx_csr *a, spx_analysis *an) {
  * is spx's CSR kernel or cuSPARSE, whichever the model predicts faster, among those that convert
  * nothing: on a GPU cuSPARSE's wrap, or spx's kernel when the CSR is staged; on the host, spx's.
  * *own (the plan's value-type copy of the matrix) moves into the plan, which converts it later. */
-static spx_status spx__plan_defer(spx_plan *p, const spx_csr *use, spx_csr **own) {
+static spx_status spx__plan_defer(spx_plan *p, const spx_csr *use, spx_csr **own, double h2d_gbs) {
   int i, start = -1, cuda = p->backend == SPX_BACKEND_CUDA;
   const spx_plan_candidate *c = &p->cand[p->chosen];
   if (c->engine == SPX_PLAN_ENGINE_CUSPARSE || c->format == SPX_FORMAT_CSR) return SPX_OK; /* nothing to convert */
@@ -1558,6 +1559,7 @@ static spx_status spx__plan_defer(spx_plan *p, const spx_csr *use, spx_csr **own
   if (start < 0) return SPX_OK;
   p->pending = 1;
   p->pend_idx = p->chosen;
+  p->h2d_gbs = h2d_gbs;
   p->chosen = start;
   if (own && *own) { p->own_src = *own; *own = NULL; p->src = p->own_src; }
   else p->src = use;
@@ -1576,6 +1578,12 @@ int spx_plan_pending(const spx_plan *p, spx_plan_pending_info *info) {
     info->current_us = p->cand[p->chosen].predicted_us;
     info->pending_us = p->cand[p->pend_idx].predicted_us;
     info->convert_ms = p->cand[p->pend_idx].convert_ms;
+    /* from the staged arrays the device converters upload nothing: the model's rate (calibrated on
+     * spx_dmatrix_convert from the host) less the CSR's upload */
+    if (p->dc.ci && spx__plan_on_device(p->backend == SPX_BACKEND_CUDA, (int)info->format) && p->h2d_gbs > 0) {
+      double up = (double)(8 * (p->dc.nrows + 1) + p->dc.nnz * (4 + (int64_t)SPX_DTYPE_SIZE(p->dc.dtype))) / (p->h2d_gbs * 1e6);
+      info->convert_ms = info->convert_ms > up ? info->convert_ms - up : 0;
+    }
   }
   return 1;
 }
@@ -1716,7 +1724,7 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   }
   }
   if (s) goto fail;
-  if (o->defer && !p->built && (s = spx__plan_defer(p, use, use == a0 ? NULL : &a))) goto fail;
+  if (o->defer && !p->built && (s = spx__plan_defer(p, use, use == a0 ? NULL : &a, dev.h2d_gbs))) goto fail;
   p->format = p->cand[p->chosen].format;
   p->engine = p->cand[p->chosen].engine;
   SPX__PLAN_TRACE("strategy");
