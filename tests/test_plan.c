@@ -763,8 +763,8 @@ static void test_gpu_plans(void **state) {
 
 /* A CUDA plan of a matrix with >= 2^20 nonzeros profiles its rows and validates on the device
  * (analyze.cu): the same analysis and the same candidates, to the bit, as the host profile
- * (SPX_PLAN_DEVICE_PROFILE=0); plans built from the staged arrays (cuSPARSE wraps them, SELL,
- * SELL16, SDIA and BSR convert from them) compute A*x; a malformed CSR gets the host validation's message. */
+ * (SPX_PLAN_DEVICE_PROFILE=0); plans built from the staged arrays (cuSPARSE and spx's CSR kernel
+ * wrap them, SELL, SELL16, SDIA and BSR convert from them) compute A*x; a malformed CSR gets the host validation's message. */
 static spx_plan *dev_plan(spx_context *g, const spx_csr *a, int host_profile, const char *force) {
   spx_plan_options o;
   spx_plan *p = NULL;
@@ -827,6 +827,11 @@ static void test_gpu_device_profile(void **state) {
     check_plan_spmv(g, pd, m[k], names[k]);
     /* the wrapped arrays count in its bytes (a solver's bandwidth bound reads them) */
     assert_true(spx_plan_bytes(pd) >= 4 * (m[k]->nrows + 1) + 12 * m[k]->nnz);
+    spx_plan_destroy(pd);
+    /* spx's CSR kernel on the staged arrays: the kernel the host rule picks from these rows */
+    pd = dev_plan(g, m[k], 0, "csr");
+    check_plan_spmv(g, pd, m[k], names[k]);
+    assert_int_equal(spx_plan_bytes(pd), 4 * (m[k]->nrows + 1) + 12 * m[k]->nnz);
     spx_plan_destroy(pd);
     { /* SELL16 where no slice spans more than its 16-bit offsets reach, else SELL */
       pd = dev_plan(g, m[k], 0, k == 0 || k == 2 ? "sell16" : "sell");
