@@ -64,6 +64,13 @@ if [ -x "$out/clang_fuzz/fuzz_mm" ]; then
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$log/" "$log/corpus" tests/data/mm_seeds
 fi
 
+# The tuner's calibration file parser (a file in the cache directory anything may have written).
+if [ -x "$out/clang_fuzz/fuzz_tuner" ]; then
+  mkdir -p "$log/corpus_tuner"
+  run "fuzz_tuner (${SPX_FUZZ_TUNER_SECONDS:-15}s)" "$out/clang_fuzz/fuzz_tuner" -max_total_time="${SPX_FUZZ_TUNER_SECONDS:-15}" \
+    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$log/" "$log/corpus_tuner" tests/data/tuner_seeds
+fi
+
 [ ${#failed[@]} -eq 0 ] || echo "failed: ${failed[*]}"
 echo "spx-tests: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

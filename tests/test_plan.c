@@ -630,6 +630,23 @@ static void test_device_file(void **state) {
   fputs("{\"name\": \"x\", \"bandwidth_gbs\": 5}", f);
   fclose(f);
   assert_int_equal(spx_plan_device_load(path, &e), SPX_PARSE);
+  { /* a number past its integer field's range is refused, not cast (undefined behaviour) */
+    char text[4096];
+    assert_int_equal(spx_plan_device_save(path, &d), SPX_OK);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    text[fread(text, 1, sizeof text - 1, f)] = 0;
+    fclose(f);
+    assert_int_equal(spx_plan_device_parse(text, "saved", &e), SPX_OK);
+    {
+      char *w = strstr(text, "\"warp\": 32");
+      assert_non_null(w);
+      memcpy(w, "\"warp\": 9e99", 11);
+    }
+    assert_int_equal(spx_plan_device_parse(text, "edited", &e), SPX_PARSE);
+    assert_non_null(strstr(spx_last_error(), "edited: \"warp\""));
+    assert_non_null(strstr(spx_last_error(), "out of range"));
+  }
   remove(path);
   assert_int_equal(spx_plan_device_load(path, &e), SPX_IO);
   { /* the calibration file lives in the JIT cache directory */

@@ -247,6 +247,9 @@ spx_status spx_plan_calibrate(spx_context *ctx, int force, spx_plan_device *out)
 const char *spx_plan_device_path(const char *device_name);
 /* Reads / writes a description as a small JSON object. */
 spx_status spx_plan_device_load(const char *path, spx_plan_device *out);
+/* The same from text (NUL-terminated; `what` names it in messages): SPX_PARSE for a missing field
+ * or a number out of its field's range. */
+spx_status spx_plan_device_parse(const char *text, const char *what, spx_plan_device *out);
 spx_status spx_plan_device_save(const char *path, const spx_plan_device *d);
 /* The model's candidates for a without building anything (no GPU needed): what the model strategy
  * decides from. out receives up to max candidates; *n their number. dtype as in the options. */

@@ -711,43 +711,59 @@ static int spx__plan_json_num(const char *text, const char *key, double *v) {
   return end != p;
 }
 
-spx_status spx_plan_device_load(const char *path, spx_plan_device *d) {
-  FILE *f;
-  char text[16384];
-  size_t n;
+/* Integer fields: a number outside the type's range (or not finite) is a parse error, not a cast
+ * with undefined behaviour. */
+static int spx__plan_num_ok(double v, int is_int, int bits) {
+  double lim = bits == 32 ? 2147483647.0 : 9.2e18;
+  if (v - v != 0) return 0; /* NaN or infinite */
+  return !is_int || (v >= -lim && v <= lim);
+}
+
+spx_status spx_plan_device_parse(const char *text, const char *what, spx_plan_device *d) {
   const char *p;
   double v;
   int k;
-  if (!path || !d) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_device_load: NULL argument");
-  if (!(f = fopen(path, "r"))) return spx__fail(SPX_IO, "%s: cannot open: %s", path, strerror(errno));
-  n = fread(text, 1, sizeof text - 1, f);
-  fclose(f);
-  text[n] = 0;
+  if (!text || !d) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_device_parse: NULL argument");
+  if (!what) what = "tuner file";
   memset(d, 0, sizeof *d);
   if ((p = strstr(text, "\"name\"")) && (p = strchr(p + 6, '"'))) {
     size_t i = 0;
     for (p++; *p && *p != '"' && i + 1 < sizeof d->name; p++) d->name[i++] = *p;
     d->name[i] = 0;
   }
-#define SPX__PD_R(field, type) \
-  if (!spx__plan_json_num(text, #field, &v)) return spx__fail(SPX_PARSE, "%s: no \"%s\"", path, #field); \
+#define SPX__PD_R(field, type)                                                                          \
+  if (!spx__plan_json_num(text, #field, &v)) return spx__fail(SPX_PARSE, "%s: no \"%s\"", what, #field); \
+  if (!spx__plan_num_ok(v, (type)0.5 == 0, sizeof(type) == 4 ? 32 : 64))                                   \
+    return spx__fail(SPX_PARSE, "%s: \"%s\" = %g is out of range", what, #field, v);                       \
   d->field = (type)v;
   SPX__PLAN_DEV_FIELDS(SPX__PD_R)
 #undef SPX__PD_R
-  for (k = 0; k < spx_format_count() && k < SPX_FORMAT_MAX; k++) { /* optional, by format name */
+  for (k = 0; k < spx_format_count() && k < SPX_FORMAT_MAX; k++) { /* optional, by format name; finite */
     char key[80];
     snprintf(key, sizeof key, "factor_%.60s", spx_format_name((spx_format)k));
-    if (spx__plan_json_num(text, key, &v) && v > 0) d->format_factor[k] = v;
+    if (spx__plan_json_num(text, key, &v) && v > 0 && spx__plan_num_ok(v, 0, 64)) d->format_factor[k] = v;
     snprintf(key, sizeof key, "convert_%.60s", spx_format_name((spx_format)k));
-    if (spx__plan_json_num(text, key, &v) && v > 0) d->format_convert_ns[k] = v;
+    if (spx__plan_json_num(text, key, &v) && v > 0 && spx__plan_num_ok(v, 0, 64)) d->format_convert_ns[k] = v;
     snprintf(key, sizeof key, "blockfactor_%.60s", spx_format_name((spx_format)k));
-    if (spx__plan_json_num(text, key, &v) && v > 0) d->format_factor_block[k] = v;
+    if (spx__plan_json_num(text, key, &v) && v > 0 && spx__plan_num_ok(v, 0, 64)) d->format_factor_block[k] = v;
     snprintf(key, sizeof key, "gather_%.60s", spx_format_name((spx_format)k));
-    if (spx__plan_json_num(text, key, &v) && v > 0) d->format_gather[k] = v;
+    if (spx__plan_json_num(text, key, &v) && v > 0 && spx__plan_num_ok(v, 0, 64)) d->format_gather[k] = v;
   }
   if (!(d->bandwidth_gbs > 0) || d->warp < 1 || d->launch_us < 0)
-    return spx__fail(SPX_PARSE, "%s: bandwidth_gbs, warp and launch_us out of range", path);
+    return spx__fail(SPX_PARSE, "%s: bandwidth_gbs, warp and launch_us out of range", what);
   return SPX_OK;
+}
+
+spx_status spx_plan_device_load(const char *path, spx_plan_device *d) {
+  FILE *f;
+  char text[16384];
+  size_t n;
+  if (!path || !d) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_device_load: NULL argument");
+  if (!(f = fopen(path, "r"))) return spx__fail(SPX_IO, "%s: cannot open: %s", path, strerror(errno));
+  n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  return spx_plan_device_parse(text, path, d);
 }
 
 const char *spx_plan_device_path(const char *device_name) {
