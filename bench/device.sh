@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU batch behind bench/results: run from the repository root on the device machine after
 # `gn gen out && ninja -C out`. Each part writes its files into DEST and prints a short summary.
-# Usage: bench/device.sh DEST PART...   PART: tests | select | shared | solve | bench | stencil-ab |
+# Usage: bench/device.sh DEST PART...   PART: tests | select | shared | solve | solve-defer | bench | stencil-ab |
 #                                       memcheck | trace
 # select runs the large-set eval twice in one cache directory and keeps both: the first pays every
 # NVRTC compile (cold cache), the second reads the kernels from the disk cache, as a program does
@@ -28,16 +28,20 @@ for part in "$@"; do
     $spx select --eval $files --json-file "$dest/select-shared.json" --svg "$dest/select-shared.svg" \
       > "$dest/select-shared.txt" 2>&1
     sed -n '/^summary/,/^  model/p' "$dest/select-shared.txt" ;;
-  solve)
-    : > "$dest/solve-large.txt"
+  solve|solve-defer)
+    # solve-defer: the same with `spx solve --defer` (spx's plan starts on the CSR as it is and
+    # converts when the residual says it pays), into solve-large-defer.txt
+    sfx=""; extra=""
+    [ "$part" = solve-defer ] && { sfx="-defer"; extra="--defer"; }
+    : > "$dest/solve-large$sfx.txt"
     for spec in "poisson7:128 --method cg" "poisson27:100 --method pcg" "elasticity:48 --method pcg" \
                 "rep:$shared/bcsstk16.mtx.gz:20000000 --method pcg" "rep:$shared/cage10.mtx.gz:20000000 --method bicgstab" \
                 "powerlaw:4000000 --method bicgstab --maxit 300"; do
-      echo "== spx solve $spec --tol 1e-8" >> "$dest/solve-large.txt"
+      echo "== spx solve $spec --tol 1e-8 $extra" >> "$dest/solve-large$sfx.txt"
       # shellcheck disable=SC2086
-      $spx solve $spec --tol 1e-8 >> "$dest/solve-large.txt" 2>&1
+      $spx solve $spec --tol 1e-8 $extra >> "$dest/solve-large$sfx.txt" 2>&1
     done
-    grep -E "^== |spx vs" "$dest/solve-large.txt" ;;
+    grep -E "^== |^plan|spx vs" "$dest/solve-large$sfx.txt" ;;
   bench)
     $spx bench --set large --dtype both --reps 15 --json "$dest/bench-large.json" --csv "$dest/bench-large.csv" \
       --svg "$dest/bench-large.svg" > "$dest/bench-large.txt" 2>&1
