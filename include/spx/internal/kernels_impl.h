@@ -84,6 +84,12 @@ static unsigned spx__kblock(const spx_dmatrix_options *o) {
 /* Below this many nonzeros an SpMV is launch- and latency-bound (the small set of `spx bench`). */
 #define SPX__CSR_SMALL_NNZ 100000
 
+/* The rule on the row statistics (mean and longest row, variance of the lengths): shared by the row
+ * scan below and spx_csr_kernel_options, which has a histogram instead of the rows. */
+static int spx__csr_skewed_stats(double mean, double maxlen, double var) {
+  return (maxlen / mean > 8 && maxlen >= 64) || (mean > 64 && var > 0.25 * mean * mean);
+}
+
 static int spx__csr_skewed(const spx_fmt_csr *c, int64_t n, int64_t nnz, double *ratio) {
   double mean, var = 0, maxlen = 0;
   int64_t i;
@@ -97,7 +103,7 @@ static int spx__csr_skewed(const spx_fmt_csr *c, int64_t n, int64_t nnz, double 
   }
   var /= (double)n;
   *ratio = maxlen / mean;
-  return (*ratio > 8 && maxlen >= 64) || (mean > 64 && var > 0.25 * mean * mean);
+  return spx__csr_skewed_stats(mean, maxlen, var);
 }
 
 /* Products a CSR-stream block stages per chunk (2048 * sizeof(T) bytes of shared memory). */
@@ -112,13 +118,16 @@ static int spx__csr_skewed(const spx_fmt_csr *c, int64_t n, int64_t nnz, double 
  * (FEM) lose 10-15% to 8 lanes per row. */
 #define SPX__STREAM_MEAN_MAX 32.0
 #define SPX__STREAM_ROW_MAX 2048
+static int spx__csr_stream_pays_stats(int64_t n, int64_t nnz, int64_t longest) {
+  return nnz >= SPX__CSR_SMALL_NNZ && n > 0 && (double)nnz / (double)n <= SPX__STREAM_MEAN_MAX && longest <= SPX__STREAM_ROW_MAX;
+}
+
 static int spx__csr_stream_pays(const spx_fmt *m) {
   const spx_fmt_csr *c = (const spx_fmt_csr *)m->impl;
   int64_t i, longest = 0;
-  if (m->nnz < SPX__CSR_SMALL_NNZ || m->nrows <= 0 || !c->ptr) return 0;
-  if ((double)m->nnz / (double)m->nrows > SPX__STREAM_MEAN_MAX) return 0;
+  if (!spx__csr_stream_pays_stats(m->nrows, m->nnz, 0) || !c->ptr) return 0; /* before the scan */
   for (i = 0; i < m->nrows && longest <= SPX__STREAM_ROW_MAX; i++) longest = SPX__MAX(longest, (int64_t)(c->ptr[i + 1] - c->ptr[i]));
-  return longest <= SPX__STREAM_ROW_MAX;
+  return spx__csr_stream_pays_stats(m->nrows, m->nnz, longest);
 }
 
 spx_status spx_csr_kernel_options(int64_t nrows, int64_t nnz, const int64_t *row_hist, int64_t row_max,
@@ -141,11 +150,11 @@ spx_status spx_csr_kernel_options(int64_t nrows, int64_t nnz, const int64_t *row
     if (row_hist[l]) var += (double)row_hist[l] * ((double)l - mean) * ((double)l - mean);
   var = nrows > 0 ? var / (double)nrows : 0;
   o->threads_per_row = spx__tpr_mean(mean);
-  /* the rules of spx__ks_csr below, in its order, on the histogram's mean, longest row and
-   * variance (small matrices: see there) */
+  /* the rules of spx__ks_csr below, in its order, on the histogram's statistics (small matrices:
+   * see there) */
   if (nnz < SPX__CSR_SMALL_NNZ) return SPX_OK;
-  if (mean <= SPX__STREAM_MEAN_MAX && row_max <= SPX__STREAM_ROW_MAX) o->stream = 1;
-  else if (nnz > 0 && ((row_max / mean > 8 && row_max >= 64) || (mean > 64 && var > 0.25 * mean * mean))) o->load_balance = 1;
+  if (spx__csr_stream_pays_stats(nrows, nnz, row_max)) o->stream = 1;
+  else if (spx__csr_skewed_stats(mean, (double)row_max, var)) o->load_balance = 1;
   return SPX_OK;
 }
 

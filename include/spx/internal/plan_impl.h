@@ -736,6 +736,7 @@ spx_status spx_plan_device_parse(const char *text, const char *what, spx_plan_de
   }
 #define SPX__PD_R(field, type)                                                                          \
   if (!spx__plan_json_num(text, #field, &v)) return spx__fail(SPX_PARSE, "%s: no \"%s\"", what, #field); \
+  /* (type)0.5 == 0: an integer field (int: 32 bits, int64_t: 64) */                                     \
   if (!spx__plan_num_ok(v, (type)0.5 == 0, sizeof(type) == 4 ? 32 : 64))                                   \
     return spx__fail(SPX_PARSE, "%s: \"%s\" = %g is out of range", what, #field, v);                       \
   d->field = (type)v;
@@ -828,6 +829,12 @@ static double spx__plan_conv_ms(const spx_plan_device *d, const spx__pprof *p, i
   if (d->h2d_gbs > 0 && !(known && spx__plan_on_device(cuda, f))) ms += (double)bytes / (d->h2d_gbs * 1e6);
   if (cuda) ms += d->jit_ms;
   return ms;
+}
+
+/* A plan that wraps the CSR as it is (cuSPARSE's, or spx's kernel on the staged arrays): narrowing
+ * the row pointers, the upload, and `fixed_ms` (a handle and work buffer, or a kernel compile). */
+static double spx__plan_wrap_ms(const spx_plan_device *d, const spx__pprof *p, int64_t bytes, double fixed_ms) {
+  return 1e-6 * d->convert_ns_per_nnz * (double)p->n + (d->h2d_gbs > 0 ? (double)bytes / (d->h2d_gbs * 1e6) : 0) + fixed_ms;
 }
 
 static void spx__plan_score(spx_plan_candidate *c, int64_t calls) {
@@ -940,9 +947,8 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
       c->predicted_us += (d->format_gather[f] > 0 ? d->format_gather[f] : d->gather_default) * gather;
     }
     c->convert_ms = spx__plan_conv_ms(d, &p, c->bytes, cuda, f);
-    if (rows && cuda && f == SPX_FORMAT_CSR && a->nnz <= INT32_MAX) /* wraps the staged arrays, as cuSPARSE does: */
-      c->convert_ms = 1e-6 * d->convert_ns_per_nnz * (double)p.n +   /* the values' upload and the kernel */
-                      (d->h2d_gbs > 0 ? (double)c->bytes / (d->h2d_gbs * 1e6) : 0) + d->jit_ms;
+    if (rows && cuda && f == SPX_FORMAT_CSR && a->nnz <= INT32_MAX) /* wraps the staged arrays, as cuSPARSE does */
+      c->convert_ms = spx__plan_wrap_ms(d, &p, c->bytes, d->jit_ms);
     spx__plan_score(c, calls);
     k++;
   }
@@ -958,7 +964,7 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
     if (!c->fits) snprintf(c->note, sizeof c->note, "over the %.1f MB limit", 1e-6 * (double)limit);
     c->predicted_us = d->cusparse_factor * spx__plan_time_us(d, &p, vb, c->bytes, 0, 1) + d->gather_cusparse * gather;
     /* No host conversion besides narrowing the row pointers; a handle and a work buffer. */
-    c->convert_ms = 1e-6 * d->convert_ns_per_nnz * (double)p.n + (d->h2d_gbs > 0 ? (double)c->bytes / (d->h2d_gbs * 1e6) : 0) + 0.5;
+    c->convert_ms = spx__plan_wrap_ms(d, &p, c->bytes, 0.5);
     spx__plan_score(c, calls);
   }
   spx__pprof_free(&p);
@@ -1013,7 +1019,6 @@ struct spx_plan {
   const spx_csr *src;      /* defer: the matrix to convert then (the caller's, or own_src) */
   spx_csr *own_src;        /* defer: the plan's copy when the value type changed */
   double upgrade_ms;       /* defer: what spx_plan_upgrade took */
-  double h2d_gbs;          /* defer: the model's upload bandwidth (the pending conversion's estimate) */
   spx_dmatrix_options csr_opt; /* the CSR kernel the host rule would pick, from the profile (staged) */
   int csr_staged;          /* 1: a CSR plan wraps the staged arrays (csr_opt set) */
   char reason[768];
@@ -1565,7 +1570,7 @@ static void spx__plan_rowstats(const spx_csr *a, spx_analysis *an) {
  * is spx's CSR kernel or cuSPARSE, whichever the model predicts faster, among those that convert
  * nothing: on a GPU cuSPARSE's wrap, or spx's kernel when the CSR is staged; on the host, spx's.
  * *own (the plan's value-type copy of the matrix) moves into the plan, which converts it later. */
-static spx_status spx__plan_defer(spx_plan *p, const spx_csr *use, spx_csr **own, double h2d_gbs) {
+static spx_status spx__plan_defer(spx_plan *p, const spx_csr *use, spx_csr **own) {
   int i, start = -1, cuda = p->backend == SPX_BACKEND_CUDA;
   const spx_plan_candidate *c = &p->cand[p->chosen];
   if (c->engine == SPX_PLAN_ENGINE_CUSPARSE || c->format == SPX_FORMAT_CSR) return SPX_OK; /* nothing to convert */
@@ -1578,7 +1583,6 @@ static spx_status spx__plan_defer(spx_plan *p, const spx_csr *use, spx_csr **own
   if (start < 0) return SPX_OK;
   p->pending = 1;
   p->pend_idx = p->chosen;
-  p->h2d_gbs = h2d_gbs;
   p->chosen = start;
   if (own && *own) { p->own_src = *own; *own = NULL; p->src = p->own_src; }
   else p->src = use;
@@ -1601,11 +1605,10 @@ int spx_plan_pending(const spx_plan *p, spx_plan_pending_info *info) {
      * spx_dmatrix_convert, which uploads the CSR from pageable host memory first) less that upload,
      * at the rate this plan's own staging upload ran (the calibration's 64 MB probe reads 2-3x
      * faster than uploads of a few hundred MB do: on the H100 host 20 GB/s against 7.5). */
-    if (p->dc.ci && spx__plan_on_device(p->backend == SPX_BACKEND_CUDA, (int)info->format)) {
+    if (p->dc.ci && p->dc.stage_s[1] > 0 && spx__plan_on_device(p->backend == SPX_BACKEND_CUDA, (int)info->format)) {
       double pattern = (double)(8 * (p->dc.nrows + 1) + 4 * p->dc.nnz);
       double whole = pattern + (double)p->dc.nnz * (double)SPX_DTYPE_SIZE(p->dc.dtype);
-      double rate = p->dc.stage_s[1] > 0 ? pattern / p->dc.stage_s[1] : p->h2d_gbs * 1e9; /* bytes/s */
-      double up = rate > 0 ? 1e3 * whole / rate : 0;
+      double up = 1e3 * p->dc.stage_s[1] * whole / pattern; /* the pattern's upload time, scaled */
       info->convert_ms = info->convert_ms > up ? info->convert_ms - up : 0;
     }
   }
@@ -1748,7 +1751,7 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   }
   }
   if (s) goto fail;
-  if (o->defer && !p->built && (s = spx__plan_defer(p, use, use == a0 ? NULL : &a, dev.h2d_gbs))) goto fail;
+  if (o->defer && !p->built && (s = spx__plan_defer(p, use, use == a0 ? NULL : &a))) goto fail;
   p->format = p->cand[p->chosen].format;
   p->engine = p->cand[p->chosen].engine;
   SPX__PLAN_TRACE("strategy");
@@ -1934,10 +1937,10 @@ static double spx__cal_value(int mode, double us, double pred, double gather) {
 
 /* mode 1 (block): the block formats' factor on a matrix of 3x3 blocks; mode 2 (gather): each
  * format's time beyond its full streaming prediction (factors included) on a matrix with random
- * columns, per microsecond of its gather bytes (spx__plan_gather_us). */
-static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int mode, spx_plan_device *d) {
+ * columns, per microsecond of its gather bytes (`gather`: spx__plan_gather_us of a). */
+static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int mode, double gather, spx_plan_device *d) {
   spx_plan_candidate c[SPX_FORMAT_MAX + 1];
-  double conv[SPX_FORMAT_MAX + 1], gather = 0;
+  double conv[SPX_FORMAT_MAX + 1];
   double *factor = mode == SPX__CAL_BLOCK ? d->format_factor_block : mode == SPX__CAL_GATHER ? d->format_gather : d->format_factor;
   int n, k, nc = 0, block = mode == SPX__CAL_BLOCK;
   spx_status s;
@@ -1947,12 +1950,8 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
   if (mode != SPX__CAL_GATHER) {
     memset(d0.format_factor, 0, sizeof d0.format_factor);
     memset(d0.format_factor_block, 0, sizeof d0.format_factor_block);
-  } else {
-    spx__pprof pp;
-    if ((s = spx__pprof_make(a, d->warp, 1, NULL, &pp))) return s;
-    gather = spx__plan_gather_us(d, &pp, (int64_t)SPX_DTYPE_SIZE(a->dtype));
-    spx__pprof_free(&pp);
-    if (!(gather > 0)) return SPX_OK; /* no gathers to measure (the host, a matrix within the cache) */
+  } else if (!(gather > 0)) {
+    return SPX_OK; /* no gathers to measure (the host, a matrix within the cache) */
   }
   if ((s = spx__plan_candidates(a, NULL, &d0, 1, 0, 0, 0, c, SPX_FORMAT_MAX + 1, &n, NULL))) return s;
   for (k = 0; k < n; k++) {
@@ -2014,8 +2013,11 @@ static spx_status spx__plan_cal_gather(spx_context *ctx, spx_plan_device *d) {
   int k, ng = 0;
   spx_status s;
   spx_lib_status ls;
-  if ((s = spx_gen_powerlaw(3000000, 2.2, 2, 2000, 7, SPX_DOUBLE, &r))) return s;
-  if ((s = spx__plan_cal_formats(ctx, r, SPX__CAL_GATHER, d))) goto done;
+  memset(&pp, 0, sizeof pp);
+  if ((s = spx_gen_powerlaw(3000000, 2.2, 2, 2000, 7, SPX_DOUBLE, &r)) || (s = spx__pprof_make(r, d->warp, 1, NULL, &pp)))
+    goto done;
+  gather = spx__plan_gather_us(d, &pp, 8);
+  if ((s = spx__plan_cal_formats(ctx, r, SPX__CAL_GATHER, gather, d))) goto done;
   for (k = 0; k < SPX_FORMAT_MAX; k++)
     if (d->format_gather[k] > 0) g[ng++] = d->format_gather[k];
   if (ng) {
@@ -2023,17 +2025,15 @@ static spx_status spx__plan_cal_gather(spx_context *ctx, spx_plan_device *d) {
     d->gather_default = g[ng / 2];
   }
   spx_lib_status_get(SPX_LIB_CUSPARSE, &ls);
-  if (ls.loaded && d->cusparse_factor > 0 && !(s = spx__pprof_make(r, d->warp, 1, NULL, &pp))) {
-    gather = spx__plan_gather_us(d, &pp, 8);
-    if (gather > 0 && spx__plan_probe(ctx, r, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_CUSPARSE, &t_cs) == SPX_OK && t_cs > 0) {
-      double pred = d->cusparse_factor * spx__plan_time_us(d, &pp, 8, spx__pb_csr(&pp, NULL, 8), 0, 1);
-      d->gather_cusparse = spx__cal_value(SPX__CAL_GATHER, t_cs, pred, gather);
-    }
-    spx__pprof_free(&pp);
+  if (ls.loaded && d->cusparse_factor > 0 && gather > 0 &&
+      spx__plan_probe(ctx, r, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_CUSPARSE, &t_cs) == SPX_OK && t_cs > 0) {
+    double pred = d->cusparse_factor * spx__plan_time_us(d, &pp, 8, spx__pb_csr(&pp, NULL, 8), 0, 1);
+    d->gather_cusparse = spx__cal_value(SPX__CAL_GATHER, t_cs, pred, gather);
   }
   spx_clear_error();
   s = SPX_OK;
 done:
+  spx__pprof_free(&pp);
   spx_csr_destroy(r);
   return s;
 }
@@ -2104,10 +2104,10 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
     SPX_FREE(h);
     spx_clear_error();
   }
-  if (!(s = spx__plan_cal_formats(ctx, lap, SPX__CAL_STREAM, d))) {
+  if (!(s = spx__plan_cal_formats(ctx, lap, SPX__CAL_STREAM, 0, d))) {
     spx_csr *el = NULL; /* the block formats again where they meet blocks (3 unknowns per node) */
     if (!(s = spx_gen_elasticity3d(cuda ? 36 : 10, cuda ? 36 : 10, cuda ? 36 : 10, SPX_DOUBLE, &el)))
-      s = spx__plan_cal_formats(ctx, el, SPX__CAL_BLOCK, d);
+      s = spx__plan_cal_formats(ctx, el, SPX__CAL_BLOCK, 0, d);
     spx_csr_destroy(el);
   }
   if (!s && cuda) s = spx__plan_cal_gather(ctx, d);

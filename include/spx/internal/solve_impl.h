@@ -584,6 +584,17 @@ static spx_status spx__g_dot2(spx__solver *s, spx_devptr a, spx_devptr b, spx_de
   return spx__k(s, SPX__K_DOT2, s->grid, pr);
 }
 
+/* A deferred plan's rate starts from the residual the start kernel computed (one state read, only
+ * when an upgrade may come). */
+static spx_status spx__g_adapt_start(spx__solver *s) {
+  spx_status st;
+  if (!spx_plan_pending(s->A, NULL) || s->o.upgrade_at == 0) return SPX_OK;
+  if ((st = spx__g_state(s))) return st;
+  s->r0 = spx__sqrt(s->hst[SPX__ST_RR]);
+  s->rep->tol = spx__sqrt(s->hst[SPX__ST_TOL2]);
+  return SPX_OK;
+}
+
 static spx_status spx__g_cg(spx__solver *s, spx_devptr b, spx_devptr x) {
   const int cb = s->o.precond != NULL, jac = s->diag != NULL;
   spx_devptr r = s->dv[0], p = s->dv[1], q = s->dv[2], z = cb ? s->dv[3] : 0, dinv = jac ? s->dv[4] : 0;
@@ -601,11 +612,7 @@ static spx_status spx__g_cg(spx__solver *s, spx_devptr b, spx_devptr x) {
     void *a2[] = {&g, &s->part, &s->st, &hist, &hcap, &rtol2, &atol2, &have_rz};
     if ((st = spx__k(s, SPX__K_CG_INIT, s->grid, a1)) || (st = spx__k(s, SPX__K_CG_START, 1, a2))) return st;
   }
-  if (spx_plan_pending(s->A, NULL) && s->o.upgrade_at != 0) { /* the deferred plan's rate starts here */
-    if ((st = spx__g_state(s))) return st;
-    s->r0 = spx__sqrt(s->hst[SPX__ST_RR]);
-    s->rep->tol = spx__sqrt(s->hst[SPX__ST_TOL2]);
-  }
+  if ((st = spx__g_adapt_start(s))) return st;
   if (cb) {
     void *a3[] = {&g, &s->part, &s->st, &one};
     void *a4[] = {&n, &z, &p};
@@ -651,11 +658,7 @@ static spx_status spx__g_bicgstab(spx__solver *s, spx_devptr b, spx_devptr x) {
     void *a2[] = {&g, &s->part, &s->st, &hist, &hcap, &rtol2, &atol2};
     if ((st = spx__k(s, SPX__K_BI_INIT, s->grid, a1)) || (st = spx__k(s, SPX__K_BI_START, 1, a2))) return st;
   }
-  if (spx_plan_pending(s->A, NULL) && s->o.upgrade_at != 0) { /* the deferred plan's rate starts here */
-    if ((st = spx__g_state(s))) return st;
-    s->r0 = spx__sqrt(s->hst[SPX__ST_RR]);
-    s->rep->tol = spx__sqrt(s->hst[SPX__ST_TOL2]);
-  }
+  if ((st = spx__g_adapt_start(s))) return st;
   for (it = s->it0; it < s->o.maxit; it++) {
     void *aa[] = {&g, &s->part, &s->st};
     void *as[] = {&n, &v, &r, &s->part, &s->st};
