@@ -594,6 +594,7 @@ static void test_device_file(void **state) {
   d.format_factor[SPX_FORMAT_ELL] = 1.5;
   d.format_convert_ns[SPX_FORMAT_BSR] = 7.25;
   d.format_convert_ns[SPX_FORMAT_JDS] = 5.5;
+  d.format_staged_convert_ns[SPX_FORMAT_BSR] = 0.125; /* its own key: not read as convert_bsr */
   d.format_gather[SPX_FORMAT_HYB] = 0.75; d.gather_cusparse = 0.5; d.gather_default = 1.25;
   assert_int_equal(spx_plan_device_save(path, &d), SPX_OK);
   assert_int_equal(spx_plan_device_load(path, &e), SPX_OK);
@@ -602,6 +603,7 @@ static void test_device_file(void **state) {
   /* per-format constants survive by name; unmeasured ones stay 0 */
   assert_true(e.format_factor[SPX_FORMAT_ELL] == 1.5 && e.format_convert_ns[SPX_FORMAT_BSR] == 7.25);
   assert_true(e.format_factor[SPX_FORMAT_CSR] == 0 && e.format_convert_ns[SPX_FORMAT_ELL] == 0);
+  assert_true(e.format_staged_convert_ns[SPX_FORMAT_BSR] == 0.125 && e.format_staged_convert_ns[SPX_FORMAT_SELL] == 0);
   assert_true(e.format_gather[SPX_FORMAT_HYB] == 0.75 && e.format_gather[SPX_FORMAT_CSR] == 0 &&
               e.gather_cusparse == 0.5 && e.gather_default == 1.25);
   memset(e.format_gather, 0, sizeof e.format_gather); /* (test_model_gather has them) */
@@ -653,7 +655,7 @@ static void test_device_file(void **state) {
     const char *p = spx_plan_device_path("NVIDIA H100 80GB");
     if (spx_jit_cache_dir()) {
       assert_non_null(p);
-      assert_non_null(strstr(p, "/tuner/v8/NVIDIA_H100_80GB.json"));
+      assert_non_null(strstr(p, "/tuner/v9/NVIDIA_H100_80GB.json"));
     }
   }
 }

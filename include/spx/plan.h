@@ -105,6 +105,10 @@ typedef struct spx_plan_device {
    * measured (factor 1, convert_ns_per_byte). Stored as "factor_NAME" and "convert_NAME". */
   double format_factor[SPX_FORMAT_MAX];
   double format_convert_ns[SPX_FORMAT_MAX];
+  /* The device-converted formats (SELL, SELL16, SDIA, BSR) from a CSR already on the device, as a
+   * deferred plan's spx_plan_upgrade converts: ns per byte of the result, kernels compiled.
+   * Stored as "staged_convert_NAME"; 0: not measured. */
+  double format_staged_convert_ns[SPX_FORMAT_MAX];
   /* The factor of the block formats (BSR, RBP-*) measured on a 3-unknowns-per-node elasticity
    * matrix, used where the matrix has blocks (BSR's best block > 1, RBP's mean run >= 4): on the
    * Poisson matrix those kernels run 1x1 blocks and runs of 3, another kernel regime (measured on

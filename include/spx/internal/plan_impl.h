@@ -686,6 +686,7 @@ spx_status spx_plan_device_save(const char *path, const spx_plan_device *d) {
       const char *nm = spx_format_name((spx_format)k);
       if (d->format_factor[k] > 0) fprintf(f, ",\n  \"factor_%s\": %.9g", nm, d->format_factor[k]);
       if (d->format_convert_ns[k] > 0) fprintf(f, ",\n  \"convert_%s\": %.9g", nm, d->format_convert_ns[k]);
+      if (d->format_staged_convert_ns[k] > 0) fprintf(f, ",\n  \"staged_convert_%s\": %.9g", nm, d->format_staged_convert_ns[k]);
       if (d->format_factor_block[k] > 0) fprintf(f, ",\n  \"blockfactor_%s\": %.9g", nm, d->format_factor_block[k]);
       if (d->format_gather[k] > 0) fprintf(f, ",\n  \"gather_%s\": %.9g", nm, d->format_gather[k]);
     }
@@ -748,6 +749,8 @@ spx_status spx_plan_device_parse(const char *text, const char *what, spx_plan_de
     if (spx__plan_json_num(text, key, &v) && v > 0 && spx__plan_num_ok(v, 0, 64)) d->format_factor[k] = v;
     snprintf(key, sizeof key, "convert_%.60s", spx_format_name((spx_format)k));
     if (spx__plan_json_num(text, key, &v) && v > 0 && spx__plan_num_ok(v, 0, 64)) d->format_convert_ns[k] = v;
+    snprintf(key, sizeof key, "staged_convert_%.60s", spx_format_name((spx_format)k));
+    if (spx__plan_json_num(text, key, &v) && v > 0 && spx__plan_num_ok(v, 0, 64)) d->format_staged_convert_ns[k] = v;
     snprintf(key, sizeof key, "blockfactor_%.60s", spx_format_name((spx_format)k));
     if (spx__plan_json_num(text, key, &v) && v > 0 && spx__plan_num_ok(v, 0, 64)) d->format_factor_block[k] = v;
     snprintf(key, sizeof key, "gather_%.60s", spx_format_name((spx_format)k));
@@ -784,7 +787,7 @@ const char *spx_plan_device_path(const char *device_name) {
    * SDIA and the cache-streaming loads (every factor measured again); v4: block formats also
    * calibrated on an elasticity matrix (v3: SELL and SELL16 conversion rates the device
    * converter's; v2: the host's; v1 files read the L2). */
-  if (snprintf(path, sizeof path, "%s/tuner/v8/%s.json", root, name) >= (int)sizeof path) return NULL;
+  if (snprintf(path, sizeof path, "%s/tuner/v9/%s.json", root, name) >= (int)sizeof path) return NULL;
   return path;
 }
 
@@ -1019,6 +1022,7 @@ struct spx_plan {
   const spx_csr *src;      /* defer: the matrix to convert then (the caller's, or own_src) */
   spx_csr *own_src;        /* defer: the plan's copy when the value type changed */
   double upgrade_ms;       /* defer: what spx_plan_upgrade took */
+  double pend_staged_ns;   /* defer: the pending format's calibrated conversion from staged arrays, ns/byte (0: none) */
   spx_dmatrix_options csr_opt; /* the CSR kernel the host rule would pick, from the profile (staged) */
   int csr_staged;          /* 1: a CSR plan wraps the staged arrays (csr_opt set) */
   char reason[768];
@@ -1601,7 +1605,12 @@ int spx_plan_pending(const spx_plan *p, spx_plan_pending_info *info) {
     info->current_us = p->cand[p->chosen].predicted_us;
     info->pending_us = p->cand[p->pend_idx].predicted_us;
     info->convert_ms = p->cand[p->pend_idx].convert_ms;
-    /* From the staged arrays the device converters upload nothing: the model's rate (calibrated on
+    if (p->dc.ci && p->pend_staged_ns > 0 && spx__plan_on_device(p->backend == SPX_BACKEND_CUDA, (int)info->format)) {
+      /* measured from staged arrays by the calibration (kernels from the JIT cache) */
+      info->convert_ms = 1e-6 * p->pend_staged_ns * (double)p->cand[p->pend_idx].bytes;
+      return 1;
+    }
+    /* Uncalibrated: from the staged arrays the device converters upload nothing: the model's rate (calibrated on
      * spx_dmatrix_convert, which uploads the CSR from pageable host memory first) less that upload,
      * at the rate this plan's own staging upload ran (the calibration's 64 MB probe reads 2-3x
      * faster than uploads of a few hundred MB do: on the H100 host 20 GB/s against 7.5). */
@@ -1752,6 +1761,7 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   }
   if (s) goto fail;
   if (o->defer && !p->built && (s = spx__plan_defer(p, use, use == a0 ? NULL : &a))) goto fail;
+  if (p->pending) p->pend_staged_ns = dev.format_staged_convert_ns[p->cand[p->pend_idx].format];
   p->format = p->cand[p->chosen].format;
   p->engine = p->cand[p->chosen].engine;
   SPX__PLAN_TRACE("strategy");
@@ -1935,6 +1945,39 @@ static double spx__cal_value(int mode, double us, double pred, double gather) {
   return us > pred ? (us - pred) / gather : 1e-6;
 }
 
+/* format_staged_convert_ns[f]: f converted on the device from a's CSR already there (staged into
+ * *dc on first use, values included), as spx_plan_upgrade converts a deferred plan; the second of
+ * two runs (the first compiles). Measured on the H100 before this term: the upgrades took 0.9-2.4 ms
+ * on 2-27M nonzeros where the whole spx_dmatrix_convert rate less a scaled upload said 0-43 ms.
+ * Failures leave the rate unmeasured (the estimate falls back to that difference). */
+static void spx__plan_cal_staged(spx_context *ctx, const spx_csr *a, int f, const spx_format_params *dp, spx__dcsr *dc,
+                                 spx_plan_device *d) {
+  uint64_t r[9];
+  int64_t *hist = NULL;
+  double up, t0 = 0;
+  int rep;
+  spx_dmatrix *dm = NULL;
+  if (!dc->ctx) {
+    if (spx__dcsr_stage(ctx, a, spx__plan_tpr(a), dc, r, &hist, &up) || r[0] != ~0ull || spx__dcsr_values(dc, a)) {
+      SPX_FREE(hist);
+      spx__dcsr_free(dc);
+      spx_clear_error();
+      return;
+    }
+    SPX_FREE(hist);
+  }
+  for (rep = 0; rep < 2; rep++) {
+    spx_dmatrix_destroy(dm);
+    dm = NULL;
+    t0 = spx__now();
+    if (spx__dmatrix_convert_device(ctx, a, (spx_format)f, dp, NULL, dc, &dm) || !dm || spx_context_synchronize(ctx)) break;
+    t0 = spx__now() - t0;
+  }
+  if (rep == 2 && spx_dmatrix_bytes(dm) > 0) d->format_staged_convert_ns[f] = 1e9 * t0 / (double)spx_dmatrix_bytes(dm);
+  spx_dmatrix_destroy(dm);
+  spx_clear_error();
+}
+
 /* mode 1 (block): the block formats' factor on a matrix of 3x3 blocks; mode 2 (gather): each
  * format's time beyond its full streaming prediction (factors included) on a matrix with random
  * columns, per microsecond of its gather bytes (`gather`: spx__plan_gather_us of a). */
@@ -1944,7 +1987,11 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
   double *factor = mode == SPX__CAL_BLOCK ? d->format_factor_block : mode == SPX__CAL_GATHER ? d->format_gather : d->format_factor;
   int n, k, nc = 0, block = mode == SPX__CAL_BLOCK;
   spx_status s;
+  spx__dcsr dc; /* a staged on the device: the deferred plans' upgrades convert from there */
+  spx_format_params dp;
   spx_plan_device d0 = *d; /* predictions without the term measured: a factor is measured / predicted */
+  memset(&dc, 0, sizeof dc);
+  spx_format_params_default(&dp);
   memset(d0.format_gather, 0, sizeof d0.format_gather);
   d0.gather_default = d0.gather_cusparse = 0;
   if (mode != SPX__CAL_GATHER) {
@@ -1974,8 +2021,10 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
         t0 = spx__now() - t0;
       }
       if (!dm || rep < 2) { spx_clear_error(); spx_dmatrix_destroy(dm); continue; }
-      if (spx_dmatrix_bytes(dm) > 0 && mode != SPX__CAL_GATHER)
+      if (spx_dmatrix_bytes(dm) > 0 && mode != SPX__CAL_GATHER) {
         d->format_convert_ns[f] = 1e9 * t0 / (double)spx_dmatrix_bytes(dm); /* not in the host median */
+        spx__plan_cal_staged(ctx, a, f, &dp, &dc, d);
+      }
       if (!(q = spx__plan_shell(ctx, a, f))) { spx_dmatrix_destroy(dm); return SPX_OUT_OF_MEMORY; }
       q->dm = dm;
       q->built = 1;
@@ -1995,6 +2044,7 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
     spx_clear_error();
     spx_plan_destroy(q);
   }
+  spx__dcsr_free(&dc);
   if (nc) {
     qsort(conv, (size_t)nc, sizeof *conv, spx__plan_dcmp);
     d->convert_ns_per_byte = conv[nc / 2];
