@@ -782,8 +782,8 @@ static void test_gpu_plans(void **state) {
 
 /* A CUDA plan of a matrix with >= 2^20 nonzeros profiles its rows and validates on the device
  * (analyze.cu): the same analysis and the same candidates, to the bit, as the host profile
- * (SPX_PLAN_DEVICE_PROFILE=0), and the same choice unless the staged conversion decides a close
- * call; plans built from the staged arrays (cuSPARSE and spx's CSR kernel
+ * (SPX_PLAN_DEVICE_PROFILE=0), and the same choice unless the cheaper staged conversion moves it
+ * to a faster device-converted format; plans built from the staged arrays (cuSPARSE and spx's CSR kernel
  * wrap them, SELL, SELL16, SDIA and BSR convert from them) compute A*x; a malformed CSR gets the host validation's message. */
 static spx_plan *dev_plan(spx_context *g, const spx_csr *a, int host_profile, const char *force) {
   spx_plan_options o;
@@ -840,17 +840,20 @@ static void test_gpu_device_profile(void **state) {
                  cd[i].predicted_us, ch[i].predicted_us);
     }
     if (spx_plan_format(pd) != spx_plan_format(ph)) {
-      /* the staged plan prices the device converters' conversion from the staged arrays, the host
-       * profile's plan the whole conversion: the choices may part only where the two kernels'
-       * predictions are close and the conversion decides */
+      /* The staged plan prices the device converters (SELL, SELL16, SDIA, BSR) from the staged
+       * arrays, the host profile's plan their whole conversion with its own upload: cheaper
+       * conversions can only move the choice to a device-converted format with a faster kernel
+       * (H100: elasticity 20^3 took BSR, 10.4 us, where the host profile kept CSR, 17.7 us). */
       double uh = -1, ud = -1;
+      spx_format fd = spx_plan_format(pd);
       for (i = 0; i < nd; i++) {
         if (cd[i].format == spx_plan_format(ph) && cd[i].engine == spx_plan_engine_of(ph)) uh = cd[i].predicted_us;
-        if (cd[i].format == spx_plan_format(pd) && cd[i].engine == spx_plan_engine_of(pd)) ud = cd[i].predicted_us;
+        if (cd[i].format == fd && cd[i].engine == spx_plan_engine_of(pd)) ud = cd[i].predicted_us;
       }
       print_message("%s: device-profile plan %s, host-profile plan %s (%.2f vs %.2f us)\n", names[k],
-                    spx_format_name(spx_plan_format(pd)), spx_format_name(spx_plan_format(ph)), ud, uh);
-      assert_true(uh > 0 && ud > 0 && fabs(uh - ud) <= 0.1 * uh);
+                    spx_format_name(fd), spx_format_name(spx_plan_format(ph)), ud, uh);
+      assert_true(fd == SPX_FORMAT_SELL || fd == SPX_FORMAT_SELL16 || fd == SPX_FORMAT_SDIA || fd == SPX_FORMAT_BSR);
+      assert_true(uh > 0 && ud > 0 && ud < uh);
     }
     check_plan_spmv(g, pd, m[k], names[k]);
     spx_plan_destroy(ph); spx_plan_destroy(pd);
