@@ -2,7 +2,7 @@
 # The GPU batch behind bench/results: run from the repository root on the device machine after
 # `gn gen out && ninja -C out`. Each part writes its files into DEST and prints a short summary.
 # Usage: bench/device.sh DEST PART...   PART: tests | select | shared | solve | solve-defer | bench | stencil-ab |
-#                                       memcheck | trace
+#                                       memcheck | trace | fig11 | stencil-2800
 # select runs the large-set eval twice in one cache directory and keeps both: the first pays every
 # NVRTC compile (cold cache), the second reads the kernels from the disk cache, as a program does
 # from its second run on (or after `spx jit --warm`).
@@ -119,6 +119,23 @@ for part in "$@"; do
     # where spx_plan_create's time goes on the solver's Poisson (SPX_PLAN_TRACE: per-part lines)
     SPX_PLAN_TRACE=1 $spx solve poisson7:128 --method cg --tol 1e-8 > "$dest/trace.txt" 2>&1
     cat "$dest/trace.txt" ;;
+  fig11)
+    # The paper's Figure 11 under a 1 GiB budget, $SPX_FIG11_STEPS steps (default 128: the paper
+    # takes the best TTS memory allows, and 32 steps capped it at 32). About 1.5-2 minutes.
+    st=${SPX_FIG11_STEPS:-128}
+    $spx stencil --sweep --budget 1G --steps "$st" --type float --json-file "$dest/stencil-fig11-s$st.json" \
+      --csv "$dest/stencil-fig11-s$st.csv" --svg "$dest/stencil-fig11-s$st.svg" > "$dest/stencil-fig11-s$st.txt" 2>&1
+    tail -12 "$dest/stencil-fig11-s$st.txt" ;;
+  stencil-2800)
+    # The same depth-2 kernel in core on a float cube whose edge is not a power of two and whose two
+    # grids fit an 80 GB GPU ($SPX_INCORE_EDGE, default 2000), then float 2800^3 (87.8 GB on the
+    # host) with overlap, bounded by that in-core rate. About 1.5 minutes on an H100.
+    e=${SPX_INCORE_EDGE:-2000}
+    $spx stencil --n "$e" --steps 32 --type float --method incore --depth 2 --json > "$dest/stencil-incore-$e.json" 2>&1
+    r=$(grep -o '"kernel_gstencils": [0-9.]*' "$dest/stencil-incore-$e.json" | awk '{print $2}')
+    echo "in-core depth-2 kernel rate at $e^3: ${r:-?} GStencil/s"
+    $spx stencil --n 2800 --steps 32 --type float --method overlap ${r:+--incore-rate "$r"} > "$dest/stencil-2800.txt" 2>&1
+    grep -E "^rate|of the bound|^kernel" "$dest/stencil-2800.txt" ;;
   *) echo "bench/device.sh: unknown part '$part'" >&2; exit 2 ;;
   esac
 done
