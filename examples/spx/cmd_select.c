@@ -85,14 +85,16 @@ static double sel_median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* One cuSPARSE CSR plan creation, wall ms (destroyed outside the timed window). */
-static spx_status sel_cusparse_setup(spx_context *ctx, const spx_csr *a, double *ms) {
+/* One cuSPARSE CSR plan creation, wall ms; the plan goes to *keep, or is destroyed outside the
+ * timed window when keep is NULL. */
+static spx_status sel_cusparse_setup(spx_context *ctx, const spx_csr *a, double *ms, spx_cusparse_plan **keep) {
   spx_cusparse_plan *cp = NULL;
   double t0 = spx_cli_now();
   spx_status s = spx_cusparse_plan_create(ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &cp);
   if (!s) s = spx_context_synchronize(ctx);
   *ms = 1e3 * (spx_cli_now() - t0);
-  spx_cusparse_plan_destroy(cp);
+  if (keep) *keep = cp;
+  else spx_cusparse_plan_destroy(cp);
   return s;
 }
 
@@ -109,13 +111,9 @@ static spx_status sel_cusparse(spx_context *ctx, const spx_csr *a, double *setup
   int k, i;
   spx_status s = SPX_OK;
   for (k = 0; k < SEL_SETUP_REPS; k++) {
-    double t0;
     spx_cusparse_plan_destroy(cp); /* the previous sample's, outside the timed window */
     cp = NULL;
-    t0 = spx_cli_now();
-    if ((s = spx_cusparse_plan_create(ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &cp)) || (s = spx_context_synchronize(ctx)))
-      goto done;
-    setups[k] = 1e3 * (spx_cli_now() - t0);
+    if ((s = sel_cusparse_setup(ctx, a, &setups[k], &cp))) goto done;
   }
   *setup_ms = sel_median(setups, SEL_SETUP_REPS);
   if ((s = spx_device_alloc(ctx, (size_t)(a->ncols + 1) * 8, &x)) || (s = spx_device_alloc(ctx, (size_t)(a->nrows + 1) * 8, &y)) ||
@@ -176,7 +174,7 @@ static spx_status sel_eval_matrix(spx_context *ctx, const char *spec, sel_row *r
         double t0;
         spx_plan_destroy(p); /* the previous sample's, outside the timed window */
         p = NULL;
-        if (pair && (s = sel_cusparse_setup(ctx, a, &cs_setups[rep]))) goto done;
+        if (pair && (s = sel_cusparse_setup(ctx, a, &cs_setups[rep], NULL))) goto done;
         t0 = spx_cli_now();
         if ((s = spx_plan_create(ctx, a, &o, &p)) || (s = spx_context_synchronize(ctx))) goto done;
         setups[rep] = 1e3 * (spx_cli_now() - t0);
