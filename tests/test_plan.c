@@ -857,6 +857,20 @@ static void test_gpu_device_profile(void **state) {
     }
     check_plan_spmv(g, pd, m[k], names[k]);
     spx_plan_destroy(ph); spx_plan_destroy(pd);
+    { /* auto's trial of the best two builds both from the staged arrays, as the chosen plan
+         would (a device conversion or a wrap); the winner keeps them when it wraps them */
+      spx_plan_options o;
+      spx_plan_options_default(&o);
+      o.expected_calls = 10000000; /* the trial is cheap against this much work */
+      o.eager = 1;
+      pd = NULL;
+      if (spx_plan_create(g, m[k], &o, &pd)) fail_msg("%s auto: %s", names[k], spx_last_error());
+      print_message("%s auto: %s\n", names[k], spx_plan_reason(pd));
+      assert_non_null(strstr(spx_plan_reason(pd), "trial of the best two"));
+      check_plan_spmv(g, pd, m[k], names[k]);
+      check_plan_spmv(g, pd, m[k], names[k]);
+      spx_plan_destroy(pd);
+    }
     /* builds from the staged arrays */
     pd = dev_plan(g, m[k], 0, "cusparse_csr");
     check_plan_spmv(g, pd, m[k], names[k]);

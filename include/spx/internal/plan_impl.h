@@ -1033,14 +1033,23 @@ struct spx_plan {
   double pend_staged_ns;   /* defer: the pending format's calibrated conversion from staged arrays, ns/byte (0: none) */
   spx_dmatrix_options csr_opt; /* the CSR kernel the host rule would pick, from the profile (staged) */
   int csr_staged;          /* 1: a CSR plan wraps the staged arrays (csr_opt set) */
+  int dc_borrowed;         /* 1: dc is the parent plan's (a trial candidate): never freed here */
+  int dc_kept;             /* 1: the trial's winner wraps dc (CSR or cuSPARSE on the staged arrays) */
   char reason[768];
 };
+
+/* Lets go of the staged arrays: frees them, or forgets them where they are the parent plan's. */
+static void spx__plan_drop_dc(spx_plan *p) {
+  if (p->dc_borrowed) memset(&p->dc, 0, sizeof p->dc);
+  else spx__dcsr_free(&p->dc);
+  p->dc_borrowed = p->dc_kept = 0;
+}
 
 static void spx__plan_unbuild(spx_plan *p) {
   spx_dmatrix_destroy(p->dm); p->dm = NULL;
   spx_cusparse_plan_destroy(p->cs); p->cs = NULL;
   spx_fmt_destroy(p->fmt); p->fmt = NULL;
-  spx__dcsr_free(&p->dc);
+  spx__plan_drop_dc(p);
   p->built = 0;
 }
 
@@ -1057,7 +1066,7 @@ static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
     w.row_ptr = p->dc.rp32; w.col_idx = p->dc.ci; w.val = p->dc.va;
     if ((s = spx_cusparse_plan_create_device_csr(p->ctx, &w, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
   } else if (p->engine == SPX_PLAN_ENGINE_CUSPARSE) {
-    spx__dcsr_free(&p->dc);
+    spx__plan_drop_dc(p);
     if ((s = spx_cusparse_plan_create(p->ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
   } else {
     if (p->csr_staged && p->dc.rp32 && p->backend == SPX_BACKEND_CUDA && !p->fmt && p->format == SPX_FORMAT_CSR) {
@@ -1075,11 +1084,11 @@ static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
       /* converted from the staged arrays: no second upload (BSR with the profile's block size) */
       if (!(s = spx__dcsr_values(&p->dc, a)))
         s = spx__dmatrix_convert_device(p->ctx, a, p->format, &p->params, NULL, &p->dc, &p->dm);
-      spx__dcsr_free(&p->dc);
+      spx__plan_drop_dc(p);
       if (s) return s;
       if (p->dm) { p->built = 1; return SPX_OK; }
     }
-    spx__dcsr_free(&p->dc); /* the other formats convert on the host */
+    spx__plan_drop_dc(p); /* the other formats convert on the host */
     /* On a GPU, SELL, SELL16, SDIA and BSR convert on the device (spx_dmatrix_convert); the
      * re-selection worker may have converted on its thread already. */
     if (p->backend == SPX_BACKEND_CUDA && !p->fmt) {
@@ -1316,6 +1325,14 @@ static spx_status spx__plan_model_choice(spx_plan *p) {
 }
 
 /* A plan for one candidate, built, in p's context (for the trial). */
+/* Whether a plan of this format and engine builds from the staged arrays (spx__plan_build_from). */
+static int spx__plan_staged_build(const spx_plan *p, spx_format f, spx_plan_engine e) {
+  if (p->backend != SPX_BACKEND_CUDA) return 0;
+  if (e == SPX_PLAN_ENGINE_CUSPARSE) return p->dc.rp32 != 0;
+  if (f == SPX_FORMAT_CSR && p->csr_staged && p->dc.rp32) return 1;
+  return spx__plan_on_device(1, (int)f);
+}
+
 static spx_status spx__plan_fixed(spx_plan *p, const spx_csr *a, int i, spx_plan **out) {
   spx_plan *q = (spx_plan *)spx__calloc(1, sizeof *q);
   spx_status s;
@@ -1323,6 +1340,15 @@ static spx_status spx__plan_fixed(spx_plan *p, const spx_csr *a, int i, spx_plan
   q->ctx = p->ctx; q->backend = p->backend; q->dtype = p->dtype; q->nrows = p->nrows; q->ncols = p->ncols;
   q->format = p->cand[i].format; q->engine = p->cand[i].engine;
   q->params = p->params; /* the profile's choices (BSR's block) */
+  if (p->dc.ci && spx__plan_staged_build(p, q->format, q->engine)) {
+    /* staged on the device: the candidate builds from those arrays as the chosen plan would (a
+     * conversion there, or a wrap), so the trial costs what the model priced, not a second upload */
+    if ((s = spx__dcsr_values(&p->dc, a))) { spx_plan_destroy(q); return s; }
+    q->dc = p->dc;
+    q->dc_borrowed = 1;
+    q->csr_staged = p->csr_staged;
+    q->csr_opt = p->csr_opt;
+  }
   if ((s = spx__plan_build_from(q, a))) { spx_plan_destroy(q); return s; }
   *out = q;
   return SPX_OK;
@@ -1352,6 +1378,7 @@ static spx_status spx__plan_trial(spx_plan *p, const spx_csr *a, const int *idx,
   if (!best) return spx__fail(SPX_UNSUPPORTED, "trial: no candidate could be built and timed");
   p->chosen = bi;
   p->fmt = best->fmt; p->dm = best->dm; p->cs = best->cs; p->built = 1;
+  p->dc_kept = best->dc.ci != 0; /* a wrap of the staged arrays: they stay with the plan */
   best->fmt = NULL; best->dm = NULL; best->cs = NULL;
   spx_plan_destroy(best);
   return SPX_OK;
@@ -1778,7 +1805,7 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
    * converters'), not the choice */
   p->select_ms = 1e3 * (spx__now() - t0 - p->stage_upload_s);
   spx__pprof_free(&rows);
-  if (p->built) spx__dcsr_free(&p->dc); /* a trial built the winner from the host copy */
+  if (p->built && !p->dc_kept) spx__dcsr_free(&p->dc); /* a trial built the winner: converted, or from the host copy */
   /* The diagonal is the solvers' (Jacobi), not the choice's: kept beside the plan, not timed as selection. */
   if (!o->no_diagonal && (s = spx__plan_diag(p, use))) goto fail;
   if (tr && *tr && *tr != '0') fprintf(stderr, "spx plan: %-10s %8.3f ms\n", "diagonal", 1e3 * (spx__now() - tl));
