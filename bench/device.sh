@@ -2,7 +2,7 @@
 # The GPU batch behind bench/results: run from the repository root on the device machine after
 # `gn gen out && ninja -C out`. Each part writes its files into DEST and prints a short summary.
 # Usage: bench/device.sh DEST PART...   PART: tests | select | shared | solve | solve-defer | bench | stencil-ab |
-#                                       memcheck | trace | fig11 | stencil-2800
+#                                       memcheck | trace | fig11 | stencil-2800 | tb-pf
 # select runs the large-set eval twice in one cache directory and keeps both: the first pays every
 # NVRTC compile (cold cache), the second reads the kernels from the disk cache, as a program does
 # from its second run on (or after `spx jit --warm`).
@@ -126,6 +126,33 @@ for part in "$@"; do
     $spx stencil --sweep --budget 1G --steps "$st" --type float --json-file "$dest/stencil-fig11-s$st.json" \
       --csv "$dest/stencil-fig11-s$st.csv" --svg "$dest/stencil-fig11-s$st.svg" > "$dest/stencil-fig11-s$st.txt" 2>&1
     tail -12 "$dest/stencil-fig11-s$st.txt" ;;
+  tb-pf)
+    # The in-core temporal-blocking kernel against its load distance (SPX_STENCIL_TB_PF: 0 loads
+    # each plane where it is used, as the kernel did up to 29c9df5; N loads N planes ahead), depth 2
+    # and 4, float and double, at $SPX_INCORE_EDGE (default 2000) for float and $SPX_INCORE_EDGE_D
+    # (default 1600) for double, so two grids fit 80 GB; the distances interleaved. Kernel-time
+    # GStencil/s and its share of the one-step roofline (device copy bandwidth measured in the same
+    # process / 2 sizeof(T) bytes per cell). About 2-3 minutes on an H100. Files: tb-pf.txt, tb-pf.jsonl.
+    : > "$dest/tb-pf.jsonl"
+    {
+      echo "tb-pf: in-core spx_stencil_tb, kernel-time GStencil/s (share of the one-step roofline), ${SPX_TB_STEPS:-32} steps"
+      for t in float double; do
+        e=${SPX_INCORE_EDGE:-2000}; [ "$t" = double ] && e=${SPX_INCORE_EDGE_D:-1600}
+        for d in 2 4; do
+          line="$t $e^3 depth $d:"
+          for pf in ${SPX_TB_PFS:-0 1 2 4}; do
+            j=$(SPX_STENCIL_TB_PF=$pf $spx stencil --n "$e" --steps "${SPX_TB_STEPS:-32}" --type $t --method incore \
+                  --depth $d --json 2>&1 | tr -d '\n')
+            echo "$j" >> "$dest/tb-pf.jsonl"
+            r=$(echo "$j" | grep -o '"kernel_gstencils": [0-9.]*' | awk '{print $2}')
+            f=$(echo "$j" | grep -o '"roofline_gstencils": [0-9.]*' | awk '{print $2}')
+            line="$line  pf$pf $(awk -v r="${r:-0}" -v f="${f:-0}" 'BEGIN{printf "%.1f (%.0f%%)", r, (f > 0 ? 100 * r / f : 0)}')"
+          done
+          echo "$line"
+        done
+      done
+    } > "$dest/tb-pf.txt" 2>&1
+    cat "$dest/tb-pf.txt" ;;
   stencil-2800)
     # The same depth-2 kernel in core on a float cube whose edge is not a power of two and whose two
     # grids fit an 80 GB GPU ($SPX_INCORE_EDGE, default 2000), then float 2800^3 (87.8 GB on the

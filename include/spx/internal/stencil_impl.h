@@ -858,7 +858,13 @@ static int spx__stencil_defines(const spx_stencil *p, int depth, int shared, int
   snprintf(d[n++], 64, "SPX_NZ=%lld", (long long)p->nz);
   snprintf(d[n++], 64, "SPX_BX=%d", bx);
   snprintf(d[n++], 64, "SPX_BY=%d", by);
-  if (shared) snprintf(d[n++], 64, "SPX_DEPTH=%d", depth);
+  if (shared) {
+    /* SPX_STENCIL_TB_PF=0..8: the shared-memory kernel's load distance, to compare distances on
+     * one build (the template's default otherwise, and the cache key it always had) */
+    const char *e = getenv("SPX_STENCIL_TB_PF");
+    snprintf(d[n++], 64, "SPX_DEPTH=%d", depth);
+    if (e && e[0] >= '0' && e[0] <= '8' && !e[1]) snprintf(d[n++], 64, "SPX_TB_PF=%c", e[0]);
+  }
   else if (xv == 2) snprintf(d[n++], 64, "SPX_STENCIL_XV=2");
   for (i = 0; i < 7; i++) /* %a is exact: the kernel sees the very double the host rounds to T */
     snprintf(d[n++], 64, "%s=%a", cname[i], p->c[i]);
