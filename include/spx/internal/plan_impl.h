@@ -1147,6 +1147,15 @@ static int spx__plan_cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* What spx_plan_time takes, in ms, for a plan of `us` per SpMV. On a GPU 4 SpMVs warm up and size
+ * the samples, then min(reps, 64) samples of about half a millisecond each, at least one SpMV (the
+ * estimate was (reps + 4) SpMVs: 3 ms on Poisson 128^3 where the trial took 20, so auto tried the
+ * best two inside a 300-iteration solve); on the host one warm-up and one SpMV a sample. */
+static double spx__plan_time_ms(int cuda, double us, int reps) {
+  const int ns = reps < 64 ? reps : 64;
+  return cuda ? 1e-3 * (4 * us + ns * (us > 500 ? us : 500)) : 1e-3 * (1 + ns) * us;
+}
+
 spx_status spx_plan_time(spx_plan *p, int reps, double *us) {
   double samples[64], ms = 0, t0;
   int64_t vs, i;
@@ -1159,15 +1168,11 @@ spx_status spx_plan_time(spx_plan *p, int reps, double *us) {
   if (p->backend == SPX_BACKEND_CUDA) {
     spx_devptr x = 0, y = 0;
     spx_timer *t = NULL;
-    void *hx = spx__alloc((size_t)p->ncols + 1, (size_t)vs);
-    if (!hx) return SPX_OUT_OF_MEMORY;
-    for (i = 0; i < p->ncols; i++) { /* finite, non-zero x */
-      if (p->dtype == SPX_FLOAT) ((float *)hx)[i] = 0.5f + (float)(i % 7) * 0.1f;
-      else ((double *)hx)[i] = 0.5 + (double)(i % 7) * 0.1;
-    }
+    /* x: every byte 0x3f, a finite normal value in float (0.747) and double (3.0e-4), set on the
+     * device: a host fill and upload of x cost a trial more than its SpMVs on large matrices */
     if (!(s = spx_device_alloc(p->ctx, (size_t)((p->ncols + 1) * vs), &x)) &&
         !(s = spx_device_alloc(p->ctx, (size_t)((p->nrows + 1) * vs), &y)) &&
-        !(s = spx_device_upload(p->ctx, x, hx, (size_t)(p->ncols * vs))) && !(s = spx_timer_create(p->ctx, &t))) {
+        !(s = spx_device_memset(p->ctx, x, 0x3f, (size_t)(p->ncols * vs))) && !(s = spx_timer_create(p->ctx, &t))) {
       const void *vx = (const void *)(uintptr_t)x;
       void *vy = (void *)(uintptr_t)y;
       for (k = 0; k < 3 && !s; k++) s = spx_plan_spmv(p, 1.0, vx, 0.0, vy);
@@ -1184,7 +1189,6 @@ spx_status spx_plan_time(spx_plan *p, int reps, double *us) {
     spx_timer_destroy(t);
     spx_device_free(p->ctx, x);
     spx_device_free(p->ctx, y);
-    SPX_FREE(hx);
   } else {
     void *hx = spx__alloc((size_t)p->ncols + 1, (size_t)vs), *hy = spx__alloc((size_t)p->nrows + 1, (size_t)vs);
     s = hx && hy ? SPX_OK : SPX_OUT_OF_MEMORY;
@@ -1771,13 +1775,14 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
     break;
   }
   default: { /* AUTO */
+    const int cuda = p->backend == SPX_BACKEND_CUDA;
     int idx[SPX_FORMAT_MAX + 1], k;
     double trial_ms, work_ms;
     if ((s = spx__plan_model_choice(p))) break;
     k = spx__plan_ranked(p, idx);
-    /* A trial of the best two converts and compiles the runner-up too and runs ~reps+4 SpMVs each. */
-    trial_ms = k > 1 ? p->cand[idx[1]].convert_ms + 1e-3 * (o->trial_reps + 4) *
-                                                         (p->cand[idx[0]].predicted_us + p->cand[idx[1]].predicted_us)
+    /* A trial of the best two converts the runner-up too, and times each as spx_plan_time does. */
+    trial_ms = k > 1 ? p->cand[idx[1]].convert_ms + spx__plan_time_ms(cuda, p->cand[idx[0]].predicted_us, o->trial_reps) +
+                           spx__plan_time_ms(cuda, p->cand[idx[1]].predicted_us, o->trial_reps)
                      : 0;
     work_ms = 1e-3 * (double)o->expected_calls * p->cand[idx[0]].predicted_us;
     if (k > 1 && trial_ms <= o->trial_share * work_ms) {

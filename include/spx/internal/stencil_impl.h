@@ -859,11 +859,14 @@ static int spx__stencil_defines(const spx_stencil *p, int depth, int shared, int
   snprintf(d[n++], 64, "SPX_BX=%d", bx);
   snprintf(d[n++], 64, "SPX_BY=%d", by);
   if (shared) {
-    /* SPX_STENCIL_TB_PF=0..8: the shared-memory kernel's load distance, to compare distances on
-     * one build (the template's default otherwise, and the cache key it always had) */
+    /* The shared-memory kernel's load distance: 2 planes in float, 1 in double (H100 in core,
+     * bench/results/tb-pf.txt: float depth 4 421 GStencil/s at 2 against 366 loading at use;
+     * double depth 4 285 at 1, 250 at 2, 190 at use); SPX_STENCIL_TB_PF=0..8 overrides it, to
+     * compare distances on one build (bench/device.sh tb-pf). */
     const char *e = getenv("SPX_STENCIL_TB_PF");
     snprintf(d[n++], 64, "SPX_DEPTH=%d", depth);
     if (e && e[0] >= '0' && e[0] <= '8' && !e[1]) snprintf(d[n++], 64, "SPX_TB_PF=%c", e[0]);
+    else snprintf(d[n++], 64, "SPX_TB_PF=%d", p->dtype == SPX_FLOAT ? 2 : 1);
   }
   else if (xv == 2) snprintf(d[n++], 64, "SPX_STENCIL_XV=2");
   for (i = 0; i < 7; i++) /* %a is exact: the kernel sees the very double the host rounds to T */
