@@ -15,6 +15,14 @@
 
 #include <spx/spx.h>
 
+/* NVRTC loads (no GPU needed): the compile-only tests run where it does and skip elsewhere. */
+static inline int spx_test_have_nvrtc(void) {
+  int maj, mnr;
+  if (spx_nvrtc_version(&maj, &mnr) == SPX_OK) return 1;
+  spx_clear_error();
+  return 0;
+}
+
 /* Shared SuiteSparse matrices: $SPX_SHARED_MATRICES, else ../shared/matrices (tests run from the
  * repository root). */
 static inline const char *spx_test_matrix_dir(void) {

@@ -82,11 +82,6 @@ static int count_entries(const char *dir, int *ntmp) {
   return n;
 }
 
-static int have_nvrtc(void) {
-  int maj, min;
-  return spx_nvrtc_version(&maj, &min) == SPX_OK;
-}
-
 static void key_of(const char *tpl, int nd, const char *const *defs, const char *arch, char hex[33]) {
   spx_jit_key_inputs in;
   assert_int_equal(spx_jit_key_describe(tpl, nd, defs, arch, &in), SPX_OK);
@@ -316,7 +311,7 @@ static void test_define_validation(void **state) {
     assert_int_equal(strlen(hex), 32);
   }
   /* Through the public entry points (rejected before NVRTC is even needed). */
-  if (!have_nvrtc()) return;
+  if (!spx_test_have_nvrtc()) return;
   assert_int_equal(spx_jit_compile_only("vector", 1, &bad[0][0], "sm_90", &origin), SPX_INVALID_ARGUMENT);
   assert_non_null(strstr(spx_last_error(), "SPX_"));
   assert_int_equal(spx_jit_compile_only("nope", 0, NULL, "sm_90", &origin), SPX_INVALID_ARGUMENT);
@@ -366,7 +361,7 @@ static void test_key_inputs(void **state) {
   assert_int_equal(spx_jit_key_compute(&in[0], again), SPX_OK);
   assert_string_equal(again, keys[0]);
   /* What the library keys on: the embedded template and the real NVRTC version. */
-  if (have_nvrtc()) {
+  if (spx_test_have_nvrtc()) {
     spx_jit_key_inputs d;
     uint64_t h;
     int maj, min;
@@ -398,7 +393,7 @@ static void test_every_template_compiles(void **state) {
   spx_jit_stats s0, s1;
   int t, a, k, n, origin, ncomp = 0;
   (void)state;
-  if (!have_nvrtc()) skip();
+  if (!spx_test_have_nvrtc()) skip();
   setenv("SPX_CACHE", "off", 1);
   spx_jit_stats_get(&s0);
   for (t = 0; t < spx_jit_template_count(); t++)
@@ -432,7 +427,7 @@ static void test_convert_kernels_compile(void **state) {
                                         "spx_scan_sums", "spx_scan_tiles", "spx_scan_apply", "spx_sell_fill"};
   fixture *f = (fixture *)*state;
   int k, j, origin;
-  if (!have_nvrtc()) skip();
+  if (!spx_test_have_nvrtc()) skip();
   for (k = 0; k < (int)(sizeof specs / sizeof specs[0]); k++) {
     int nd = specs[k][1] ? 2 : 1;
     char hex[33], path[600];
@@ -463,7 +458,7 @@ static void test_compile_error(void **state) {
   int origin = 9;
   double t0;
   (void)state;
-  if (!have_nvrtc()) skip();
+  if (!spx_test_have_nvrtc()) skip();
   spx_jit_stats_get(&s0);
   assert_int_equal(spx_jit_compile_only("vector", 1, bad, "sm_90", &origin), SPX_NVRTC);
   assert_int_equal(origin, 0);
@@ -489,7 +484,7 @@ static void test_disk_store_and_hit(void **state) {
   int origin, i, ntmp;
   double t0, per_hit;
   (void)state;
-  if (!have_nvrtc()) skip();
+  if (!spx_test_have_nvrtc()) skip();
   assert_string_equal(spx_jit_cache_dir(), f->root);
   key_of("vector", 1, dbl, "sm_90", hex);
   entry_path(f, hex, path, sizeof path);
@@ -589,7 +584,7 @@ static void test_disk_corruption(void **state) {
   spx_jit_stats s0, s1;
   int origin, how;
   (void)state;
-  if (!have_nvrtc()) skip();
+  if (!spx_test_have_nvrtc()) skip();
   key_of("vector", 1, flt, "sm_80", hex);
   entry_path(f, hex, path, sizeof path);
   assert_int_equal(spx_jit_compile_only("vector", 1, flt, "sm_80", &origin), SPX_OK);
@@ -636,7 +631,7 @@ static void test_disk_eviction(void **state) {
   time_t t = time(NULL);
   int i, origin, fd;
   (void)state;
-  if (!have_nvrtc()) skip();
+  if (!spx_test_have_nvrtc()) skip();
   for (i = 0; i < 4; i++) {
     key_of("vector", 2, d[i], "sm_90", hex[i]);
     entry_path(f, hex[i], path[i], sizeof path[i]);
@@ -704,7 +699,7 @@ static void test_cache_off(void **state) {
   }
   spx_jit_stats_get(&s);
   assert_int_equal(s.disk_enabled, 0);
-  if (have_nvrtc()) {
+  if (spx_test_have_nvrtc()) {
     assert_int_equal(spx_jit_compile_only("vector", 1, dbl, "sm_80", &origin), SPX_OK);
     assert_int_equal(origin, SPX_JIT_COMPILED);
   }
@@ -753,7 +748,7 @@ static void test_concurrent_processes(void **state) {
   int go[2], i, st, ok = 0, ntmp, origin;
   char c;
   (void)state;
-  if (!have_nvrtc()) skip();
+  if (!spx_test_have_nvrtc()) skip();
   spx_jit_clear_memory(); /* the children must not find it in memory */
   assert_int_equal(pipe(go), 0);
   fflush(NULL);
@@ -799,7 +794,7 @@ static void test_concurrent_threads(void **state) {
   thread_arg a[NT];
   int i;
   (void)state;
-  if (!have_nvrtc()) skip();
+  if (!spx_test_have_nvrtc()) skip();
   for (i = 0; i < NT; i++) {
     a[i].id = i;
     assert_int_equal(pthread_create(&th[i], NULL, thread_main, &a[i]), 0);
@@ -815,7 +810,7 @@ static void test_concurrent_threads(void **state) {
 static spx_context *gpu_ctx(void) {
   spx_context_options o = {SPX_BACKEND_CUDA, 0};
   spx_context *ctx = NULL;
-  if (spx_device_count() == 0 || !have_nvrtc() || spx_context_create(&o, &ctx) != SPX_OK) return NULL;
+  if (spx_device_count() == 0 || !spx_test_have_nvrtc() || spx_context_create(&o, &ctx) != SPX_OK) return NULL;
   return ctx;
 }
 

@@ -368,17 +368,23 @@ static int spx__plan_tpr(const spx_csr *a) {
   return t;
 }
 
+/* SPX_PLAN_TRACE set to anything but "" or 0: the selection's stages print their wall times on stderr. */
+static int spx__plan_tracing(void) {
+  const char *e = getenv("SPX_PLAN_TRACE");
+  return e && *e && *e != '0';
+}
+
 /* full 0: row lengths only (what a forced cuSPARSE candidate needs). given (may be NULL): the
  * row-length part already measured on the device (row_max, hist, ss_runs, sorted_kept, idle_row,
  * idle_csr), and the column counts when given->cols_done. */
 static spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const spx__pprof *given, spx__pprof *p) {
   int64_t i;
   spx_status s;
-  const char *tr = getenv("SPX_PLAN_TRACE"); /* the model's passes, under the plan's trace */
+  const int tr = spx__plan_tracing(); /* the model's passes, under the plan's trace */
   double tl = spx__now();
 #define SPX__PPROF_TRACE(what)                                                                         \
   do {                                                                                                 \
-    if (tr && *tr && *tr != '0') fprintf(stderr, "spx plan:   %-8s %8.3f ms\n", what, 1e3 * (spx__now() - tl)); \
+    if (tr) fprintf(stderr, "spx plan:   %-8s %8.3f ms\n", what, 1e3 * (spx__now() - tl)); \
     tl = spx__now();                                                                                   \
   } while (0)
   enum { seg = 256 }; /* SS's default segment; a constant, so the per-row divisions are shifts */
@@ -878,11 +884,11 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
   int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype), vec = vb * (a->nrows + a->ncols);
   int f, k = 0;
   spx_status s;
-  const char *tr = getenv("SPX_PLAN_TRACE");
+  const int tr = spx__plan_tracing();
   double tc = spx__now(), gather;
   if ((s = spx__pprof_make(a, d->warp, with_cusparse != 2, rows, &p))) return s;
   gather = spx__plan_gather_us(d, &p, vb);
-  if (tr && *tr && *tr != '0')
+  if (tr)
     fprintf(stderr, "spx plan:   profile  %8.3f ms (x sectors per nonzero %.4f, window span %.0f columns, gather %.4g us)\n",
             1e3 * (spx__now() - tc), spx__pprof_xsec(&p), p.x_windows ? (double)p.x_span / (double)p.x_windows : 0.0, gather);
   for (f = 0; f < spx_format_count() && k < max && with_cusparse != 2; f++) {
@@ -890,7 +896,7 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
     const spx__plan_pred *q;
     spx_plan_candidate *c = &out[k];
     double idle = 0;
-    if (tr && *tr && *tr != '0' && f > 0 && spx__now() - tc > 5e-6)
+    if (tr && f > 0 && spx__now() - tc > 5e-6)
       fprintf(stderr, "spx plan:   %-8.8s %8.3f ms\n", spx_format_name((spx_format)(f - 1)), 1e3 * (spx__now() - tc));
     tc = spx__now();
     if (!vt || !spx_format_has_kernel((spx_format)f)) continue;
@@ -1528,7 +1534,7 @@ static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, spx__pprof *row
   uint64_t r[9] = {0};
   int64_t *hist = NULL;
   double t0 = spx__now(), tj;
-  const char *tr = getenv("SPX_PLAN_TRACE");
+  const int tr = spx__plan_tracing();
   spx__plan_cols_job job;
   pthread_t th;
   int threaded;
@@ -1545,7 +1551,7 @@ static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, spx__pprof *row
   tj = spx__now();
   if (threaded) pthread_join(th, NULL);
   else spx__plan_cols_thread(&job);
-  if (tr && *tr && *tr != '0')
+  if (tr)
     fprintf(stderr, "spx plan:   stage: alloc %.3f upload %.3f rows %.3f hist %.3f, columns (thread) %.3f, join wait %.3f ms\n",
             1e3 * p->dc.stage_s[0], 1e3 * p->dc.stage_s[1], 1e3 * p->dc.stage_s[2], 1e3 * p->dc.stage_s[3],
             1e3 * job.seconds, 1e3 * (spx__now() - tj));
@@ -1711,12 +1717,12 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   spx__pprof rows, *rowsp = NULL; /* the device's row profile, when staged */
   int64_t limit = o->memory_limit;
   double t0 = spx__now(), tl = t0;
-  const char *tr = getenv("SPX_PLAN_TRACE"); /* per-stage wall times on stderr, to see where selection goes */
+  const int tr = spx__plan_tracing(); /* per-stage wall times on stderr, to see where selection goes */
   spx_status s;
   memset(&rows, 0, sizeof rows);
 #define SPX__PLAN_TRACE(what)                                                              \
   do {                                                                                     \
-    if (tr && *tr && *tr != '0') fprintf(stderr, "spx plan: %-10s %8.3f ms\n", what, 1e3 * (spx__now() - tl)); \
+    if (tr) fprintf(stderr, "spx plan: %-10s %8.3f ms\n", what, 1e3 * (spx__now() - tl)); \
     tl = spx__now();                                                                       \
   } while (0)
   p->strategy = o->strategy;
@@ -1813,7 +1819,7 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   if (p->built && !p->dc_kept) spx__dcsr_free(&p->dc); /* a trial built the winner: converted, or from the host copy */
   /* The diagonal is the solvers' (Jacobi), not the choice's: kept beside the plan, not timed as selection. */
   if (!o->no_diagonal && (s = spx__plan_diag(p, use))) goto fail;
-  if (tr && *tr && *tr != '0') fprintf(stderr, "spx plan: %-10s %8.3f ms\n", "diagonal", 1e3 * (spx__now() - tl));
+  if (tr) fprintf(stderr, "spx plan: %-10s %8.3f ms\n", "diagonal", 1e3 * (spx__now() - tl));
   if (!p->built && o->eager) {
     double tb = spx__now();
     if ((s = spx__plan_build_from(p, use))) goto fail;
@@ -1835,16 +1841,15 @@ spx_status spx_plan_create(spx_context *ctx, const spx_csr *a, const spx_plan_op
   spx_plan_options o;
   spx_plan *p;
   spx_status s;
-  const char *tr;
+  const int tr = spx__plan_tracing();
   double tv, tb;
   if (!out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: NULL output");
   *out = NULL;
   if (options) o = *options;
   else spx_plan_options_default(&o);
-  tr = getenv("SPX_PLAN_TRACE");
   tv = spx__now();
   if ((s = spx__plan_check(a, &o))) return s;
-  if (tr && *tr && *tr != '0') fprintf(stderr, "spx plan: %-10s %8.3f ms\n", "validate", 1e3 * (spx__now() - tv));
+  if (tr) fprintf(stderr, "spx plan: %-10s %8.3f ms\n", "validate", 1e3 * (spx__now() - tv));
   if (!(p = (spx_plan *)spx__calloc(1, sizeof *p))) return SPX_OUT_OF_MEMORY;
   p->stage = 1;
   if ((s = spx__plan_context(p, ctx, &o)) || (s = spx__plan_select(p, a, &o))) {
@@ -1856,7 +1861,7 @@ spx_status spx_plan_create(spx_context *ctx, const spx_csr *a, const spx_plan_op
     spx_plan_destroy(p);
     return s;
   }
-  if (tr && *tr && *tr != '0') /* the build (eager), then the whole call: what the parts above leave out */
+  if (tr) /* the build (eager), then the whole call: what the parts above leave out */
     fprintf(stderr, "spx plan: %-10s %8.3f ms (build_ms %.3f, stage upload %.3f ms)\nspx plan: %-10s %8.3f ms\n", "build",
             1e3 * (spx__now() - tb), p->build_ms, 1e3 * p->stage_upload_s, "create", 1e3 * (spx__now() - tv));
   *out = p;
