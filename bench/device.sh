@@ -2,7 +2,7 @@
 # The GPU batch behind bench/results: run from the repository root on the device machine after
 # `gn gen out && ninja -C out`. Each part writes its files into DEST and prints a short summary.
 # Usage: bench/device.sh DEST PART...   PART: tests | select | shared | solve | solve-defer | bench | stencil-ab |
-#                                       memcheck | trace | fig11 | stencil-2800 | tb-pf
+#                                       memcheck | trace | fig11 | stencil-trace | stencil-2800 | tb-pf
 # select runs the large-set eval twice in one cache directory and keeps both: the first pays every
 # NVRTC compile (cold cache), the second reads the kernels from the disk cache, as a program does
 # from its second run on (or after `spx jit --warm`).
@@ -121,11 +121,28 @@ for part in "$@"; do
     cat "$dest/trace.txt" ;;
   fig11)
     # The paper's Figure 11 under a 1 GiB budget, $SPX_FIG11_STEPS steps (default 128: the paper
-    # takes the best TTS memory allows, and 32 steps capped it at 32). About 1.5-2 minutes.
-    st=${SPX_FIG11_STEPS:-128}
-    $spx stencil --sweep --budget 1G --steps "$st" --type float --json-file "$dest/stencil-fig11-s$st.json" \
-      --csv "$dest/stencil-fig11-s$st.csv" --svg "$dest/stencil-fig11-s$st.svg" > "$dest/stencil-fig11-s$st.txt" 2>&1
-    tail -12 "$dest/stencil-fig11-s$st.txt" ;;
+    # takes the best TTS memory allows, and 32 steps capped it at 32), at $SPX_FIG11_DEPTH (default:
+    # the library's; files get -dN when set). Each edge first runs in core with no budget cap, at
+    # depth 1 and the sweep's depth: those kernel rates are the bounds' in-core terms. About 2-3 minutes.
+    st=${SPX_FIG11_STEPS:-128}; sfx="s$st"; dopt=""
+    [ -n "${SPX_FIG11_DEPTH:-}" ] && { sfx="$sfx-d$SPX_FIG11_DEPTH"; dopt="--depth $SPX_FIG11_DEPTH"; }
+    # shellcheck disable=SC2086
+    $spx stencil --sweep --budget 1G --steps "$st" --type float $dopt --json-file "$dest/stencil-fig11-$sfx.json" \
+      --csv "$dest/stencil-fig11-$sfx.csv" --svg "$dest/stencil-fig11-$sfx.svg" > "$dest/stencil-fig11-$sfx.txt" 2>&1
+    grep -E "^(edge|640|768|896|1024) " "$dest/stencil-fig11-$sfx.txt" ;;
+  stencil-trace)
+    # Where overlap's time goes: float 1024^3, 1 GiB budget, 128 steps, at depth 2 and 4, with
+    # SPX_STENCIL_TRACE (every copy and launch: stream, kind, start, end). Per stream: busy ms
+    # and share of the wall time. Files: stencil-trace-dN.csv, stencil-trace-dN.txt.
+    for d in 2 4; do
+      SPX_STENCIL_TRACE="$dest/stencil-trace-d$d.csv" $spx stencil --n 1024 --steps 128 --type float --method overlap \
+        --budget 1G --depth $d > "$dest/stencil-trace-d$d.txt" 2>&1
+      grep -E "^rate|^plan|^time" "$dest/stencil-trace-d$d.txt"
+      awk -F, 'NR > 1 { busy[$1] += $4 - $3; kind[$1 " " $2] += $4 - $3; if ($4 > w) w = $4 }
+               END { for (s in busy) printf "  %-8s busy %9.2f ms = %5.1f%% of %.2f ms\n", s, busy[s], 100 * busy[s] / w, w
+                     for (k in kind) printf "    %-16s %9.2f ms\n", k, kind[k] }' "$dest/stencil-trace-d$d.csv" \
+        | tee -a "$dest/stencil-trace-d$d.txt"
+    done ;;
   tb-pf)
     # The in-core temporal-blocking kernel against its load distance (SPX_STENCIL_TB_PF: 0 loads
     # each plane where it is used, as the kernel did up to 29c9df5; N loads N planes ahead), depth 2

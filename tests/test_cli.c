@@ -147,6 +147,53 @@ static void test_stencil_host(void **state) {
   assert_int_equal(spx_cli_run_cmd("stencil --host --n 20,20,20 --budget 12Q", buf, sizeof buf), 2);
 }
 
+/* spx stencil --sweep on the host backend: a row per method and edge, and the in-core runs (the
+ * one-step kernel and the depth kernel, with no budget cap) whose kernel rate is each out-of-core
+ * row's bound: on the host the PCIe term (TTS x 25 GB/s / 4 B) is far above it. */
+static void test_stencil_sweep_host(void **state) {
+  char buf[16384], path[] = "/tmp/spx_sweep_XXXXXX", line[512];
+  double incore[5] = {0, 0, 0, 0, 0};
+  int fd, rows = 0, ooc = 0;
+  FILE *f;
+  (void)state;
+  if (!spx_cli_have_bin()) skip();
+  fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  snprintf(line, sizeof line, "stencil --sweep --host --edges 24,32 --steps 4 --budget 100K --csv %s", path);
+  assert_int_equal(spx_cli_run_cmd(line, buf, sizeof buf), 0);
+  assert_non_null(strstr(buf, "%bound"));
+  f = fopen(path, "r");
+  assert_non_null(f);
+  assert_non_null(fgets(line, sizeof line, f));
+  assert_non_null(strstr(line, "kernel_gstencils,model,bound,incore,depth"));
+  while (fgets(line, sizeof line, f)) {
+    long long edge, tts, slab, nslabs;
+    char method[16];
+    double gs, kgs, model, bound, inc;
+    int depth;
+    assert_int_equal(sscanf(line, "%lld,%15[^,],%lf,%lf,%lf,%lf,%lf,%d,%lld,%lld,%lld", &edge, method, &gs, &kgs, &model,
+                            &bound, &inc, &depth, &tts, &slab, &nslabs), 11);
+    assert_true(depth == 1 || depth == 2 || depth == 4);
+    assert_true(gs > 0 && kgs > 0 && inc > 0);
+    rows++;
+    if (!strcmp(method, "incore")) { /* measured first for each edge, in the order of depths */
+      assert_true(kgs == inc && bound == inc);
+      incore[depth] = inc;
+      continue;
+    }
+    ooc++;
+    /* printed with 4 decimals: the very in-core row's rate at the depth it runs */
+    assert_true(fabs(inc - incore[depth]) < 1e-4 && fabs(bound - inc) < 1e-4);
+    assert_int_equal(depth == 1, !strcmp(method, "normal") || !strcmp(method, "mm"));
+    if (strcmp(method, "normal")) assert_true(nslabs > 1); /* the budget forces slabs */
+  }
+  fclose(f);
+  unlink(path);
+  assert_int_equal(ooc, 2 * 5);
+  assert_int_equal(rows, 2 * 7);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_info_bcsstk16),
@@ -155,6 +202,7 @@ int main(void) {
       cmocka_unit_test(test_jit_warm_without_gpu),
       cmocka_unit_test(test_main_job_small),
       cmocka_unit_test(test_stencil_host),
+      cmocka_unit_test(test_stencil_sweep_host),
   };
   return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

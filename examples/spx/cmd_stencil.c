@@ -309,40 +309,44 @@ done:
 typedef struct st_row {
   int64_t edge;
   int method;
-  double gs, model, bound, total_ms, kernel_ms, h2d_ms, d2h_ms, d2d_ms;
+  double gs, kernel_gs, model, bound, incore, total_ms, kernel_ms, h2d_ms, d2h_ms, d2d_ms;
   int64_t tts, slab, nslabs;
   int depth;
   char error[160];
 } st_row;
 
-static void st_sweep_write(const st_args *a, const st_row *rows, int nrows, const double pcie[3], const char *command) {
+static void st_sweep_write(const st_args *a, const st_row *rows, int nrows, const double pcie[3], int depth,
+                           const char *command) {
   FILE *f;
   int i, m;
   static const char *const colors[SPX_STENCIL_METHOD_COUNT] = {"#e15759", "#59a14f", "#bab0ac", "#4e79a7",
                                                                "#f28e2b", "#b07aa1"};
   if (a->json_file && (f = fopen(a->json_file, "w"))) {
-    fprintf(f, "{\"command\": \"%s\", \"type\": \"%s\", \"steps\": %lld, \"budget\": %lld, \"backend\": \"%s\", "
-               "\"pcie_h2d_gbs\": %.2f, \"pcie_d2h_gbs\": %.2f, \"pcie_duplex_gbs\": %.2f, \"rows\": [\n",
-            command, spx_dtype_name(a->dtype), (long long)a->steps, (long long)a->budget, a->host ? "host" : "cuda",
+    fprintf(f, "{\"command\": \"%s\", \"type\": \"%s\", \"steps\": %lld, \"budget\": %lld, \"depth\": %d, "
+               "\"backend\": \"%s\", \"pcie_h2d_gbs\": %.2f, \"pcie_d2h_gbs\": %.2f, \"pcie_duplex_gbs\": %.2f, "
+               "\"incore\": \"both grids on the device, no budget cap\", \"rows\": [\n",
+            command, spx_dtype_name(a->dtype), (long long)a->steps, (long long)a->budget, depth, a->host ? "host" : "cuda",
             pcie[0], pcie[1], pcie[2]);
     for (i = 0; i < nrows; i++) {
       const st_row *r = &rows[i];
-      fprintf(f, "  {\"edge\": %lld, \"method\": \"%s\", \"gstencils\": %.4f, \"model\": %.4f, \"bound\": %.4f, "
-                 "\"depth\": %d, \"tts\": %lld, \"slab\": %lld, \"nslabs\": %lld, \"total_ms\": %.3f, \"kernel_ms\": %.3f, "
+      fprintf(f, "  {\"edge\": %lld, \"method\": \"%s\", \"gstencils\": %.4f, \"kernel_gstencils\": %.4f, "
+                 "\"model\": %.4f, \"bound\": %.4f, \"incore\": %.4f, \"depth\": %d, \"tts\": %lld, \"slab\": %lld, \"nslabs\": %lld, \"total_ms\": %.3f, \"kernel_ms\": %.3f, "
                  "\"h2d_ms\": %.3f, \"d2h_ms\": %.3f, \"d2d_ms\": %.3f, \"error\": \"%s\"}%s\n",
-              (long long)r->edge, spx_stencil_method_name((spx_stencil_method)r->method), r->gs, r->model, r->bound,
-              r->depth, (long long)r->tts, (long long)r->slab, (long long)r->nslabs, r->total_ms, r->kernel_ms, r->h2d_ms,
+              (long long)r->edge, spx_stencil_method_name((spx_stencil_method)r->method), r->gs, r->kernel_gs, r->model,
+              r->bound, r->incore, r->depth, (long long)r->tts, (long long)r->slab, (long long)r->nslabs, r->total_ms, r->kernel_ms, r->h2d_ms,
               r->d2h_ms, r->d2d_ms, r->error, i + 1 < nrows ? "," : "");
     }
     fprintf(f, "]}\n");
     fclose(f);
   }
   if (a->csv_file && (f = fopen(a->csv_file, "w"))) {
-    fprintf(f, "edge,method,gstencils,model,bound,depth,tts,slab,nslabs,total_ms,kernel_ms,h2d_ms,d2h_ms,d2d_ms,error\n");
+    fprintf(f, "edge,method,gstencils,kernel_gstencils,model,bound,incore,depth,tts,slab,nslabs,total_ms,kernel_ms,h2d_ms,"
+               "d2h_ms,d2d_ms,error\n");
     for (i = 0; i < nrows; i++) {
       const st_row *r = &rows[i];
-      fprintf(f, "%lld,%s,%.4f,%.4f,%.4f,%d,%lld,%lld,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,\"%s\"\n", (long long)r->edge,
-              spx_stencil_method_name((spx_stencil_method)r->method), r->gs, r->model, r->bound, r->depth,
+      fprintf(f, "%lld,%s,%.4f,%.4f,%.4f,%.4f,%.4f,%d,%lld,%lld,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,\"%s\"\n", (long long)r->edge,
+              spx_stencil_method_name((spx_stencil_method)r->method), r->gs, r->kernel_gs, r->model, r->bound, r->incore,
+              r->depth,
               (long long)r->tts, (long long)r->slab, (long long)r->nslabs, r->total_ms, r->kernel_ms, r->h2d_ms,
               r->d2h_ms, r->d2d_ms, r->error);
     }
@@ -353,8 +357,10 @@ static void st_sweep_write(const st_args *a, const st_row *rows, int nrows, cons
     const double W = 760, H = 460, L = 70, T = 40, PW = 560, PH = 340;
     double ymax = 1e-3, ymin = 1e30, lo, hi, xmin = 1e30, xmax = 0;
     int e;
+    /* one in-core line: the temporal-blocking depth's (the one-step in-core rows bound normal and mm) */
+#define ST_SHOWN(i) (rows[i].gs > 0 && (rows[i].method != SPX_STENCIL_INCORE || rows[i].depth == depth))
     for (i = 0; i < nrows; i++) {
-      if (rows[i].gs > 0) { ymax = fmax(ymax, rows[i].gs); ymin = fmin(ymin, rows[i].gs); }
+      if (ST_SHOWN(i)) { ymax = fmax(ymax, rows[i].gs); ymin = fmin(ymin, rows[i].gs); }
       xmin = fmin(xmin, (double)rows[i].edge); xmax = fmax(xmax, (double)rows[i].edge);
     }
     if (ymin > ymax) ymin = ymax / 10;
@@ -365,9 +371,9 @@ static void st_sweep_write(const st_args *a, const st_row *rows, int nrows, cons
 #define ST_Y(v) (T + PH - (log10(v) - lo) / (hi - lo) * PH)
     fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' height='%.0f' font-family='sans-serif' font-size='11'>\n", W, H);
     fprintf(f, "<rect width='100%%' height='100%%' fill='white'/>\n");
-    fprintf(f, "<text x='%.0f' y='20' font-size='14'>3-D 7-point stencil, %s, %lld steps, device budget %.2f GiB: "
-               "GStencil/s vs domain edge</text>\n",
-            L, spx_dtype_name(a->dtype), (long long)a->steps, (double)a->budget / 1073741824.0);
+    fprintf(f, "<text x='%.0f' y='20' font-size='14'>3-D 7-point stencil, %s, %lld steps, depth %d, device budget %.2f GiB "
+               "(incore: no cap): GStencil/s vs domain edge</text>\n",
+            L, spx_dtype_name(a->dtype), (long long)a->steps, depth, (double)a->budget / 1073741824.0);
     for (e = (int)lo; e <= (int)hi; e++) {
       double yy = ST_Y(pow(10.0, e));
       fprintf(f, "<line x1='%.0f' x2='%.0f' y1='%.1f' y2='%.1f' stroke='#ddd'/><text x='8' y='%.1f'>%g</text>\n", L,
@@ -383,24 +389,25 @@ static void st_sweep_write(const st_args *a, const st_row *rows, int nrows, cons
     for (m = 0; m < SPX_STENCIL_METHOD_COUNT; m++) {
       int any = 0;
       for (i = 0; i < nrows; i++) {
-        if (rows[i].method != m || rows[i].gs <= 0) continue;
+        if (rows[i].method != m || !ST_SHOWN(i)) continue;
         if (!any) fprintf(f, "<polyline fill='none' stroke-width='2' stroke='%s' points='", colors[m]);
         fprintf(f, "%s%.1f,%.1f", any ? " " : "", ST_X((double)rows[i].edge), ST_Y(rows[i].gs));
         any = 1;
       }
       if (any) fprintf(f, "'/>\n");
       for (i = 0; i < nrows; i++)
-        if (rows[i].method == m && rows[i].gs > 0)
+        if (rows[i].method == m && ST_SHOWN(i))
           fprintf(f, "<circle cx='%.1f' cy='%.1f' r='3' fill='%s'><title>%s N=%lld: %.2f GStencil/s (tts %lld, %lld slabs)</title></circle>\n",
                   ST_X((double)rows[i].edge), ST_Y(rows[i].gs), colors[m], spx_stencil_method_name((spx_stencil_method)m),
                   (long long)rows[i].edge, rows[i].gs, (long long)rows[i].tts, (long long)rows[i].nslabs);
-      for (i = 0; i < nrows; i++) if (rows[i].method == m && rows[i].gs > 0) break;
+      for (i = 0; i < nrows; i++) if (rows[i].method == m && ST_SHOWN(i)) break;
       if (i < nrows) {
         fprintf(f, "<rect x='%.0f' y='%.0f' width='12' height='3' fill='%s'/><text x='%.0f' y='%.0f'>%s</text>\n",
                 L + PW + 12, T + 10 + 18.0 * m, colors[m], L + PW + 28, T + 14 + 18.0 * m,
                 spx_stencil_method_name((spx_stencil_method)m));
       }
     }
+#undef ST_SHOWN
 #undef ST_X
 #undef ST_Y
     fprintf(f, "</svg>\n");
@@ -408,16 +415,56 @@ static void st_sweep_write(const st_args *a, const st_row *rows, int nrows, cons
   }
 }
 
+/* The in-core kernel rate (GStencil/s over kernel time) at depth d on this edge: both grids on the
+ * device with no budget cap (the budget stands in for a smaller GPU; the kernel's rate is this
+ * GPU's), so that the bound's in-core term is the measured rate of the very kernel an out-of-core
+ * method runs, not the model's estimate. 0 when the grids do not fit; rep receives the run. */
+static double st_incore_rate(spx_context *ctx, const st_args *a, const spx_stencil *p, void *g, int d,
+                             const double pcie[3], spx_stencil_report *rep, char *err, size_t elen) {
+  spx_stencil_options o;
+  st_options(a, SPX_STENCIL_INCORE, (double *)pcie, &o);
+  o.budget = 0; o.tts = o.slab = 0;
+  o.depth = d;
+  o.incore_gstencils = 0;
+  if (spx_stencil_run(ctx, p, g, a->steps, &o, rep)) {
+    snprintf(err, elen, "%s", spx_last_error());
+    for (char *c = err; *c; c++) if (*c == '"' || *c == '\\') *c = '\'';
+    spx_clear_error();
+    return 0;
+  }
+  return rep->kernel_ms > 0 ? 1e-6 * (double)p->nx * (double)p->ny * (double)p->nz * (double)a->steps / rep->kernel_ms : 0;
+}
+
+static void st_sweep_print(const st_row *r) {
+  if (r->error[0]) {
+    printf("%-6lld %-8s %10s (%s)\n", (long long)r->edge, spx_stencil_method_name((spx_stencil_method)r->method), "-",
+           r->error);
+    return;
+  }
+  printf("%-6lld %-8s %10.2f %8.2f %8.2f %8.2f %6.0f%% %6.0f%% %5d %5lld %6lld %6lld\n", (long long)r->edge,
+         spx_stencil_method_name((spx_stencil_method)r->method), r->gs, r->kernel_gs, r->model, r->bound,
+         r->bound > 0 ? 100.0 * r->gs / r->bound : 0.0, r->incore > 0 ? 100.0 * r->gs / r->incore : 0.0, r->depth,
+         (long long)r->tts, (long long)r->slab, (long long)r->nslabs);
+  fflush(stdout);
+}
+
+static void st_sweep_fill(st_row *r, const spx_stencil *p, int64_t steps, const spx_stencil_report *rep) {
+  r->gs = rep->gstencils; r->model = rep->plan.model_gstencils; r->bound = rep->plan.bound_gstencils;
+  r->total_ms = rep->total_ms; r->kernel_ms = rep->kernel_ms; r->h2d_ms = rep->h2d_ms; r->d2h_ms = rep->d2h_ms;
+  r->d2d_ms = rep->d2d_ms; r->tts = rep->plan.tts; r->slab = rep->plan.slab; r->nslabs = rep->plan.nslabs;
+  r->depth = rep->plan.depth;
+  r->kernel_gs = rep->kernel_ms > 0 ? 1e-6 * (double)p->nx * (double)p->ny * (double)p->nz * (double)steps / rep->kernel_ms : 0;
+}
+
 static int st_sweep(const st_args *a0, const char *command) {
   static const int64_t def_edges[] = {256, 384, 512, 640, 768, 896, 1024};
-  /* incore first: where the domain fits, its rate is the bound's in-core term for the others */
   static const int def_methods[] = {SPX_STENCIL_INCORE, SPX_STENCIL_NORMAL, SPX_STENCIL_MM, SPX_STENCIL_MMT,
                                     SPX_STENCIL_MMTB, SPX_STENCIL_OVERLAP};
   st_args a = *a0;
   spx_context *ctx;
   st_row *rows;
   double pcie[3];
-  int nrows = 0, e, k, rc = 0;
+  int nrows = 0, e, k, rc = 0, want_incore = 0, want_one = 0, depth;
   if (!a.nedges) {
     a.nedges = (int)(sizeof def_edges / sizeof *def_edges);
     memcpy(a.edges, def_edges, sizeof def_edges);
@@ -426,54 +473,89 @@ static int st_sweep(const st_args *a0, const char *command) {
     a.nmethods = (int)(sizeof def_methods / sizeof *def_methods);
     memcpy(a.methods, def_methods, sizeof def_methods);
   }
+  for (k = 0; k < a.nmethods; k++) {
+    want_incore |= a.methods[k] == SPX_STENCIL_INCORE;
+    want_one |= a.methods[k] == SPX_STENCIL_NORMAL || a.methods[k] == SPX_STENCIL_MM;
+  }
   if (!a.budget) a.budget = (int64_t)1 << 30;
   if (!(ctx = st_context(&a))) return 1;
+  { /* the depth the temporal-blocking methods run: the option, else the library's default */
+    spx_stencil p;
+    spx_stencil_options o;
+    spx_stencil_plan pl;
+    st_options(&a, SPX_STENCIL_INCORE, NULL, &o);
+    o.budget = 0; o.tts = o.slab = 0;
+    if (spx_stencil_init(&p, 64, 64, 64, a.dtype, 0.4, 0.1, 0.1, 0.1) || spx_stencil_choose(&p, a.steps, &o, NULL, &pl)) {
+      spx_context_destroy(ctx);
+      return spx_cli_fail("stencil --sweep");
+    }
+    depth = pl.depth;
+  }
   st_pcie(ctx, &a, pcie);
-  if (!(rows = (st_row *)calloc((size_t)(a.nedges * a.nmethods), sizeof *rows))) { spx_context_destroy(ctx); return 1; }
-  printf("%-6s %-8s %10s %10s %10s %5s %5s %6s %7s\n", "edge", "method", "GStencil/s", "model", "bound", "depth", "tts",
-         "slab", "slabs");
+  /* rows: the in-core runs (one-step and depth kernels) and every method, per edge */
+  if (!(rows = (st_row *)calloc((size_t)(a.nedges * (a.nmethods + 2)), sizeof *rows))) { spx_context_destroy(ctx); return 1; }
+  printf("incore: both grids on the device with no budget cap (the rate of the kernel the others run); bound = "
+         "min(that in-core kernel rate, TTS x PCIe / %d B per cell); kernel = GStencil/s over kernel time\n",
+         (int)SPX_DTYPE_SIZE(a.dtype));
+  printf("%-6s %-8s %10s %8s %8s %8s %7s %7s %5s %5s %6s %6s\n", "edge", "method", "GStencil/s", "kernel", "model",
+         "bound", "%bound", "%incore", "depth", "tts", "slab", "slabs");
   for (e = 0; e < a.nedges; e++) {
     spx_stencil p;
     void *g = NULL;
     spx_stencil_options o;
-    double incore = a.incore_gs;
+    double incore[5] = {0, 0, 0, 0, 0}; /* by depth: measured, else --incore-rate, else 0 (the model's estimate) */
+    int d;
     if (spx_stencil_init(&p, a.edges[e], a.edges[e], a.edges[e], a.dtype, 0.4, 0.1, 0.1, 0.1)) { rc = spx_cli_fail("stencil --sweep"); break; }
     st_options(&a, SPX_STENCIL_INCORE, pcie, &o);
     if (spx_stencil_grid_alloc(ctx, &p, &o, &g)) { rc = spx_cli_fail("stencil --sweep"); break; }
     st_fill(&p, g);
+    for (d = 1; d <= 4; d++) {
+      st_row *r;
+      spx_stencil_report rep;
+      if (d != depth && !(d == 1 && want_one)) continue;
+      if (a.incore_gs > 0 && !want_incore) { incore[d] = a.incore_gs; continue; }
+      r = &rows[nrows++];
+      memset(r, 0, sizeof *r);
+      r->edge = a.edges[e];
+      r->method = SPX_STENCIL_INCORE;
+      r->depth = d;
+      spx_cli_progress("N=%lld incore depth %d", (long long)r->edge, d);
+      incore[d] = st_incore_rate(ctx, &a, &p, g, d, pcie, &rep, r->error, sizeof r->error);
+      spx_cli_progress_done();
+      if (incore[d] > 0) {
+        st_sweep_fill(r, &p, a.steps, &rep);
+        r->bound = r->incore = incore[d];
+      }
+      if (a.incore_gs > 0) incore[d] = a.incore_gs; /* given: it bounds the others */
+      if (want_incore) st_sweep_print(r);
+      else nrows--;
+    }
     for (k = 0; k < a.nmethods; k++) {
-      st_row *r = &rows[nrows++];
+      st_row *r;
       spx_stencil_report rep;
       const int m = a.methods[k];
+      if (m == SPX_STENCIL_INCORE) continue;
+      r = &rows[nrows++];
       memset(r, 0, sizeof *r);
       r->edge = a.edges[e];
       r->method = m;
       st_options(&a, (spx_stencil_method)m, pcie, &o);
-      if (m == SPX_STENCIL_INCORE) o.tts = o.slab = 0;
-      o.incore_gstencils = incore;
+      d = m == SPX_STENCIL_NORMAL || m == SPX_STENCIL_MM ? 1 : depth;
+      o.incore_gstencils = r->incore = incore[d];
       spx_cli_progress("N=%lld %s", (long long)r->edge, spx_stencil_method_name((spx_stencil_method)m));
       if (spx_stencil_run(ctx, &p, g, a.steps, &o, &rep)) {
         snprintf(r->error, sizeof r->error, "%s", spx_last_error());
         for (char *c = r->error; *c; c++) if (*c == '"' || *c == '\\') *c = '\'';
         spx_clear_error();
       } else {
-        r->gs = rep.gstencils; r->model = rep.plan.model_gstencils; r->bound = rep.plan.bound_gstencils;
-        r->total_ms = rep.total_ms; r->kernel_ms = rep.kernel_ms; r->h2d_ms = rep.h2d_ms; r->d2h_ms = rep.d2h_ms;
-        r->d2d_ms = rep.d2d_ms; r->tts = rep.plan.tts; r->slab = rep.plan.slab; r->nslabs = rep.plan.nslabs;
-        r->depth = rep.plan.depth;
-        /* the in-core rate, where the domain fits, bounds the out-of-core runs of this edge */
-        if (m == SPX_STENCIL_INCORE && a.incore_gs <= 0) incore = rep.gstencils;
+        st_sweep_fill(r, &p, a.steps, &rep);
       }
       spx_cli_progress_done();
-      if (r->error[0]) printf("%-6lld %-8s %10s (%s)\n", (long long)r->edge, spx_stencil_method_name((spx_stencil_method)m), "-", r->error);
-      else printf("%-6lld %-8s %10.2f %10.2f %10.2f %5d %5lld %6lld %7lld\n", (long long)r->edge,
-                  spx_stencil_method_name((spx_stencil_method)m), r->gs, r->model, r->bound, r->depth, (long long)r->tts,
-                  (long long)r->slab, (long long)r->nslabs);
-      fflush(stdout);
+      st_sweep_print(r);
     }
     spx_stencil_grid_free(ctx, g);
   }
-  st_sweep_write(&a, rows, nrows, pcie, command);
+  st_sweep_write(&a, rows, nrows, pcie, depth, command);
   free(rows);
   spx_context_destroy(ctx);
   return rc;

@@ -505,7 +505,7 @@ enum { SPX__SXS_COMPUTE, SPX__SXS_UP, SPX__SXS_DOWN, SPX__SXS_N };              
 enum { SPX__SXB_W0, SPX__SXB_W1, SPX__SXB_REUSE, SPX__SXB_UP, SPX__SXB_DOWN, SPX__SXB_N }; /* buffers */
 enum { SPX__SXE_UP_DONE, SPX__SXE_UP_FREE, SPX__SXE_DN_READY, SPX__SXE_DN_FREE, SPX__SXE_TILE }; /* events */
 
-typedef struct spx__sx_timing { int cat; spx__CUevent e0, e1; } spx__sx_timing;
+typedef struct spx__sx_timing { int cat, stream; spx__CUevent e0, e1; } spx__sx_timing;
 
 typedef struct spx__sx {
   const spx_stencil *p;
@@ -554,6 +554,7 @@ static spx_status spx__sx_mark(spx__sx *x, int stream, int cat, int end) {
     t = &x->log[x->nlog++];
     memset(t, 0, sizeof *t);
     t->cat = cat;
+    t->stream = stream;
     SPX__CU_TRY(x->cu->cuEventCreate(&t->e0, 0));
     SPX__CU_TRY(x->cu->cuEventCreate(&t->e1, 0));
     SPX__CU_TRY(x->cu->cuEventRecord(t->e0, x->st[stream]));
@@ -998,6 +999,27 @@ static spx_status spx__sx_gpu_setup(spx__sx *x, const spx__stencil_kernels *k) {
   return SPX_OK;
 }
 
+/* SPX_STENCIL_TRACE=FILE: the GPU run's timeline, one line per copy and launch (stream, kind, start
+ * and end in ms from the run's first operation), to see which stream waits on which in overlap. */
+static spx_status spx__sx_trace(const spx__sx *x, const char *path) {
+  static const char *const sname[SPX__SXS_N] = {"compute", "up", "down"};
+  static const char *const cname[SPX__SXC_N] = {"kernel", "h2d", "d2h", "d2d"};
+  FILE *f;
+  int64_t t;
+  if (!x->nlog) return SPX_OK;
+  if (!(f = fopen(path, "w"))) return spx__fail(SPX_IO, "SPX_STENCIL_TRACE=%s: cannot open it for writing", path);
+  fprintf(f, "stream,kind,start_ms,end_ms\n");
+  for (t = 0; t < x->nlog; t++) {
+    float a = 0, b = 0;
+    spx_status s = spx__cu_check(x->cu->cuEventElapsedTime(&a, x->log[0].e0, x->log[t].e0), "cuEventElapsedTime");
+    if (!s) s = spx__cu_check(x->cu->cuEventElapsedTime(&b, x->log[0].e0, x->log[t].e1), "cuEventElapsedTime");
+    if (s) { fclose(f); return s; }
+    fprintf(f, "%s,%s,%.4f,%.4f\n", sname[x->log[t].stream], cname[x->log[t].cat], a, b);
+  }
+  if (fclose(f)) return spx__fail(SPX_IO, "SPX_STENCIL_TRACE=%s: write failed", path);
+  return SPX_OK;
+}
+
 spx_status spx_stencil_run(spx_context *ctx, const spx_stencil *p, void *grid, int64_t steps,
                            const spx_stencil_options *opt, spx_stencil_report *rep) {
   spx_device_info dev;
@@ -1006,6 +1028,7 @@ spx_status spx_stencil_run(spx_context *ctx, const spx_stencil *p, void *grid, i
   spx__sx x;
   spx_status s;
   double t0;
+  const char *trace;
   int final = 0, i, pushed = 0;
   if (rep) memset(rep, 0, sizeof *rep);
   if ((s = spx__stencil_check(p, "spx_stencil_run"))) return s;
@@ -1062,6 +1085,7 @@ spx_status spx_stencil_run(spx_context *ctx, const spx_stencil *p, void *grid, i
       if ((s = spx__cu_check(x.cu->cuEventElapsedTime(&ms, x.log[t].e0, x.log[t].e1), "cuEventElapsedTime"))) goto done;
       x.ms[x.log[t].cat] += ms;
     }
+    if (x.gpu && (trace = getenv("SPX_STENCIL_TRACE")) && *trace && (s = spx__sx_trace(&x, trace))) goto done;
     rep->plan = pl;
     rep->kernel_ms = x.ms[SPX__SXC_KERNEL];
     rep->h2d_ms = x.ms[SPX__SXC_H2D];
