@@ -7,6 +7,9 @@
  *          summed in exactly this order with round-to-nearest multiplies and adds (__dmul_rn/__dadd_rn
  *          are never contracted into FMAs), so every kernel here and the host reference agree bit
  *          for bit, and so do every out-of-core method and the in-core run.
+ *          In a buffer of `cap` planes used as a ring (mmtb, overlap), plane z lies at slot
+ *          (z - zoff) mod cap instead: a slab's window then starts where the one below it left its
+ *          top planes, so that they need no copy; zoff = wz0 and cap >= wz1 - wz0 is the linear case.
  * WORK     a launch writes the output planes [zlo, zhi) (1 <= zlo, zhi <= NZ-1) of `out`, DEPTH steps
  *          ahead of `in`; it reads `in` on [zlo - DEPTH, zhi + DEPTH) clipped to [0, NZ), which must
  *          lie in [wz0, wz1) and hold valid values. The caller keeps the z-boundary planes in both
@@ -110,6 +113,14 @@ typedef spx_pair_of<spx_value_t>::type spx_pair_t;
 
 #define SPX_PLANE ((long long)SPX_NX * SPX_NY)
 
+/* Slot of plane z in a ring of cap planes whose slot 0 holds plane zoff (mod cap). */
+__device__ __forceinline__ int spx_slot(long long z, long long zoff, int cap) {
+  long long r = (z - zoff) % cap;
+  return (int)(r < 0 ? r + cap : r);
+}
+/* The slot after s: planes advance one at a time, so a compare replaces the modulo. */
+__device__ __forceinline__ int spx_next(int s, int cap) { return s + 1 == cap ? 0 : s + 1; }
+
 __device__ __forceinline__ float spx_mul(float a, float b) { return __fmul_rn(a, b); }
 __device__ __forceinline__ float spx_add(float a, float b) { return __fadd_rn(a, b); }
 __device__ __forceinline__ double spx_mul(double a, double b) { return __dmul_rn(a, b); }
@@ -133,23 +144,23 @@ __device__ __forceinline__ spx_value_t spx_update(spx_value_t c, spx_value_t w, 
 #if SPX_STENCIL_XV == 1
 extern "C" __global__ void __launch_bounds__(SPX_BX * SPX_BY)
 spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,
-                 long long wz1, int zlo, int zhi, int chunk) {
+                 long long wz1, int zlo, int zhi, int chunk, long long zoff, int cap) {
   const int gx = blockIdx.x * SPX_BX + threadIdx.x, gy = blockIdx.y * SPX_BY + threadIdx.y;
   const int z0 = zlo + (int)blockIdx.z * chunk;
   const int z1 = min(z0 + chunk, zhi);
-  (void)wz1;
+  (void)wz0; (void)wz1;
   if (gx >= SPX_NX || gy >= SPX_NY || z0 >= z1) return;
   const bool edge = gx == 0 || gx == SPX_NX - 1 || gy == 0 || gy == SPX_NY - 1;
   const long long col = (long long)gy * SPX_NX + gx;
-  const spx_value_t *p = in + (z0 - wz0) * SPX_PLANE + col;
-  spx_value_t *q = out + (z0 - wz0) * SPX_PLANE + col;
   /* zlo >= 1 and zhi <= NZ-1: planes z0-1 and z1 exist and lie in the window. */
-  spx_value_t below = __ldg(p - SPX_PLANE), centre = __ldg(p);
-  for (int z = z0; z < z1; z++, p += SPX_PLANE, q += SPX_PLANE) {
-    const spx_value_t above = __ldg(p + SPX_PLANE);
-    *q = edge ? centre
-              : spx_update(centre, __ldg(p - 1), __ldg(p + 1), __ldg(p - SPX_NX), __ldg(p + SPX_NX),
-                           below, above);
+  int sc = spx_slot(z0, zoff, cap), sa = spx_next(sc, cap);
+  spx_value_t below = __ldg(in + spx_slot(z0 - 1, zoff, cap) * SPX_PLANE + col), centre = __ldg(in + sc * SPX_PLANE + col);
+  for (int z = z0; z < z1; z++, sc = sa, sa = spx_next(sa, cap)) {
+    const spx_value_t *p = in + sc * SPX_PLANE + col;
+    const spx_value_t above = __ldg(in + sa * SPX_PLANE + col);
+    out[sc * SPX_PLANE + col] = edge ? centre
+                                     : spx_update(centre, __ldg(p - 1), __ldg(p + 1), __ldg(p - SPX_NX),
+                                                  __ldg(p + SPX_NX), below, above);
     below = centre;
     centre = above;
   }
@@ -161,20 +172,22 @@ spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ o
  * maybe of garbage, is not used. */
 extern "C" __global__ void __launch_bounds__(SPX_BX * SPX_BY)
 spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,
-                 long long wz1, int zlo, int zhi, int chunk) {
+                 long long wz1, int zlo, int zhi, int chunk, long long zoff, int cap) {
   const int gx = 2 * (int)(blockIdx.x * SPX_BX + threadIdx.x), gy = blockIdx.y * SPX_BY + threadIdx.y;
   const int z0 = zlo + (int)blockIdx.z * chunk;
   const int z1 = min(z0 + chunk, zhi);
-  (void)wz1;
+  (void)wz0; (void)wz1;
   if (gx >= SPX_NX || gy >= SPX_NY || z0 >= z1) return; /* NX even: gx < NX means gx + 1 < NX */
   const bool yedge = gy == 0 || gy == SPX_NY - 1;
   const bool edge0 = yedge || gx == 0, edge1 = yedge || gx + 1 == SPX_NX - 1;
   const long long col = (long long)gy * SPX_NX + gx;
-  const spx_value_t *p = in + (z0 - wz0) * SPX_PLANE + col;
-  spx_value_t *q = out + (z0 - wz0) * SPX_PLANE + col;
-  spx_pair_t below = __ldg((const spx_pair_t *)(p - SPX_PLANE)), centre = __ldg((const spx_pair_t *)p);
-  for (int z = z0; z < z1; z++, p += SPX_PLANE, q += SPX_PLANE) {
-    const spx_pair_t above = __ldg((const spx_pair_t *)(p + SPX_PLANE));
+  int sc = spx_slot(z0, zoff, cap), sa = spx_next(sc, cap);
+  spx_pair_t below = __ldg((const spx_pair_t *)(in + spx_slot(z0 - 1, zoff, cap) * SPX_PLANE + col)),
+             centre = __ldg((const spx_pair_t *)(in + sc * SPX_PLANE + col));
+  for (int z = z0; z < z1; z++, sc = sa, sa = spx_next(sa, cap)) {
+    const spx_value_t *p = in + sc * SPX_PLANE + col;
+    spx_value_t *q = out + sc * SPX_PLANE + col;
+    const spx_pair_t above = __ldg((const spx_pair_t *)(in + sa * SPX_PLANE + col));
     const spx_pair_t s = __ldg((const spx_pair_t *)(p - SPX_NX)), n = __ldg((const spx_pair_t *)(p + SPX_NX));
     const spx_value_t w = __ldg(p - 1), e = __ldg(p + 2);
     /* Both sums first, then selects: no branch between one z step's loads and the next's. */
@@ -190,17 +203,18 @@ spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ o
 }
 #endif
 
-/* Input plane z of a column, or 0 outside the domain and the window (values no written cell uses). */
+/* Input plane z (at ring slot s) of a column, or 0 outside the domain and the window (values no
+ * written cell uses). */
 __device__ __forceinline__ spx_value_t spx_tb_load(const spx_value_t *__restrict__ in, long long col, bool in_domain,
-                                                   long long wz0, long long wz1, int z) {
-  return in_domain && z >= 0 && z < SPX_NZ && z >= wz0 && z < wz1 ? __ldg(in + (z - wz0) * SPX_PLANE + col)
+                                                   long long wz0, long long wz1, int z, int s) {
+  return in_domain && z >= 0 && z < SPX_NZ && z >= wz0 && z < wz1 ? __ldg(in + s * SPX_PLANE + col)
                                                                   : (spx_value_t)0;
 }
 
 /* SPX_DEPTH steps on output planes [zlo, zhi) through shared memory. */
 extern "C" __global__ void __launch_bounds__(SPX_BX * SPX_BY)
 spx_stencil_tb(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,
-               long long wz1, int zlo, int zhi, int chunk) {
+               long long wz1, int zlo, int zhi, int chunk, long long zoff, int cap) {
   /* One centre plane per level; a level's plane is rewritten only after a barrier of another
    * level (DEPTH >= 2) or the trailing barrier (DEPTH == 1), so one buffer per level suffices. */
   __shared__ spx_value_t sm[SPX_DEPTH][SPX_BY][SPX_BX];
@@ -221,21 +235,23 @@ spx_stencil_tb(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out
   /* pf[k] = input plane zin + k, loaded SPX_TB_PF planes ahead: the loads are in flight across
    * the barriers of the levels in between (one load per thread and plane otherwise waits out its
    * latency each plane: depth 2 ran at 93% of the one-step roofline, 2000^3 float on an H100) */
+  /* ls: slot of the next plane to load; ws: slot of the plane level DEPTH finishes this iteration */
+  int ls = spx_slot(zs - D, zoff, cap), ws = spx_slot(zs - 2 * D, zoff, cap);
 #if SPX_TB_PF
   spx_value_t pf[SPX_TB_PF];
 #pragma unroll
-  for (int k = 0; k < SPX_TB_PF; k++) pf[k] = spx_tb_load(in, col, in_domain, wz0, wz1, zs - D + k);
+  for (int k = 0; k < SPX_TB_PF; k++, ls = spx_next(ls, cap)) pf[k] = spx_tb_load(in, col, in_domain, wz0, wz1, zs - D + k, ls);
 #endif
 #pragma unroll
   for (int l = 0; l < D; l++) q[l][0] = q[l][1] = q[l][2] = (spx_value_t)0;
-  for (int zin = zs - D; zin < ze + D; zin++) {
+  for (int zin = zs - D; zin < ze + D; zin++, ls = spx_next(ls, cap), ws = spx_next(ws, cap)) {
 #if SPX_TB_PF
     const spx_value_t v = pf[0];
 #pragma unroll
     for (int k = 0; k + 1 < SPX_TB_PF; k++) pf[k] = pf[k + 1];
-    pf[SPX_TB_PF - 1] = spx_tb_load(in, col, in_domain, wz0, wz1, zin + SPX_TB_PF);
+    pf[SPX_TB_PF - 1] = spx_tb_load(in, col, in_domain, wz0, wz1, zin + SPX_TB_PF, ls);
 #else
-    const spx_value_t v = spx_tb_load(in, col, in_domain, wz0, wz1, zin);
+    const spx_value_t v = spx_tb_load(in, col, in_domain, wz0, wz1, zin, ls);
 #endif
     q[0][0] = q[0][1];
     q[0][1] = q[0][2];
@@ -255,7 +271,7 @@ spx_stencil_tb(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out
         q[l][1] = q[l][2];
         q[l][2] = r;
       } else if (writer && zc >= zs && zc < ze) {
-        out[(zc - wz0) * SPX_PLANE + col] = r;
+        out[ws * SPX_PLANE + col] = r; /* zc = zin - D: slot ws */
       }
     }
     if (D == 1) __syncthreads();

@@ -23,10 +23,12 @@
  *            comes back. One step per launch.
  *   mmt      mm with in-kernel temporal blocking (depth steps per launch, shared memory).
  *   mmtb     mmt with the paper's buffer reuse: slabs run in z order, skewed by one plane per
- *            step; each launch takes the 2*depth planes below the slab from a device buffer that
- *            the previous slab filled at the same time level, so only the slab itself crosses
- *            PCIe and no plane is computed twice (beyond the in-kernel halo). One host grid: the
- *            result is written in place.
+ *            step; each launch reads the 2*depth planes below the slab that the previous slab
+ *            computed at the same time level. The device windows are rings (plane z at slot z mod
+ *            their size), so those planes stay where the previous slab wrote them: no copy (the
+ *            paper copies them through a reuse buffer). Only the slab itself crosses PCIe and no
+ *            plane is computed twice (beyond the in-kernel halo). One host grid: the result is
+ *            written in place.
  *   overlap  mmtb with uploads, compute and downloads on three streams (the paper's future work):
  *            slab j+1 goes up and slab j-1 comes down while slab j computes. The default.
  *
@@ -34,8 +36,9 @@
  *   paper    M >= 2 D^2 (Ds + TTS) + D^2 TTS * 4/2          (two slab grids + 4 planes per 2 steps)
  *   normal   2 (Ds + 2)
  *   mm, mmt  2 (Ds + 2R)                                     (halo of R planes each side)
- *   mmtb     2 (Ds + R + d + 1) + 2R                         (skew R + supply d + boundary plane,
- *                                                             reuse buffer 2d planes per d steps)
+ *   mmtb     2 (Ds + R + d + 1)                              (skew R + supply d + boundary plane;
+ *                                                             ring windows: the planes the next slab
+ *                                                             reuses stay in place, no reuse buffer)
  *   overlap  mmtb + (Ds + 2) + (Ds + R)                      (upload and download staging)
  *   incore   2 nz
  *   spx_stencil_capacity evaluates these; spx_stencil_choose picks R and Ds for a budget with a
@@ -131,7 +134,6 @@ typedef struct spx_stencil_plan {
   int64_t nslabs;            /* slabs per round */
   int64_t rounds;            /* ceil(steps / tts) */
   int64_t window_planes;     /* planes of each of the two device slab buffers */
-  int64_t reuse_planes;      /* mmtb, overlap: the reuse buffer */
   int64_t staging_planes;    /* overlap: upload + download staging */
   int64_t device_bytes;      /* everything allocated on the device */
   int64_t budget;            /* the budget it was made for */

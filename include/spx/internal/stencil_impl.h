@@ -64,7 +64,7 @@ static spx_status spx__stencil_check(const spx_stencil *p, const char *what) {
 
 /* ---- Capacity -------------------------------------------------------------------------------- */
 /* Device planes of each buffer of a method; see the CAPACITY table in stencil.h. */
-typedef struct spx__stencil_bufs { int64_t window, reuse, up, down, total; } spx__stencil_bufs;
+typedef struct spx__stencil_bufs { int64_t window, up, down, total; } spx__stencil_bufs;
 
 static spx__stencil_bufs spx__stencil_bufs_of(spx_stencil_method m, int d, int64_t R, int64_t Ds, int64_t nz) {
   spx__stencil_bufs b;
@@ -79,12 +79,11 @@ static spx__stencil_bufs spx__stencil_bufs_of(spx_stencil_method m, int d, int64
     b.down = SPX__MIN(nz - 2, Ds + R);
     /* fall through */
   case SPX_STENCIL_MMTB:
-    b.window = SPX__MIN(nz, Ds + R + d + 1);
-    b.reuse = 2 * R;
+    b.window = SPX__MIN(nz, Ds + R + d + 1); /* rings: the planes a slab hands the next stay in place */
     break;
   default: break;
   }
-  b.total = 2 * b.window + b.reuse + b.up + b.down;
+  b.total = 2 * b.window + b.up + b.down;
   return b;
 }
 
@@ -137,10 +136,12 @@ static spx_status spx__host_fits(int64_t need, const spx_stencil_options *o, con
 }
 
 /* ---- Planner ---------------------------------------------------------------------------------- */
-/* Launches of a round of r steps at depth d: r/d of depth d, then the rest one step each. */
+/* Launches of a round of r steps at depth d: r % d of one step first, then r / d of depth d. Never
+ * a shallower launch after a deeper one: in mmtb's ring windows, launch k+1 then writes below the
+ * top 2 dk planes of launch k's input, which the next slab reads (see spx__sx_mmtb). */
 static int64_t spx__stencil_nlaunch(int64_t r, int d) { return r / d + r % d; }
-static int spx__stencil_ldepth(int64_t k, int64_t r, int d) { return k < r / d ? d : 1; }
-static int64_t spx__stencil_lstart(int64_t k, int64_t r, int d) { return k < r / d ? k * d : (r / d) * d + (k - r / d); }
+static int spx__stencil_ldepth(int64_t k, int64_t r, int d) { return k < r % d ? 1 : d; }
+static int64_t spx__stencil_lstart(int64_t k, int64_t r, int d) { return k < r % d ? k : r % d + (k - r % d) * d; }
 
 typedef struct spx__stencil_rates {
   double rc;      /* in-core cells per second of the kernel the plan uses */
@@ -181,9 +182,8 @@ static double spx__stencil_round(const spx_stencil *p, spx_stencil_method m, int
   double comp, h2d, d2h, d2d;
   if (m == SPX_STENCIL_MMTB || m == SPX_STENCIL_OVERLAP) {
     comp = (Z + 2) * P * R / r->rc + (double)(J * nl) * launch;
-    /* every slab but the first takes 2 dk planes per launch, every slab but the last saves as many:
-     * 2 (J - 1) * 2 Rr planes, each read and written */
-    d2d = (double)(J - 1) * 2.0 * 2.0 * (2.0 * R) * pb / r->copy;
+    /* the ring windows keep the planes a slab hands the next: no copies but the boundary planes */
+    d2d = 2.0 * 2.0 * pb / r->copy;
     h2d = (Z + 2) * pb / r->pcie;
     d2h = Z * pb / r->pcie;
     if (m == SPX_STENCIL_OVERLAP) { /* staging: every plane once more through a device copy */
@@ -392,7 +392,6 @@ spx_status spx_stencil_choose(const spx_stencil *p, int64_t steps, const spx_ste
   {
     spx__stencil_bufs b = spx__stencil_bufs_of(o.method, pl.depth, Rbest, Dsbest, p->nz);
     pl.window_planes = b.window;
-    pl.reuse_planes = b.reuse;
     pl.staging_planes = b.up + b.down;
     pl.device_bytes = b.total * pb;
   }
@@ -431,9 +430,16 @@ spx_status spx_stencil_choose(const spx_stencil *p, int64_t steps, const spx_ste
 #define SPX__NO_CONTRACT
 #define SPX__NO_CONTRACT_FN
 #endif
+/* Slot of plane z in a buffer of cap planes: a ring whose slot 0 holds plane zoff (mod cap); with
+ * zoff = the window's first plane and cap >= its planes, the plain linear layout. */
+static int64_t spx__stencil_slot(int64_t z, int64_t zoff, int64_t cap) {
+  int64_t r = (z - zoff) % cap;
+  return r < 0 ? r + cap : r;
+}
+
 #define SPX__STENCIL_HOST_STEP(NAME, T)                                                           \
   static SPX__NO_CONTRACT_FN void NAME(const spx_stencil *p, const void *vin, void *vout,          \
-                                       int64_t wz0, int64_t zlo, int64_t zhi) {                    \
+                                       int64_t zoff, int64_t cap, int64_t zlo, int64_t zhi) {      \
     SPX__NO_CONTRACT                                                                               \
     const T *in = (const T *)vin;                                                                  \
     T *out = (T *)vout;                                                                            \
@@ -443,14 +449,18 @@ spx_status spx_stencil_choose(const spx_stencil *p, int64_t steps, const spx_ste
     int64_t zy;                                                                                    \
     _Pragma("omp parallel for schedule(static) if (n * nx > 65536)")                               \
     for (zy = 0; zy < n; zy++) {                                                                   \
-      const int64_t z = zlo + zy / ny, y = zy % ny, off = ((z - wz0) * ny + y) * nx;                \
-      const T *a = in + off;                                                                       \
-      T *o = out + off;                                                                            \
+      const int64_t z = zlo + zy / ny, y = zy % ny, off = y * nx;                                   \
+      const int64_t sz = spx__stencil_slot(z, zoff, cap) * P;                                      \
+      const T *a = in + sz + off;                                                                  \
+      T *o = out + sz + off;                                                                       \
+      const T *bl, *ab;                                                                            \
       int64_t x;                                                                                   \
       if (z <= 0 || z >= nz - 1 || y == 0 || y == ny - 1) {                                        \
         memcpy(o, a, (size_t)nx * sizeof(T));                                                      \
         continue;                                                                                  \
       }                                                                                            \
+      bl = in + spx__stencil_slot(z - 1, zoff, cap) * P + off;                                     \
+      ab = in + spx__stencil_slot(z + 1, zoff, cap) * P + off;                                     \
       o[0] = a[0];                                                                                 \
       o[nx - 1] = a[nx - 1];                                                                       \
       for (x = 1; x < nx - 1; x++) {                                                               \
@@ -459,8 +469,8 @@ spx_status spx_stencil_choose(const spx_stencil *p, int64_t steps, const spx_ste
         r = r + c2 * a[x + 1];                                                                     \
         r = r + c3 * a[x - nx];                                                                    \
         r = r + c4 * a[x + nx];                                                                    \
-        r = r + c5 * a[x - P];                                                                     \
-        r = r + c6 * a[x + P];                                                                     \
+        r = r + c5 * bl[x];                                                                        \
+        r = r + c6 * ab[x];                                                                        \
         o[x] = r;                                                                                  \
       }                                                                                            \
     }                                                                                              \
@@ -469,11 +479,11 @@ SPX__STENCIL_HOST_STEP(spx__stencil_step_d, double)
 SPX__STENCIL_HOST_STEP(spx__stencil_step_f, float)
 #undef SPX__STENCIL_HOST_STEP
 
-static void spx__stencil_host_step(const spx_stencil *p, const void *in, void *out, int64_t wz0, int64_t zlo,
-                                   int64_t zhi) {
+static void spx__stencil_host_step(const spx_stencil *p, const void *in, void *out, int64_t zoff, int64_t cap,
+                                   int64_t zlo, int64_t zhi) {
   if (zhi <= zlo) return;
-  if (p->dtype == SPX_FLOAT) spx__stencil_step_f(p, in, out, wz0, zlo, zhi);
-  else spx__stencil_step_d(p, in, out, wz0, zlo, zhi);
+  if (p->dtype == SPX_FLOAT) spx__stencil_step_f(p, in, out, zoff, cap, zlo, zhi);
+  else spx__stencil_step_d(p, in, out, zoff, cap, zlo, zhi);
 }
 
 spx_status spx_stencil_reference(const spx_stencil *p, void *grid, int64_t steps) {
@@ -491,7 +501,7 @@ spx_status spx_stencil_reference(const spx_stencil *p, void *grid, int64_t steps
   a = (char *)grid; b = tmp;
   for (t = 0; t < steps; t++) {
     char *c;
-    spx__stencil_host_step(p, a, b, 0, 1, p->nz - 1);
+    spx__stencil_host_step(p, a, b, 0, p->nz, 1, p->nz - 1);
     c = a; a = b; b = c;
   }
   if (a != (char *)grid) memcpy(grid, a, bytes);
@@ -502,7 +512,7 @@ spx_status spx_stencil_reference(const spx_stencil *p, void *grid, int64_t steps
 /* ---- Executor --------------------------------------------------------------------------------- */
 enum { SPX__SXC_KERNEL, SPX__SXC_H2D, SPX__SXC_D2H, SPX__SXC_D2D, SPX__SXC_N };       /* time split */
 enum { SPX__SXS_COMPUTE, SPX__SXS_UP, SPX__SXS_DOWN, SPX__SXS_N };                     /* streams */
-enum { SPX__SXB_W0, SPX__SXB_W1, SPX__SXB_REUSE, SPX__SXB_UP, SPX__SXB_DOWN, SPX__SXB_N }; /* buffers */
+enum { SPX__SXB_W0, SPX__SXB_W1, SPX__SXB_UP, SPX__SXB_DOWN, SPX__SXB_N }; /* buffers */
 enum { SPX__SXE_UP_DONE, SPX__SXE_UP_FREE, SPX__SXE_DN_READY, SPX__SXE_DN_FREE, SPX__SXE_TILE }; /* events */
 
 typedef struct spx__sx_timing { int cat, stream; spx__CUevent e0, e1; } spx__sx_timing;
@@ -526,6 +536,7 @@ typedef struct spx__sx {
   spx__CUfunction fn_main, fn_one;
   unsigned main_block[2], one_block[2];
   int main_xv, one_xv;               /* x cells per thread of each kernel */
+  int ring;                          /* mmtb, overlap: the windows are rings (plane z at slot z mod cap) */
   int sm_count;
   int timing;
   spx__sx_timing *log;
@@ -567,6 +578,10 @@ static spx_status spx__sx_mark(spx__sx *x, int stream, int cat, int end) {
 /* Address of plane k of buffer b, and of plane z of host grid g. */
 static uintptr_t spx__sx_at(const spx__sx *x, int b, int64_t k) { return x->buf[b] + (uintptr_t)(k * x->pb); }
 static uintptr_t spx__sx_host(const spx__sx *x, int g, int64_t z) { return (uintptr_t)(x->g[g] + z * x->pb); }
+/* Slot of domain plane z in window buffer b whose window starts at wz0: z mod cap in a ring, else z - wz0. */
+static int64_t spx__sx_slot(const spx__sx *x, int b, int64_t wz0, int64_t z) {
+  return spx__stencil_slot(z, x->ring ? 0 : wz0, x->cap[b]);
+}
 
 /* One copy of n planes on a stream; the host backend copies at once. */
 static spx_status spx__sx_raw(spx__sx *x, int stream, int cat, uintptr_t dst, uintptr_t src, int64_t n) {
@@ -639,12 +654,15 @@ static spx_status spx__sx_step(spx__sx *x, int dk, int in, int out, int64_t wz0,
     int t, i;
     if (dk > 1) /* the temporaries need the z-boundary planes the levels read */
       for (i = 0; i < 2; i++) {
-        if (wz0 == 0) memcpy(x->tmp[i], src, (size_t)x->pb);
-        if (wz1 == nz) memcpy(x->tmp[i] + (nz - 1 - wz0) * x->pb, src + (nz - 1 - wz0) * x->pb, (size_t)x->pb);
+        if (wz0 == 0) memcpy(x->tmp[i] + spx__sx_slot(x, in, wz0, 0) * x->pb, src + spx__sx_slot(x, in, wz0, 0) * x->pb, (size_t)x->pb);
+        if (wz1 == nz)
+          memcpy(x->tmp[i] + spx__sx_slot(x, in, wz0, nz - 1) * x->pb, src + spx__sx_slot(x, in, wz0, nz - 1) * x->pb,
+                 (size_t)x->pb);
       }
     for (t = 1; t <= dk; t++) {
       char *dst = t == dk ? (char *)x->buf[out] : x->tmp[t & 1];
-      spx__stencil_host_step(x->p, src, dst, wz0, SPX__MAX(1, zlo - (dk - t)), SPX__MIN(nz - 1, zhi + (dk - t)));
+      spx__stencil_host_step(x->p, src, dst, x->ring ? 0 : wz0, x->cap[in], SPX__MAX(1, zlo - (dk - t)),
+                             SPX__MIN(nz - 1, zhi + (dk - t)));
       src = dst;
     }
     x->ms[SPX__SXC_KERNEL] += 1e3 * (spx__now() - t0);
@@ -663,9 +681,9 @@ static spx_status spx__sx_step(spx__sx *x, int dk, int in, int out, int64_t wz0,
     const int64_t want = (int64_t)SPX__MAX(1, x->sm_count) * SPX__MAX(1, 2048 / (int64_t)(bx * by)) * 8;
     int64_t nch = SPX__MAX(1, (want + gx * gy - 1) / (gx * gy)), chunk, gz;
     spx__CUdeviceptr pin = (spx__CUdeviceptr)x->buf[in], pout = (spx__CUdeviceptr)x->buf[out];
-    long long w0 = (long long)wz0, w1 = (long long)wz1;
-    int zl = (int)zlo, zh = (int)zhi, ch;
-    void *params[7];
+    long long w0 = (long long)wz0, w1 = (long long)wz1, zoff = x->ring ? 0 : (long long)wz0;
+    int zl = (int)zlo, zh = (int)zhi, ch, cap = (int)x->cap[in];
+    void *params[9];
     spx_status s;
     /* Enough z-chunks to fill the GPU; each costs 2*depth extra planes, so not too short. */
     chunk = SPX__MAX((range + nch - 1) / nch, tb ? 16 * (int64_t)dk : 32);
@@ -673,7 +691,7 @@ static spx_status spx__sx_step(spx__sx *x, int dk, int in, int out, int64_t wz0,
     gz = (range + chunk - 1) / chunk;
     ch = (int)chunk;
     params[0] = &pin; params[1] = &pout; params[2] = &w0; params[3] = &w1;
-    params[4] = &zl; params[5] = &zh; params[6] = &ch;
+    params[4] = &zl; params[5] = &zh; params[6] = &ch; params[7] = &zoff; params[8] = &cap;
     if ((s = spx__sx_mark(x, SPX__SXS_COMPUTE, SPX__SXC_KERNEL, 0))) return s;
     s = spx__cu_check(x->cu->cuLaunchKernel(main ? x->fn_main : x->fn_one, (unsigned)gx, (unsigned)gy, (unsigned)gz,
                                             bx, by, 1, 0, x->st[SPX__SXS_COMPUTE], params, NULL),
@@ -744,16 +762,41 @@ static spx_status spx__sx_mm(spx__sx *x, int *final) {
   return SPX_OK;
 }
 
+/* Copies between domain planes [z, z + n) of window buffer w (window from wz0) and a linear range
+ * from k: of buffer `other` (FROM_BUF, TO_BUF) or of host grid `other` (FROM_HOST, TO_HOST; k is
+ * the host plane). A range that wraps around a ring is two copies. */
+enum { SPX__SXW_FROM_BUF, SPX__SXW_TO_BUF, SPX__SXW_FROM_HOST, SPX__SXW_TO_HOST };
+static spx_status spx__sx_win(spx__sx *x, int stream, int op, int w, int64_t wz0, int64_t z, int64_t n, int other,
+                              int64_t k) {
+  while (n > 0) {
+    const int64_t sl = spx__sx_slot(x, w, wz0, z), m = SPX__MIN(n, x->cap[w] - sl);
+    spx_status s;
+    switch (op) {
+    case SPX__SXW_FROM_BUF: s = spx__sx_d2d(x, stream, w, sl, other, k, m); break;
+    case SPX__SXW_TO_BUF: s = spx__sx_d2d(x, stream, other, k, w, sl, m); break;
+    case SPX__SXW_FROM_HOST: s = spx__sx_h2d(x, stream, w, sl, other, k, m); break;
+    default: s = spx__sx_d2h(x, stream, other, k, w, sl, m); break;
+    }
+    if (s) return s;
+    z += m; k += m; n -= m;
+  }
+  return SPX_OK;
+}
+
 /* mmtb and overlap (one host grid, updated in place). Per round of Rr steps, slabs run in z order
  * and slab j holds, at level s, the planes [a - s, b - s) (skewed one plane per step; slab 0 starts
- * at plane 1 and the last slab ends at nz-1). Launch k (level s -> s + dk) first takes the 2 dk
- * planes below, [a - s - 2dk, a - s), from slot k of the reuse buffer, which slab j-1 filled with
- * its top planes at the same level, then saves its own top 2 dk planes there for slab j+1, then
- * computes [a - s - dk, b - s - dk). Only the slab crosses PCIe: level 0 of [a, b) goes up, level
- * Rr of [a - Rr, b - Rr) comes down; a later slab never reads what an earlier one wrote back.
- * overlap stages through UP and DOWN buffers on their own streams: slab j+1 goes up and slab j-1
- * comes down while slab j computes; events order the shared buffers and the host planes that the
- * next round reads. */
+ * at plane 1 and the last slab ends at nz-1). Launch k (level s -> s + dk) reads the 2 dk planes
+ * below, [a - s - 2dk, a - s), which slab j-1 computed at the same level, and computes
+ * [a - s - dk, b - s - dk). The windows are rings (plane z at slot z mod cap, cap >= a window), so
+ * those planes are where slab j-1 left them: its later launches into the same buffer write only
+ * lower planes (launch k+1 writes level s + dk + dk' up to b - s - dk - dk' <= b - s - 2dk, as a
+ * launch is never deeper than the next), and slab j's own writes land in slots that alias planes
+ * below its window. So nothing is copied on the device but the boundary planes (the paper's reuse
+ * buffer, without its copies). Only the slab crosses PCIe: level 0 of [a, b) goes up, level Rr of
+ * [a - Rr, b - Rr) comes down; a later slab never reads what an earlier one wrote back. overlap
+ * stages through UP and DOWN buffers on their own streams: slab j+1 goes up and slab j-1 comes down
+ * while slab j computes; events order the shared buffers and the host planes that the next round
+ * reads. */
 static spx_status spx__sx_mmtb(spx__sx *x) {
   const int64_t nz = x->p->nz, T = x->pl->steps, R = x->pl->tts, J = x->pl->nslabs;
   const int d = x->pl->depth, ov = x->pl->method == SPX_STENCIL_OVERLAP;
@@ -785,23 +828,24 @@ static spx_status spx__sx_mmtb(spx__sx *x) {
         SPX__SX_TRY(spx__sx_h2d(x, SPX__SXS_UP, SPX__SXB_UP, 0, 0, ul, uh - ul));
         SPX__SX_TRY(spx__sx_record(x, SPX__SXS_UP, SPX__SXE_UP_DONE));
         SPX__SX_TRY(spx__sx_wait(x, SPX__SXS_COMPUTE, SPX__SXE_UP_DONE));
-        SPX__SX_TRY(spx__sx_d2d(x, SPX__SXS_COMPUTE, SPX__SXB_W0, ul - wz0, SPX__SXB_UP, 0, uh - ul));
-        if (first) SPX__SX_TRY(spx__sx_d2d(x, SPX__SXS_COMPUTE, SPX__SXB_W1, 0, SPX__SXB_UP, 0, 1));
-        if (last) SPX__SX_TRY(spx__sx_d2d(x, SPX__SXS_COMPUTE, SPX__SXB_W1, nz - 1 - wz0, SPX__SXB_UP, nz - 1 - ul, 1));
+        SPX__SX_TRY(spx__sx_win(x, SPX__SXS_COMPUTE, SPX__SXW_FROM_BUF, SPX__SXB_W0, wz0, ul, uh - ul, SPX__SXB_UP, 0));
+        if (first) SPX__SX_TRY(spx__sx_win(x, SPX__SXS_COMPUTE, SPX__SXW_FROM_BUF, SPX__SXB_W1, wz0, 0, 1, SPX__SXB_UP, 0));
+        if (last)
+          SPX__SX_TRY(spx__sx_win(x, SPX__SXS_COMPUTE, SPX__SXW_FROM_BUF, SPX__SXB_W1, wz0, nz - 1, 1, SPX__SXB_UP, nz - 1 - ul));
         SPX__SX_TRY(spx__sx_record(x, SPX__SXS_COMPUTE, SPX__SXE_UP_FREE));
       } else {
-        SPX__SX_TRY(spx__sx_h2d(x, SPX__SXS_COMPUTE, SPX__SXB_W0, ul - wz0, 0, ul, uh - ul));
-        if (first) SPX__SX_TRY(spx__sx_d2d(x, SPX__SXS_COMPUTE, SPX__SXB_W1, 0, SPX__SXB_W0, 0, 1));
-        if (last) SPX__SX_TRY(spx__sx_d2d(x, SPX__SXS_COMPUTE, SPX__SXB_W1, nz - 1 - wz0, SPX__SXB_W0, nz - 1 - wz0, 1));
+        SPX__SX_TRY(spx__sx_win(x, SPX__SXS_COMPUTE, SPX__SXW_FROM_HOST, SPX__SXB_W0, wz0, ul, uh - ul, 0, ul));
+        if (first)
+          SPX__SX_TRY(spx__sx_d2d(x, SPX__SXS_COMPUTE, SPX__SXB_W1, spx__sx_slot(x, SPX__SXB_W1, wz0, 0), SPX__SXB_W0,
+                                  spx__sx_slot(x, SPX__SXB_W0, wz0, 0), 1));
+        if (last)
+          SPX__SX_TRY(spx__sx_d2d(x, SPX__SXS_COMPUTE, SPX__SXB_W1, spx__sx_slot(x, SPX__SXB_W1, wz0, nz - 1), SPX__SXB_W0,
+                                  spx__sx_slot(x, SPX__SXB_W0, wz0, nz - 1), 1));
       }
       for (k = 0; k < nl; k++, cur ^= 1) {
         const int dk = spx__stencil_ldepth(k, Rr, d);
         const int64_t s = spx__stencil_lstart(k, Rr, d);
         const int w = SPX__SXB_W0 + cur;
-        if (!first) /* supply: the 2 dk planes below, at level s, from slab j-1 */
-          SPX__SX_TRY(spx__sx_d2d(x, SPX__SXS_COMPUTE, w, a - s - 2 * dk - wz0, SPX__SXB_REUSE, 2 * s, 2 * dk));
-        if (!last) /* save: this slab's top 2 dk planes at level s, for slab j+1 */
-          SPX__SX_TRY(spx__sx_d2d(x, SPX__SXS_COMPUTE, SPX__SXB_REUSE, 2 * s, w, b - s - 2 * dk - wz0, 2 * dk));
         SPX__SX_TRY(spx__sx_step(x, dk, w, SPX__SXB_W0 + (cur ^ 1), wz0, wz1, first ? 1 : a - s - dk,
                                  last ? nz - 1 : b - s - dk));
       }
@@ -809,14 +853,14 @@ static spx_status spx__sx_mmtb(spx__sx *x) {
       oh = last ? nz - 1 : b - Rr;
       if (ov) {
         if (tile > 0) SPX__SX_TRY(spx__sx_wait(x, SPX__SXS_COMPUTE, SPX__SXE_DN_FREE));
-        SPX__SX_TRY(spx__sx_d2d(x, SPX__SXS_COMPUTE, SPX__SXB_DOWN, 0, SPX__SXB_W0 + cur, ol - wz0, oh - ol));
+        SPX__SX_TRY(spx__sx_win(x, SPX__SXS_COMPUTE, SPX__SXW_TO_BUF, SPX__SXB_W0 + cur, wz0, ol, oh - ol, SPX__SXB_DOWN, 0));
         SPX__SX_TRY(spx__sx_record(x, SPX__SXS_COMPUTE, SPX__SXE_DN_READY));
         SPX__SX_TRY(spx__sx_wait(x, SPX__SXS_DOWN, SPX__SXE_DN_READY));
         SPX__SX_TRY(spx__sx_d2h(x, SPX__SXS_DOWN, 0, ol, SPX__SXB_DOWN, 0, oh - ol));
         SPX__SX_TRY(spx__sx_record(x, SPX__SXS_DOWN, SPX__SXE_DN_FREE));
         SPX__SX_TRY(spx__sx_record(x, SPX__SXS_DOWN, SPX__SXE_TILE + (int)j));
       } else {
-        SPX__SX_TRY(spx__sx_d2h(x, SPX__SXS_COMPUTE, 0, ol, SPX__SXB_W0 + cur, ol - wz0, oh - ol));
+        SPX__SX_TRY(spx__sx_win(x, SPX__SXS_COMPUTE, SPX__SXW_TO_HOST, SPX__SXB_W0 + cur, wz0, ol, oh - ol, 0, ol));
       }
     }
   }
@@ -947,7 +991,6 @@ static spx_status spx__sx_alloc(spx__sx *x) {
   int i;
   spx_status s;
   x->cap[SPX__SXB_W0] = x->cap[SPX__SXB_W1] = b.window;
-  x->cap[SPX__SXB_REUSE] = b.reuse;
   x->cap[SPX__SXB_UP] = b.up;
   x->cap[SPX__SXB_DOWN] = b.down;
   for (i = 0; i < SPX__SXB_N; i++) {
@@ -1054,6 +1097,7 @@ spx_status spx_stencil_run(spx_context *ctx, const spx_stencil *p, void *grid, i
   x.pb = p->nx * p->ny * (int64_t)SPX_DTYPE_SIZE(p->dtype);
   x.g[0] = (char *)grid;
   x.timing = rep != NULL;
+  x.ring = pl.method == SPX_STENCIL_MMTB || pl.method == SPX_STENCIL_OVERLAP;
   x.sm_count = dev.sm_count;
   if (x.gpu) { /* the kernels first: a compile error costs no allocation */
     void *fn;
