@@ -7,9 +7,9 @@
  *          summed in exactly this order with round-to-nearest multiplies and adds (__dmul_rn/__dadd_rn
  *          are never contracted into FMAs), so every kernel here and the host reference agree bit
  *          for bit, and so do every out-of-core method and the in-core run.
- *          In a buffer of `cap` planes used as a ring (mmtb, overlap), plane z lies at slot
- *          (z - zoff) mod cap instead: a slab's window then starts where the one below it left its
- *          top planes, so that they need no copy; zoff = wz0 and cap >= wz1 - wz0 is the linear case.
+ *          With SPX_RING = cap > 0 (mmtb, overlap) the buffers are rings of cap planes and plane z
+ *          lies at slot z mod cap instead: a slab's window then starts where the one below it left
+ *          its top planes, so that they need no copy.
  * WORK     a launch writes the output planes [zlo, zhi) (1 <= zlo, zhi <= NZ-1) of `out`, DEPTH steps
  *          ahead of `in`; it reads `in` on [zlo - DEPTH, zhi + DEPTH) clipped to [0, NZ), which must
  *          lie in [wz0, wz1) and hold valid values. The caller keeps the z-boundary planes in both
@@ -38,6 +38,8 @@
  *   SPX_DEPTH            time steps per launch of spx_stencil_tb: 1, 2 or 4       (2)
  *   SPX_TB_PF            input planes spx_stencil_tb loads ahead of the one it feeds in; 0
  *                        loads each where it is used                                 (2)
+ *   SPX_RING             0: plane z at slot z - wz0; cap > 0: buffers are rings of cap planes
+ *                        (mmtb and overlap windows), plane z at slot z mod cap        (0)
  *   SPX_STENCIL_XV       x cells per thread of spx_stencil_step: 1 or 2; 2 needs an even SPX_NX
  *                        and buffers aligned to 2 * sizeof(T) (device allocations are), so that
  *                        every pair is                                              (1)
@@ -72,6 +74,9 @@
 #endif
 #ifndef SPX_TB_PF
 #define SPX_TB_PF 2
+#endif
+#ifndef SPX_RING
+#define SPX_RING 0
 #endif
 #if SPX_TB_PF < 0 || SPX_TB_PF > 8
 #error "SPX_TB_PF (planes spx_stencil_tb loads ahead) is 0..8"
@@ -113,13 +118,25 @@ typedef spx_pair_of<spx_value_t>::type spx_pair_t;
 
 #define SPX_PLANE ((long long)SPX_NX * SPX_NY)
 
-/* Slot of plane z in a ring of cap planes whose slot 0 holds plane zoff (mod cap). */
-__device__ __forceinline__ int spx_slot(long long z, long long zoff, int cap) {
-  long long r = (z - zoff) % cap;
-  return (int)(r < 0 ? r + cap : r);
+/* Slot of plane z: z mod SPX_RING in a ring, else z - wz0. A compile-time ring size keeps the
+ * linear kernels (in core, mm) what they were: the run-time one cost the in-core depth-2 kernel 10%. */
+__device__ __forceinline__ int spx_slot(long long z, long long wz0) {
+#if SPX_RING
+  (void)wz0;
+  const int r = (int)(z % SPX_RING);
+  return r < 0 ? r + SPX_RING : r;
+#else
+  return (int)(z - wz0);
+#endif
 }
 /* The slot after s: planes advance one at a time, so a compare replaces the modulo. */
-__device__ __forceinline__ int spx_next(int s, int cap) { return s + 1 == cap ? 0 : s + 1; }
+__device__ __forceinline__ int spx_next(int s) {
+#if SPX_RING
+  return s + 1 == SPX_RING ? 0 : s + 1;
+#else
+  return s + 1;
+#endif
+}
 
 __device__ __forceinline__ float spx_mul(float a, float b) { return __fmul_rn(a, b); }
 __device__ __forceinline__ float spx_add(float a, float b) { return __fadd_rn(a, b); }
@@ -144,18 +161,18 @@ __device__ __forceinline__ spx_value_t spx_update(spx_value_t c, spx_value_t w, 
 #if SPX_STENCIL_XV == 1
 extern "C" __global__ void __launch_bounds__(SPX_BX * SPX_BY)
 spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,
-                 long long wz1, int zlo, int zhi, int chunk, long long zoff, int cap) {
+                 long long wz1, int zlo, int zhi, int chunk) {
   const int gx = blockIdx.x * SPX_BX + threadIdx.x, gy = blockIdx.y * SPX_BY + threadIdx.y;
   const int z0 = zlo + (int)blockIdx.z * chunk;
   const int z1 = min(z0 + chunk, zhi);
-  (void)wz0; (void)wz1;
+  (void)wz1;
   if (gx >= SPX_NX || gy >= SPX_NY || z0 >= z1) return;
   const bool edge = gx == 0 || gx == SPX_NX - 1 || gy == 0 || gy == SPX_NY - 1;
   const long long col = (long long)gy * SPX_NX + gx;
   /* zlo >= 1 and zhi <= NZ-1: planes z0-1 and z1 exist and lie in the window. */
-  int sc = spx_slot(z0, zoff, cap), sa = spx_next(sc, cap);
-  spx_value_t below = __ldg(in + spx_slot(z0 - 1, zoff, cap) * SPX_PLANE + col), centre = __ldg(in + sc * SPX_PLANE + col);
-  for (int z = z0; z < z1; z++, sc = sa, sa = spx_next(sa, cap)) {
+  int sc = spx_slot(z0, wz0), sa = spx_next(sc);
+  spx_value_t below = __ldg(in + spx_slot(z0 - 1, wz0) * SPX_PLANE + col), centre = __ldg(in + sc * SPX_PLANE + col);
+  for (int z = z0; z < z1; z++, sc = sa, sa = spx_next(sa)) {
     const spx_value_t *p = in + sc * SPX_PLANE + col;
     const spx_value_t above = __ldg(in + sa * SPX_PLANE + col);
     out[sc * SPX_PLANE + col] = edge ? centre
@@ -172,24 +189,32 @@ spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ o
  * maybe of garbage, is not used. */
 extern "C" __global__ void __launch_bounds__(SPX_BX * SPX_BY)
 spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,
-                 long long wz1, int zlo, int zhi, int chunk, long long zoff, int cap) {
+                 long long wz1, int zlo, int zhi, int chunk) {
   const int gx = 2 * (int)(blockIdx.x * SPX_BX + threadIdx.x), gy = blockIdx.y * SPX_BY + threadIdx.y;
   const int z0 = zlo + (int)blockIdx.z * chunk;
   const int z1 = min(z0 + chunk, zhi);
-  (void)wz0; (void)wz1;
+  (void)wz1;
   if (gx >= SPX_NX || gy >= SPX_NY || z0 >= z1) return; /* NX even: gx < NX means gx + 1 < NX */
   const bool yedge = gy == 0 || gy == SPX_NY - 1;
   const bool edge0 = yedge || gx == 0, edge1 = yedge || gx + 1 == SPX_NX - 1;
   const long long col = (long long)gy * SPX_NX + gx;
-  int sc = spx_slot(z0, zoff, cap), sa = spx_next(sc, cap);
-  spx_pair_t below = __ldg((const spx_pair_t *)(in + spx_slot(z0 - 1, zoff, cap) * SPX_PLANE + col)),
+  int sc = spx_slot(z0, wz0), sa = spx_next(sc);
+  spx_pair_t below = __ldg((const spx_pair_t *)(in + spx_slot(z0 - 1, wz0) * SPX_PLANE + col)),
              centre = __ldg((const spx_pair_t *)(in + sc * SPX_PLANE + col));
-  for (int z = z0; z < z1; z++, sc = sa, sa = spx_next(sa, cap)) {
+  for (int z = z0; z < z1; z++, sc = sa, sa = spx_next(sa)) {
     const spx_value_t *p = in + sc * SPX_PLANE + col;
     spx_value_t *q = out + sc * SPX_PLANE + col;
     const spx_pair_t above = __ldg((const spx_pair_t *)(in + sa * SPX_PLANE + col));
+#if SPX_RING
+    /* a ring's first and last slots have no plane before or after them in memory: a boundary
+     * cell's neighbours outside its row or plane load from the cell itself (unused) */
+    const spx_pair_t s = __ldg((const spx_pair_t *)(gy > 0 ? p - SPX_NX : p)),
+                     n = __ldg((const spx_pair_t *)(gy < SPX_NY - 1 ? p + SPX_NX : p));
+    const spx_value_t w = __ldg(gx > 0 ? p - 1 : p), e = __ldg(gx + 2 < SPX_NX ? p + 2 : p);
+#else
     const spx_pair_t s = __ldg((const spx_pair_t *)(p - SPX_NX)), n = __ldg((const spx_pair_t *)(p + SPX_NX));
     const spx_value_t w = __ldg(p - 1), e = __ldg(p + 2);
+#endif
     /* Both sums first, then selects: no branch between one z step's loads and the next's. */
     const spx_value_t u0 = spx_update(centre.x, w, centre.y, s.x, n.x, below.x, above.x);
     const spx_value_t u1 = spx_update(centre.y, centre.x, e, s.y, n.y, below.y, above.y);
@@ -214,7 +239,7 @@ __device__ __forceinline__ spx_value_t spx_tb_load(const spx_value_t *__restrict
 /* SPX_DEPTH steps on output planes [zlo, zhi) through shared memory. */
 extern "C" __global__ void __launch_bounds__(SPX_BX * SPX_BY)
 spx_stencil_tb(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,
-               long long wz1, int zlo, int zhi, int chunk, long long zoff, int cap) {
+               long long wz1, int zlo, int zhi, int chunk) {
   /* One centre plane per level; a level's plane is rewritten only after a barrier of another
    * level (DEPTH >= 2) or the trailing barrier (DEPTH == 1), so one buffer per level suffices. */
   __shared__ spx_value_t sm[SPX_DEPTH][SPX_BY][SPX_BX];
@@ -236,15 +261,15 @@ spx_stencil_tb(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out
    * the barriers of the levels in between (one load per thread and plane otherwise waits out its
    * latency each plane: depth 2 ran at 93% of the one-step roofline, 2000^3 float on an H100) */
   /* ls: slot of the next plane to load; ws: slot of the plane level DEPTH finishes this iteration */
-  int ls = spx_slot(zs - D, zoff, cap), ws = spx_slot(zs - 2 * D, zoff, cap);
+  int ls = spx_slot(zs - D, wz0), ws = spx_slot(zs - 2 * D, wz0);
 #if SPX_TB_PF
   spx_value_t pf[SPX_TB_PF];
 #pragma unroll
-  for (int k = 0; k < SPX_TB_PF; k++, ls = spx_next(ls, cap)) pf[k] = spx_tb_load(in, col, in_domain, wz0, wz1, zs - D + k, ls);
+  for (int k = 0; k < SPX_TB_PF; k++, ls = spx_next(ls)) pf[k] = spx_tb_load(in, col, in_domain, wz0, wz1, zs - D + k, ls);
 #endif
 #pragma unroll
   for (int l = 0; l < D; l++) q[l][0] = q[l][1] = q[l][2] = (spx_value_t)0;
-  for (int zin = zs - D; zin < ze + D; zin++, ls = spx_next(ls, cap), ws = spx_next(ws, cap)) {
+  for (int zin = zs - D; zin < ze + D; zin++, ls = spx_next(ls), ws = spx_next(ws)) {
 #if SPX_TB_PF
     const spx_value_t v = pf[0];
 #pragma unroll

@@ -681,9 +681,9 @@ static spx_status spx__sx_step(spx__sx *x, int dk, int in, int out, int64_t wz0,
     const int64_t want = (int64_t)SPX__MAX(1, x->sm_count) * SPX__MAX(1, 2048 / (int64_t)(bx * by)) * 8;
     int64_t nch = SPX__MAX(1, (want + gx * gy - 1) / (gx * gy)), chunk, gz;
     spx__CUdeviceptr pin = (spx__CUdeviceptr)x->buf[in], pout = (spx__CUdeviceptr)x->buf[out];
-    long long w0 = (long long)wz0, w1 = (long long)wz1, zoff = x->ring ? 0 : (long long)wz0;
-    int zl = (int)zlo, zh = (int)zhi, ch, cap = (int)x->cap[in];
-    void *params[9];
+    long long w0 = (long long)wz0, w1 = (long long)wz1;
+    int zl = (int)zlo, zh = (int)zhi, ch;
+    void *params[7];
     spx_status s;
     /* Enough z-chunks to fill the GPU; each costs 2*depth extra planes, so not too short. */
     chunk = SPX__MAX((range + nch - 1) / nch, tb ? 16 * (int64_t)dk : 32);
@@ -691,7 +691,7 @@ static spx_status spx__sx_step(spx__sx *x, int dk, int in, int out, int64_t wz0,
     gz = (range + chunk - 1) / chunk;
     ch = (int)chunk;
     params[0] = &pin; params[1] = &pout; params[2] = &w0; params[3] = &w1;
-    params[4] = &zl; params[5] = &zh; params[6] = &ch; params[7] = &zoff; params[8] = &cap;
+    params[4] = &zl; params[5] = &zh; params[6] = &ch;
     if ((s = spx__sx_mark(x, SPX__SXS_COMPUTE, SPX__SXC_KERNEL, 0))) return s;
     s = spx__cu_check(x->cu->cuLaunchKernel(main ? x->fn_main : x->fn_one, (unsigned)gx, (unsigned)gy, (unsigned)gz,
                                             bx, by, 1, 0, x->st[SPX__SXS_COMPUTE], params, NULL),
@@ -890,10 +890,10 @@ static void spx__sx_copy_back(spx__sx *x) {
 }
 
 /* ---- Kernels ----------------------------------------------------------------------------------- */
-#define SPX__STENCIL_NDEFS 15
+#define SPX__STENCIL_NDEFS 16
 /* The specialization constants of one kernel; returns how many. SPX_STENCIL_XV only when 2, so
  * the one-cell kernel keeps the defines (and cache key) it always had. */
-static int spx__stencil_defines(const spx_stencil *p, int depth, int shared, int bx, int by, int xv,
+static int spx__stencil_defines(const spx_stencil *p, int depth, int shared, int bx, int by, int xv, int64_t ring,
                                 char d[SPX__STENCIL_NDEFS][64], const char **ptr) {
   static const char *const cname[7] = {"SPX_CC", "SPX_CXM", "SPX_CXP", "SPX_CYM", "SPX_CYP", "SPX_CZM", "SPX_CZP"};
   int n = 0, i;
@@ -914,6 +914,7 @@ static int spx__stencil_defines(const spx_stencil *p, int depth, int shared, int
     else snprintf(d[n++], 64, "SPX_TB_PF=%d", p->dtype == SPX_FLOAT ? 2 : 1);
   }
   else if (xv == 2) snprintf(d[n++], 64, "SPX_STENCIL_XV=2");
+  if (ring) snprintf(d[n++], 64, "SPX_RING=%lld", (long long)ring); /* mmtb, overlap: ring windows */
   for (i = 0; i < 7; i++) /* %a is exact: the kernel sees the very double the host rounds to T */
     snprintf(d[n++], 64, "%s=%a", cname[i], p->c[i]);
   for (i = 0; i < n; i++) ptr[i] = d[i];
@@ -929,17 +930,23 @@ typedef struct spx__stencil_kernels {
   const char *ptr[2][SPX__STENCIL_NDEFS];
 } spx__stencil_kernels;
 
+/* Planes of a plan's ring windows (mmtb, overlap: the window buffers' size), 0 for linear windows. */
+static int64_t spx__stencil_ring(const spx_stencil_plan *pl) {
+  return pl->method == SPX_STENCIL_MMTB || pl->method == SPX_STENCIL_OVERLAP ? pl->window_planes : 0;
+}
+
 static void spx__stencil_kernels_of(const spx_stencil *p, const spx_stencil_plan *pl, spx__stencil_kernels *k) {
   const int xv = pl->xv == 2 && p->nx % 2 == 0 ? 2 : 1; /* a plan made elsewhere (spx_stencil_warm) may say 0 */
+  const int64_t ring = spx__stencil_ring(pl);
   memset(k, 0, sizeof *k);
   k->name[0] = pl->shared ? "spx_stencil_tb" : "spx_stencil_step";
   k->bx[0] = pl->bx; k->by[0] = pl->by;
   k->xv[0] = pl->shared ? 1 : xv;
-  k->n[0] = spx__stencil_defines(p, pl->depth, pl->shared, pl->bx, pl->by, k->xv[0], k->defs[0], k->ptr[0]);
+  k->n[0] = spx__stencil_defines(p, pl->depth, pl->shared, pl->bx, pl->by, k->xv[0], ring, k->defs[0], k->ptr[0]);
   k->name[1] = "spx_stencil_step";
   k->bx[1] = 32; k->by[1] = 8;
   k->xv[1] = xv;
-  k->n[1] = spx__stencil_defines(p, 1, 0, 32, 8, k->xv[1], k->defs[1], k->ptr[1]);
+  k->n[1] = spx__stencil_defines(p, 1, 0, 32, 8, k->xv[1], ring, k->defs[1], k->ptr[1]);
 }
 
 spx_status spx_stencil_warm(const spx_stencil *p, const spx_stencil_plan *pl, const char *arch) {
@@ -991,6 +998,9 @@ static spx_status spx__sx_alloc(spx__sx *x) {
   int i;
   spx_status s;
   x->cap[SPX__SXB_W0] = x->cap[SPX__SXB_W1] = b.window;
+  if (x->ring && b.window != spx__stencil_ring(pl)) /* the kernels' SPX_RING is the windows' size */
+    return spx__fail(SPX_INTERNAL, "stencil: ring windows of %lld planes, kernels built for %lld", (long long)b.window,
+                     (long long)spx__stencil_ring(pl));
   x->cap[SPX__SXB_UP] = b.up;
   x->cap[SPX__SXB_DOWN] = b.down;
   for (i = 0; i < SPX__SXB_N; i++) {
@@ -1097,7 +1107,7 @@ spx_status spx_stencil_run(spx_context *ctx, const spx_stencil *p, void *grid, i
   x.pb = p->nx * p->ny * (int64_t)SPX_DTYPE_SIZE(p->dtype);
   x.g[0] = (char *)grid;
   x.timing = rep != NULL;
-  x.ring = pl.method == SPX_STENCIL_MMTB || pl.method == SPX_STENCIL_OVERLAP;
+  x.ring = spx__stencil_ring(&pl) > 0;
   x.sm_count = dev.sm_count;
   if (x.gpu) { /* the kernels first: a compile error costs no allocation */
     void *fn;
