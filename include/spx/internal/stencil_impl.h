@@ -537,6 +537,7 @@ typedef struct spx__sx {
   unsigned main_block[2], one_block[2];
   int main_xv, one_xv;               /* x cells per thread of each kernel */
   int ring;                          /* mmtb, overlap: the windows are rings (plane z at slot z mod cap) */
+  int64_t min_chunk;                 /* SPX_STENCIL_CHUNK: shortest z-chunk of a launch (0: by depth) */
   int sm_count;
   int timing;
   spx__sx_timing *log;
@@ -685,8 +686,9 @@ static spx_status spx__sx_step(spx__sx *x, int dk, int in, int out, int64_t wz0,
     int zl = (int)zlo, zh = (int)zhi, ch;
     void *params[7];
     spx_status s;
-    /* Enough z-chunks to fill the GPU; each costs 2*depth extra planes, so not too short. */
-    chunk = SPX__MAX((range + nch - 1) / nch, tb ? 16 * (int64_t)dk : 32);
+    /* Enough z-chunks to fill the GPU; each costs 2*depth extra planes, so not too short
+     * (SPX_STENCIL_CHUNK=N sets the shortest, to measure the trade on thin slabs). */
+    chunk = SPX__MAX((range + nch - 1) / nch, x->min_chunk > 0 ? x->min_chunk : tb ? 16 * (int64_t)dk : 32);
     chunk = SPX__MAX(SPX__MIN(chunk, range), (range + 65534) / 65535);
     gz = (range + chunk - 1) / chunk;
     ch = (int)chunk;
@@ -1081,7 +1083,7 @@ spx_status spx_stencil_run(spx_context *ctx, const spx_stencil *p, void *grid, i
   spx__sx x;
   spx_status s;
   double t0;
-  const char *trace;
+  const char *trace, *chunk_env;
   int final = 0, i, pushed = 0;
   if (rep) memset(rep, 0, sizeof *rep);
   if ((s = spx__stencil_check(p, "spx_stencil_run"))) return s;
@@ -1108,6 +1110,13 @@ spx_status spx_stencil_run(spx_context *ctx, const spx_stencil *p, void *grid, i
   x.g[0] = (char *)grid;
   x.timing = rep != NULL;
   x.ring = spx__stencil_ring(&pl) > 0;
+  if ((chunk_env = getenv("SPX_STENCIL_CHUNK")) && *chunk_env) {
+    char *end;
+    long long v = strtoll(chunk_env, &end, 10);
+    if (*end || v < 1 || v > INT32_MAX)
+      return spx__fail(SPX_INVALID_ARGUMENT, "SPX_STENCIL_CHUNK=%.20s: use a plane count >= 1, or unset it", chunk_env);
+    x.min_chunk = v;
+  }
   x.sm_count = dev.sm_count;
   if (x.gpu) { /* the kernels first: a compile error costs no allocation */
     void *fn;
