@@ -1040,7 +1040,6 @@ struct spx_plan {
   spx_dmatrix_options csr_opt; /* the CSR kernel the host rule would pick, from the profile (staged) */
   int csr_staged;          /* 1: a CSR plan wraps the staged arrays (csr_opt set) */
   int dc_borrowed;         /* 1: dc is the parent plan's (a trial candidate): never freed here */
-  int dc_kept;             /* 1: the trial's winner wraps dc (CSR or cuSPARSE on the staged arrays) */
   char reason[768];
 };
 
@@ -1048,7 +1047,7 @@ struct spx_plan {
 static void spx__plan_drop_dc(spx_plan *p) {
   if (p->dc_borrowed) memset(&p->dc, 0, sizeof p->dc);
   else spx__dcsr_free(&p->dc);
-  p->dc_borrowed = p->dc_kept = 0;
+  p->dc_borrowed = 0;
 }
 
 static void spx__plan_unbuild(spx_plan *p) {
@@ -1388,7 +1387,9 @@ static spx_status spx__plan_trial(spx_plan *p, const spx_csr *a, const int *idx,
   if (!best) return spx__fail(SPX_UNSUPPORTED, "trial: no candidate could be built and timed");
   p->chosen = bi;
   p->fmt = best->fmt; p->dm = best->dm; p->cs = best->cs; p->built = 1;
-  p->dc_kept = best->dc.ci != 0; /* a wrap of the staged arrays: they stay with the plan */
+  /* A winner that wraps the staged arrays (CSR, cuSPARSE) keeps them for the plan's life; one
+   * converted from them (its build let go of its borrowed copy) or from the host is done with them. */
+  if (!best->dc.ci) spx__dcsr_free(&p->dc);
   best->fmt = NULL; best->dm = NULL; best->cs = NULL;
   spx_plan_destroy(best);
   return SPX_OK;
@@ -1816,7 +1817,6 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
    * converters'), not the choice */
   p->select_ms = 1e3 * (spx__now() - t0 - p->stage_upload_s);
   spx__pprof_free(&rows);
-  if (p->built && !p->dc_kept) spx__dcsr_free(&p->dc); /* a trial built the winner: converted, or from the host copy */
   /* The diagonal is the solvers' (Jacobi), not the choice's: kept beside the plan, not timed as selection. */
   if (!o->no_diagonal && (s = spx__plan_diag(p, use))) goto fail;
   if (tr) fprintf(stderr, "spx plan: %-10s %8.3f ms\n", "diagonal", 1e3 * (spx__now() - tl));
