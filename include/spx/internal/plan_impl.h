@@ -1058,42 +1058,52 @@ static void spx__plan_unbuild(spx_plan *p) {
   p->built = 0;
 }
 
+/* Whether the plan builds from its staged device arrays (p->dc): cuSPARSE and spx's CSR kernel wrap
+ * them, the device converters convert from them; every other build starts from the host CSR. The
+ * one test for spx__plan_build_from's path and for a trial candidate's loan of its parent's arrays. */
+static int spx__plan_staged(const spx_plan *p) {
+  if (p->backend != SPX_BACKEND_CUDA || !p->dc.ci || p->fmt) return 0;
+  if (p->engine == SPX_PLAN_ENGINE_CUSPARSE || (p->format == SPX_FORMAT_CSR && p->csr_staged))
+    return p->dc.rp32 != 0;
+  return spx__plan_on_device(1, (int)p->format);
+}
+
 /* Converts a to the plan's choice and makes it runnable on the backend. */
 static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
   spx_status s;
   if (p->built) return SPX_OK;
-  if (p->engine == SPX_PLAN_ENGINE_CUSPARSE && p->dc.rp32) {
-    /* the staged arrays, wrapped (cuSPARSE does not copy them): they live as long as the plan */
-    spx_cusparse_device_csr w;
+  if (spx__plan_staged(p)) {
     if ((s = spx__dcsr_values(&p->dc, a))) return s; /* first: it allocates va */
-    memset(&w, 0, sizeof w);
-    w.nrows = p->dc.nrows; w.ncols = p->dc.ncols; w.nnz = p->dc.nnz; w.dtype = p->dc.dtype;
-    w.row_ptr = p->dc.rp32; w.col_idx = p->dc.ci; w.val = p->dc.va;
-    if ((s = spx_cusparse_plan_create_device_csr(p->ctx, &w, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
-  } else if (p->engine == SPX_PLAN_ENGINE_CUSPARSE) {
-    spx__plan_drop_dc(p);
-    if ((s = spx_cusparse_plan_create(p->ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
-  } else {
-    if (p->csr_staged && p->dc.rp32 && p->backend == SPX_BACKEND_CUDA && !p->fmt && p->format == SPX_FORMAT_CSR) {
+    if (p->engine == SPX_PLAN_ENGINE_CUSPARSE) {
+      /* the staged arrays, wrapped (cuSPARSE does not copy them): they live as long as the plan */
+      spx_cusparse_device_csr w;
+      memset(&w, 0, sizeof w);
+      w.nrows = p->dc.nrows; w.ncols = p->dc.ncols; w.nnz = p->dc.nnz; w.dtype = p->dc.dtype;
+      w.row_ptr = p->dc.rp32; w.col_idx = p->dc.ci; w.val = p->dc.va;
+      if ((s = spx_cusparse_plan_create_device_csr(p->ctx, &w, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
+      p->built = 1;
+      return SPX_OK;
+    }
+    if (p->format == SPX_FORMAT_CSR && p->csr_staged) {
       /* the staged arrays are a CSR already: spx's kernel wraps them (nothing converted or copied),
        * with the kernel the host rule would pick; they live as long as the plan */
       spx_dmatrix_options o = p->csr_opt;
-      if ((s = spx__dcsr_values(&p->dc, a))) return s;
       if ((s = spx_dmatrix_wrap_csr(p->ctx, p->dc.nrows, p->dc.ncols, p->dc.nnz, p->dc.rp32, p->dc.ci, p->dc.va,
                                     p->dc.dtype, &o, &p->dm)))
         return s;
       p->built = 1;
       return SPX_OK;
     }
-    if (p->dc.ci && p->backend == SPX_BACKEND_CUDA && !p->fmt && spx__plan_on_device(1, (int)p->format)) {
-      /* converted from the staged arrays: no second upload (BSR with the profile's block size) */
-      if (!(s = spx__dcsr_values(&p->dc, a)))
-        s = spx__dmatrix_convert_device(p->ctx, a, p->format, &p->params, NULL, &p->dc, &p->dm);
-      spx__plan_drop_dc(p);
-      if (s) return s;
-      if (p->dm) { p->built = 1; return SPX_OK; }
-    }
-    spx__plan_drop_dc(p); /* the other formats convert on the host */
+    /* converted from the staged arrays: no second upload (BSR with the profile's block size) */
+    s = spx__dmatrix_convert_device(p->ctx, a, p->format, &p->params, NULL, &p->dc, &p->dm);
+    spx__plan_drop_dc(p);
+    if (s) return s;
+    if (p->dm) { p->built = 1; return SPX_OK; }
+  }
+  spx__plan_drop_dc(p); /* the rest converts from the host CSR */
+  if (p->engine == SPX_PLAN_ENGINE_CUSPARSE) {
+    if ((s = spx_cusparse_plan_create(p->ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
+  } else {
     /* On a GPU, SELL, SELL16, SDIA and BSR convert on the device (spx_dmatrix_convert); the
      * re-selection worker may have converted on its thread already. */
     if (p->backend == SPX_BACKEND_CUDA && !p->fmt) {
@@ -1334,14 +1344,6 @@ static spx_status spx__plan_model_choice(spx_plan *p) {
 }
 
 /* A plan for one candidate, built, in p's context (for the trial). */
-/* Whether a plan of this format and engine builds from the staged arrays (spx__plan_build_from). */
-static int spx__plan_staged_build(const spx_plan *p, spx_format f, spx_plan_engine e) {
-  if (p->backend != SPX_BACKEND_CUDA) return 0;
-  if (e == SPX_PLAN_ENGINE_CUSPARSE) return p->dc.rp32 != 0;
-  if (f == SPX_FORMAT_CSR && p->csr_staged && p->dc.rp32) return 1;
-  return spx__plan_on_device(1, (int)f);
-}
-
 static spx_status spx__plan_fixed(spx_plan *p, const spx_csr *a, int i, spx_plan **out) {
   spx_plan *q = (spx_plan *)spx__calloc(1, sizeof *q);
   spx_status s;
@@ -1349,14 +1351,17 @@ static spx_status spx__plan_fixed(spx_plan *p, const spx_csr *a, int i, spx_plan
   q->ctx = p->ctx; q->backend = p->backend; q->dtype = p->dtype; q->nrows = p->nrows; q->ncols = p->ncols;
   q->format = p->cand[i].format; q->engine = p->cand[i].engine;
   q->params = p->params; /* the profile's choices (BSR's block) */
-  if (p->dc.ci && spx__plan_staged_build(p, q->format, q->engine)) {
-    /* staged on the device: the candidate builds from those arrays as the chosen plan would (a
-     * conversion there, or a wrap), so the trial costs what the model priced, not a second upload */
-    if ((s = spx__dcsr_values(&p->dc, a))) { spx_plan_destroy(q); return s; }
+  q->dc = p->dc; /* on loan: the candidate builds from the staged arrays as the chosen plan would (a
+                  * conversion there, or a wrap), so the trial costs what the model priced */
+  q->csr_staged = p->csr_staged;
+  q->csr_opt = p->csr_opt;
+  if (spx__plan_staged(q)) {
+    /* the values go up into p's arrays before the loan (build_from would allocate them in q's copy) */
+    if ((s = spx__dcsr_values(&p->dc, a))) { memset(&q->dc, 0, sizeof q->dc); spx_plan_destroy(q); return s; }
     q->dc = p->dc;
     q->dc_borrowed = 1;
-    q->csr_staged = p->csr_staged;
-    q->csr_opt = p->csr_opt;
+  } else {
+    memset(&q->dc, 0, sizeof q->dc); /* a host build: nothing borrowed */
   }
   if ((s = spx__plan_build_from(q, a))) { spx_plan_destroy(q); return s; }
   *out = q;
