@@ -29,6 +29,13 @@ static int spx_cli_have_bin(void) {
   return f != NULL;
 }
 
+/* A fresh file name from a mkstemp template (the file is made, empty, and closed). */
+static void spx_cli_tmpname(char *tmpl) {
+  int fd = mkstemp(tmpl);
+  assert_true(fd >= 0);
+  close(fd);
+}
+
 static long long spx_json_int(const char *json, const char *key) {
   char pat[128];
   const char *p;
@@ -58,12 +65,9 @@ static void test_info_bcsstk16(void **state) {
 static void test_gen_then_info(void **state) {
   static char out[1 << 16];
   char args[512], tmpl[] = "/tmp/spx_cli_XXXXXX";
-  int fd;
   (void)state;
   if (!spx_cli_have_bin()) skip();
-  fd = mkstemp(tmpl);
-  assert_true(fd >= 0);
-  close(fd);
+  spx_cli_tmpname(tmpl);
   /* 4x5x6 7-point Poisson: 120 rows, 7*120 - 2*(20+24+30) = 692 nonzeros. */
   snprintf(args, sizeof args, "gen poisson3d --nx 4 --ny 5 --nz 6 -o %s.mtx.gz", tmpl);
   assert_int_equal(spx_cli_run_cmd(args, out, sizeof out), 0);
@@ -153,13 +157,11 @@ static void test_stencil_host(void **state) {
 static void test_stencil_sweep_host(void **state) {
   char buf[16384], path[] = "/tmp/spx_sweep_XXXXXX", line[512];
   double incore[5] = {0, 0, 0, 0, 0};
-  int fd, rows = 0, ooc = 0;
+  int rows = 0, ooc = 0;
   FILE *f;
   (void)state;
   if (!spx_cli_have_bin()) skip();
-  fd = mkstemp(path);
-  assert_true(fd >= 0);
-  close(fd);
+  spx_cli_tmpname(path);
   snprintf(line, sizeof line, "stencil --sweep --host --edges 24,32 --steps 4 --budget 100K --csv %s", path);
   assert_int_equal(spx_cli_run_cmd(line, buf, sizeof buf), 0);
   assert_non_null(strstr(buf, "%bound"));

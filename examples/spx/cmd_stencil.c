@@ -70,6 +70,11 @@ static void st_fill(const spx_stencil *p, void *g) {
   }
 }
 
+/* GStencil/s over a run's kernel time (0 when none was timed). */
+static double st_kernel_gs(const spx_stencil *p, int64_t steps, double kernel_ms) {
+  return kernel_ms > 0 ? 1e-6 * (double)p->nx * (double)p->ny * (double)p->nz * (double)steps / kernel_ms : 0;
+}
+
 /* Largest relative difference over the cells, bitwise equality, and both checksums. */
 typedef struct st_cmp { double maxrel, sum_a, sum_b; int bitwise; } st_cmp;
 static st_cmp st_compare(const spx_stencil *p, const void *a, const void *b) {
@@ -87,7 +92,7 @@ static st_cmp st_compare(const spx_stencil *p, const void *a, const void *b) {
   return c;
 }
 
-static void st_options(const st_args *a, spx_stencil_method m, double pcie[3], spx_stencil_options *o) {
+static void st_options(const st_args *a, spx_stencil_method m, const double pcie[3], spx_stencil_options *o) {
   memset(o, 0, sizeof *o);
   o->method = m;
   o->budget = a->budget;
@@ -232,7 +237,7 @@ static int st_one(const st_args *a) {
   spx_cli_progress("%s, %lld steps", spx_stencil_method_name(a->method), (long long)a->steps);
   if (spx_stencil_run(ctx, &p, g, a->steps, &o, &r)) { spx_cli_progress_done(); rc = spx_cli_fail("stencil"); goto done; }
   spx_cli_progress_done();
-  kern_gs = r.kernel_ms > 0 ? 1e-6 * (double)p.nx * (double)p.ny * (double)p.nz * (double)a->steps / r.kernel_ms : 0;
+  kern_gs = st_kernel_gs(&p, a->steps, r.kernel_ms);
   roof_gs = copy_gbs / (2 * esz);
   if (a->check) {
     spx_cli_progress("checking");
@@ -415,24 +420,26 @@ static void st_sweep_write(const st_args *a, const st_row *rows, int nrows, cons
   }
 }
 
-/* The in-core kernel rate (GStencil/s over kernel time) at depth d on this edge: both grids on the
- * device with no budget cap (the budget stands in for a smaller GPU; the kernel's rate is this
- * GPU's), so that the bound's in-core term is the measured rate of the very kernel an out-of-core
- * method runs, not the model's estimate. 0 when the grids do not fit; rep receives the run. */
-static double st_incore_rate(spx_context *ctx, const st_args *a, const spx_stencil *p, void *g, int d,
-                             const double pcie[3], spx_stencil_report *rep, char *err, size_t elen) {
-  spx_stencil_options o;
-  st_options(a, SPX_STENCIL_INCORE, (double *)pcie, &o);
-  o.budget = 0; o.tts = o.slab = 0;
-  o.depth = d;
-  o.incore_gstencils = 0;
-  if (spx_stencil_run(ctx, p, g, a->steps, &o, rep)) {
-    snprintf(err, elen, "%s", spx_last_error());
-    for (char *c = err; *c; c++) if (*c == '"' || *c == '\\') *c = '\'';
+/* The run's figures into a sweep row. */
+static void st_sweep_fill(st_row *r, const spx_stencil *p, int64_t steps, const spx_stencil_report *rep) {
+  r->gs = rep->gstencils; r->model = rep->plan.model_gstencils; r->bound = rep->plan.bound_gstencils;
+  r->total_ms = rep->total_ms; r->kernel_ms = rep->kernel_ms; r->h2d_ms = rep->h2d_ms; r->d2h_ms = rep->d2h_ms;
+  r->d2d_ms = rep->d2d_ms; r->tts = rep->plan.tts; r->slab = rep->plan.slab; r->nslabs = rep->plan.nslabs;
+  r->depth = rep->plan.depth;
+  r->kernel_gs = st_kernel_gs(p, steps, rep->kernel_ms);
+}
+
+/* One sweep run into row r: its figures, or the failure's message (quotes made JSON-safe). */
+static void st_sweep_run(spx_context *ctx, const st_args *a, const spx_stencil *p, void *g,
+                         const spx_stencil_options *o, st_row *r) {
+  spx_stencil_report rep;
+  if (spx_stencil_run(ctx, p, g, a->steps, o, &rep)) {
+    snprintf(r->error, sizeof r->error, "%s", spx_last_error());
+    for (char *c = r->error; *c; c++) if (*c == '"' || *c == '\\') *c = '\'';
     spx_clear_error();
-    return 0;
+    return;
   }
-  return rep->kernel_ms > 0 ? 1e-6 * (double)p->nx * (double)p->ny * (double)p->nz * (double)a->steps / rep->kernel_ms : 0;
+  st_sweep_fill(r, p, a->steps, &rep);
 }
 
 static void st_sweep_print(const st_row *r) {
@@ -448,14 +455,6 @@ static void st_sweep_print(const st_row *r) {
   fflush(stdout);
 }
 
-static void st_sweep_fill(st_row *r, const spx_stencil *p, int64_t steps, const spx_stencil_report *rep) {
-  r->gs = rep->gstencils; r->model = rep->plan.model_gstencils; r->bound = rep->plan.bound_gstencils;
-  r->total_ms = rep->total_ms; r->kernel_ms = rep->kernel_ms; r->h2d_ms = rep->h2d_ms; r->d2h_ms = rep->d2h_ms;
-  r->d2d_ms = rep->d2d_ms; r->tts = rep->plan.tts; r->slab = rep->plan.slab; r->nslabs = rep->plan.nslabs;
-  r->depth = rep->plan.depth;
-  r->kernel_gs = rep->kernel_ms > 0 ? 1e-6 * (double)p->nx * (double)p->ny * (double)p->nz * (double)steps / rep->kernel_ms : 0;
-}
-
 static int st_sweep(const st_args *a0, const char *command) {
   static const int64_t def_edges[] = {256, 384, 512, 640, 768, 896, 1024};
   static const int def_methods[] = {SPX_STENCIL_INCORE, SPX_STENCIL_NORMAL, SPX_STENCIL_MM, SPX_STENCIL_MMT,
@@ -464,7 +463,8 @@ static int st_sweep(const st_args *a0, const char *command) {
   spx_context *ctx;
   st_row *rows;
   double pcie[3];
-  int nrows = 0, e, k, rc = 0, want_incore = 0, want_one = 0, depth;
+  int nrows = 0, e, k, rc = 0, want_incore = 0, want_one = 0;
+  const int depth = a.depth ? a.depth : SPX_STENCIL_DEFAULT_DEPTH; /* the temporal-blocking methods' */
   if (!a.nedges) {
     a.nedges = (int)(sizeof def_edges / sizeof *def_edges);
     memcpy(a.edges, def_edges, sizeof def_edges);
@@ -479,18 +479,6 @@ static int st_sweep(const st_args *a0, const char *command) {
   }
   if (!a.budget) a.budget = (int64_t)1 << 30;
   if (!(ctx = st_context(&a))) return 1;
-  { /* the depth the temporal-blocking methods run: the option, else the library's default */
-    spx_stencil p;
-    spx_stencil_options o;
-    spx_stencil_plan pl;
-    st_options(&a, SPX_STENCIL_INCORE, NULL, &o);
-    o.budget = 0; o.tts = o.slab = 0;
-    if (spx_stencil_init(&p, 64, 64, 64, a.dtype, 0.4, 0.1, 0.1, 0.1) || spx_stencil_choose(&p, a.steps, &o, NULL, &pl)) {
-      spx_context_destroy(ctx);
-      return spx_cli_fail("stencil --sweep");
-    }
-    depth = pl.depth;
-  }
   st_pcie(ctx, &a, pcie);
   /* rows: the in-core runs (one-step and depth kernels) and every method, per edge */
   if (!(rows = (st_row *)calloc((size_t)(a.nedges * (a.nmethods + 2)), sizeof *rows))) { spx_context_destroy(ctx); return 1; }
@@ -511,28 +499,30 @@ static int st_sweep(const st_args *a0, const char *command) {
     st_fill(&p, g);
     for (d = 1; d <= 4; d++) {
       st_row *r;
-      spx_stencil_report rep;
       if (d != depth && !(d == 1 && want_one)) continue;
       if (a.incore_gs > 0 && !want_incore) { incore[d] = a.incore_gs; continue; }
+      /* In core at depth d, both grids on the device with no budget cap: the budget stands in for
+       * a smaller GPU, the kernel's rate is this GPU's, so the out-of-core rows' bound (and their
+       * model) take the measured rate of the kernel they run, not the model's estimate. */
       r = &rows[nrows++];
       memset(r, 0, sizeof *r);
       r->edge = a.edges[e];
       r->method = SPX_STENCIL_INCORE;
       r->depth = d;
+      st_options(&a, SPX_STENCIL_INCORE, pcie, &o);
+      o.budget = 0; o.tts = o.slab = 0;
+      o.depth = d;
+      o.incore_gstencils = 0;
       spx_cli_progress("N=%lld incore depth %d", (long long)r->edge, d);
-      incore[d] = st_incore_rate(ctx, &a, &p, g, d, pcie, &rep, r->error, sizeof r->error);
+      st_sweep_run(ctx, &a, &p, g, &o, r);
       spx_cli_progress_done();
-      if (incore[d] > 0) {
-        st_sweep_fill(r, &p, a.steps, &rep);
-        r->bound = r->incore = incore[d];
-      }
+      r->bound = r->incore = incore[d] = r->kernel_gs;
       if (a.incore_gs > 0) incore[d] = a.incore_gs; /* given: it bounds the others */
       if (want_incore) st_sweep_print(r);
       else nrows--;
     }
     for (k = 0; k < a.nmethods; k++) {
       st_row *r;
-      spx_stencil_report rep;
       const int m = a.methods[k];
       if (m == SPX_STENCIL_INCORE) continue;
       r = &rows[nrows++];
@@ -543,13 +533,7 @@ static int st_sweep(const st_args *a0, const char *command) {
       d = m == SPX_STENCIL_NORMAL || m == SPX_STENCIL_MM ? 1 : depth;
       o.incore_gstencils = r->incore = incore[d];
       spx_cli_progress("N=%lld %s", (long long)r->edge, spx_stencil_method_name((spx_stencil_method)m));
-      if (spx_stencil_run(ctx, &p, g, a.steps, &o, &rep)) {
-        snprintf(r->error, sizeof r->error, "%s", spx_last_error());
-        for (char *c = r->error; *c; c++) if (*c == '"' || *c == '\\') *c = '\'';
-        spx_clear_error();
-      } else {
-        st_sweep_fill(r, &p, a.steps, &rep);
-      }
+      st_sweep_run(ctx, &a, &p, g, &o, r);
       spx_cli_progress_done();
       st_sweep_print(r);
     }

@@ -99,12 +99,16 @@ typedef struct spx_stencil {
 spx_status spx_stencil_init(spx_stencil *p, int64_t nx, int64_t ny, int64_t nz, spx_dtype dtype,
                             double c0, double cx, double cy, double cz);
 
+/* The temporal-blocking depth when the options give none (H100: depth 4 is slower in core at
+ * 640-1024^3, faster only at 2000^3; bench/results/stencil-fig11-s128-d4-92c12cf.txt). */
+#define SPX_STENCIL_DEFAULT_DEPTH 2
+
 typedef struct spx_stencil_options {
   spx_stencil_method method; /* 0 = overlap */
   int64_t budget;            /* device bytes the run may use; 0 = free memory less 5% (at least
                               * 256 MiB left); the host backend: unlimited */
-  int depth;                 /* steps per launch, 1, 2 or 4; 0 = 2 (1 for normal and mm, which
-                              * are one step per launch by definition) */
+  int depth;                 /* steps per launch, 1, 2 or 4; 0 = SPX_STENCIL_DEFAULT_DEPTH (1 for
+                              * normal and mm, which are one step per launch by definition) */
   int64_t tts;               /* steps per round trip; 0 = the cost model's choice */
   int64_t slab;              /* interior planes per slab, at most; 0 = the largest that fits */
   int shared;                /* 1: the shared-memory kernel even at depth 1 */

@@ -295,7 +295,7 @@ spx_status spx_stencil_choose(const spx_stencil *p, int64_t steps, const spx_ste
                        "incore, mmt, mmtb and overlap", spx_stencil_method_name(o.method), o.depth);
     pl.depth = 1;
   } else {
-    pl.depth = o.depth ? o.depth : 2;
+    pl.depth = o.depth ? o.depth : SPX_STENCIL_DEFAULT_DEPTH;
   }
   if (!spx__stencil_depth_ok(pl.depth))
     return spx__fail(SPX_INVALID_ARGUMENT, "stencil: depth %d (1, 2 or 4 steps per launch)", pl.depth);
@@ -414,6 +414,11 @@ spx_status spx_stencil_choose(const spx_stencil *p, int64_t steps, const spx_ste
            pl.model_gstencils);
   *out = pl;
   return SPX_OK;
+}
+
+/* Planes of a plan's ring windows (mmtb, overlap: the window buffers' size), 0 for linear windows. */
+static int64_t spx__stencil_ring(const spx_stencil_plan *pl) {
+  return pl->method == SPX_STENCIL_MMTB || pl->method == SPX_STENCIL_OVERLAP ? pl->window_planes : 0;
 }
 
 /* ---- Host step ---------------------------------------------------------------------------------- */
@@ -536,7 +541,6 @@ typedef struct spx__sx {
   spx__CUfunction fn_main, fn_one;
   unsigned main_block[2], one_block[2];
   int main_xv, one_xv;               /* x cells per thread of each kernel */
-  int ring;                          /* mmtb, overlap: the windows are rings (plane z at slot z mod cap) */
   int64_t min_chunk;                 /* SPX_STENCIL_CHUNK: shortest z-chunk of a launch (0: by depth) */
   int sm_count;
   int timing;
@@ -579,9 +583,11 @@ static spx_status spx__sx_mark(spx__sx *x, int stream, int cat, int end) {
 /* Address of plane k of buffer b, and of plane z of host grid g. */
 static uintptr_t spx__sx_at(const spx__sx *x, int b, int64_t k) { return x->buf[b] + (uintptr_t)(k * x->pb); }
 static uintptr_t spx__sx_host(const spx__sx *x, int g, int64_t z) { return (uintptr_t)(x->g[g] + z * x->pb); }
-/* Slot of domain plane z in window buffer b whose window starts at wz0: z mod cap in a ring, else z - wz0. */
+/* The plane in slot 0 of a window that starts at wz0: 0 in a ring (plane z at slot z mod cap), else wz0. */
+static int64_t spx__sx_zoff(const spx__sx *x, int64_t wz0) { return spx__stencil_ring(x->pl) ? 0 : wz0; }
+/* Slot of domain plane z in window buffer b whose window starts at wz0. */
 static int64_t spx__sx_slot(const spx__sx *x, int b, int64_t wz0, int64_t z) {
-  return spx__stencil_slot(z, x->ring ? 0 : wz0, x->cap[b]);
+  return spx__stencil_slot(z, spx__sx_zoff(x, wz0), x->cap[b]);
 }
 
 /* One copy of n planes on a stream; the host backend copies at once. */
@@ -655,14 +661,13 @@ static spx_status spx__sx_step(spx__sx *x, int dk, int in, int out, int64_t wz0,
     int t, i;
     if (dk > 1) /* the temporaries need the z-boundary planes the levels read */
       for (i = 0; i < 2; i++) {
-        if (wz0 == 0) memcpy(x->tmp[i] + spx__sx_slot(x, in, wz0, 0) * x->pb, src + spx__sx_slot(x, in, wz0, 0) * x->pb, (size_t)x->pb);
-        if (wz1 == nz)
-          memcpy(x->tmp[i] + spx__sx_slot(x, in, wz0, nz - 1) * x->pb, src + spx__sx_slot(x, in, wz0, nz - 1) * x->pb,
-                 (size_t)x->pb);
+        const int64_t first = spx__sx_slot(x, in, wz0, 0) * x->pb, last = spx__sx_slot(x, in, wz0, nz - 1) * x->pb;
+        if (wz0 == 0) memcpy(x->tmp[i] + first, src + first, (size_t)x->pb);
+        if (wz1 == nz) memcpy(x->tmp[i] + last, src + last, (size_t)x->pb);
       }
     for (t = 1; t <= dk; t++) {
       char *dst = t == dk ? (char *)x->buf[out] : x->tmp[t & 1];
-      spx__stencil_host_step(x->p, src, dst, x->ring ? 0 : wz0, x->cap[in], SPX__MAX(1, zlo - (dk - t)),
+      spx__stencil_host_step(x->p, src, dst, spx__sx_zoff(x, wz0), x->cap[in], SPX__MAX(1, zlo - (dk - t)),
                              SPX__MIN(nz - 1, zhi + (dk - t)));
       src = dst;
     }
@@ -934,11 +939,6 @@ typedef struct spx__stencil_kernels {
   const char *ptr[2][SPX__STENCIL_NDEFS];
 } spx__stencil_kernels;
 
-/* Planes of a plan's ring windows (mmtb, overlap: the window buffers' size), 0 for linear windows. */
-static int64_t spx__stencil_ring(const spx_stencil_plan *pl) {
-  return pl->method == SPX_STENCIL_MMTB || pl->method == SPX_STENCIL_OVERLAP ? pl->window_planes : 0;
-}
-
 static void spx__stencil_kernels_of(const spx_stencil *p, const spx_stencil_plan *pl, spx__stencil_kernels *k) {
   const int xv = pl->xv == 2 && p->nx % 2 == 0 ? 2 : 1; /* a plan made elsewhere (spx_stencil_warm) may say 0 */
   const int64_t ring = spx__stencil_ring(pl);
@@ -1001,10 +1001,7 @@ static spx_status spx__sx_alloc(spx__sx *x) {
   spx__stencil_bufs b = spx__stencil_bufs_of(pl->method, pl->depth, pl->tts, pl->slab, nz);
   int i;
   spx_status s;
-  x->cap[SPX__SXB_W0] = x->cap[SPX__SXB_W1] = b.window;
-  if (x->ring && b.window != spx__stencil_ring(pl)) /* the kernels' SPX_RING is the windows' size */
-    return spx__fail(SPX_INTERNAL, "stencil: ring windows of %lld planes, kernels built for %lld", (long long)b.window,
-                     (long long)spx__stencil_ring(pl));
+  x->cap[SPX__SXB_W0] = x->cap[SPX__SXB_W1] = pl->window_planes; /* a ring's size: the kernels' SPX_RING */
   x->cap[SPX__SXB_UP] = b.up;
   x->cap[SPX__SXB_DOWN] = b.down;
   for (i = 0; i < SPX__SXB_N; i++) {
@@ -1111,7 +1108,6 @@ spx_status spx_stencil_run(spx_context *ctx, const spx_stencil *p, void *grid, i
   x.pb = p->nx * p->ny * (int64_t)SPX_DTYPE_SIZE(p->dtype);
   x.g[0] = (char *)grid;
   x.timing = rep != NULL;
-  x.ring = spx__stencil_ring(&pl) > 0;
   if ((chunk_env = getenv("SPX_STENCIL_CHUNK")) && *chunk_env) {
     char *end;
     long long v = strtoll(chunk_env, &end, 10);
