@@ -277,11 +277,11 @@ static int st_one(const st_args *a) {
            pl->shared ? "shared-memory temporal-blocking" : "one-step", pl->bx, pl->by,
            pl->shared ? "" : pl->xv == 2 ? ", 2 cells per thread in x" : ", 1 cell per thread");
     printf("plan:    %s\n", pl->why);
-    printf("         slab %lld planes x %lld slabs, TTS %lld, %lld rounds; device %.3f GiB (windows 2 x %lld, staging "
-           "%lld planes); host grids %d (+%.3f GiB)\n",
+    printf("         slab %lld planes x %lld slabs, TTS %lld, %lld rounds; device %.3f GiB (windows 2 x %lld planes); "
+           "host grids %d (+%.3f GiB)\n",
            (long long)pl->slab, (long long)pl->nslabs, (long long)pl->tts, (long long)pl->rounds,
-           (double)pl->device_bytes / 1073741824.0, (long long)pl->window_planes, (long long)pl->staging_planes,
-           pl->host_grids, (double)pl->host_bytes / 1073741824.0);
+           (double)pl->device_bytes / 1073741824.0, (long long)pl->window_planes, pl->host_grids,
+           (double)pl->host_bytes / 1073741824.0);
     printf("rate:    %.2f GStencil/s measured; model %.2f; bound %.2f = min(in-core %s, TTS %lld x PCIe / %.0f B per "
            "cell each way)\n",
            r.gstencils, pl->model_gstencils, pl->bound_gstencils, a->incore_gs > 0 ? "given" : "estimate",

@@ -39,7 +39,8 @@
  *   mmtb     2 (Ds + R + d + 1)                              (skew R + supply d + boundary plane;
  *                                                             ring windows: the planes the next slab
  *                                                             reuses stay in place, no reuse buffer)
- *   overlap  mmtb + (Ds + 2) + (Ds + R)                      (upload and download staging)
+ *   overlap  2 (2 Ds + R + d + 2), one slab: 2 nz            (rings with room for the next slab's
+ *                                                             upload and the last one's download)
  *   incore   2 nz
  *   spx_stencil_capacity evaluates these; spx_stencil_choose picks R and Ds for a budget with a
  *   cost model (compute, PCIe each way, device copies, launches) and says why.
@@ -138,7 +139,6 @@ typedef struct spx_stencil_plan {
   int64_t nslabs;            /* slabs per round */
   int64_t rounds;            /* ceil(steps / tts) */
   int64_t window_planes;     /* planes of each of the two device slab buffers */
-  int64_t staging_planes;    /* overlap: upload + download staging */
   int64_t device_bytes;      /* everything allocated on the device */
   int64_t budget;            /* the budget it was made for */
   int host_grids;            /* 1 or 2 (the caller's included) */

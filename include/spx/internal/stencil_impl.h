@@ -64,7 +64,7 @@ static spx_status spx__stencil_check(const spx_stencil *p, const char *what) {
 
 /* ---- Capacity -------------------------------------------------------------------------------- */
 /* Device planes of each buffer of a method; see the CAPACITY table in stencil.h. */
-typedef struct spx__stencil_bufs { int64_t window, up, down, total; } spx__stencil_bufs;
+typedef struct spx__stencil_bufs { int64_t window, total; } spx__stencil_bufs;
 
 static spx__stencil_bufs spx__stencil_bufs_of(spx_stencil_method m, int d, int64_t R, int64_t Ds, int64_t nz) {
   spx__stencil_bufs b;
@@ -74,16 +74,17 @@ static spx__stencil_bufs spx__stencil_bufs_of(spx_stencil_method m, int d, int64
   case SPX_STENCIL_NORMAL: b.window = SPX__MIN(nz, Ds + 2); break;
   case SPX_STENCIL_MM:
   case SPX_STENCIL_MMT: b.window = SPX__MIN(nz, Ds + 2 * R); break;
-  case SPX_STENCIL_OVERLAP:
-    b.up = SPX__MIN(nz, Ds + 2);
-    b.down = SPX__MIN(nz - 2, Ds + R);
-    /* fall through */
   case SPX_STENCIL_MMTB:
     b.window = SPX__MIN(nz, Ds + R + d + 1); /* rings: the planes a slab hands the next stay in place */
     break;
+  case SPX_STENCIL_OVERLAP:
+    /* rings with room for the next slab's upload and the last one's download beside the slab
+     * that computes (spx__sx_mmtb); one slab: the domain */
+    b.window = Ds >= nz - 2 ? nz : 2 * Ds + R + d + 2;
+    break;
   default: break;
   }
-  b.total = 2 * b.window + b.up + b.down;
+  b.total = 2 * b.window;
   return b;
 }
 
@@ -186,9 +187,11 @@ static double spx__stencil_round(const spx_stencil *p, spx_stencil_method m, int
     d2d = 2.0 * 2.0 * pb / r->copy;
     h2d = (Z + 2) * pb / r->pcie;
     d2h = Z * pb / r->pcie;
-    if (m == SPX_STENCIL_OVERLAP) { /* staging: every plane once more through a device copy */
-      double stage = 2.0 * (2.0 * Z + 2) * pb / r->copy, both = (h2d + d2h) * r->pcie / r->duplex;
-      return SPX__MAX(comp + d2d + stage, SPX__MAX(both, SPX__MAX(h2d, d2h)));
+    if (m == SPX_STENCIL_OVERLAP) {
+      /* the two directions at once, unless an even number of launches leaves the output in the
+       * first window: then each upload waits for the download two slabs back (spx__sx_mmtb) */
+      double both = nl % 2 ? (h2d + d2h) * r->pcie / r->duplex : h2d + d2h;
+      return SPX__MAX(comp + d2d, SPX__MAX(both, SPX__MAX(h2d, d2h)));
     }
     return comp + d2d + h2d + d2h;
   }
@@ -223,7 +226,10 @@ static double spx__stencil_model(const spx_stencil *p, spx_stencil_method m, int
 static int64_t spx__stencil_max_slab(const spx_stencil *p, spx_stencil_method m, int d, int64_t R, int64_t budget) {
   const int64_t pb = p->nx * p->ny * (int64_t)SPX_DTYPE_SIZE(p->dtype);
   int64_t lo = 0, hi = p->nz - 2;
-  while (lo < hi) { /* the capacity grows with the slab */
+  /* overlap's one slab needs only the domain's two grids, less than two slabs' rings */
+  if (spx__stencil_bufs_of(m, d, R, hi, p->nz).total <= budget / pb) return hi;
+  hi--;
+  while (lo < hi) { /* below one slab, the capacity grows with the slab */
     int64_t mid = lo + (hi - lo + 1) / 2;
     if (spx__stencil_bufs_of(m, d, R, mid, p->nz).total > budget / pb) hi = mid - 1;
     else lo = mid;
@@ -392,7 +398,6 @@ spx_status spx_stencil_choose(const spx_stencil *p, int64_t steps, const spx_ste
   {
     spx__stencil_bufs b = spx__stencil_bufs_of(o.method, pl.depth, Rbest, Dsbest, p->nz);
     pl.window_planes = b.window;
-    pl.staging_planes = b.up + b.down;
     pl.device_bytes = b.total * pb;
   }
   pl.host_grids = spx__stencil_method_grids[o.method];
@@ -517,8 +522,9 @@ spx_status spx_stencil_reference(const spx_stencil *p, void *grid, int64_t steps
 /* ---- Executor --------------------------------------------------------------------------------- */
 enum { SPX__SXC_KERNEL, SPX__SXC_H2D, SPX__SXC_D2H, SPX__SXC_D2D, SPX__SXC_N };       /* time split */
 enum { SPX__SXS_COMPUTE, SPX__SXS_UP, SPX__SXS_DOWN, SPX__SXS_N };                     /* streams */
-enum { SPX__SXB_W0, SPX__SXB_W1, SPX__SXB_UP, SPX__SXB_DOWN, SPX__SXB_N }; /* buffers */
-enum { SPX__SXE_UP_DONE, SPX__SXE_UP_FREE, SPX__SXE_DN_READY, SPX__SXE_DN_FREE, SPX__SXE_TILE }; /* events */
+enum { SPX__SXB_W0, SPX__SXB_W1, SPX__SXB_N }; /* buffers: the two windows */
+/* events: a tile's upload done; compute and download done by tile parity; slab j's download */
+enum { SPX__SXE_UP_DONE, SPX__SXE_K0, SPX__SXE_K1, SPX__SXE_D0, SPX__SXE_D1, SPX__SXE_TILE };
 
 typedef struct spx__sx_timing { int cat, stream; spx__CUevent e0, e1; } spx__sx_timing;
 
@@ -542,6 +548,7 @@ typedef struct spx__sx {
   unsigned main_block[2], one_block[2];
   int main_xv, one_xv;               /* x cells per thread of each kernel */
   int64_t min_chunk;                 /* SPX_STENCIL_CHUNK: shortest z-chunk of a launch (0: by depth) */
+  int64_t ring_off;                  /* overlap: this round's planes lie at slot (z + ring_off) mod cap */
   int sm_count;
   int timing;
   spx__sx_timing *log;
@@ -583,8 +590,9 @@ static spx_status spx__sx_mark(spx__sx *x, int stream, int cat, int end) {
 /* Address of plane k of buffer b, and of plane z of host grid g. */
 static uintptr_t spx__sx_at(const spx__sx *x, int b, int64_t k) { return x->buf[b] + (uintptr_t)(k * x->pb); }
 static uintptr_t spx__sx_host(const spx__sx *x, int g, int64_t z) { return (uintptr_t)(x->g[g] + z * x->pb); }
-/* The plane in slot 0 of a window that starts at wz0: 0 in a ring (plane z at slot z mod cap), else wz0. */
-static int64_t spx__sx_zoff(const spx__sx *x, int64_t wz0) { return spx__stencil_ring(x->pl) ? 0 : wz0; }
+/* The plane in slot 0 of a window that starts at wz0: -ring_off in a ring (plane z at slot
+ * (z + ring_off) mod cap), else wz0. */
+static int64_t spx__sx_zoff(const spx__sx *x, int64_t wz0) { return spx__stencil_ring(x->pl) ? -x->ring_off : wz0; }
 /* Slot of domain plane z in window buffer b whose window starts at wz0. */
 static int64_t spx__sx_slot(const spx__sx *x, int b, int64_t wz0, int64_t z) {
   return spx__stencil_slot(z, spx__sx_zoff(x, wz0), x->cap[b]);
@@ -687,9 +695,9 @@ static spx_status spx__sx_step(spx__sx *x, int dk, int in, int out, int64_t wz0,
     const int64_t want = (int64_t)SPX__MAX(1, x->sm_count) * SPX__MAX(1, 2048 / (int64_t)(bx * by)) * 8;
     int64_t nch = SPX__MAX(1, (want + gx * gy - 1) / (gx * gy)), chunk, gz;
     spx__CUdeviceptr pin = (spx__CUdeviceptr)x->buf[in], pout = (spx__CUdeviceptr)x->buf[out];
-    long long w0 = (long long)wz0, w1 = (long long)wz1;
+    long long w0 = (long long)wz0, w1 = (long long)wz1, ro = (long long)x->ring_off;
     int zl = (int)zlo, zh = (int)zhi, ch;
-    void *params[7];
+    void *params[8];
     spx_status s;
     /* Enough z-chunks to fill the GPU; each costs 2*depth extra planes, so not too short: 32 per
      * step of depth (H100, overlap's slabs of 36-94 planes at 640^3 and 1024^3: shortest 64 at
@@ -700,7 +708,7 @@ static spx_status spx__sx_step(spx__sx *x, int dk, int in, int out, int64_t wz0,
     gz = (range + chunk - 1) / chunk;
     ch = (int)chunk;
     params[0] = &pin; params[1] = &pout; params[2] = &w0; params[3] = &w1;
-    params[4] = &zl; params[5] = &zh; params[6] = &ch;
+    params[4] = &zl; params[5] = &zh; params[6] = &ch; params[7] = &ro;
     if ((s = spx__sx_mark(x, SPX__SXS_COMPUTE, SPX__SXC_KERNEL, 0))) return s;
     s = spx__cu_check(x->cu->cuLaunchKernel(main ? x->fn_main : x->fn_one, (unsigned)gx, (unsigned)gy, (unsigned)gz,
                                             bx, by, 1, 0, x->st[SPX__SXS_COMPUTE], params, NULL),
@@ -771,23 +779,15 @@ static spx_status spx__sx_mm(spx__sx *x, int *final) {
   return SPX_OK;
 }
 
-/* Copies between domain planes [z, z + n) of window buffer w (window from wz0) and a linear range
- * from k: of buffer `other` (FROM_BUF, TO_BUF) or of host grid `other` (FROM_HOST, TO_HOST; k is
- * the host plane). A range that wraps around a ring is two copies. */
-enum { SPX__SXW_FROM_BUF, SPX__SXW_TO_BUF, SPX__SXW_FROM_HOST, SPX__SXW_TO_HOST };
-static spx_status spx__sx_win(spx__sx *x, int stream, int op, int w, int64_t wz0, int64_t z, int64_t n, int other,
-                              int64_t k) {
+/* Copies between domain planes [z, z + n) of window buffer w (window from wz0) and the same planes
+ * of host grid g: up (FROM_HOST) or down (TO_HOST). A range that wraps around a ring is two copies. */
+enum { SPX__SXW_FROM_HOST, SPX__SXW_TO_HOST };
+static spx_status spx__sx_win(spx__sx *x, int stream, int op, int w, int64_t wz0, int64_t z, int64_t n, int g) {
   while (n > 0) {
     const int64_t sl = spx__sx_slot(x, w, wz0, z), m = SPX__MIN(n, x->cap[w] - sl);
-    spx_status s;
-    switch (op) {
-    case SPX__SXW_FROM_BUF: s = spx__sx_d2d(x, stream, w, sl, other, k, m); break;
-    case SPX__SXW_TO_BUF: s = spx__sx_d2d(x, stream, other, k, w, sl, m); break;
-    case SPX__SXW_FROM_HOST: s = spx__sx_h2d(x, stream, w, sl, other, k, m); break;
-    default: s = spx__sx_d2h(x, stream, other, k, w, sl, m); break;
-    }
+    spx_status s = op == SPX__SXW_FROM_HOST ? spx__sx_h2d(x, stream, w, sl, g, z, m) : spx__sx_d2h(x, stream, g, z, w, sl, m);
     if (s) return s;
-    z += m; k += m; n -= m;
+    z += m; n -= m;
   }
   return SPX_OK;
 }
@@ -802,19 +802,32 @@ static spx_status spx__sx_win(spx__sx *x, int stream, int op, int w, int64_t wz0
  * launch is never deeper than the next), and slab j's own writes land in slots that alias planes
  * below its window. So nothing is copied on the device but the boundary planes (the paper's reuse
  * buffer, without its copies). Only the slab crosses PCIe: level 0 of [a, b) goes up, level Rr of
- * [a - Rr, b - Rr) comes down; a later slab never reads what an earlier one wrote back. overlap
- * stages through UP and DOWN buffers on their own streams: slab j+1 goes up and slab j-1 comes down
- * while slab j computes; events order the shared buffers and the host planes that the next round
- * reads. */
+ * [a - Rr, b - Rr) comes down; a later slab never reads what an earlier one wrote back.
+ *
+ * overlap moves slab t+1 up (UP stream) and slab t-1 down (DOWN stream) while slab t computes,
+ * straight into and out of the rings, which hold 2 Ds + R + d + 2 planes for it. Round r's plane
+ * z lies at slot (z + r nz) mod cap: the rounds continue one z march, so that in it each tile's
+ * window and upload lie above the tile before's window start, at most cap planes from it (two
+ * slabs, R + d of skew and the two boundary planes). Hence, per tile t:
+ *   - its upload aliases only planes below tile t-1's window: it waits for tile t-2's compute,
+ *     and for tile t-2's download when that tile's output stayed in the first window (an even
+ *     number of launches; the planner prefers odd counts);
+ *   - its compute writes planes that alias at most tile t-2's (and earlier) output: it waits for
+ *     tile t-2's download, which ran while tile t-1 computed;
+ *   - its download waits for its compute.
+ * Events order the host planes too: an upload waits for last round's download of the planes. */
 static spx_status spx__sx_mmtb(spx__sx *x) {
   const int64_t nz = x->p->nz, T = x->pl->steps, R = x->pl->tts, J = x->pl->nslabs;
   const int d = x->pl->depth, ov = x->pl->method == SPX_STENCIL_OVERLAP;
-  int64_t done = 0, Rprev = 0, j, k, tile = 0;
-  for (; done < T; Rprev = SPX__MIN(R, T - done), done += Rprev) {
+  const int up = ov ? SPX__SXS_UP : SPX__SXS_COMPUTE, down = ov ? SPX__SXS_DOWN : SPX__SXS_COMPUTE;
+  int64_t done = 0, Rprev = 0, j, k, tile = 0, round = 0;
+  int ob[2] = {0, 0}; /* output window of the last two tiles, by parity */
+  for (; done < T; Rprev = SPX__MIN(R, T - done), done += Rprev, round++) {
     const int64_t Rr = SPX__MIN(R, T - done), nl = spx__stencil_nlaunch(Rr, d);
     const int dmax = Rr >= d ? d : 1;
+    if (ov) x->ring_off = round * nz % x->cap[SPX__SXB_W0];
     for (j = 0; j < J; j++, tile++) {
-      const int first = j == 0, last = j == J - 1;
+      const int first = j == 0, last = j == J - 1, par = (int)(tile % 2);
       int64_t a, b, wz0, wz1, ul, uh, ol, oh;
       int cur = 0;
       spx__sx_slab(x, j, &a, &b);
@@ -823,34 +836,31 @@ static spx_status spx__sx_mmtb(spx__sx *x) {
       ul = first ? 0 : a;
       uh = last ? nz : b;
       /* Level 0 of the slab (with the z-boundary plane of the first and last slab). */
-      if (ov) {
-        if (tile > 0) SPX__SX_TRY(spx__sx_wait(x, SPX__SXS_UP, SPX__SXE_UP_FREE));
-        if (done > 0) { /* the planes come from last round's downloads: wait for the last slab that wrote one */
-          int64_t i, dep = 0;
-          for (i = 0; i < J; i++) {
-            int64_t ai, bi;
-            spx__sx_slab(x, i, &ai, &bi);
-            if ((i == 0 ? 1 : ai - Rprev) < uh) dep = i;
-          }
-          SPX__SX_TRY(spx__sx_wait(x, SPX__SXS_UP, SPX__SXE_TILE + (int)dep));
-        }
-        SPX__SX_TRY(spx__sx_h2d(x, SPX__SXS_UP, SPX__SXB_UP, 0, 0, ul, uh - ul));
-        SPX__SX_TRY(spx__sx_record(x, SPX__SXS_UP, SPX__SXE_UP_DONE));
-        SPX__SX_TRY(spx__sx_wait(x, SPX__SXS_COMPUTE, SPX__SXE_UP_DONE));
-        SPX__SX_TRY(spx__sx_win(x, SPX__SXS_COMPUTE, SPX__SXW_FROM_BUF, SPX__SXB_W0, wz0, ul, uh - ul, SPX__SXB_UP, 0));
-        if (first) SPX__SX_TRY(spx__sx_win(x, SPX__SXS_COMPUTE, SPX__SXW_FROM_BUF, SPX__SXB_W1, wz0, 0, 1, SPX__SXB_UP, 0));
-        if (last)
-          SPX__SX_TRY(spx__sx_win(x, SPX__SXS_COMPUTE, SPX__SXW_FROM_BUF, SPX__SXB_W1, wz0, nz - 1, 1, SPX__SXB_UP, nz - 1 - ul));
-        SPX__SX_TRY(spx__sx_record(x, SPX__SXS_COMPUTE, SPX__SXE_UP_FREE));
-      } else {
-        SPX__SX_TRY(spx__sx_win(x, SPX__SXS_COMPUTE, SPX__SXW_FROM_HOST, SPX__SXB_W0, wz0, ul, uh - ul, 0, ul));
-        if (first)
-          SPX__SX_TRY(spx__sx_d2d(x, SPX__SXS_COMPUTE, SPX__SXB_W1, spx__sx_slot(x, SPX__SXB_W1, wz0, 0), SPX__SXB_W0,
-                                  spx__sx_slot(x, SPX__SXB_W0, wz0, 0), 1));
-        if (last)
-          SPX__SX_TRY(spx__sx_d2d(x, SPX__SXS_COMPUTE, SPX__SXB_W1, spx__sx_slot(x, SPX__SXB_W1, wz0, nz - 1), SPX__SXB_W0,
-                                  spx__sx_slot(x, SPX__SXB_W0, wz0, nz - 1), 1));
+      if (ov && tile >= 2) {
+        SPX__SX_TRY(spx__sx_wait(x, up, SPX__SXE_K0 + par));
+        if (ob[par] == 0) SPX__SX_TRY(spx__sx_wait(x, up, SPX__SXE_D0 + par));
       }
+      if (ov && done > 0) { /* the planes come from last round's downloads: wait for the last slab that wrote one */
+        int64_t i, dep = 0;
+        for (i = 0; i < J; i++) {
+          int64_t ai, bi;
+          spx__sx_slab(x, i, &ai, &bi);
+          if ((i == 0 ? 1 : ai - Rprev) < uh) dep = i;
+        }
+        SPX__SX_TRY(spx__sx_wait(x, up, SPX__SXE_TILE + (int)dep));
+      }
+      SPX__SX_TRY(spx__sx_win(x, up, SPX__SXW_FROM_HOST, SPX__SXB_W0, wz0, ul, uh - ul, 0));
+      if (ov) {
+        SPX__SX_TRY(spx__sx_record(x, up, SPX__SXE_UP_DONE));
+        SPX__SX_TRY(spx__sx_wait(x, SPX__SXS_COMPUTE, SPX__SXE_UP_DONE));
+        if (tile >= 2) SPX__SX_TRY(spx__sx_wait(x, SPX__SXS_COMPUTE, SPX__SXE_D0 + par));
+      }
+      if (first)
+        SPX__SX_TRY(spx__sx_d2d(x, SPX__SXS_COMPUTE, SPX__SXB_W1, spx__sx_slot(x, SPX__SXB_W1, wz0, 0), SPX__SXB_W0,
+                                spx__sx_slot(x, SPX__SXB_W0, wz0, 0), 1));
+      if (last)
+        SPX__SX_TRY(spx__sx_d2d(x, SPX__SXS_COMPUTE, SPX__SXB_W1, spx__sx_slot(x, SPX__SXB_W1, wz0, nz - 1), SPX__SXB_W0,
+                                spx__sx_slot(x, SPX__SXB_W0, wz0, nz - 1), 1));
       for (k = 0; k < nl; k++, cur ^= 1) {
         const int dk = spx__stencil_ldepth(k, Rr, d);
         const int64_t s = spx__stencil_lstart(k, Rr, d);
@@ -861,16 +871,15 @@ static spx_status spx__sx_mmtb(spx__sx *x) {
       ol = first ? 1 : a - Rr;
       oh = last ? nz - 1 : b - Rr;
       if (ov) {
-        if (tile > 0) SPX__SX_TRY(spx__sx_wait(x, SPX__SXS_COMPUTE, SPX__SXE_DN_FREE));
-        SPX__SX_TRY(spx__sx_win(x, SPX__SXS_COMPUTE, SPX__SXW_TO_BUF, SPX__SXB_W0 + cur, wz0, ol, oh - ol, SPX__SXB_DOWN, 0));
-        SPX__SX_TRY(spx__sx_record(x, SPX__SXS_COMPUTE, SPX__SXE_DN_READY));
-        SPX__SX_TRY(spx__sx_wait(x, SPX__SXS_DOWN, SPX__SXE_DN_READY));
-        SPX__SX_TRY(spx__sx_d2h(x, SPX__SXS_DOWN, 0, ol, SPX__SXB_DOWN, 0, oh - ol));
-        SPX__SX_TRY(spx__sx_record(x, SPX__SXS_DOWN, SPX__SXE_DN_FREE));
-        SPX__SX_TRY(spx__sx_record(x, SPX__SXS_DOWN, SPX__SXE_TILE + (int)j));
-      } else {
-        SPX__SX_TRY(spx__sx_win(x, SPX__SXS_COMPUTE, SPX__SXW_TO_HOST, SPX__SXB_W0 + cur, wz0, ol, oh - ol, 0, ol));
+        SPX__SX_TRY(spx__sx_record(x, SPX__SXS_COMPUTE, SPX__SXE_K0 + par));
+        SPX__SX_TRY(spx__sx_wait(x, down, SPX__SXE_K0 + par));
       }
+      SPX__SX_TRY(spx__sx_win(x, down, SPX__SXW_TO_HOST, SPX__SXB_W0 + cur, wz0, ol, oh - ol, 0));
+      if (ov) {
+        SPX__SX_TRY(spx__sx_record(x, down, SPX__SXE_D0 + par));
+        SPX__SX_TRY(spx__sx_record(x, down, SPX__SXE_TILE + (int)j));
+      }
+      ob[par] = cur;
     }
   }
   return SPX_OK;
@@ -1002,8 +1011,6 @@ static spx_status spx__sx_alloc(spx__sx *x) {
   int i;
   spx_status s;
   x->cap[SPX__SXB_W0] = x->cap[SPX__SXB_W1] = pl->window_planes; /* a ring's size: the kernels' SPX_RING */
-  x->cap[SPX__SXB_UP] = b.up;
-  x->cap[SPX__SXB_DOWN] = b.down;
   for (i = 0; i < SPX__SXB_N; i++) {
     size_t bytes = (size_t)(x->cap[i] * x->pb);
     if (!bytes) continue;

@@ -2547,7 +2547,7 @@ static const char *const spx__template_ss[] = {
 
 /* templates/stencil.cu */
 static const char *const spx__template_stencil[] = {
-    /* chunk 0: bytes 0..3922 */
+    /* chunk 0: bytes 0..3915 */
     ("/* stencil.cu: the 3-D 7-point diffusion stencil, one step per launch and in-kernel temporal blocking.\n"
     " *\n"
     " * GRID     SPX_NX x SPX_NY x SPX_NZ cells, x fastest: cell (x, y, z) of a buffer that holds planes\n"
@@ -2558,8 +2558,9 @@ static const char *const spx__template_stencil[] = {
     " *          are never contracted into FMAs), so every kernel here and the host reference agree bit\n"
     " *          for bit, and so do every out-of-core method and the in-core run.\n"
     " *          With SPX_RING = cap > 0 (mmtb, overlap) the buffers are rings of cap planes and plane z\n"
-    " *          lies at slot z mod cap instead: a slab's window then starts where the one below it left\n"
-    " *          its top planes, so that they need no copy.\n"
+    " *          lies at slot (z + zoff) mod cap instead: a slab's window then starts where the one below\n"
+    " *          it left its top planes, so that they need no copy (zoff: overlap's rounds continue one\n"
+    " *          ring; linear windows ignore it).\n"
     " * WORK     a launch writes the output planes [zlo, zhi) (1 <= zlo, zhi <= NZ-1) of `out`, DEPTH steps\n"
     " *          ahead of `in`; it reads `in` on [zlo - DEPTH, zhi + DEPTH) clipped to [0, NZ), which must\n"
     " *          lie in [wz0, wz1) and hold valid values. The caller keeps the z-boundary planes in both\n"
@@ -2590,10 +2591,10 @@ static const char *const spx__template_stencil[] = {
     " *                        loads each where it is used                                 (2)\n"
     " *   SPX_RING             0: plane z at slot z - wz0; cap > 0: buffers are rings of cap planes\n"
     " *                        (mmtb and overlap windows), plane z at slot z mod cap        (0)\n"
-    " *   SPX_STENCIL_XV       x cells per thread of spx_stencil_step: 1 or 2; 2 needs an even SPX_NX\n"
-    " *                        and buffers aligned to 2 * sizeof(T) (device allocations are), so that\n"),
-    /* chunk 1: bytes 3922..7914 */
-    (" *                        every pair is                                              (1)\n"
+    " *   SPX_STENCIL_XV       x cells per thread of spx_stencil_step: 1 or 2; 2 needs an even SPX_NX\n"),
+    /* chunk 1: bytes 3915..7876 */
+    (" *                        and buffers aligned to 2 * sizeof(T) (device allocations are), so that\n"
+    " *                        every pair is                                              (1)\n"
     " *   SPX_CC, SPX_CXM, SPX_CXP, SPX_CYM, SPX_CYP, SPX_CZM, SPX_CZP\n"
     " *                        coefficients, as exact hexadecimal literals (%a)          (0.4, 0.1 x 6)\n"
     " *\n"
@@ -2669,14 +2670,15 @@ static const char *const spx__template_stencil[] = {
     "\n"
     "#define SPX_PLANE ((long long)SPX_NX * SPX_NY)\n"
     "\n"
-    "/* Slot of plane z: z mod SPX_RING in a ring, else z - wz0. A compile-time ring size keeps the\n"
-    " * linear kernels (in core, mm) what they were: the run-time one cost the in-core depth-2 kernel 10%. */\n"
-    "__device__ __forceinline__ int spx_slot(long long z, long long wz0) {\n"
+    "/* Slot of plane z: (z + zoff) mod SPX_RING in a ring, else z - wz0. A compile-time ring size keeps\n"
+    " * the linear kernels (in core, mm) what they were: the run-time one cost the in-core depth-2 kernel 10%. */\n"
+    "__device__ __forceinline__ int spx_slot(long long z, long long wz0, long long zoff) {\n"
     "#if SPX_RING\n"
     "  (void)wz0;\n"
-    "  const int r = (int)(z % SPX_RING);\n"
+    "  const int r = (int)((z + zoff) % SPX_RING);\n"
     "  return r < 0 ? r + SPX_RING : r;\n"
     "#else\n"
+    "  (void)zoff;\n"
     "  return (int)(z - wz0);\n"
     "#endif\n"
     "}\n"
@@ -2712,18 +2714,18 @@ static const char *const spx__template_stencil[] = {
     "#if SPX_STENCIL_XV == 1\n"
     "extern \"C\" __global__ void __launch_bounds__(SPX_BX * SPX_BY)\n"
     "spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,\n"
-    "                 long long wz1, int zlo, int zhi, int chunk) {\n"
-    "  const int gx = blockIdx.x * SPX_BX + threadIdx.x, gy = blockIdx.y * SPX_BY + threadIdx.y;\n"
+    "                 long long wz1, int zlo, int zhi, int chunk, long long zoff) {\n"),
+    /* chunk 2: bytes 7876..11828 */
+    ("  const int gx = blockIdx.x * SPX_BX + threadIdx.x, gy = blockIdx.y * SPX_BY + threadIdx.y;\n"
     "  const int z0 = zlo + (int)blockIdx.z * chunk;\n"
     "  const int z1 = min(z0 + chunk, zhi);\n"
-    "  (void)wz1;\n"),
-    /* chunk 2: bytes 7914..11865 */
-    ("  if (gx >= SPX_NX || gy >= SPX_NY || z0 >= z1) return;\n"
+    "  (void)wz1;\n"
+    "  if (gx >= SPX_NX || gy >= SPX_NY || z0 >= z1) return;\n"
     "  const bool edge = gx == 0 || gx == SPX_NX - 1 || gy == 0 || gy == SPX_NY - 1;\n"
     "  const long long col = (long long)gy * SPX_NX + gx;\n"
     "  /* zlo >= 1 and zhi <= NZ-1: planes z0-1 and z1 exist and lie in the window. */\n"
-    "  int sc = spx_slot(z0, wz0), sa = spx_next(sc);\n"
-    "  spx_value_t below = __ldg(in + spx_slot(z0 - 1, wz0) * SPX_PLANE + col), centre = __ldg(in + sc * SPX_PLANE + col);\n"
+    "  int sc = spx_slot(z0, wz0, zoff), sa = spx_next(sc);\n"
+    "  spx_value_t below = __ldg(in + spx_slot(z0 - 1, wz0, zoff) * SPX_PLANE + col), centre = __ldg(in + sc * SPX_PLANE + col);\n"
     "  for (int z = z0; z < z1; z++, sc = sa, sa = spx_next(sa)) {\n"
     "    const spx_value_t *p = in + sc * SPX_PLANE + col;\n"
     "    const spx_value_t above = __ldg(in + sa * SPX_PLANE + col);\n"
@@ -2741,7 +2743,7 @@ static const char *const spx__template_stencil[] = {
     " * maybe of garbage, is not used. */\n"
     "extern \"C\" __global__ void __launch_bounds__(SPX_BX * SPX_BY)\n"
     "spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,\n"
-    "                 long long wz1, int zlo, int zhi, int chunk) {\n"
+    "                 long long wz1, int zlo, int zhi, int chunk, long long zoff) {\n"
     "  const int gx = 2 * (int)(blockIdx.x * SPX_BX + threadIdx.x), gy = blockIdx.y * SPX_BY + threadIdx.y;\n"
     "  const int z0 = zlo + (int)blockIdx.z * chunk;\n"
     "  const int z1 = min(z0 + chunk, zhi);\n"
@@ -2750,8 +2752,8 @@ static const char *const spx__template_stencil[] = {
     "  const bool yedge = gy == 0 || gy == SPX_NY - 1;\n"
     "  const bool edge0 = yedge || gx == 0, edge1 = yedge || gx + 1 == SPX_NX - 1;\n"
     "  const long long col = (long long)gy * SPX_NX + gx;\n"
-    "  int sc = spx_slot(z0, wz0), sa = spx_next(sc);\n"
-    "  spx_pair_t below = __ldg((const spx_pair_t *)(in + spx_slot(z0 - 1, wz0) * SPX_PLANE + col)),\n"
+    "  int sc = spx_slot(z0, wz0, zoff), sa = spx_next(sc);\n"
+    "  spx_pair_t below = __ldg((const spx_pair_t *)(in + spx_slot(z0 - 1, wz0, zoff) * SPX_PLANE + col)),\n"
     "             centre = __ldg((const spx_pair_t *)(in + sc * SPX_PLANE + col));\n"
     "  for (int z = z0; z < z1; z++, sc = sa, sa = spx_next(sa)) {\n"
     "    const spx_value_t *p = in + sc * SPX_PLANE + col;\n"
@@ -2782,16 +2784,16 @@ static const char *const spx__template_stencil[] = {
     "\n"
     "/* Input plane z of a column (at p), or 0 outside the domain and the window (values no written cell\n"
     " * uses). */\n"
-    "__device__ __forceinline__ spx_value_t spx_tb_load(const spx_value_t *p, bool in_domain, long long wz0, long long wz1,\n"
-    "                                                   int z) {\n"
+    "__device__ __forceinline__ spx_value_t spx_tb_load(const spx_value_t *p, bool in_domain, long long wz0, long long wz1,\n"),
+    /* chunk 3: bytes 11828..15818 */
+    ("                                                   int z) {\n"
     "  return in_domain && z >= 0 && z < SPX_NZ && z >= wz0 && z < wz1 ? __ldg(p) : (spx_value_t)0;\n"
     "}\n"
     "\n"
-    "/* SPX_DEPTH steps on output planes [zlo, zhi) through shared memory. */\n"),
-    /* chunk 3: bytes 11865..15835 */
-    ("extern \"C\" __global__ void __launch_bounds__(SPX_BX * SPX_BY)\n"
+    "/* SPX_DEPTH steps on output planes [zlo, zhi) through shared memory. */\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BX * SPX_BY)\n"
     "spx_stencil_tb(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,\n"
-    "               long long wz1, int zlo, int zhi, int chunk) {\n"
+    "               long long wz1, int zlo, int zhi, int chunk, long long zoff) {\n"
     "  /* One centre plane per level; a level's plane is rewritten only after a barrier of another\n"
     "   * level (DEPTH >= 2) or the trailing barrier (DEPTH == 1), so one buffer per level suffices. */\n"
     "  __shared__ spx_value_t sm[SPX_DEPTH][SPX_BY][SPX_BX];\n"
@@ -2820,7 +2822,7 @@ static const char *const spx__template_stencil[] = {
     "   * indices), measured on an H100, float, depth 2, against the slot-index loop: in core 512^3 11%\n"
     "   * faster, 1024^3 3% slower; rings (mmtb 512^3, overlap 640^3 and 1024^3 under 1 GiB) 16-20%\n"
     "   * faster. An explicit x4 was slower than x2 everywhere. */\n"
-    "  int ls = spx_slot(zs - D, wz0), ws = spx_slot(zs - 2 * D, wz0);\n"
+    "  int ls = spx_slot(zs - D, wz0, zoff), ws = spx_slot(zs - 2 * D, wz0, zoff);\n"
     "  const spx_value_t *lp = in + ls * SPX_PLANE + col;\n"
     "  spx_value_t *wp = out + ws * SPX_PLANE + col;\n"
     "#if SPX_TB_PF\n"
@@ -2857,14 +2859,14 @@ static const char *const spx__template_stencil[] = {
     "#pragma unroll\n"
     "      for (int l = 1; l <= D; l++) {\n"
     "        const int zc = zin - l;\n"
-    "        const spx_value_t c = q[l - 1][1];\n"
-    "        spx_value_t r = c;\n"
+    "        const spx_value_t c = q[l - 1][1];\n"),
+    /* chunk 4: bytes 15818..16572 */
+    ("        spx_value_t r = c;\n"
     "        sm[l - 1][ty][tx] = c;\n"
     "        __syncthreads();\n"
     "        if (inner && !edge && zc >= 1 && zc <= SPX_NZ - 2)\n"
-    "          r = spx_update(c, sm[l - 1][ty][tx - 1], sm[l - 1][ty][tx + 1], sm[l - 1][ty - 1][tx],\n"),
-    /* chunk 4: bytes 15835..16350 */
-    ("                         sm[l - 1][ty + 1][tx], q[l - 1][0], q[l - 1][2]);\n"
+    "          r = spx_update(c, sm[l - 1][ty][tx - 1], sm[l - 1][ty][tx + 1], sm[l - 1][ty - 1][tx],\n"
+    "                         sm[l - 1][ty + 1][tx], q[l - 1][0], q[l - 1][2]);\n"
     "        if (l < D) {\n"
     "          q[l][0] = q[l][1];\n"
     "          q[l][1] = q[l][2];\n"
@@ -2968,7 +2970,7 @@ static const spx__template spx__templates[] = {
     {"sdia", spx__template_sdia, 2, 4925, UINT64_C(0x6790173e671b8355)},
     {"sell", spx__template_sell, 2, 5273, UINT64_C(0xb0129532ed42fb9b)},
     {"ss", spx__template_ss, 3, 9444, UINT64_C(0x80d83f35f813eb11)},
-    {"stencil", spx__template_stencil, 5, 16350, UINT64_C(0xd1711224db13d68a)},
+    {"stencil", spx__template_stencil, 5, 16572, UINT64_C(0x55d1668675811511)},
     {"vector", spx__template_vector, 1, 2775, UINT64_C(0xbbe39d63b15f15b0)},
 };
 #define SPX__TEMPLATE_COUNT 16
