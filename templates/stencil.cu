@@ -8,9 +8,9 @@
  *          are never contracted into FMAs), so every kernel here and the host reference agree bit
  *          for bit, and so do every out-of-core method and the in-core run.
  *          With SPX_RING = cap > 0 (mmtb, overlap) the buffers are rings of cap planes and plane z
- *          lies at slot (z + zoff) mod cap instead: a slab's window then starts where the one below
- *          it left its top planes, so that they need no copy (zoff: overlap's rounds continue one
- *          ring; linear windows ignore it).
+ *          lies at slot (z - zoff) mod cap instead: a slab's window then starts where the one below
+ *          it left its top planes, so that they need no copy (zoff: the plane in slot 0, wz0 in a
+ *          linear window; overlap's rounds shift it to continue one ring).
  * WORK     a launch writes the output planes [zlo, zhi) (1 <= zlo, zhi <= NZ-1) of `out`, DEPTH steps
  *          ahead of `in`; it reads `in` on [zlo - DEPTH, zhi + DEPTH) clipped to [0, NZ), which must
  *          lie in [wz0, wz1) and hold valid values. The caller keeps the z-boundary planes in both
@@ -119,16 +119,15 @@ typedef spx_pair_of<spx_value_t>::type spx_pair_t;
 
 #define SPX_PLANE ((long long)SPX_NX * SPX_NY)
 
-/* Slot of plane z: (z + zoff) mod SPX_RING in a ring, else z - wz0. A compile-time ring size keeps
- * the linear kernels (in core, mm) what they were: the run-time one cost the in-core depth-2 kernel 10%. */
-__device__ __forceinline__ int spx_slot(long long z, long long wz0, long long zoff) {
+/* Slot of plane z, zoff the plane in slot 0 (the host's rule, spx__stencil_slot): (z - zoff) mod
+ * SPX_RING in a ring, else z - zoff (zoff = wz0). A compile-time ring size keeps the linear kernels
+ * (in core, mm) what they were: the run-time one cost the in-core depth-2 kernel 10%. */
+__device__ __forceinline__ int spx_slot(long long z, long long zoff) {
 #if SPX_RING
-  (void)wz0;
-  const int r = (int)((z + zoff) % SPX_RING);
+  const int r = (int)((z - zoff) % SPX_RING);
   return r < 0 ? r + SPX_RING : r;
 #else
-  (void)zoff;
-  return (int)(z - wz0);
+  return (int)(z - zoff);
 #endif
 }
 /* The slot after s: planes advance one at a time, so a compare replaces the modulo. */
@@ -167,13 +166,13 @@ spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ o
   const int gx = blockIdx.x * SPX_BX + threadIdx.x, gy = blockIdx.y * SPX_BY + threadIdx.y;
   const int z0 = zlo + (int)blockIdx.z * chunk;
   const int z1 = min(z0 + chunk, zhi);
-  (void)wz1;
+  (void)wz0; (void)wz1; /* the window checks are the caller's here; zoff places the planes */
   if (gx >= SPX_NX || gy >= SPX_NY || z0 >= z1) return;
   const bool edge = gx == 0 || gx == SPX_NX - 1 || gy == 0 || gy == SPX_NY - 1;
   const long long col = (long long)gy * SPX_NX + gx;
   /* zlo >= 1 and zhi <= NZ-1: planes z0-1 and z1 exist and lie in the window. */
-  int sc = spx_slot(z0, wz0, zoff), sa = spx_next(sc);
-  spx_value_t below = __ldg(in + spx_slot(z0 - 1, wz0, zoff) * SPX_PLANE + col), centre = __ldg(in + sc * SPX_PLANE + col);
+  int sc = spx_slot(z0, zoff), sa = spx_next(sc);
+  spx_value_t below = __ldg(in + spx_slot(z0 - 1, zoff) * SPX_PLANE + col), centre = __ldg(in + sc * SPX_PLANE + col);
   for (int z = z0; z < z1; z++, sc = sa, sa = spx_next(sa)) {
     const spx_value_t *p = in + sc * SPX_PLANE + col;
     const spx_value_t above = __ldg(in + sa * SPX_PLANE + col);
@@ -195,13 +194,13 @@ spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ o
   const int gx = 2 * (int)(blockIdx.x * SPX_BX + threadIdx.x), gy = blockIdx.y * SPX_BY + threadIdx.y;
   const int z0 = zlo + (int)blockIdx.z * chunk;
   const int z1 = min(z0 + chunk, zhi);
-  (void)wz1;
+  (void)wz0; (void)wz1; /* the window checks are the caller's here; zoff places the planes */
   if (gx >= SPX_NX || gy >= SPX_NY || z0 >= z1) return; /* NX even: gx < NX means gx + 1 < NX */
   const bool yedge = gy == 0 || gy == SPX_NY - 1;
   const bool edge0 = yedge || gx == 0, edge1 = yedge || gx + 1 == SPX_NX - 1;
   const long long col = (long long)gy * SPX_NX + gx;
-  int sc = spx_slot(z0, wz0, zoff), sa = spx_next(sc);
-  spx_pair_t below = __ldg((const spx_pair_t *)(in + spx_slot(z0 - 1, wz0, zoff) * SPX_PLANE + col)),
+  int sc = spx_slot(z0, zoff), sa = spx_next(sc);
+  spx_pair_t below = __ldg((const spx_pair_t *)(in + spx_slot(z0 - 1, zoff) * SPX_PLANE + col)),
              centre = __ldg((const spx_pair_t *)(in + sc * SPX_PLANE + col));
   for (int z = z0; z < z1; z++, sc = sa, sa = spx_next(sa)) {
     const spx_value_t *p = in + sc * SPX_PLANE + col;
@@ -269,7 +268,7 @@ spx_stencil_tb(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out
    * indices), measured on an H100, float, depth 2, against the slot-index loop: in core 512^3 11%
    * faster, 1024^3 3% slower; rings (mmtb 512^3, overlap 640^3 and 1024^3 under 1 GiB) 16-20%
    * faster. An explicit x4 was slower than x2 everywhere. */
-  int ls = spx_slot(zs - D, wz0, zoff), ws = spx_slot(zs - 2 * D, wz0, zoff);
+  int ls = spx_slot(zs - D, zoff), ws = spx_slot(zs - 2 * D, zoff);
   const spx_value_t *lp = in + ls * SPX_PLANE + col;
   spx_value_t *wp = out + ws * SPX_PLANE + col;
 #if SPX_TB_PF

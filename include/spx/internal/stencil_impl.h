@@ -137,12 +137,12 @@ static spx_status spx__host_fits(int64_t need, const spx_stencil_options *o, con
 }
 
 /* ---- Planner ---------------------------------------------------------------------------------- */
-/* Launches of a round of r steps at depth d: r % d of one step first, then r / d of depth d. Never
+/* Launches of a round of r steps at depth d: the one-step ones first, then those of depth d. Never
  * a shallower launch after a deeper one: in mmtb's ring windows, launch k+1 then writes below the
- * top 2 dk planes of launch k's input, which the next slab reads (see spx__sx_mmtb). */
-/* The one-step launches: r % d, and d more where `odd` asks for an odd launch count and d is even
- * (overlap: the output then lands in the second window, so uploads need not wait for downloads;
- * float 2800^3 with 32 steps at depth 2, 16 launches, ran 266 GStencil/s with the waits). */
+ * top 2 dk planes of launch k's input, which the next slab reads (see spx__sx_mmtb). One-step
+ * launches: r % d, and d more where `odd` asks for an odd launch count and d is even (overlap: the
+ * output then lands in the second window, so uploads need not wait for downloads; float 2800^3
+ * with 32 steps at depth 2, 16 launches, ran 266 GStencil/s with the waits). */
 static int64_t spx__stencil_ones(int64_t r, int d, int odd) {
   int64_t u = r % d;
   if (odd && d % 2 == 0 && r - u >= d && (u + (r - u) / d) % 2 == 0) u += d;
@@ -709,7 +709,7 @@ static spx_status spx__sx_step(spx__sx *x, int dk, int in, int out, int64_t wz0,
     const int64_t want = (int64_t)SPX__MAX(1, x->sm_count) * SPX__MAX(1, 2048 / (int64_t)(bx * by)) * 8;
     int64_t nch = SPX__MAX(1, (want + gx * gy - 1) / (gx * gy)), chunk, gz;
     spx__CUdeviceptr pin = (spx__CUdeviceptr)x->buf[in], pout = (spx__CUdeviceptr)x->buf[out];
-    long long w0 = (long long)wz0, w1 = (long long)wz1, ro = (long long)x->ring_off;
+    long long w0 = (long long)wz0, w1 = (long long)wz1, zo = (long long)spx__sx_zoff(x, wz0);
     int zl = (int)zlo, zh = (int)zhi, ch;
     void *params[8];
     spx_status s;
@@ -722,7 +722,7 @@ static spx_status spx__sx_step(spx__sx *x, int dk, int in, int out, int64_t wz0,
     gz = (range + chunk - 1) / chunk;
     ch = (int)chunk;
     params[0] = &pin; params[1] = &pout; params[2] = &w0; params[3] = &w1;
-    params[4] = &zl; params[5] = &zh; params[6] = &ch; params[7] = &ro;
+    params[4] = &zl; params[5] = &zh; params[6] = &ch; params[7] = &zo;
     if ((s = spx__sx_mark(x, SPX__SXS_COMPUTE, SPX__SXC_KERNEL, 0))) return s;
     s = spx__cu_check(x->cu->cuLaunchKernel(main ? x->fn_main : x->fn_one, (unsigned)gx, (unsigned)gy, (unsigned)gz,
                                             bx, by, 1, 0, x->st[SPX__SXS_COMPUTE], params, NULL),
@@ -810,7 +810,8 @@ static spx_status spx__sx_win(spx__sx *x, int stream, int op, int w, int64_t wz0
  * and slab j holds, at level s, the planes [a - s, b - s) (skewed one plane per step; slab 0 starts
  * at plane 1 and the last slab ends at nz-1). Launch k (level s -> s + dk) reads the 2 dk planes
  * below, [a - s - 2dk, a - s), which slab j-1 computed at the same level, and computes
- * [a - s - dk, b - s - dk). The windows are rings (plane z at slot z mod cap, cap >= a window), so
+ * [a - s - dk, b - s - dk). The windows are rings (plane z at slot z mod cap, cap >= a window;
+ * overlap shifts the slots by a round's offset, below), so
  * those planes are where slab j-1 left them: its later launches into the same buffer write only
  * lower planes (launch k+1 writes level s + dk + dk' up to b - s - dk - dk' <= b - s - 2dk, as a
  * launch is never deeper than the next), and slab j's own writes land in slots that alias planes

@@ -2547,7 +2547,7 @@ static const char *const spx__template_ss[] = {
 
 /* templates/stencil.cu */
 static const char *const spx__template_stencil[] = {
-    /* chunk 0: bytes 0..3915 */
+    /* chunk 0: bytes 0..3946 */
     ("/* stencil.cu: the 3-D 7-point diffusion stencil, one step per launch and in-kernel temporal blocking.\n"
     " *\n"
     " * GRID     SPX_NX x SPX_NY x SPX_NZ cells, x fastest: cell (x, y, z) of a buffer that holds planes\n"
@@ -2558,9 +2558,9 @@ static const char *const spx__template_stencil[] = {
     " *          are never contracted into FMAs), so every kernel here and the host reference agree bit\n"
     " *          for bit, and so do every out-of-core method and the in-core run.\n"
     " *          With SPX_RING = cap > 0 (mmtb, overlap) the buffers are rings of cap planes and plane z\n"
-    " *          lies at slot (z + zoff) mod cap instead: a slab's window then starts where the one below\n"
-    " *          it left its top planes, so that they need no copy (zoff: overlap's rounds continue one\n"
-    " *          ring; linear windows ignore it).\n"
+    " *          lies at slot (z - zoff) mod cap instead: a slab's window then starts where the one below\n"
+    " *          it left its top planes, so that they need no copy (zoff: the plane in slot 0, wz0 in a\n"
+    " *          linear window; overlap's rounds shift it to continue one ring).\n"
     " * WORK     a launch writes the output planes [zlo, zhi) (1 <= zlo, zhi <= NZ-1) of `out`, DEPTH steps\n"
     " *          ahead of `in`; it reads `in` on [zlo - DEPTH, zhi + DEPTH) clipped to [0, NZ), which must\n"
     " *          lie in [wz0, wz1) and hold valid values. The caller keeps the z-boundary planes in both\n"
@@ -2592,7 +2592,7 @@ static const char *const spx__template_stencil[] = {
     " *   SPX_RING             0: plane z at slot z - wz0; cap > 0: buffers are rings of cap planes\n"
     " *                        (mmtb and overlap windows), plane z at slot z mod cap        (0)\n"
     " *   SPX_STENCIL_XV       x cells per thread of spx_stencil_step: 1 or 2; 2 needs an even SPX_NX\n"),
-    /* chunk 1: bytes 3915..7876 */
+    /* chunk 1: bytes 3946..7946 */
     (" *                        and buffers aligned to 2 * sizeof(T) (device allocations are), so that\n"
     " *                        every pair is                                              (1)\n"
     " *   SPX_CC, SPX_CXM, SPX_CXP, SPX_CYM, SPX_CYP, SPX_CZM, SPX_CZP\n"
@@ -2670,16 +2670,15 @@ static const char *const spx__template_stencil[] = {
     "\n"
     "#define SPX_PLANE ((long long)SPX_NX * SPX_NY)\n"
     "\n"
-    "/* Slot of plane z: (z + zoff) mod SPX_RING in a ring, else z - wz0. A compile-time ring size keeps\n"
-    " * the linear kernels (in core, mm) what they were: the run-time one cost the in-core depth-2 kernel 10%. */\n"
-    "__device__ __forceinline__ int spx_slot(long long z, long long wz0, long long zoff) {\n"
+    "/* Slot of plane z, zoff the plane in slot 0 (the host's rule, spx__stencil_slot): (z - zoff) mod\n"
+    " * SPX_RING in a ring, else z - zoff (zoff = wz0). A compile-time ring size keeps the linear kernels\n"
+    " * (in core, mm) what they were: the run-time one cost the in-core depth-2 kernel 10%. */\n"
+    "__device__ __forceinline__ int spx_slot(long long z, long long zoff) {\n"
     "#if SPX_RING\n"
-    "  (void)wz0;\n"
-    "  const int r = (int)((z + zoff) % SPX_RING);\n"
+    "  const int r = (int)((z - zoff) % SPX_RING);\n"
     "  return r < 0 ? r + SPX_RING : r;\n"
     "#else\n"
-    "  (void)zoff;\n"
-    "  return (int)(z - wz0);\n"
+    "  return (int)(z - zoff);\n"
     "#endif\n"
     "}\n"
     "/* The slot after s: planes advance one at a time, so a compare replaces the modulo. */\n"
@@ -2715,17 +2714,17 @@ static const char *const spx__template_stencil[] = {
     "extern \"C\" __global__ void __launch_bounds__(SPX_BX * SPX_BY)\n"
     "spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,\n"
     "                 long long wz1, int zlo, int zhi, int chunk, long long zoff) {\n"),
-    /* chunk 2: bytes 7876..11828 */
+    /* chunk 2: bytes 7946..11921 */
     ("  const int gx = blockIdx.x * SPX_BX + threadIdx.x, gy = blockIdx.y * SPX_BY + threadIdx.y;\n"
     "  const int z0 = zlo + (int)blockIdx.z * chunk;\n"
     "  const int z1 = min(z0 + chunk, zhi);\n"
-    "  (void)wz1;\n"
+    "  (void)wz0; (void)wz1; /* the window checks are the caller's here; zoff places the planes */\n"
     "  if (gx >= SPX_NX || gy >= SPX_NY || z0 >= z1) return;\n"
     "  const bool edge = gx == 0 || gx == SPX_NX - 1 || gy == 0 || gy == SPX_NY - 1;\n"
     "  const long long col = (long long)gy * SPX_NX + gx;\n"
     "  /* zlo >= 1 and zhi <= NZ-1: planes z0-1 and z1 exist and lie in the window. */\n"
-    "  int sc = spx_slot(z0, wz0, zoff), sa = spx_next(sc);\n"
-    "  spx_value_t below = __ldg(in + spx_slot(z0 - 1, wz0, zoff) * SPX_PLANE + col), centre = __ldg(in + sc * SPX_PLANE + col);\n"
+    "  int sc = spx_slot(z0, zoff), sa = spx_next(sc);\n"
+    "  spx_value_t below = __ldg(in + spx_slot(z0 - 1, zoff) * SPX_PLANE + col), centre = __ldg(in + sc * SPX_PLANE + col);\n"
     "  for (int z = z0; z < z1; z++, sc = sa, sa = spx_next(sa)) {\n"
     "    const spx_value_t *p = in + sc * SPX_PLANE + col;\n"
     "    const spx_value_t above = __ldg(in + sa * SPX_PLANE + col);\n"
@@ -2747,13 +2746,13 @@ static const char *const spx__template_stencil[] = {
     "  const int gx = 2 * (int)(blockIdx.x * SPX_BX + threadIdx.x), gy = blockIdx.y * SPX_BY + threadIdx.y;\n"
     "  const int z0 = zlo + (int)blockIdx.z * chunk;\n"
     "  const int z1 = min(z0 + chunk, zhi);\n"
-    "  (void)wz1;\n"
+    "  (void)wz0; (void)wz1; /* the window checks are the caller's here; zoff places the planes */\n"
     "  if (gx >= SPX_NX || gy >= SPX_NY || z0 >= z1) return; /* NX even: gx < NX means gx + 1 < NX */\n"
     "  const bool yedge = gy == 0 || gy == SPX_NY - 1;\n"
     "  const bool edge0 = yedge || gx == 0, edge1 = yedge || gx + 1 == SPX_NX - 1;\n"
     "  const long long col = (long long)gy * SPX_NX + gx;\n"
-    "  int sc = spx_slot(z0, wz0, zoff), sa = spx_next(sc);\n"
-    "  spx_pair_t below = __ldg((const spx_pair_t *)(in + spx_slot(z0 - 1, wz0, zoff) * SPX_PLANE + col)),\n"
+    "  int sc = spx_slot(z0, zoff), sa = spx_next(sc);\n"
+    "  spx_pair_t below = __ldg((const spx_pair_t *)(in + spx_slot(z0 - 1, zoff) * SPX_PLANE + col)),\n"
     "             centre = __ldg((const spx_pair_t *)(in + sc * SPX_PLANE + col));\n"
     "  for (int z = z0; z < z1; z++, sc = sa, sa = spx_next(sa)) {\n"
     "    const spx_value_t *p = in + sc * SPX_PLANE + col;\n"
@@ -2783,10 +2782,10 @@ static const char *const spx__template_stencil[] = {
     "#endif\n"
     "\n"
     "/* Input plane z of a column (at p), or 0 outside the domain and the window (values no written cell\n"
-    " * uses). */\n"
-    "__device__ __forceinline__ spx_value_t spx_tb_load(const spx_value_t *p, bool in_domain, long long wz0, long long wz1,\n"),
-    /* chunk 3: bytes 11828..15818 */
-    ("                                                   int z) {\n"
+    " * uses). */\n"),
+    /* chunk 3: bytes 11921..15908 */
+    ("__device__ __forceinline__ spx_value_t spx_tb_load(const spx_value_t *p, bool in_domain, long long wz0, long long wz1,\n"
+    "                                                   int z) {\n"
     "  return in_domain && z >= 0 && z < SPX_NZ && z >= wz0 && z < wz1 ? __ldg(p) : (spx_value_t)0;\n"
     "}\n"
     "\n"
@@ -2822,7 +2821,7 @@ static const char *const spx__template_stencil[] = {
     "   * indices), measured on an H100, float, depth 2, against the slot-index loop: in core 512^3 11%\n"
     "   * faster, 1024^3 3% slower; rings (mmtb 512^3, overlap 640^3 and 1024^3 under 1 GiB) 16-20%\n"
     "   * faster. An explicit x4 was slower than x2 everywhere. */\n"
-    "  int ls = spx_slot(zs - D, wz0, zoff), ws = spx_slot(zs - 2 * D, wz0, zoff);\n"
+    "  int ls = spx_slot(zs - D, zoff), ws = spx_slot(zs - 2 * D, zoff);\n"
     "  const spx_value_t *lp = in + ls * SPX_PLANE + col;\n"
     "  spx_value_t *wp = out + ws * SPX_PLANE + col;\n"
     "#if SPX_TB_PF\n"
@@ -2856,12 +2855,12 @@ static const char *const spx__template_stencil[] = {
     "      q[0][0] = q[0][1];\n"
     "      q[0][1] = q[0][2];\n"
     "      q[0][2] = v;\n"
-    "#pragma unroll\n"
-    "      for (int l = 1; l <= D; l++) {\n"
+    "#pragma unroll\n"),
+    /* chunk 4: bytes 15908..16774 */
+    ("      for (int l = 1; l <= D; l++) {\n"
     "        const int zc = zin - l;\n"
-    "        const spx_value_t c = q[l - 1][1];\n"),
-    /* chunk 4: bytes 15818..16572 */
-    ("        spx_value_t r = c;\n"
+    "        const spx_value_t c = q[l - 1][1];\n"
+    "        spx_value_t r = c;\n"
     "        sm[l - 1][ty][tx] = c;\n"
     "        __syncthreads();\n"
     "        if (inner && !edge && zc >= 1 && zc <= SPX_NZ - 2)\n"
@@ -2970,7 +2969,7 @@ static const spx__template spx__templates[] = {
     {"sdia", spx__template_sdia, 2, 4925, UINT64_C(0x6790173e671b8355)},
     {"sell", spx__template_sell, 2, 5273, UINT64_C(0xb0129532ed42fb9b)},
     {"ss", spx__template_ss, 3, 9444, UINT64_C(0x80d83f35f813eb11)},
-    {"stencil", spx__template_stencil, 5, 16572, UINT64_C(0x55d1668675811511)},
+    {"stencil", spx__template_stencil, 5, 16774, UINT64_C(0x230982ba7f6b3096)},
     {"vector", spx__template_vector, 1, 2775, UINT64_C(0xbbe39d63b15f15b0)},
 };
 #define SPX__TEMPLATE_COUNT 16
