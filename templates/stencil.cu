@@ -14,7 +14,8 @@
  * WORK     a launch writes the output planes [zlo, zhi) (1 <= zlo, zhi <= NZ-1) of `out`, DEPTH steps
  *          ahead of `in`; it reads `in` on [zlo - DEPTH, zhi + DEPTH) clipped to [0, NZ), which must
  *          lie in [wz0, wz1) and hold valid values. The caller keeps the z-boundary planes in both
- *          buffers. blockIdx.z takes `chunk` output planes each.
+ *          buffers. spx_stencil_step: blockIdx.z takes `chunk` output planes each; spx_stencil_tb:
+ *          see its WORK below.
  *
  * spx_stencil_step   MAPPING one thread per SPX_STENCIL_XV adjacent (x, y) columns of a SPX_BX x SPX_BY
  *                    block (blockIdx.x covers BX * XV cells), looping over z with a register queue
@@ -236,19 +237,14 @@ __device__ __forceinline__ spx_value_t spx_tb_load(const spx_value_t *p, bool in
   return in_domain && z >= 0 && z < SPX_NZ && z >= wz0 && z < wz1 ? __ldg(p) : (spx_value_t)0;
 }
 
-/* SPX_DEPTH steps on output planes [zlo, zhi) through shared memory. */
-extern "C" __global__ void __launch_bounds__(SPX_BX * SPX_BY)
-spx_stencil_tb(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,
-               long long wz1, int zlo, int zhi, int chunk, long long zoff) {
-  /* One centre plane per level; a level's plane is rewritten only after a barrier of another
-   * level (DEPTH >= 2) or the trailing barrier (DEPTH == 1), so one buffer per level suffices. */
-  __shared__ spx_value_t sm[SPX_DEPTH][SPX_BY][SPX_BX];
+/* SPX_DEPTH steps of one item: output planes [zs, ze) of column tile (bx, by). */
+__device__ __forceinline__ void spx_tb_item(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out,
+                                            long long wz0, long long wz1, long long zoff, int bx, int by, int zs,
+                                            int ze,
+                                            spx_value_t (*sm)[SPX_BY][SPX_BX]) {
   const int D = SPX_DEPTH;
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const int gx = blockIdx.x * (SPX_BX - 2 * D) + tx - D, gy = blockIdx.y * (SPX_BY - 2 * D) + ty - D;
-  const int zs = zlo + (int)blockIdx.z * chunk;
-  const int ze = min(zs + chunk, zhi);
-  if (zs >= ze) return; /* uniform over the block: no barrier is skipped by part of it */
+  const int gx = bx * (SPX_BX - 2 * D) + tx - D, gy = by * (SPX_BY - 2 * D) + ty - D;
   const bool in_domain = gx >= 0 && gx < SPX_NX && gy >= 0 && gy < SPX_NY;
   const bool edge = gx <= 0 || gx >= SPX_NX - 1 || gy <= 0 || gy >= SPX_NY - 1;
   const bool inner = tx >= 1 && tx <= SPX_BX - 2 && ty >= 1 && ty <= SPX_BY - 2;
@@ -329,4 +325,40 @@ spx_stencil_tb(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out
     if (ws == SPX_RING) { ws = 0; wp -= SPX_RING * SPX_PLANE; }
 #endif
   }
+}
+
+/* SPX_DEPTH steps on output planes [zlo, zhi) through shared memory.
+ * WORK  items: the TX x TY column tiles times z-chunks of `chunk` output planes, chunk-major (item
+ *       i: tile i % (TX TY), chunk i / (TX TY)), one block each, in waves of `slots` blocks (those
+ *       the GPU runs at once). The M < slots items of the last wave are cut in z into S pieces
+ *       each, one block a piece, instead of M blocks running whole items alone at the end (640^3
+ *       has 529 tiles a chunk and an H100 264 resident blocks: each launch ended with one or two).
+ *       A piece has at least SPX_TB_MINP planes, as each costs 2 DEPTH planes of start-up. The
+ *       grid is 1-D: the full waves' blocks, then the pieces (the host counts them the same way). */
+#define SPX_TB_TX ((SPX_NX + SPX_BX - 2 * SPX_DEPTH - 1) / (SPX_BX - 2 * SPX_DEPTH))
+#define SPX_TB_TY ((SPX_NY + SPX_BY - 2 * SPX_DEPTH - 1) / (SPX_BY - 2 * SPX_DEPTH))
+#define SPX_TB_MINP (4 * SPX_DEPTH)
+extern "C" __global__ void __launch_bounds__(SPX_BX * SPX_BY)
+spx_stencil_tb(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,
+               long long wz1, int zlo, int zhi, int chunk, long long zoff, int slots) {
+  /* One centre plane per level; a level's plane is rewritten only after a barrier of another
+   * level (DEPTH >= 2) or the trailing barrier (DEPTH == 1), so one buffer per level suffices. */
+  __shared__ spx_value_t sm[SPX_DEPTH][SPX_BY][SPX_BX];
+  const int NT = SPX_TB_TX * SPX_TB_TY;
+  const int items = NT * ((zhi - zlo + chunk - 1) / chunk), full = items / slots * slots; /* host: < 2^31 */
+  int it = (int)blockIdx.x, zs, ze;
+  if (it < full) {
+    zs = zlo + it / NT * chunk;
+    ze = min(zs + chunk, zhi);
+  } else { /* piece `part` of item `it` */
+    const int M = items - full, S = max(1, min(slots / M, chunk / SPX_TB_MINP)), part = (it - full) % S;
+    int len;
+    it = full + (it - full) / S;
+    zs = zlo + it / NT * chunk;
+    len = min(zs + chunk, zhi) - zs;
+    ze = zs + (int)((long long)len * (part + 1) / S);
+    zs += (int)((long long)len * part / S);
+  }
+  if (zs >= ze) return; /* uniform over the block: no barrier is skipped by part of it */
+  spx_tb_item(in, out, wz0, wz1, zoff, it % NT % SPX_TB_TX, it % NT / SPX_TB_TX, zs, ze, sm);
 }

@@ -347,6 +347,30 @@ static void test_choose(void **state) {
   assert_true(fabs(pl.bound_gstencils - fmin(100.0, (double)pl.tts * 20.0 / 8.0)) < 1e-9);
   assert_true(pl.model_gstencils > 0 && pl.model_gstencils <= pl.bound_gstencils * 1.0001);
   assert_non_null(strstr(pl.why, "overlap"));
+  /* The model's tts splits the steps into rounds as equal as the depth allows: a short last round
+   * moves a whole slab each way for a few steps (640^3 under 1 GiB, 128 steps: 88 + 40 before). */
+  {
+    spx_stencil big;
+    int64_t T, multi = 0;
+    int d;
+    assert_int_equal(spx_stencil_init(&big, 640, 640, 640, SPX_FLOAT, 0.4, 0.1, 0.1, 0.1), SPX_OK);
+    for (d = 1; d <= 4; d *= 2)
+      for (T = 90; T <= 300; T += 7) {
+        int64_t last;
+        memset(&o, 0, sizeof o);
+        o.method = SPX_STENCIL_OVERLAP;
+        o.depth = d;
+        o.budget = (int64_t)1 << 30;
+        o.pcie_gbs = 55; o.pcie_duplex_gbs = 92; o.copy_gbs = 2900; o.incore_gstencils = 459;
+        assert_int_equal(spx_stencil_choose(&big, T, &o, NULL, &pl), SPX_OK);
+        last = T - (pl.rounds - 1) * pl.tts;
+        multi += pl.rounds > 1;
+        if (last < 1 || last > pl.tts || last <= pl.tts - pl.rounds * d)
+          fail_msg("depth %d, %lld steps: %lld rounds of tts %lld, the last %lld", d, (long long)T,
+                   (long long)pl.rounds, (long long)pl.tts, (long long)last);
+      }
+    assert_true(multi >= 40); /* most of the 93 runs take several rounds */
+  }
 }
 
 /* ---- Every method on the host backend equals the in-core run, bit for bit ------------------------ */

@@ -357,8 +357,17 @@ spx_status spx_stencil_choose(const spx_stencil *p, int64_t steps, const spx_ste
       int64_t Ds, J;
       double t;
       /* Candidates: multiples of the depth, fewer steps than the depth (small budgets), and the
-       * whole run in one round */
-      if (!o.tts && o.method != SPX_STENCIL_NORMAL && R % pl.depth && R > pl.depth && R != steps) continue;
+       * whole run in one round. Of the tts that give the same number of rounds, only the smallest
+       * multiple of the depth: its rounds are as equal as the depth allows, its windows smallest,
+       * its slabs largest. A short last round (640^3 under 1 GiB, 128 steps as 88 + 40) moves as
+       * much over PCIe per slab as a long one, so its slabs' uploads barely fit their compute and
+       * any jitter stalls the pipeline; 64 + 64 leaves slack in both. */
+      if (!o.tts && o.method != SPX_STENCIL_NORMAL) {
+        int64_t n = (steps + R - 1) / R, Rn = (steps + n - 1) / n;
+        if (R % pl.depth && R > pl.depth && R != steps) continue;
+        Rn = SPX__MIN(steps, (Rn + pl.depth - 1) / pl.depth * pl.depth);
+        if (R >= pl.depth && R != Rn) continue;
+      }
       Ds = spx__stencil_max_slab(p, o.method, pl.depth, R, budget);
       if (o.slab) {
         if (Ds < SPX__MIN(o.slab, Z)) continue;
@@ -564,6 +573,9 @@ typedef struct spx__sx {
   int64_t min_chunk;                 /* SPX_STENCIL_CHUNK: shortest z-chunk of a launch (0: by depth) */
   int64_t ring_off;                  /* overlap: this round's planes lie at slot (z + ring_off) mod cap */
   int sm_count;
+  int64_t main_slots;                /* blocks of the tb kernel the GPU runs at once */
+  int64_t max_chunk;                 /* SPX_STENCIL_CHUNK_MAX */
+  int64_t slots_env;                 /* SPX_STENCIL_SLOTS: main_slots to use instead (0: the occupancy's) */
   int timing;
   spx__sx_timing *log;
   int64_t nlog, caplog;
@@ -663,6 +675,33 @@ static spx_status spx__sx_wait(spx__sx *x, int stream, int e) {
   return spx__cu_check(x->cu->cuStreamWaitEvent(x->st[stream], x->ev[e], 0), "cuStreamWaitEvent");
 }
 
+/* Output planes per item (chunk) of spx_stencil_tb's launch over `range` planes of `ntile` column
+ * tiles with P resident blocks, and its blocks: the chunk whose modelled time is least. Per item,
+ * its planes plus 2 dk + 2 of start-up (the levels and the loads ahead); whole waves of P items,
+ * then the M left cut into S pieces, as the kernel counts them. The 3-D grid this replaces often
+ * ended on a few blocks (640^3 overlap slabs of 129 planes: launches 13% longer per plane than in
+ * core, H100). Chunks of at most 48 dk planes (SPX_STENCIL_CHUNK_MAX overrides): longer z-marches
+ * ran slower per plane, measured in core, float, H100, by the longest chunk allowed at depth 2:
+ * 96: 640^3 519, 1024^3 506 GStencil/s; 256: 503, 487; whole columns: 395, 324; depth 4 at 640^3
+ * 437 at 96, 454 at 192. SPX_STENCIL_CHUNK bounds the chunk below. */
+static int64_t spx__stencil_tb_chunk(int64_t range, int64_t ntile, int64_t P, int dk, int64_t min_chunk,
+                                     int64_t max_chunk, int64_t *blocks) {
+  const int64_t minp = 4 * (int64_t)dk, over = 2 * (int64_t)dk + 2;
+  int64_t gz, best = range, bestc = -1;
+  P = SPX__MAX(1, P);
+  *blocks = 0;
+  for (gz = 1; gz <= SPX__MIN(range, 256); gz++) {
+    const int64_t c = (range + gz - 1) / gz, g = (range + c - 1) / c, items = ntile * g;
+    const int64_t full = items / P * P, M = items - full;
+    const int64_t S = M ? SPX__MAX(1, SPX__MIN(P / M, c / minp)) : 1;
+    const int64_t cost = full / P * (c + over) + (M ? (c + S - 1) / S + over : 0);
+    if ((c < min_chunk && gz > 1) || items >= INT32_MAX / 2) break; /* the kernel counts items in int */
+    if (c > (max_chunk > 0 ? max_chunk : 48 * (int64_t)dk) && gz < range) continue;
+    if (bestc < 0 || cost < bestc) { bestc = cost; best = c; *blocks = full + M * S; }
+  }
+  return best;
+}
+
 /* dk steps from window buffer `in` to `out` on output planes [zlo, zhi); both windows hold domain
  * planes [wz0, wz1) and `in` must be valid on [zlo - dk, zhi + dk) clipped to the domain. */
 static spx_status spx__sx_step(spx__sx *x, int dk, int in, int out, int64_t wz0, int64_t wz1, int64_t zlo,
@@ -702,27 +741,31 @@ static spx_status spx__sx_step(spx__sx *x, int dk, int in, int out, int64_t wz0,
     const unsigned bx = main ? x->main_block[0] : x->one_block[0], by = main ? x->main_block[1] : x->one_block[1];
     const int xv = main ? x->main_xv : x->one_xv;
     const int64_t ox = tb ? bx - 2 * dk : (int64_t)bx * xv, oy = tb ? by - 2 * dk : by, range = zhi - zlo;
-    const int64_t gx = (x->p->nx + ox - 1) / ox, gy = (x->p->ny + oy - 1) / oy;
-    /* About eight waves of resident blocks: with two or three, the last partial wave left the GPU
-     * part idle (measured: 1024^3 float one-step at 64 % of the roofline with one chunk per column,
-     * four waves). */
-    const int64_t want = (int64_t)SPX__MAX(1, x->sm_count) * SPX__MAX(1, 2048 / (int64_t)(bx * by)) * 8;
-    int64_t nch = SPX__MAX(1, (want + gx * gy - 1) / (gx * gy)), chunk, gz;
+    int64_t gx = (x->p->nx + ox - 1) / ox, gy = (x->p->ny + oy - 1) / oy;
+    int64_t chunk, gz;
     spx__CUdeviceptr pin = (spx__CUdeviceptr)x->buf[in], pout = (spx__CUdeviceptr)x->buf[out];
     long long w0 = (long long)wz0, w1 = (long long)wz1, zo = (long long)spx__sx_zoff(x, wz0);
     int zl = (int)zlo, zh = (int)zhi, ch;
-    void *params[8];
+    int slots = (int)SPX__MIN(x->main_slots, INT32_MAX);
+    void *params[9];
     spx_status s;
-    /* Enough z-chunks to fill the GPU; each costs 2*depth extra planes, so not too short: 32 per
-     * step of depth (H100, overlap's slabs of 36-94 planes at 640^3 and 1024^3: shortest 64 at
-     * depth 2 ran the kernels 3-4% faster than 32 and 16, the whole run 2%). SPX_STENCIL_CHUNK=N
-     * sets the shortest, to measure the trade. */
-    chunk = SPX__MAX((range + nch - 1) / nch, x->min_chunk > 0 ? x->min_chunk : tb ? 32 * (int64_t)dk : 32);
-    chunk = SPX__MAX(SPX__MIN(chunk, range), (range + 65534) / 65535);
-    gz = (range + chunk - 1) / chunk;
+    if (tb) { /* a 1-D grid in waves of the resident blocks (spx_stencil_tb) */
+      chunk = spx__stencil_tb_chunk(range, gx * gy, slots, dk, x->min_chunk, x->max_chunk, &gx);
+      gy = 1; gz = 1;
+      if (gx < 1) return spx__sx_internal("tb grid", range, gx, slots);
+    } else {
+      /* About eight waves of resident blocks: with two or three, the last partial wave left the
+       * GPU part idle (measured: 1024^3 float one-step at 64 % of the roofline with one chunk per
+       * column, four waves). Each chunk costs 2 extra planes, so not shorter than 32. */
+      const int64_t want = (int64_t)SPX__MAX(1, x->sm_count) * SPX__MAX(1, 2048 / (int64_t)(bx * by)) * 8;
+      const int64_t nch = SPX__MAX(1, (want + gx * gy - 1) / (gx * gy));
+      chunk = SPX__MAX((range + nch - 1) / nch, x->min_chunk > 0 ? x->min_chunk : 32);
+      chunk = SPX__MAX(SPX__MIN(chunk, range), (range + 65534) / 65535);
+      gz = (range + chunk - 1) / chunk;
+    }
     ch = (int)chunk;
     params[0] = &pin; params[1] = &pout; params[2] = &w0; params[3] = &w1;
-    params[4] = &zl; params[5] = &zh; params[6] = &ch; params[7] = &zo;
+    params[4] = &zl; params[5] = &zh; params[6] = &ch; params[7] = &zo; params[8] = &slots; /* tb only */
     if ((s = spx__sx_mark(x, SPX__SXS_COMPUTE, SPX__SXC_KERNEL, 0))) return s;
     s = spx__cu_check(x->cu->cuLaunchKernel(main ? x->fn_main : x->fn_one, (unsigned)gx, (unsigned)gy, (unsigned)gz,
                                             bx, by, 1, 0, x->st[SPX__SXS_COMPUTE], params, NULL),
@@ -1072,6 +1115,12 @@ static spx_status spx__sx_gpu_setup(spx__sx *x, const spx__stencil_kernels *k) {
   x->main_block[0] = (unsigned)k->bx[0]; x->main_block[1] = (unsigned)k->by[0];
   x->one_block[0] = (unsigned)k->bx[1]; x->one_block[1] = (unsigned)k->by[1];
   x->main_xv = k->xv[0]; x->one_xv = k->xv[1];
+  if (x->pl->shared) { /* spx_stencil_tb's grid: the blocks that run at once */
+    int per = 0;
+    SPX__CU_TRY(x->cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per, x->fn_main, k->bx[0] * k->by[0], 0));
+    x->main_slots = (int64_t)SPX__MAX(1, per) * SPX__MAX(1, x->sm_count);
+    if (x->slots_env > 0) x->main_slots = x->slots_env;
+  }
   return SPX_OK;
 }
 
@@ -1136,6 +1185,20 @@ spx_status spx_stencil_run(spx_context *ctx, const spx_stencil *p, void *grid, i
     if (*end || v < 1 || v > INT32_MAX)
       return spx__fail(SPX_INVALID_ARGUMENT, "SPX_STENCIL_CHUNK=%.20s: use a plane count >= 1, or unset it", chunk_env);
     x.min_chunk = v;
+  }
+  if ((chunk_env = getenv("SPX_STENCIL_CHUNK_MAX")) && *chunk_env) {
+    char *end;
+    long long v = strtoll(chunk_env, &end, 10);
+    if (*end || v < 1 || v > INT32_MAX)
+      return spx__fail(SPX_INVALID_ARGUMENT, "SPX_STENCIL_CHUNK_MAX=%.20s: use a plane count >= 1, or unset it", chunk_env);
+    x.max_chunk = v;
+  }
+  if ((chunk_env = getenv("SPX_STENCIL_SLOTS")) && *chunk_env) {
+    char *end;
+    long long v = strtoll(chunk_env, &end, 10);
+    if (*end || v < 1 || v > INT32_MAX)
+      return spx__fail(SPX_INVALID_ARGUMENT, "SPX_STENCIL_SLOTS=%.20s: use a block count >= 1, or unset it", chunk_env);
+    x.slots_env = v;
   }
   x.sm_count = dev.sm_count;
   if (x.gpu) { /* the kernels first: a compile error costs no allocation */

@@ -2547,7 +2547,7 @@ static const char *const spx__template_ss[] = {
 
 /* templates/stencil.cu */
 static const char *const spx__template_stencil[] = {
-    /* chunk 0: bytes 0..3946 */
+    /* chunk 0: bytes 0..3915 */
     ("/* stencil.cu: the 3-D 7-point diffusion stencil, one step per launch and in-kernel temporal blocking.\n"
     " *\n"
     " * GRID     SPX_NX x SPX_NY x SPX_NZ cells, x fastest: cell (x, y, z) of a buffer that holds planes\n"
@@ -2564,7 +2564,8 @@ static const char *const spx__template_stencil[] = {
     " * WORK     a launch writes the output planes [zlo, zhi) (1 <= zlo, zhi <= NZ-1) of `out`, DEPTH steps\n"
     " *          ahead of `in`; it reads `in` on [zlo - DEPTH, zhi + DEPTH) clipped to [0, NZ), which must\n"
     " *          lie in [wz0, wz1) and hold valid values. The caller keeps the z-boundary planes in both\n"
-    " *          buffers. blockIdx.z takes `chunk` output planes each.\n"
+    " *          buffers. spx_stencil_step: blockIdx.z takes `chunk` output planes each; spx_stencil_tb:\n"
+    " *          see its WORK below.\n"
     " *\n"
     " * spx_stencil_step   MAPPING one thread per SPX_STENCIL_XV adjacent (x, y) columns of a SPX_BX x SPX_BY\n"
     " *                    block (blockIdx.x covers BX * XV cells), looping over z with a register queue\n"
@@ -2590,10 +2591,10 @@ static const char *const spx__template_stencil[] = {
     " *   SPX_TB_PF            input planes spx_stencil_tb loads ahead of the one it feeds in; 0\n"
     " *                        loads each where it is used                                 (2)\n"
     " *   SPX_RING             0: plane z at slot z - wz0; cap > 0: buffers are rings of cap planes\n"
-    " *                        (mmtb and overlap windows), plane z at slot z mod cap        (0)\n"
-    " *   SPX_STENCIL_XV       x cells per thread of spx_stencil_step: 1 or 2; 2 needs an even SPX_NX\n"),
-    /* chunk 1: bytes 3946..7946 */
-    (" *                        and buffers aligned to 2 * sizeof(T) (device allocations are), so that\n"
+    " *                        (mmtb and overlap windows), plane z at slot z mod cap        (0)\n"),
+    /* chunk 1: bytes 3915..7834 */
+    (" *   SPX_STENCIL_XV       x cells per thread of spx_stencil_step: 1 or 2; 2 needs an even SPX_NX\n"
+    " *                        and buffers aligned to 2 * sizeof(T) (device allocations are), so that\n"
     " *                        every pair is                                              (1)\n"
     " *   SPX_CC, SPX_CXM, SPX_CXP, SPX_CYM, SPX_CYP, SPX_CZM, SPX_CZP\n"
     " *                        coefficients, as exact hexadecimal literals (%a)          (0.4, 0.1 x 6)\n"
@@ -2711,11 +2712,11 @@ static const char *const spx__template_stencil[] = {
     "\n"
     "/* One step on output planes [zlo, zhi); the window holds planes [wz0, wz1). */\n"
     "#if SPX_STENCIL_XV == 1\n"
-    "extern \"C\" __global__ void __launch_bounds__(SPX_BX * SPX_BY)\n"
-    "spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,\n"
-    "                 long long wz1, int zlo, int zhi, int chunk, long long zoff) {\n"),
-    /* chunk 2: bytes 7946..11921 */
-    ("  const int gx = blockIdx.x * SPX_BX + threadIdx.x, gy = blockIdx.y * SPX_BY + threadIdx.y;\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BX * SPX_BY)\n"),
+    /* chunk 2: bytes 7834..11820 */
+    ("spx_stencil_step(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,\n"
+    "                 long long wz1, int zlo, int zhi, int chunk, long long zoff) {\n"
+    "  const int gx = blockIdx.x * SPX_BX + threadIdx.x, gy = blockIdx.y * SPX_BY + threadIdx.y;\n"
     "  const int z0 = zlo + (int)blockIdx.z * chunk;\n"
     "  const int z1 = min(z0 + chunk, zhi);\n"
     "  (void)wz0; (void)wz1; /* the window checks are the caller's here; zoff places the planes */\n"
@@ -2774,34 +2775,29 @@ static const char *const spx__template_stencil[] = {
     "    spx_pair_t r;\n"
     "    r.x = edge0 ? centre.x : u0;\n"
     "    r.y = edge1 ? centre.y : u1;\n"
-    "    *(spx_pair_t *)q = r;\n"
-    "    below = centre;\n"
+    "    *(spx_pair_t *)q = r;\n"),
+    /* chunk 3: bytes 11820..15803 */
+    ("    below = centre;\n"
     "    centre = above;\n"
     "  }\n"
     "}\n"
     "#endif\n"
     "\n"
     "/* Input plane z of a column (at p), or 0 outside the domain and the window (values no written cell\n"
-    " * uses). */\n"),
-    /* chunk 3: bytes 11921..15908 */
-    ("__device__ __forceinline__ spx_value_t spx_tb_load(const spx_value_t *p, bool in_domain, long long wz0, long long wz1,\n"
+    " * uses). */\n"
+    "__device__ __forceinline__ spx_value_t spx_tb_load(const spx_value_t *p, bool in_domain, long long wz0, long long wz1,\n"
     "                                                   int z) {\n"
     "  return in_domain && z >= 0 && z < SPX_NZ && z >= wz0 && z < wz1 ? __ldg(p) : (spx_value_t)0;\n"
     "}\n"
     "\n"
-    "/* SPX_DEPTH steps on output planes [zlo, zhi) through shared memory. */\n"
-    "extern \"C\" __global__ void __launch_bounds__(SPX_BX * SPX_BY)\n"
-    "spx_stencil_tb(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,\n"
-    "               long long wz1, int zlo, int zhi, int chunk, long long zoff) {\n"
-    "  /* One centre plane per level; a level's plane is rewritten only after a barrier of another\n"
-    "   * level (DEPTH >= 2) or the trailing barrier (DEPTH == 1), so one buffer per level suffices. */\n"
-    "  __shared__ spx_value_t sm[SPX_DEPTH][SPX_BY][SPX_BX];\n"
+    "/* SPX_DEPTH steps of one item: output planes [zs, ze) of column tile (bx, by). */\n"
+    "__device__ __forceinline__ void spx_tb_item(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out,\n"
+    "                                            long long wz0, long long wz1, long long zoff, int bx, int by, int zs,\n"
+    "                                            int ze,\n"
+    "                                            spx_value_t (*sm)[SPX_BY][SPX_BX]) {\n"
     "  const int D = SPX_DEPTH;\n"
     "  const int tx = threadIdx.x, ty = threadIdx.y;\n"
-    "  const int gx = blockIdx.x * (SPX_BX - 2 * D) + tx - D, gy = blockIdx.y * (SPX_BY - 2 * D) + ty - D;\n"
-    "  const int zs = zlo + (int)blockIdx.z * chunk;\n"
-    "  const int ze = min(zs + chunk, zhi);\n"
-    "  if (zs >= ze) return; /* uniform over the block: no barrier is skipped by part of it */\n"
+    "  const int gx = bx * (SPX_BX - 2 * D) + tx - D, gy = by * (SPX_BY - 2 * D) + ty - D;\n"
     "  const bool in_domain = gx >= 0 && gx < SPX_NX && gy >= 0 && gy < SPX_NY;\n"
     "  const bool edge = gx <= 0 || gx >= SPX_NX - 1 || gy <= 0 || gy >= SPX_NY - 1;\n"
     "  const bool inner = tx >= 1 && tx <= SPX_BX - 2 && ty >= 1 && ty <= SPX_BY - 2;\n"
@@ -2855,13 +2851,13 @@ static const char *const spx__template_stencil[] = {
     "      q[0][0] = q[0][1];\n"
     "      q[0][1] = q[0][2];\n"
     "      q[0][2] = v;\n"
-    "#pragma unroll\n"),
-    /* chunk 4: bytes 15908..16774 */
-    ("      for (int l = 1; l <= D; l++) {\n"
+    "#pragma unroll\n"
+    "      for (int l = 1; l <= D; l++) {\n"
     "        const int zc = zin - l;\n"
     "        const spx_value_t c = q[l - 1][1];\n"
-    "        spx_value_t r = c;\n"
-    "        sm[l - 1][ty][tx] = c;\n"
+    "        spx_value_t r = c;\n"),
+    /* chunk 4: bytes 15803..18813 */
+    ("        sm[l - 1][ty][tx] = c;\n"
     "        __syncthreads();\n"
     "        if (inner && !edge && zc >= 1 && zc <= SPX_NZ - 2)\n"
     "          r = spx_update(c, sm[l - 1][ty][tx - 1], sm[l - 1][ty][tx + 1], sm[l - 1][ty - 1][tx],\n"
@@ -2883,6 +2879,42 @@ static const char *const spx__template_stencil[] = {
     "    if (ws == SPX_RING) { ws = 0; wp -= SPX_RING * SPX_PLANE; }\n"
     "#endif\n"
     "  }\n"
+    "}\n"
+    "\n"
+    "/* SPX_DEPTH steps on output planes [zlo, zhi) through shared memory.\n"
+    " * WORK  items: the TX x TY column tiles times z-chunks of `chunk` output planes, chunk-major (item\n"
+    " *       i: tile i % (TX TY), chunk i / (TX TY)), one block each, in waves of `slots` blocks (those\n"
+    " *       the GPU runs at once). The M < slots items of the last wave are cut in z into S pieces\n"
+    " *       each, one block a piece, instead of M blocks running whole items alone at the end (640^3\n"
+    " *       has 529 tiles a chunk and an H100 264 resident blocks: each launch ended with one or two).\n"
+    " *       A piece has at least SPX_TB_MINP planes, as each costs 2 DEPTH planes of start-up. The\n"
+    " *       grid is 1-D: the full waves' blocks, then the pieces (the host counts them the same way). */\n"
+    "#define SPX_TB_TX ((SPX_NX + SPX_BX - 2 * SPX_DEPTH - 1) / (SPX_BX - 2 * SPX_DEPTH))\n"
+    "#define SPX_TB_TY ((SPX_NY + SPX_BY - 2 * SPX_DEPTH - 1) / (SPX_BY - 2 * SPX_DEPTH))\n"
+    "#define SPX_TB_MINP (4 * SPX_DEPTH)\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BX * SPX_BY)\n"
+    "spx_stencil_tb(const spx_value_t *__restrict__ in, spx_value_t *__restrict__ out, long long wz0,\n"
+    "               long long wz1, int zlo, int zhi, int chunk, long long zoff, int slots) {\n"
+    "  /* One centre plane per level; a level's plane is rewritten only after a barrier of another\n"
+    "   * level (DEPTH >= 2) or the trailing barrier (DEPTH == 1), so one buffer per level suffices. */\n"
+    "  __shared__ spx_value_t sm[SPX_DEPTH][SPX_BY][SPX_BX];\n"
+    "  const int NT = SPX_TB_TX * SPX_TB_TY;\n"
+    "  const int items = NT * ((zhi - zlo + chunk - 1) / chunk), full = items / slots * slots; /* host: < 2^31 */\n"
+    "  int it = (int)blockIdx.x, zs, ze;\n"
+    "  if (it < full) {\n"
+    "    zs = zlo + it / NT * chunk;\n"
+    "    ze = min(zs + chunk, zhi);\n"
+    "  } else { /* piece `part` of item `it` */\n"
+    "    const int M = items - full, S = max(1, min(slots / M, chunk / SPX_TB_MINP)), part = (it - full) % S;\n"
+    "    int len;\n"
+    "    it = full + (it - full) / S;\n"
+    "    zs = zlo + it / NT * chunk;\n"
+    "    len = min(zs + chunk, zhi) - zs;\n"
+    "    ze = zs + (int)((long long)len * (part + 1) / S);\n"
+    "    zs += (int)((long long)len * part / S);\n"
+    "  }\n"
+    "  if (zs >= ze) return; /* uniform over the block: no barrier is skipped by part of it */\n"
+    "  spx_tb_item(in, out, wz0, wz1, zoff, it % NT % SPX_TB_TX, it % NT / SPX_TB_TX, zs, ze, sm);\n"
     "}\n"),
 };
 
@@ -2969,7 +3001,7 @@ static const spx__template spx__templates[] = {
     {"sdia", spx__template_sdia, 2, 4925, UINT64_C(0x6790173e671b8355)},
     {"sell", spx__template_sell, 2, 5273, UINT64_C(0xb0129532ed42fb9b)},
     {"ss", spx__template_ss, 3, 9444, UINT64_C(0x80d83f35f813eb11)},
-    {"stencil", spx__template_stencil, 5, 16774, UINT64_C(0x230982ba7f6b3096)},
+    {"stencil", spx__template_stencil, 5, 18813, UINT64_C(0x66bb1187f5ca7344)},
     {"vector", spx__template_vector, 1, 2775, UINT64_C(0xbbe39d63b15f15b0)},
 };
 #define SPX__TEMPLATE_COUNT 16
