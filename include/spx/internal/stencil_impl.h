@@ -1123,11 +1123,10 @@ static spx_status spx__sx_gpu_setup(spx__sx *x, const spx__stencil_kernels *k) {
   x->main_block[0] = (unsigned)k->bx[0]; x->main_block[1] = (unsigned)k->by[0];
   x->one_block[0] = (unsigned)k->bx[1]; x->one_block[1] = (unsigned)k->by[1];
   x->main_xv = k->xv[0]; x->one_xv = k->xv[1];
-  if (x->pl->shared) { /* spx_stencil_tb's grid: the blocks that run at once */
+  if (x->pl->shared) { /* spx_stencil_tb's grid: the blocks that run at once, unless SPX_STENCIL_SLOTS says */
     int per = 0;
     SPX__CU_TRY(x->cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per, x->fn_main, k->bx[0] * k->by[0], 0));
-    x->main_slots = (int64_t)SPX__MAX(1, per) * SPX__MAX(1, x->sm_count);
-    if (x->slots_env > 0) x->main_slots = x->slots_env;
+    if (!x->main_slots) x->main_slots = (int64_t)SPX__MAX(1, per) * SPX__MAX(1, x->sm_count);
   }
   return SPX_OK;
 }
@@ -1153,6 +1152,20 @@ static spx_status spx__sx_trace(const spx__sx *x, const char *path) {
   return SPX_OK;
 }
 
+/* A measurement knob: *out = the positive count in environment variable `name`, unchanged when
+ * it is unset or empty; anything else is a clear error. */
+static spx_status spx__stencil_env_count(const char *name, const char *what, int64_t *out) {
+  const char *e = getenv(name);
+  char *end;
+  long long v;
+  if (!e || !*e) return SPX_OK;
+  v = strtoll(e, &end, 10);
+  if (*end || v < 1 || v > INT32_MAX)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s=%.20s: use %s >= 1, or unset it", name, e, what);
+  *out = v;
+  return SPX_OK;
+}
+
 spx_status spx_stencil_run(spx_context *ctx, const spx_stencil *p, void *grid, int64_t steps,
                            const spx_stencil_options *opt, spx_stencil_report *rep) {
   spx_device_info dev;
@@ -1161,7 +1174,7 @@ spx_status spx_stencil_run(spx_context *ctx, const spx_stencil *p, void *grid, i
   spx__sx x;
   spx_status s;
   double t0;
-  const char *trace, *chunk_env;
+  const char *trace;
   int final = 0, i, pushed = 0;
   if (rep) memset(rep, 0, sizeof *rep);
   if ((s = spx__stencil_check(p, "spx_stencil_run"))) return s;
@@ -1187,27 +1200,10 @@ spx_status spx_stencil_run(spx_context *ctx, const spx_stencil *p, void *grid, i
   x.pb = p->nx * p->ny * (int64_t)SPX_DTYPE_SIZE(p->dtype);
   x.g[0] = (char *)grid;
   x.timing = rep != NULL;
-  if ((chunk_env = getenv("SPX_STENCIL_CHUNK")) && *chunk_env) {
-    char *end;
-    long long v = strtoll(chunk_env, &end, 10);
-    if (*end || v < 1 || v > INT32_MAX)
-      return spx__fail(SPX_INVALID_ARGUMENT, "SPX_STENCIL_CHUNK=%.20s: use a plane count >= 1, or unset it", chunk_env);
-    x.min_chunk = v;
-  }
-  if ((chunk_env = getenv("SPX_STENCIL_CHUNK_MAX")) && *chunk_env) {
-    char *end;
-    long long v = strtoll(chunk_env, &end, 10);
-    if (*end || v < 1 || v > INT32_MAX)
-      return spx__fail(SPX_INVALID_ARGUMENT, "SPX_STENCIL_CHUNK_MAX=%.20s: use a plane count >= 1, or unset it", chunk_env);
-    x.max_chunk = v;
-  }
-  if ((chunk_env = getenv("SPX_STENCIL_SLOTS")) && *chunk_env) {
-    char *end;
-    long long v = strtoll(chunk_env, &end, 10);
-    if (*end || v < 1 || v > INT32_MAX)
-      return spx__fail(SPX_INVALID_ARGUMENT, "SPX_STENCIL_SLOTS=%.20s: use a block count >= 1, or unset it", chunk_env);
-    x.slots_env = v;
-  }
+  if ((s = spx__stencil_env_count("SPX_STENCIL_CHUNK", "a plane count", &x.min_chunk)) ||
+      (s = spx__stencil_env_count("SPX_STENCIL_CHUNK_MAX", "a plane count", &x.max_chunk)) ||
+      (s = spx__stencil_env_count("SPX_STENCIL_SLOTS", "a block count", &x.main_slots)))
+    return s;
   x.sm_count = dev.sm_count;
   if (x.gpu) { /* the kernels first: a compile error costs no allocation */
     void *fn;
