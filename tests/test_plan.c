@@ -655,7 +655,7 @@ static void test_device_file(void **state) {
     const char *p = spx_plan_device_path("NVIDIA H100 80GB");
     if (spx_jit_cache_dir()) {
       assert_non_null(p);
-      assert_non_null(strstr(p, "/tuner/v9/NVIDIA_H100_80GB.json"));
+      assert_non_null(strstr(p, "/tuner/v10/NVIDIA_H100_80GB.json"));
     }
   }
 }

@@ -162,6 +162,20 @@ spx_status spx_dmatrix_create(spx_context *ctx, const spx_fmt *m, const spx_dmat
   return spx__dmatrix_build(ctx, m, opt, NULL, out);
 }
 
+/* SPX_PLAN_TRACE set to anything but "" or 0: the selection's stages and the device converters'
+ * steps print their wall times on stderr. */
+static int spx__plan_tracing(void) {
+  const char *e = getenv("SPX_PLAN_TRACE");
+  return e && *e && *e != '0';
+}
+
+/* One converter step's wall time under the trace (*t: the previous mark, moved on). */
+static void spx__conv_mark(int tr, const char *conv, const char *step, double *t) {
+  const double now = spx__now();
+  if (tr) fprintf(stderr, "spx conv: %-6s %-12s %8.3f ms\n", conv, step, 1e3 * (now - *t));
+  *t = now;
+}
+
 /* ---- CSR -> SELL / SELL16 on the device (templates/convert.cu) -----------------------------------
  * The host converter's result, array for array, at device bandwidth: the CSR goes up once (as it
  * would for cuSPARSE), widths and the SELL16 bases come from kernels, the host scans the widths
@@ -218,12 +232,24 @@ typedef struct spx__dcsr {
   int64_t nrows, ncols, nnz;
   spx_dtype dtype;
   spx_devptr rp, rp32, ci, va; /* rp32 0 when nnz > INT32_MAX; va 0 until spx__dcsr_values */
-  int has_values;               /* va allocated and uploaded: only a build that uses the staged arrays needs them */
+  int has_values;               /* va allocated and uploaded (or going up: va_up), for a build that uses the staged arrays */
+  spx__h2d_async *va_up;        /* the values' upload while a converter reads the pattern: spx__dcsr_values_wait */
   double stage_s[4];            /* staging's parts (alloc, upload, rows kernel + download, histogram), for traces */
 } spx__dcsr;
 
+/* The values are on the device once this returns SPX_OK (their pooled upload, if any, joined). */
+static spx_status spx__dcsr_values_wait(spx__dcsr *d) {
+  spx__h2d_async *a = d->va_up;
+  d->va_up = NULL;
+  return spx__h2d_end(a);
+}
+
 static void spx__dcsr_free(spx__dcsr *d) {
   if (!d || !d->ctx) return;
+  if (d->va_up) { /* workers may still write into va */
+    (void)spx__dcsr_values_wait(d);
+    spx_clear_error();
+  }
   spx_device_free(d->ctx, d->rp); spx_device_free(d->ctx, d->rp32);
   spx_device_free(d->ctx, d->ci); spx_device_free(d->ctx, d->va);
   memset(d, 0, sizeof *d);
@@ -232,15 +258,23 @@ static void spx__dcsr_free(spx__dcsr *d) {
 /* The values, allocated and uploaded when a build takes the staged arrays (a format converted on
  * the host does not: the pattern alone is what its profile cost, and the selection allocates no
  * value array it may not use). */
-static spx_status spx__dcsr_values(spx__dcsr *d, const spx_csr *a) {
+static spx_status spx__dcsr_values_begin(spx__dcsr *d, const spx_csr *a) {
   const size_t vb = SPX_DTYPE_SIZE(a->dtype);
   spx_status s;
   if (d->has_values) return SPX_OK;
   if (a->nnz != d->nnz || a->dtype != d->dtype) return spx__fail(SPX_INTERNAL, "staged CSR and matrix differ");
   if (!d->va && (s = spx_device_alloc(d->ctx, (size_t)a->nnz * vb + vb, &d->va))) return s;
-  if ((s = spx_device_upload(d->ctx, d->va, a->val.p, (size_t)a->nnz * vb))) return s;
+  if ((s = spx__h2d_upload_async(d->ctx, d->va, a->val.p, (size_t)a->nnz * vb, &d->va_up))) return s;
   d->has_values = 1;
   return SPX_OK;
+}
+
+/* The values uploaded, done on return. spx__dcsr_values_begin instead lets them go up while the
+ * caller works on the pattern (a device converter: its counts, scans and sort need no values),
+ * and spx__dcsr_values_wait comes before the first kernel that reads them. */
+static spx_status spx__dcsr_values(spx__dcsr *d, const spx_csr *a) {
+  spx_status s = spx__dcsr_values_begin(d, a);
+  return s ? s : spx__dcsr_values_wait(d);
 }
 
 /* Uploads a's pattern (sizes and row_ptr[0], row_ptr[n] already checked) and profiles its rows: r[9] as
@@ -331,21 +365,27 @@ fail:
 typedef struct spx__conv_in {
   spx_devptr rp, ci, va; /* 64-bit row_ptr, col_idx, values */
   int owned;             /* uploaded here: freed by spx__conv_in_free */
+  spx__dcsr *staged;     /* the staged arrays, whose values may still be going up */
 } spx__conv_in;
+
+/* Before the first kernel that reads in->va: the staged values' upload done. */
+static spx_status spx__conv_in_values(spx__conv_in *in) {
+  return in->staged ? spx__dcsr_values_wait(in->staged) : SPX_OK;
+}
 
 static void spx__conv_in_free(spx_context *ctx, spx__conv_in *in) {
   if (in->owned) { spx_device_free(ctx, in->rp); spx_device_free(ctx, in->ci); spx_device_free(ctx, in->va); }
   memset(in, 0, sizeof *in);
 }
 
-static spx_status spx__conv_in_get(spx_context *ctx, const spx_csr *a, const spx__dcsr *staged, spx__conv_in *in) {
+static spx_status spx__conv_in_get(spx_context *ctx, const spx_csr *a, spx__dcsr *staged, spx__conv_in *in) {
   const size_t vb = SPX_DTYPE_SIZE(a->dtype);
   spx_status s;
   memset(in, 0, sizeof *in);
   if (staged) {
     if (!staged->has_values || staged->nrows != a->nrows || staged->nnz != a->nnz || staged->dtype != a->dtype)
       return spx__fail(SPX_INTERNAL, "device conversion: the staged CSR has no values or is another matrix's");
-    in->rp = staged->rp; in->ci = staged->ci; in->va = staged->va;
+    in->rp = staged->rp; in->ci = staged->ci; in->va = staged->va; in->staged = staged;
     return SPX_OK;
   }
   in->owned = 1;
@@ -398,7 +438,7 @@ static spx_status spx__dmatrix_adopt(spx_context *ctx, const spx_fmt *m, const s
 /* staged (may be NULL): a's arrays already on the device (spx__dcsr_stage), used instead of an upload. */
 static spx_status spx__dmatrix_sell_device(spx_context *ctx, const spx_csr *a, spx_format f,
                                            const spx_format_params *prm, const spx_dmatrix_options *opt,
-                                           const spx__dcsr *staged, spx_dmatrix **out) {
+                                           spx__dcsr *staged, spx_dmatrix **out) {
   const int is16 = f == SPX_FORMAT_SELL16;
   const size_t vb = SPX_DTYPE_SIZE(a->dtype);
   const char *defs[1] = {a->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double"};
@@ -410,6 +450,9 @@ static spx_status spx__dmatrix_sell_device(spx_context *ctx, const spx_csr *a, s
   spx__conv_in in;
   spx_devptr rp, ci, va, dw = 0, perm = 0, sp = 0, cb = 0, col = 0, val = 0, bad = 0;
   int32_t *w = NULL, *w2 = NULL, *hsp = NULL;
+  const int tr = spx__plan_tracing();
+  const char *cn = is16 ? "sell16" : "sell";
+  double tm = spx__now();
   spx_status s;
   *out = NULL;
   if (c64 == SPX_AUTO) c64 = 32;
@@ -428,6 +471,7 @@ static spx_status spx__dmatrix_sell_device(spx_context *ctx, const spx_csr *a, s
   if (!(w = (int32_t *)spx__alloc((size_t)nsl + 1, sizeof *w)) || !(w2 = (int32_t *)spx__alloc((size_t)nsl + 1, sizeof *w2)) ||
       !(hsp = (int32_t *)spx__alloc((size_t)nsl + 1, sizeof *hsp)))
     goto done;
+  spx__conv_mark(tr, cn, "kernels", &tm);
   if ((s = spx__conv_in_get(ctx, a, staged, &in))) goto done;
   rp = in.rp; ci = in.ci; va = in.va;
   if ((s = spx_device_alloc(ctx, (size_t)nsl * 4 + 4, &dw))) goto done;
@@ -450,6 +494,7 @@ static spx_status spx__dmatrix_sell_device(spx_context *ctx, const spx_csr *a, s
   } else if ((s = spx__conv_widths(&v, n, c, nsl, rp, 0, dw, w))) {
     goto done;
   }
+  spx__conv_mark(tr, cn, "widths", &tm);
   slots = spx__conv_slots(w, nsl, c);
   if (slots > INT32_MAX) {
     s = spx__fail(SPX_RANGE, "%s: %lld slots exceed the 32-bit offsets", is16 ? "sell16" : "sell", (long long)slots);
@@ -472,12 +517,16 @@ static spx_status spx__dmatrix_sell_device(spx_context *ctx, const spx_csr *a, s
       goto done;
     }
   }
+  spx__conv_mark(tr, cn, "scan, base", &tm);
   if ((s = spx_device_alloc(ctx, (size_t)slots * (is16 ? 2 : 4) + 4, &col)) ||
       (s = spx_device_alloc(ctx, (size_t)slots * vb + vb, &val)))
     goto done;
+  spx__conv_mark(tr, cn, "alloc", &tm);
   {
     spx_devptr c32 = is16 ? 0 : col, c16 = is16 ? col : 0;
     void *pr[13] = {&n, &ncols, &c, &nsl, &rp, &ci, &va, &perm, &sp, &cb, &c32, &c16, &val};
+    if ((s = spx__conv_in_values(&in))) goto done;
+    spx__conv_mark(tr, cn, "values wait", &tm);
     if ((s = spx__conv_launch(&v, 3, names[3], nsl * c, 256, pr))) goto done;
   }
   { /* the dmatrix: a shell with the scalars (and the host widths the kernel spec reads) adopts the arrays */
@@ -501,6 +550,7 @@ static spx_status spx__dmatrix_sell_device(spx_context *ctx, const spx_csr *a, s
     }
     if ((s = spx__dmatrix_adopt(ctx, &m, opt, given, ng, out))) goto done;
     perm = sp = cb = col = val = 0;
+    spx__conv_mark(tr, cn, "fill, spmv", &tm);
   }
 done:
   spx__conv_in_free(ctx, &in);
@@ -515,7 +565,7 @@ done:
  * The host converter's arrays: the counts come down (nslices ints: the fill limit, the scan and the
  * kernel spec's widest slice all read them on the host), slice_ptr goes up, a second pass writes. */
 static spx_status spx__dmatrix_sdia_device(spx_context *ctx, const spx_csr *a, const spx_format_params *prm,
-                                           const spx_dmatrix_options *opt, const spx__dcsr *staged, spx_dmatrix **out) {
+                                           const spx_dmatrix_options *opt, spx__dcsr *staged, spx_dmatrix **out) {
   const size_t vb = SPX_DTYPE_SIZE(a->dtype);
   char rpl[32];
   const char *defs[2] = {a->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double", rpl};
@@ -572,7 +622,8 @@ static spx_status spx__dmatrix_sdia_device(spx_context *ctx, const spx_csr *a, c
     goto done;
   {
     void *pr[10] = {&n, &c, &g, &nsl, &in.rp, &in.ci, &in.va, &dsp, &doff, &dval};
-    if ((s = spx__launch256(ctx, ffill, spx__conv_blocks(nsl, g), pr, "spx_sdia_fill"))) goto done;
+    if ((s = spx__conv_in_values(&in)) || (s = spx__launch256(ctx, ffill, spx__conv_blocks(nsl, g), pr, "spx_sdia_fill")))
+      goto done;
   }
   {
     spx_fmt m;
@@ -600,7 +651,7 @@ done:
  * the chosen size's counts go into row_ptr, a device scan makes them pointers (only the total comes
  * down: nbrows can be millions), and a second pass writes block columns and values. */
 static spx_status spx__dmatrix_bsr_device(spx_context *ctx, const spx_csr *a, const spx_format_params *prm,
-                                          const spx_dmatrix_options *opt, const spx__dcsr *staged, spx_dmatrix **out) {
+                                          const spx_dmatrix_options *opt, spx__dcsr *staged, spx_dmatrix **out) {
   static const char *const names[5] = {"spx_bsr_count", "spx_bsr_fill", "spx_scan_sums", "spx_scan_tiles", "spx_scan_apply"};
   const size_t vb = SPX_DTYPE_SIZE(a->dtype);
   const char *defs[1] = {a->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double"};
@@ -667,7 +718,7 @@ static spx_status spx__dmatrix_bsr_device(spx_context *ctx, const spx_csr *a, co
     goto done;
   {
     void *pr[12] = {&n, &ncols, &r, &c, &g, &nbr, &in.rp, &in.ci, &in.va, &drp, &dcol, &dval};
-    if ((s = spx__launch256(ctx, fn[1], spx__conv_blocks(nbr, g), pr, names[1]))) goto done;
+    if ((s = spx__conv_in_values(&in)) || (s = spx__launch256(ctx, fn[1], spx__conv_blocks(nbr, g), pr, names[1]))) goto done;
   }
   {
     spx_fmt m;
@@ -700,7 +751,7 @@ static int spx__device_converts(int f) {
 /* a converted to f on the device (from `staged` when non-NULL); *out NULL with SPX_OK: the host's job. */
 static spx_status spx__dmatrix_convert_device(spx_context *ctx, const spx_csr *a, spx_format f,
                                               const spx_format_params *prm, const spx_dmatrix_options *opt,
-                                              const spx__dcsr *staged, spx_dmatrix **out) {
+                                              spx__dcsr *staged, spx_dmatrix **out) {
   *out = NULL;
   if (!spx__device_converts((int)f)) return SPX_OK;
   if (f == SPX_FORMAT_SDIA) return spx__dmatrix_sdia_device(ctx, a, prm, opt, staged, out);

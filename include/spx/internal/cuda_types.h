@@ -198,6 +198,8 @@ enum {
   _(1, spx__CUresult, cuMemcpyDtoDAsync,                 cuMemcpyDtoDAsync_v2,              (spx__CUdeviceptr dst, spx__CUdeviceptr src, size_t bytes, spx__CUstream s)) \
   _(1, spx__CUresult, cuMemHostAlloc,                    cuMemHostAlloc,                    (void **p, size_t bytes, unsigned int flags)) \
   _(1, spx__CUresult, cuMemFreeHost,                     cuMemFreeHost,                     (void *p)) \
+  _(0, spx__CUresult, cuMemHostRegister,                 cuMemHostRegister_v2,              (void *p, size_t bytes, unsigned int flags)) \
+  _(0, spx__CUresult, cuMemHostUnregister,               cuMemHostUnregister,               (void *p)) \
   _(1, spx__CUresult, cuMemsetD8,                        cuMemsetD8_v2,                     (spx__CUdeviceptr p, unsigned char v, size_t n)) \
   _(1, spx__CUresult, cuMemsetD32,                       cuMemsetD32_v2,                    (spx__CUdeviceptr p, unsigned int v, size_t n)) \
   _(1, spx__CUresult, cuMemsetD32Async,                  cuMemsetD32Async,                  (spx__CUdeviceptr p, unsigned int v, size_t n, spx__CUstream s)) \
@@ -336,5 +338,7 @@ void spx__ctx_pop(const spx_context *ctx);
 void spx__loader_reset(void);
 /* How many times the host-fallback notice was issued in this process (it should be once). */
 int spx__loader_notice_count(void);
+/* Tests only: how many spx_device_upload calls went through the pinned pool (device_impl.h). */
+long long spx__h2d_count(void);
 
 #endif /* SPX_INTERNAL_CUDA_TYPES_H */

@@ -3,6 +3,10 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 #include "common.h"
 #include "../plan.h"
 #include "../cuda.h"
@@ -306,7 +310,14 @@ static spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__p
       int64_t nstamp = SPX__MIN(a->ncols, (int64_t)1 << 20) + 1;
       int failed = 0;
 #if defined(_OPENMP)
-#pragma omp parallel reduction(+ : rows) reduction(| : failed) if (!beside_upload && nw >= 16)
+      /* beside the upload, the CPUs its pooled copies leave (spx__h2d_workers): the upload runs at
+       * 30 GB/s since the pool, so one thread here (4-7 ms on 20M nonzeros) came to outlast it */
+      int nt = omp_get_max_threads();
+      if (beside_upload) {
+        long spare = sysconf(_SC_NPROCESSORS_ONLN) - spx__h2d_workers() - 1;
+        nt = (int)SPX__MAX(1, SPX__MIN((long)nt, SPX__MIN(spare, 8)));
+      }
+#pragma omp parallel reduction(+ : rows) reduction(| : failed) num_threads(nt) if (nt > 1 && nw >= 16)
 #endif
       {
         spx__pprof loc;
@@ -368,11 +379,6 @@ static int spx__plan_tpr(const spx_csr *a) {
   return t;
 }
 
-/* SPX_PLAN_TRACE set to anything but "" or 0: the selection's stages print their wall times on stderr. */
-static int spx__plan_tracing(void) {
-  const char *e = getenv("SPX_PLAN_TRACE");
-  return e && *e && *e != '0';
-}
 
 /* full 0: row lengths only (what a forced cuSPARSE candidate needs). given (may be NULL): the
  * row-length part already measured on the device (row_max, hist, ss_runs, sorted_kept, idle_row,
@@ -788,12 +794,13 @@ const char *spx_plan_device_path(const char *device_name) {
   for (c = device_name; *c && i + 1 < sizeof name; c++)
     name[i++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ? *c : '_';
   name[i] = 0;
-  /* v8: random-gather costs (gather_NAME, gather_cusparse, gather_default); v7: SDIA and BSR convert on the device (their rates are spx_dmatrix_convert's, upload
+  /* v10: uploads through the pinned pool (h2d_gbs 4-5x the pageable path's, and every rate with an
+   * upload in it); v9: staged_convert_NAME; v8: random-gather costs (gather_NAME, gather_cusparse, gather_default); v7: SDIA and BSR convert on the device (their rates are spx_dmatrix_convert's, upload
    * included); v6: host BSR and SDIA conversion 2-10x faster (their rates measured again); v5:
    * SDIA and the cache-streaming loads (every factor measured again); v4: block formats also
    * calibrated on an elasticity matrix (v3: SELL and SELL16 conversion rates the device
    * converter's; v2: the host's; v1 files read the L2). */
-  if (snprintf(path, sizeof path, "%s/tuner/v9/%s.json", root, name) >= (int)sizeof path) return NULL;
+  if (snprintf(path, sizeof path, "%s/tuner/v10/%s.json", root, name) >= (int)sizeof path) return NULL;
   return path;
 }
 
@@ -1073,7 +1080,13 @@ static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
   spx_status s;
   if (p->built) return SPX_OK;
   if (spx__plan_staged(p)) {
-    if ((s = spx__dcsr_values(&p->dc, a))) return s; /* first: it allocates va */
+    /* first: it allocates va. A conversion reads the pattern while the values go up (it waits for
+     * them before its fill); the wraps need them at once. */
+    const int wraps = p->engine == SPX_PLAN_ENGINE_CUSPARSE || (p->format == SPX_FORMAT_CSR && p->csr_staged);
+    const int tr = spx__plan_tracing();
+    double tm = spx__now();
+    if ((s = wraps ? spx__dcsr_values(&p->dc, a) : spx__dcsr_values_begin(&p->dc, a))) return s;
+    spx__conv_mark(tr, "plan", wraps ? "values" : "values start", &tm);
     if (p->engine == SPX_PLAN_ENGINE_CUSPARSE) {
       /* the staged arrays, wrapped (cuSPARSE does not copy them): they live as long as the plan */
       spx_cusparse_device_csr w;
@@ -1081,6 +1094,7 @@ static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
       w.nrows = p->dc.nrows; w.ncols = p->dc.ncols; w.nnz = p->dc.nnz; w.dtype = p->dc.dtype;
       w.row_ptr = p->dc.rp32; w.col_idx = p->dc.ci; w.val = p->dc.va;
       if ((s = spx_cusparse_plan_create_device_csr(p->ctx, &w, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
+      spx__conv_mark(tr, "plan", "cusparse", &tm);
       p->built = 1;
       return SPX_OK;
     }
@@ -1096,7 +1110,9 @@ static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
     }
     /* converted from the staged arrays: no second upload (BSR with the profile's block size) */
     s = spx__dmatrix_convert_device(p->ctx, a, p->format, &p->params, NULL, &p->dc, &p->dm);
+    spx__conv_mark(tr, "plan", "convert", &tm);
     spx__plan_drop_dc(p);
+    spx__conv_mark(tr, "plan", "free staged", &tm);
     if (s) return s;
     if (p->dm) { p->built = 1; return SPX_OK; }
   }
@@ -1547,8 +1563,8 @@ static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, spx__pprof *row
   spx_status s;
   *done = 0;
   memset(rows, 0, sizeof *rows);
-  /* The sampled column counts read only the host arrays: on a thread of their own while this one
-   * uploads (the upload takes 10-30 ms on these sizes; the sample about 1 ms). */
+  /* The sampled column counts read only the host arrays: on a thread of their own (and the CPUs the
+   * upload's pool leaves) while this one uploads (3-8 ms on these sizes since the pool). */
   memset(&job, 0, sizeof job);
   job.a = a;
   job.p = rows;
