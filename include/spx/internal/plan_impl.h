@@ -81,6 +81,7 @@ typedef struct spx__pprof {
   int64_t sdia_slots;     /* ... times each slice's real rows */
   int sdia_capped;        /* some slice has over SPX__SDIA_COUNT_MAX offsets (counts are lower bounds) */
   int sampled;            /* the column counts above are a sample scaled up (estimates) */
+  int sample_windows;     /* of 256 rows, when sampled */
   int64_t sorted_kept;    /* rows i with len(i + 1) == len(i): still neighbours once sorted by length */
   int64_t x_sectors;      /* distinct 32-byte sectors of x each 32-row slice reads, summed ... */
   int64_t x_nnz;          /* ... over slices holding this many nonzeros (their ratio: x locality) */
@@ -121,6 +122,17 @@ static void spx__pprof_free(spx__pprof *p) { SPX_FREE(p->hist); p->hist = NULL; 
  * so ELL's K, the histogram and the idle-lane terms stay exact. */
 #define SPX__PLAN_SAMPLE_NNZ ((int64_t)1 << 20)
 #define SPX__PLAN_SAMPLE_WINDOWS 64  /* windows of 256 rows (SELL's sigma), evenly spaced */
+/* Dense rows take fewer windows (down to 16), so that a sample reads about this many nonzeros:
+ * the passes cost per nonzero, and 64 windows of bcsstk16 x69 (59 a row, ~1M nonzeros) took 4.3
+ * ms beside a 3 ms upload on the H100 host, where Poisson's 64 windows read 115K. */
+#define SPX__PLAN_SAMPLE_BUDGET ((int64_t)1 << 18)
+
+/* Windows a sample of a reads: SPX__PLAN_SAMPLE_WINDOWS, fewer for rows past 16 nonzeros. */
+static int spx__plan_sample_windows(const spx_csr *a) {
+  int64_t per = a->nrows > 0 ? 256 * ((a->nnz + a->nrows - 1) / a->nrows) : 1, w;
+  w = (SPX__PLAN_SAMPLE_BUDGET + per - 1) / SPX__MAX(per, 1);
+  return (int)SPX__MAX(16, SPX__MIN(SPX__PLAN_SAMPLE_WINDOWS, w));
+}
 
 static int spx__i64_desc(const void *x, const void *y) {
   int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
@@ -292,8 +304,9 @@ static spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__p
   int64_t nwin, w, rowmax_nnz = 0;
   nwin = (a->nrows + 255) / 256;
   p->sampled = a->nnz > SPX__PLAN_SAMPLE_NNZ && nwin > 4 * SPX__PLAN_SAMPLE_WINDOWS;
+  p->sample_windows = p->sampled ? spx__plan_sample_windows(a) : 0;
   {
-    int64_t nw = p->sampled ? SPX__PLAN_SAMPLE_WINDOWS : nwin, rows = 0;
+    int64_t nw = p->sampled ? p->sample_windows : nwin, rows = 0;
     for (w = 0; w < nw && beside_upload; w++) {
       int64_t w0 = (p->sampled ? w * nwin / nw : w) * 256;
       if (!spx__csr_rows_ok(a, w0, SPX__MIN(a->nrows, w0 + 256 + 8))) return SPX_INVALID_ARGUMENT;
@@ -924,7 +937,7 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
       continue;
     }
     if (c->bytes >= 0 && p.sampled && q->cols)
-      snprintf(c->note, sizeof c->note, "bytes estimated from %d sampled windows of 256 rows", SPX__PLAN_SAMPLE_WINDOWS);
+      snprintf(c->note, sizeof c->note, "bytes estimated from %d sampled windows of 256 rows", p.sample_windows);
     if (c->bytes < 0) { /* no predictor: convert once and ask */
       spx_fmt *m = NULL;
       s = spx_fmt_from_csr(a, (spx_format)f, NULL, &m);
