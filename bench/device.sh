@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU batch behind bench/results: run from the repository root on the device machine after
 # `gn gen out && ninja -C out`. Each part writes its files into DEST and prints a short summary.
-# Usage: bench/device.sh DEST PART...   PART: tests | select | shared | solve | solve-defer | bench | stencil-ab |
+# Usage: bench/device.sh DEST PART...   PART: tests | select | shared | solve | solve-defer | upload | bench | stencil-ab |
 #                                       memcheck | trace | fig11 | stencil-trace | stencil-2800 | tb-pf
 # select runs the large-set eval twice in one cache directory and keeps both: the first pays every
 # NVRTC compile (cold cache), the second reads the kernels from the disk cache, as a program does
@@ -42,6 +42,15 @@ for part in "$@"; do
       $spx solve $spec --tol 1e-8 $extra >> "$dest/solve-large$sfx.txt" 2>&1
     done
     grep -E "^== |^plan|spx vs" "$dest/solve-large$sfx.txt" ;;
+  upload)
+    # spx_device_upload of 256 MiB: the pinned pool (default workers, 4, 2) against the driver's
+    # pageable path (SPX_UPLOAD_THREADS=0), each in a process of its own
+    : > "$dest/upload.txt"
+    for t in "" 4 2 0; do
+      if [ -n "$t" ]; then SPX_UPLOAD_THREADS=$t $spx device --upload 256 >> "$dest/upload.txt" 2>&1
+      else $spx device --upload 256 >> "$dest/upload.txt" 2>&1; fi
+    done
+    cat "$dest/upload.txt" ;;
   bench)
     $spx bench --set large --dtype both --reps 15 --json "$dest/bench-large.json" --csv "$dest/bench-large.csv" \
       --svg "$dest/bench-large.svg" > "$dest/bench-large.txt" 2>&1

@@ -97,6 +97,26 @@ static void test_bad_use(void **state) {
   assert_int_equal(spx_cli_run_cmd("gen poisson3d --n -3 -o /tmp/x.mtx", out, sizeof out), 2);
   assert_non_null(strstr(out, "positive integer"));
   assert_int_equal(spx_cli_run_cmd("info", out, sizeof out), 2);
+  assert_int_equal(spx_cli_run_cmd("device --upload 0", out, sizeof out), 2);
+  assert_non_null(strstr(out, "positive integer"));
+  assert_int_equal(spx_cli_run_cmd("device --frob", out, sizeof out), 2);
+  assert_non_null(strstr(out, "unknown argument"));
+}
+
+/* spx device --upload: a GB/s line on a GPU, a clear refusal without one. */
+static void test_device_upload(void **state) {
+  static char out[1 << 16];
+  int rc;
+  (void)state;
+  if (!spx_cli_have_bin()) skip();
+  rc = spx_cli_run_cmd("device --upload 16", out, sizeof out);
+  if (spx_device_count() > 0) {
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "GB/s"));
+  } else {
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "needs a GPU"));
+  }
 }
 
 /* Pre-filling the JIT disk cache for another machine's GPU, here where there is none. */
@@ -201,6 +221,7 @@ int main(void) {
       cmocka_unit_test(test_info_bcsstk16),
       cmocka_unit_test(test_gen_then_info),
       cmocka_unit_test(test_bad_use),
+      cmocka_unit_test(test_device_upload),
       cmocka_unit_test(test_jit_warm_without_gpu),
       cmocka_unit_test(test_main_job_small),
       cmocka_unit_test(test_stencil_host),

@@ -15,7 +15,7 @@
   _(select,  "select FILE... [--strategy S] [--json] [--calls N] | select --eval MATRIX... [--set large] [--json-file F] [--svg F]", "the auto-tuner's plan and reason per strategy; --eval: against the measured oracle (needs a GPU)") \
   _(stencil, "stencil --n NX,NY,NZ [--steps T] [--method overlap|incore|normal|mm|mmt|mmtb] [--budget 2G] [--depth 1|2|4] [--tts N] [--slab N] [--block 32x8] [--type float|double] [--check] [--json] [--host] | stencil --sweep [--edges N,...] [--methods a,b] [--budget B] [--steps T] [--json-file F] [--csv F] [--svg F]", "3-D 7-point stencil in core or larger than GPU memory (out-of-core methods); --sweep: GStencil/s vs domain edge") \
   _(solve,   "solve FILE|gen:poisson7:N|gen:elasticity:N [--rhs FILE | --ones] [--method cg|pcg|bicgstab] [--tol T] [--maxit N] [--strategy S] [--host] [--json] [--compare-cusparse] [--defer] [--reps N]", "a Krylov solve on the tuned plan: iterations, recomputed residual, setup vs iteration time, per-iteration bandwidth bound (cuSPARSE side by side on a GPU)") \
-  _(device,  "device [--json]",                            "show the backend and the GPU spx would use") \
+  _(device,  "device [--json] [--upload MIB]",               "show the backend and the GPU spx would use; --upload: its upload GB/s") \
   _(run,     "run [--n N] [--json]",                       "the main job on a generated 3-D problem (what `spx` alone runs)") \
   _(help,    "help",                                       "this list")
 
