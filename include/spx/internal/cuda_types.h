@@ -340,5 +340,10 @@ void spx__loader_reset(void);
 int spx__loader_notice_count(void);
 /* Tests only: how many spx_device_upload calls went through the pinned pool (device_impl.h). */
 long long spx__h2d_count(void);
+/* The upload pool's users (device_impl.h): each CUDA spx_context counts on its device from
+ * creation to destruction, and the last one's destruction lets the device's pool go (its pinned
+ * buffers, streams and events), so that nothing registered outlives the contexts. */
+void spx__h2d_retain(int device);
+void spx__h2d_release(const spx_context *ctx);
 
 #endif /* SPX_INTERNAL_CUDA_TYPES_H */

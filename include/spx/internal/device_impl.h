@@ -46,7 +46,7 @@ void spx_device_free(spx_context *ctx, spx_devptr p) {
  * A copy from pageable memory runs through the driver's own staging copy on the calling thread: 6-7
  * GB/s on the H100 host (the link does 55 GB/s from pinned memory), so a 250 MB matrix took 36 ms
  * to go up, most of a plan's setup. Large uploads instead go through a pool of pinned buffers, one
- * per device for the process: T worker threads each copy their chunks (k, k + T, ...) into two
+ * per device while any spx_context on it lives (spx__h2d_release): T worker threads each copy their chunks (k, k + T, ...) into two
  * buffers of their own and queue them on their own stream, so host copies run in parallel and
  * overlap the DMA. Measured there: 8 workers with 1 MiB buffers 35-37 GB/s, 4 workers 24 GB/s.
  * The buffers are malloc'd and registered (cuMemHostRegister pins 16 MiB in about a millisecond,
@@ -64,8 +64,9 @@ typedef struct spx__h2d_pool {
 } spx__h2d_pool;
 
 static pthread_mutex_t spx__h2d_lock = PTHREAD_MUTEX_INITIALIZER;
+static int spx__h2d_users[64]; /* live CUDA spx_contexts by device: the pool lives while there are any */
 static atomic_llong spx__h2d_done; /* pooled uploads so far: tests see that the pool served */
-static spx__h2d_pool *spx__h2d_pools[64]; /* by device ordinal; kept for the process, like the JIT's modules */
+static spx__h2d_pool *spx__h2d_pools[64]; /* by device ordinal; made at the first large upload */
 
 /* Workers for pooled uploads: SPX_UPLOAD_THREADS, else half the online CPUs, at most 8 (past 8 the
  * host's memory bandwidth, not the copies' count, bounds it). < 2: none. */
@@ -84,10 +85,57 @@ static int spx__h2d_workers(void) {
   return n < 2 ? 0 : (int)n;
 }
 
+/* Lets go of what the pool made (its context current): streams, events, the registration (when
+ * `registered`), the buffers. */
+static void spx__h2d_clear(const spx__cuda_api *cu, spx__h2d_pool *pl, int registered) {
+  int i;
+  for (i = 0; i < SPX__H2D_MAXW; i++) {
+    if (pl->st[i]) (void)cu->cuStreamDestroy(pl->st[i]);
+    if (pl->ev[i][0]) (void)cu->cuEventDestroy(pl->ev[i][0]);
+    if (pl->ev[i][1]) (void)cu->cuEventDestroy(pl->ev[i][1]);
+  }
+  memset(pl->st, 0, sizeof pl->st);
+  memset(pl->ev, 0, sizeof pl->ev);
+  if (pl->mem && registered) (void)cu->cuMemHostUnregister(pl->mem);
+  free(pl->mem);
+  pl->mem = NULL;
+  pl->nw = 0;
+}
+
+void spx__h2d_retain(int device) {
+  if (device < 0 || device >= 64) return;
+  pthread_mutex_lock(&spx__h2d_lock);
+  spx__h2d_users[device]++;
+  pthread_mutex_unlock(&spx__h2d_lock);
+}
+
+/* ctx is being destroyed (its primary context still retained): the last user of the device lets
+ * its pool go. Uploads run inside calls on a live context, so none is in flight. */
+void spx__h2d_release(const spx_context *ctx) {
+  const spx__cuda_api *cu = spx__cuda();
+  spx__h2d_pool *pl = NULL;
+  if (!ctx || ctx->device < 0 || ctx->device >= 64) return;
+  pthread_mutex_lock(&spx__h2d_lock);
+  if (spx__h2d_users[ctx->device] > 0 && --spx__h2d_users[ctx->device] == 0) {
+    pl = spx__h2d_pools[ctx->device];
+    spx__h2d_pools[ctx->device] = NULL;
+  }
+  pthread_mutex_unlock(&spx__h2d_lock);
+  if (!pl) return;
+  if (cu && pl->mem && !spx__ctx_push(ctx)) {
+    spx__h2d_clear(cu, pl, 1);
+    spx__ctx_pop(ctx);
+  } else {
+    spx_clear_error();
+  }
+  pthread_mutex_destroy(&pl->busy);
+  SPX_FREE(pl);
+}
+
 /* The device's pool, made on first use (under the pool lock, with ctx current). NULL: none. */
 static spx__h2d_pool *spx__h2d_get(const spx__cuda_api *cu, const spx_context *ctx) {
   spx__h2d_pool *pl;
-  int i, nw;
+  int i, nw, reg = 0;
   if (ctx->device < 0 || ctx->device >= 64 || !cu->cuMemHostRegister || !cu->cuMemHostUnregister) return NULL;
   pthread_mutex_lock(&spx__h2d_lock);
   if ((pl = spx__h2d_pools[ctx->device]) != NULL || (nw = spx__h2d_workers()) == 0) {
@@ -99,7 +147,8 @@ static spx__h2d_pool *spx__h2d_get(const spx__cuda_api *cu, const spx_context *c
     pthread_mutex_init(&pl->busy, NULL);
     /* page-aligned for the registration (the allocator hooks cannot align; free() releases it) */
     if (posix_memalign((void **)&pl->mem, 4096, (size_t)nw * 2 * SPX__H2D_CHUNK)) pl->mem = NULL;
-    if (pl->mem && cu->cuMemHostRegister(pl->mem, (size_t)nw * 2 * SPX__H2D_CHUNK, 0) == SPX__CUDA_SUCCESS) {
+    reg = pl->mem && cu->cuMemHostRegister(pl->mem, (size_t)nw * 2 * SPX__H2D_CHUNK, 0) == SPX__CUDA_SUCCESS;
+    if (reg) {
       int ok = 1;
       for (i = 0; i < nw && ok; i++)
         ok = cu->cuStreamCreate(&pl->st[i], 1 /* non-blocking */) == SPX__CUDA_SUCCESS &&
@@ -108,16 +157,7 @@ static spx__h2d_pool *spx__h2d_get(const spx__cuda_api *cu, const spx_context *c
       if (ok) pl->nw = nw;
     }
     /* a pool that failed stays, with nw 0, so that no later call tries again; what it made is let go */
-    if (!pl->nw) {
-      for (i = 0; i < SPX__H2D_MAXW; i++) {
-        if (pl->st[i]) (void)cu->cuStreamDestroy(pl->st[i]);
-        if (pl->ev[i][0]) (void)cu->cuEventDestroy(pl->ev[i][0]);
-        if (pl->ev[i][1]) (void)cu->cuEventDestroy(pl->ev[i][1]);
-      }
-      if (pl->mem) (void)cu->cuMemHostUnregister(pl->mem);
-      free(pl->mem);
-      pl->mem = NULL;
-    }
+    if (!pl->nw) spx__h2d_clear(cu, pl, reg);
     spx__h2d_pools[ctx->device] = pl;
   }
   pthread_mutex_unlock(&spx__h2d_lock);

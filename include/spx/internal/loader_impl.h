@@ -633,6 +633,7 @@ spx_status spx_context_create(const spx_context_options *opt, spx_context **out)
                          "cuDevicePrimaryCtxRetain")))
     goto fail;
   c->cu_ctx = primary;
+  spx__h2d_retain(c->device); /* released in spx_context_destroy */
   if ((s = spx__free_mem(cu, c->cu_ctx, &c->info.free_mem))) goto fail;
   *out = c;
   return SPX_OK;
@@ -644,8 +645,10 @@ fail:
 void spx_context_destroy(spx_context *ctx) {
   const spx__cuda_api *cu;
   if (!ctx) return;
-  if (ctx->backend == SPX_BACKEND_CUDA && ctx->cu_ctx && (cu = spx__cuda()))
+  if (ctx->backend == SPX_BACKEND_CUDA && ctx->cu_ctx && (cu = spx__cuda())) {
+    spx__h2d_release(ctx); /* the device's upload pool, when this was its last context */
     cu->cuDevicePrimaryCtxRelease(ctx->cu_device);
+  }
   SPX_FREE(ctx);
 }
 
