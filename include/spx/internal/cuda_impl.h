@@ -264,7 +264,7 @@ static spx_status spx__dcsr_values_begin(spx__dcsr *d, const spx_csr *a) {
   if (d->has_values) return SPX_OK;
   if (a->nnz != d->nnz || a->dtype != d->dtype) return spx__fail(SPX_INTERNAL, "staged CSR and matrix differ");
   if (!d->va && (s = spx_device_alloc(d->ctx, (size_t)a->nnz * vb + vb, &d->va))) return s;
-  if ((s = spx__h2d_upload_async(d->ctx, d->va, a->val.p, (size_t)a->nnz * vb, &d->va_up))) return s;
+  if ((s = spx__h2d_upload(d->ctx, d->va, a->val.p, (size_t)a->nnz * vb, &d->va_up))) return s;
   d->has_values = 1;
   return SPX_OK;
 }

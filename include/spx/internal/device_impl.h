@@ -266,48 +266,36 @@ static spx_status spx__h2d_end(spx__h2d_async *a) {
   return s;
 }
 
-/* An upload that runs while the caller goes on (the plan's values while a converter reads the
- * pattern): *pending to pass to spx__h2d_end before dst is read or freed; NULL when the upload is
- * done already (it went the driver's way). */
-static spx_status spx__h2d_upload_async(spx_context *ctx, spx_devptr dst, const void *src, size_t bytes,
-                                        spx__h2d_async **pending) {
-  const spx__cuda_api *cu;
-  spx_status s;
-  *pending = NULL;
-  if (!bytes) return SPX_OK;
-  if (!src || !dst) return spx__fail(SPX_INVALID_ARGUMENT, "spx_device_upload: NULL pointer");
-  if (!(cu = spx__dev_api(ctx, "spx_device_upload"))) return spx_last_status();
-  s = spx__cu_check(cu->cuStreamSynchronize(ctx->stream), "cuStreamSynchronize");
-  if (!s) s = spx__h2d_begin(cu, ctx, dst, src, bytes, 0, pending);
-  spx__ctx_pop(ctx);
-  if (s || *pending) return s;
-  return spx_device_upload(ctx, dst, src, bytes);
-}
-
 long long spx__h2d_count(void) { return atomic_load(&spx__h2d_done); }
 
-spx_status spx_device_upload(spx_context *ctx, spx_devptr dst, const void *src, size_t bytes) {
+/* The upload, through the pool where it can be had, else the driver's way; ordered after the
+ * context stream's queued work, as a copy on the stream would be. pending NULL: done on return.
+ * Else the pool's workers may go on after the return (the plan's values while a converter reads
+ * the pattern): *pending, for spx__h2d_end before dst is read or freed, is NULL when it is done. */
+static spx_status spx__h2d_upload(spx_context *ctx, spx_devptr dst, const void *src, size_t bytes,
+                                  spx__h2d_async **pending) {
   const spx__cuda_api *cu;
-  spx__h2d_async *pending = NULL;
-  spx_status s;
-  int done = 0;
+  spx__h2d_async *a = NULL;
+  spx_status s = SPX_OK;
+  if (pending) *pending = NULL;
   if (!bytes) return SPX_OK;
   if (!src || !dst) return spx__fail(SPX_INVALID_ARGUMENT, "spx_device_upload: NULL pointer");
   if (!(cu = spx__dev_api(ctx, "spx_device_upload"))) return spx_last_status();
-  /* ordered after the stream's queued work, as the copy on the stream would be */
-  if (bytes >= SPX__H2D_MIN && !(s = spx__cu_check(cu->cuStreamSynchronize(ctx->stream), "cuStreamSynchronize")) &&
-      !(s = spx__h2d_begin(cu, ctx, dst, src, bytes, 1, &pending)) && pending) {
-    done = 1;
-    s = spx__h2d_end(pending);
-  } else if (bytes < SPX__H2D_MIN) {
-    s = SPX_OK;
-  }
-  if (!s && !done) {
+  if (bytes >= SPX__H2D_MIN && !(s = spx__cu_check(cu->cuStreamSynchronize(ctx->stream), "cuStreamSynchronize")))
+    s = spx__h2d_begin(cu, ctx, dst, src, bytes, !pending, &a);
+  if (!s && a) {
+    if (pending) *pending = a;
+    else s = spx__h2d_end(a);
+  } else if (!s) {
     s = spx__cu_check(cu->cuMemcpyHtoDAsync((spx__CUdeviceptr)dst, src, bytes, ctx->stream), "cuMemcpyHtoDAsync");
     if (!s) s = spx__cu_check(cu->cuStreamSynchronize(ctx->stream), "cuStreamSynchronize");
   }
   spx__ctx_pop(ctx);
   return s;
+}
+
+spx_status spx_device_upload(spx_context *ctx, spx_devptr dst, const void *src, size_t bytes) {
+  return spx__h2d_upload(ctx, dst, src, bytes, NULL);
 }
 
 spx_status spx_device_download(spx_context *ctx, void *dst, spx_devptr src, size_t bytes) {

@@ -81,7 +81,6 @@ typedef struct spx__pprof {
   int64_t sdia_slots;     /* ... times each slice's real rows */
   int sdia_capped;        /* some slice has over SPX__SDIA_COUNT_MAX offsets (counts are lower bounds) */
   int sampled;            /* the column counts above are a sample scaled up (estimates) */
-  int sample_windows;     /* of 256 rows, when sampled */
   int64_t sorted_kept;    /* rows i with len(i + 1) == len(i): still neighbours once sorted by length */
   int64_t x_sectors;      /* distinct 32-byte sectors of x each 32-row slice reads, summed ... */
   int64_t x_nnz;          /* ... over slices holding this many nonzeros (their ratio: x locality) */
@@ -304,9 +303,8 @@ static spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__p
   int64_t nwin, w, rowmax_nnz = 0;
   nwin = (a->nrows + 255) / 256;
   p->sampled = a->nnz > SPX__PLAN_SAMPLE_NNZ && nwin > 4 * SPX__PLAN_SAMPLE_WINDOWS;
-  p->sample_windows = p->sampled ? spx__plan_sample_windows(a) : 0;
   {
-    int64_t nw = p->sampled ? p->sample_windows : nwin, rows = 0;
+    int64_t nw = p->sampled ? spx__plan_sample_windows(a) : nwin, rows = 0;
     for (w = 0; w < nw && beside_upload; w++) {
       int64_t w0 = (p->sampled ? w * nwin / nw : w) * 256;
       if (!spx__csr_rows_ok(a, w0, SPX__MIN(a->nrows, w0 + 256 + 8))) return SPX_INVALID_ARGUMENT;
@@ -391,7 +389,6 @@ static int spx__plan_tpr(const spx_csr *a) {
   while (t < 32 && 2.0 * t <= mean / 5.0) t *= 2;
   return t;
 }
-
 
 /* full 0: row lengths only (what a forced cuSPARSE candidate needs). given (may be NULL): the
  * row-length part already measured on the device (row_max, hist, ss_runs, sorted_kept, idle_row,
@@ -937,7 +934,7 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
       continue;
     }
     if (c->bytes >= 0 && p.sampled && q->cols)
-      snprintf(c->note, sizeof c->note, "bytes estimated from %d sampled windows of 256 rows", p.sample_windows);
+      snprintf(c->note, sizeof c->note, "bytes estimated from %d sampled windows of 256 rows", spx__plan_sample_windows(a));
     if (c->bytes < 0) { /* no predictor: convert once and ask */
       spx_fmt *m = NULL;
       s = spx_fmt_from_csr(a, (spx_format)f, NULL, &m);

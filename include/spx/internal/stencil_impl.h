@@ -583,7 +583,6 @@ typedef struct spx__sx {
   int sm_count;
   int64_t main_slots;                /* blocks of the tb kernel the GPU runs at once */
   int64_t max_chunk;                 /* SPX_STENCIL_CHUNK_MAX */
-  int64_t slots_env;                 /* SPX_STENCIL_SLOTS: main_slots to use instead (0: the occupancy's) */
   int timing;
   spx__sx_timing *log;
   int64_t nlog, caplog;
