@@ -1,6 +1,8 @@
 /* Tests of spx/device.h. On a machine without a GPU only the host-context refusals run; the rest
  * skip and run on the GPU machine. */
+#define _POSIX_C_SOURCE 200809L /* setenv, nanosleep */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 #include "spx_test.h"
 #include <spx/internal/cuda_types.h> /* spx__h2d_count */
@@ -70,6 +72,115 @@ static void test_out_of_memory_is_a_status(void **state) {
   assert_int_equal(spx_device_alloc(ctx, 1024, &p), SPX_OK);
   spx_device_free(ctx, p);
   spx_context_destroy(ctx);
+}
+
+/* Stands in for work still queued: the context's stream waits in this host function until `go`. */
+static atomic_int hold_go;
+static void hold_stream(void *data) {
+  const struct timespec t = {0, 100000};
+  (void)data;
+  while (!atomic_load(&hold_go)) nanosleep(&t, NULL);
+}
+
+static void test_block_cache(void **state) {
+  spx_context *ctx, *off;
+  spx_devptr a = 0, b = 0, c = 0, d = 0, huge = 1;
+  long long hits, h0;
+  int blocks;
+  size_t bytes;
+  spx_device_info i0, i1;
+  (void)state;
+  unsetenv("SPX_DEVICE_CACHE_MB");
+  if (!(ctx = gpu_ctx())) skip();
+  spx__dcache_stats(ctx, &h0, &blocks, &bytes);
+  assert_int_equal(h0, 0);
+  assert_int_equal(blocks, 0);
+  /* a freed block comes back for a request it fits (at most twice its size) ... */
+  assert_int_equal(spx_device_alloc(ctx, 3 << 20, &a), SPX_OK);
+  assert_int_equal(spx_context_device_info(ctx, &i0), SPX_OK);
+  spx_device_free(ctx, a);
+  spx__dcache_stats(ctx, &hits, &blocks, &bytes);
+  assert_int_equal(blocks, 1);
+  assert_true(bytes >= (size_t)3 << 20);
+  assert_int_equal(spx_context_device_info(ctx, &i1), SPX_OK);
+  assert_true(i1.free_mem >= i0.free_mem + (3 << 20) - (64 << 10)); /* kept counts as free */
+  assert_int_equal(spx_context_synchronize(ctx), SPX_OK);
+  assert_int_equal(spx_device_alloc(ctx, (2 << 20) + 1, &b), SPX_OK);
+  assert_true(b == a);
+  spx__dcache_stats(ctx, &hits, &blocks, &bytes);
+  assert_int_equal(hits, h0 + 1);
+  assert_int_equal(blocks, 0);
+  /* ... not for one it would waste more than half of, nor one it is too small for */
+  spx_device_free(ctx, b);
+  assert_int_equal(spx_context_synchronize(ctx), SPX_OK);
+  assert_int_equal(spx_device_alloc(ctx, 1 << 20, &c), SPX_OK);
+  assert_true(c != b);
+  assert_int_equal(spx_device_alloc(ctx, 4 << 20, &d), SPX_OK);
+  assert_true(d != b);
+  spx__dcache_stats(ctx, &hits, &blocks, &bytes);
+  assert_int_equal(hits, h0 + 1);
+  assert_int_equal(blocks, 1);
+  spx_device_free(ctx, c);
+  spx_device_free(ctx, d);
+  /* a block whose free is still behind queued work is not handed out until that work is done */
+  if (spx__cuda()->cuLaunchHostFunc) {
+    spx_devptr e = 0, f = 0, g = 0;
+    assert_int_equal(spx_device_trim(ctx), SPX_OK);
+    assert_int_equal(spx_device_alloc(ctx, 5 << 20, &e), SPX_OK);
+    atomic_store(&hold_go, 0);
+    assert_int_equal(spx__ctx_push(ctx), SPX_OK);
+    assert_int_equal(spx__cuda()->cuLaunchHostFunc((spx__CUstream)spx_context_stream(ctx), hold_stream, NULL), 0);
+    spx__ctx_pop(ctx);
+    spx_device_free(ctx, e);
+    assert_int_equal(spx_device_alloc(ctx, 5 << 20, &f), SPX_OK);
+    assert_true(f != e);
+    atomic_store(&hold_go, 1);
+    assert_int_equal(spx_context_synchronize(ctx), SPX_OK);
+    assert_int_equal(spx_device_alloc(ctx, 5 << 20, &g), SPX_OK);
+    assert_true(g == e);
+    spx_device_free(ctx, f);
+    spx_device_free(ctx, g);
+  }
+  /* trim gives everything back; an allocation that does not fit empties the cache first */
+  assert_int_equal(spx_device_trim(ctx), SPX_OK);
+  spx__dcache_stats(ctx, &hits, &blocks, &bytes);
+  assert_int_equal(blocks, 0);
+  assert_int_equal(bytes, 0);
+  assert_int_equal(spx_device_alloc(ctx, 1 << 20, &a), SPX_OK);
+  spx_device_free(ctx, a);
+  spx__dcache_stats(ctx, &hits, &blocks, &bytes);
+  assert_int_equal(blocks, 1);
+  assert_int_equal(spx_device_alloc(ctx, (size_t)1 << 50, &huge), SPX_DEVICE_OUT_OF_MEMORY);
+  assert_int_equal(huge, 0);
+  spx__dcache_stats(ctx, &hits, &blocks, &bytes);
+  assert_int_equal(blocks, 0);
+  spx_context_destroy(ctx);
+  /* SPX_DEVICE_CACHE_MB caps it (a block over the cap is freed at once), 0 turns it off */
+  setenv("SPX_DEVICE_CACHE_MB", "4", 1);
+  ctx = gpu_ctx();
+  assert_non_null(ctx);
+  assert_int_equal(spx_device_alloc(ctx, 5 << 20, &a), SPX_OK);
+  assert_int_equal(spx_device_alloc(ctx, 3 << 20, &b), SPX_OK);
+  assert_int_equal(spx_device_alloc(ctx, 3 << 20, &c), SPX_OK);
+  spx_device_free(ctx, a);
+  spx__dcache_stats(ctx, &hits, &blocks, &bytes);
+  assert_int_equal(blocks, 0);
+  spx_device_free(ctx, b);
+  spx_device_free(ctx, c); /* b goes, oldest first */
+  spx__dcache_stats(ctx, &hits, &blocks, &bytes);
+  assert_int_equal(blocks, 1);
+  assert_true(bytes <= (size_t)4 << 20);
+  spx_context_destroy(ctx);
+  setenv("SPX_DEVICE_CACHE_MB", "0", 1);
+  off = gpu_ctx();
+  assert_non_null(off);
+  assert_int_equal(spx_device_alloc(off, 1 << 20, &a), SPX_OK);
+  spx_device_free(off, a);
+  spx__dcache_stats(off, &hits, &blocks, &bytes);
+  assert_int_equal(blocks, 0);
+  assert_int_equal(hits, 0);
+  spx_context_destroy(off);
+  unsetenv("SPX_DEVICE_CACHE_MB");
 }
 
 static void test_timer(void **state) {
@@ -160,6 +271,7 @@ int main(void) {
       cmocka_unit_test(test_host_context_refuses),
       cmocka_unit_test(test_round_trip_and_memset),
       cmocka_unit_test(test_out_of_memory_is_a_status),
+      cmocka_unit_test(test_block_cache),
       cmocka_unit_test(test_timer),
       cmocka_unit_test(test_large_uploads),
   };

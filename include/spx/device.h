@@ -1,7 +1,8 @@
 /* spx/device.h: device memory, streams and timing in an spx_context (CUDA backend).
  *
  * Memory is plain cuMemAlloc in the context's device PRIMARY context, so pointers are interchangeable
- * with cudaMalloc'd ones of a program on the CUDA runtime. Work is queued on the context's stream:
+ * with cudaMalloc'd ones of a program on the CUDA runtime (spx_device_free keeps blocks for reuse:
+ * see there). Work is queued on the context's stream:
  * the legacy default stream unless the caller hands in its own (spx_context_set_stream). */
 #ifndef SPX_DEVICE_H
 #define SPX_DEVICE_H
@@ -19,8 +20,14 @@ typedef uint64_t spx_devptr;
 /* Allocates bytes on the context's device; SPX_DEVICE_OUT_OF_MEMORY (nothing leaked) when it does
  * not fit; SPX_NOT_AVAILABLE on a host context. *out = 0 on failure. */
 spx_status spx_device_alloc(spx_context *ctx, size_t bytes, spx_devptr *out);
-/* Frees; 0 is a no-op. */
+/* Frees; 0 is a no-op. The context keeps freed blocks for reuse, as a caching allocator does
+ * (SPX_DEVICE_CACHE_MB caps it: default 1/16 of the device's memory, at most 2 GiB; 0 turns it
+ * off): a kept block is handed out again only after the work queued on the context's stream before
+ * the free has finished, so work on other streams that reads p must be done before the free, as
+ * with cudaFreeAsync. An allocation that does not fit empties the cache and tries again. */
 void spx_device_free(spx_context *ctx, spx_devptr p);
+/* Gives the blocks the context keeps back to the driver (for memory used outside spx). */
+spx_status spx_device_trim(spx_context *ctx);
 /* Copies, ordered on the context's stream; they return when the copy is complete. */
 spx_status spx_device_upload(spx_context *ctx, spx_devptr dst, const void *src, size_t bytes);
 spx_status spx_device_download(spx_context *ctx, void *dst, spx_devptr src, size_t bytes);

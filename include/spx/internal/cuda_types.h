@@ -190,6 +190,7 @@ enum {
   _(1, spx__CUresult, cuMemGetInfo,                      cuMemGetInfo_v2,                   (size_t *free_bytes, size_t *total_bytes)) \
   _(1, spx__CUresult, cuMemAlloc,                        cuMemAlloc_v2,                     (spx__CUdeviceptr *p, size_t bytes)) \
   _(1, spx__CUresult, cuMemFree,                         cuMemFree_v2,                      (spx__CUdeviceptr p)) \
+  _(1, spx__CUresult, cuMemGetAddressRange,              cuMemGetAddressRange_v2,           (spx__CUdeviceptr *base, size_t *bytes, spx__CUdeviceptr p)) \
   _(1, spx__CUresult, cuMemcpyHtoD,                      cuMemcpyHtoD_v2,                   (spx__CUdeviceptr dst, const void *src, size_t bytes)) \
   _(1, spx__CUresult, cuMemcpyDtoH,                      cuMemcpyDtoH_v2,                   (void *dst, spx__CUdeviceptr src, size_t bytes)) \
   _(1, spx__CUresult, cuMemcpyDtoD,                      cuMemcpyDtoD_v2,                   (spx__CUdeviceptr dst, spx__CUdeviceptr src, size_t bytes)) \
@@ -210,6 +211,7 @@ enum {
   _(1, spx__CUresult, cuEventCreate,                     cuEventCreate,                     (spx__CUevent *e, unsigned int flags)) \
   _(1, spx__CUresult, cuEventRecord,                     cuEventRecord,                     (spx__CUevent e, spx__CUstream s)) \
   _(1, spx__CUresult, cuEventSynchronize,                cuEventSynchronize,                (spx__CUevent e)) \
+  _(1, spx__CUresult, cuEventQuery,                      cuEventQuery,                      (spx__CUevent e)) \
   _(1, spx__CUresult, cuEventElapsedTime,                cuEventElapsedTime,                (float *ms, spx__CUevent start, spx__CUevent end)) \
   _(1, spx__CUresult, cuEventDestroy,                    cuEventDestroy_v2,                 (spx__CUevent e)) \
   _(1, spx__CUresult, cuModuleLoadDataEx,                cuModuleLoadDataEx,                (spx__CUmodule *m, const void *image, unsigned int nopt, spx__CUjit_option *opt, void **optval)) \
@@ -217,6 +219,7 @@ enum {
   _(1, spx__CUresult, cuModuleGetFunction,               cuModuleGetFunction,               (spx__CUfunction *f, spx__CUmodule m, const char *name)) \
   _(1, spx__CUresult, cuFuncGetAttribute,                cuFuncGetAttribute,                (int *v, spx__CUfunction_attribute a, spx__CUfunction f)) \
   _(1, spx__CUresult, cuFuncSetAttribute,                cuFuncSetAttribute,                (spx__CUfunction f, spx__CUfunction_attribute a, int v)) \
+  _(0, spx__CUresult, cuLaunchHostFunc,                  cuLaunchHostFunc,                  (spx__CUstream s, void (*fn)(void *), void *data)) \
   _(1, spx__CUresult, cuLaunchKernel,                    cuLaunchKernel,                    (spx__CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem, spx__CUstream s, void **args, void **extra)) \
   _(0, spx__CUresult, cuOccupancyMaxPotentialBlockSize,  cuOccupancyMaxPotentialBlockSize,  (int *min_grid, int *block, spx__CUfunction f, spx__CUoccupancyB2DSize smem_of_block, size_t smem, int block_limit)) \
   _(0, spx__CUresult, cuOccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor, (int *blocks, spx__CUfunction f, int block, size_t smem))
@@ -325,6 +328,7 @@ struct spx_context {
   spx__CUcontext cu_ctx;  /* the device's primary context, retained by this spx_context */
   spx__CUstream stream;   /* NULL: the legacy default stream */
   spx_device_info info;   /* device properties read at creation (library versions not filled) */
+  struct spx__dcache *dcache; /* freed blocks kept for reuse (device_impl.h); NULL: none */
 };
 
 /* Make ctx's CUDA context current on this thread for a run of driver calls, and restore the
@@ -345,5 +349,12 @@ long long spx__h2d_count(void);
  * buffers, streams and events), so that nothing registered outlives the contexts. */
 void spx__h2d_retain(int device);
 void spx__h2d_release(const spx_context *ctx);
+/* The context's cache of freed device blocks (device_impl.h): made with the context, emptied and
+ * let go before it releases its primary context. */
+spx_status spx__dcache_create(spx_context *ctx);
+void spx__dcache_destroy(spx_context *ctx);
+/* Tests: cache hits so far, blocks and bytes held now. */
+void spx__dcache_stats(const spx_context *ctx, long long *hits, int *blocks, size_t *bytes);
+size_t spx__dcache_bytes(const spx_context *ctx);
 
 #endif /* SPX_INTERNAL_CUDA_TYPES_H */

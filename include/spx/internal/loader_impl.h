@@ -634,7 +634,7 @@ spx_status spx_context_create(const spx_context_options *opt, spx_context **out)
     goto fail;
   c->cu_ctx = primary;
   spx__h2d_retain(c->device); /* released in spx_context_destroy */
-  if ((s = spx__free_mem(cu, c->cu_ctx, &c->info.free_mem))) goto fail;
+  if ((s = spx__free_mem(cu, c->cu_ctx, &c->info.free_mem)) || (s = spx__dcache_create(c))) goto fail;
   *out = c;
   return SPX_OK;
 fail:
@@ -646,7 +646,8 @@ void spx_context_destroy(spx_context *ctx) {
   const spx__cuda_api *cu;
   if (!ctx) return;
   if (ctx->backend == SPX_BACKEND_CUDA && ctx->cu_ctx && (cu = spx__cuda())) {
-    spx__h2d_release(ctx); /* the device's upload pool, when this was its last context */
+    spx__dcache_destroy(ctx); /* the blocks it kept */
+    spx__h2d_release(ctx);    /* the device's upload pool, when this was its last context */
     cu->cuDevicePrimaryCtxRelease(ctx->cu_device);
   }
   SPX_FREE(ctx);
@@ -680,7 +681,8 @@ spx_status spx_context_device_info(const spx_context *ctx, spx_device_info *out)
   spx_status s = SPX_OK;
   if (!ctx || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_context_device_info: NULL argument");
   *out = ctx->info;
-  if (ctx->backend == SPX_BACKEND_CUDA) s = spx__free_mem(spx__cuda(), ctx->cu_ctx, &out->free_mem);
+  if (ctx->backend == SPX_BACKEND_CUDA && !(s = spx__free_mem(spx__cuda(), ctx->cu_ctx, &out->free_mem)))
+    out->free_mem += (int64_t)spx__dcache_bytes(ctx); /* the blocks spx keeps are spx's to use */
   spx__lib_versions(out);
   return s;
 }
