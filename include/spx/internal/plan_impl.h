@@ -197,8 +197,9 @@ static int64_t spx__plan_blocks(const spx_csr *a, int64_t r0, int64_t r1, int64_
  * pieces): column runs (RBP), BSR blocks per square size, SELL slots and SELL16 column spans,
  * SDIA diagonals. */
 static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx__pprof *p, int64_t *buf,
-                                  int32_t *stamp, int64_t nstamp, int32_t *gen) {
-  int64_t i, k, b, len[256], lo[256], hi[256], sw = w1 - w0, sig, smin = INT64_MAX, smax = -1;
+                                  int32_t **stamps, int64_t *cap, int64_t most, int32_t *gen) {
+  int64_t i, k, b, len[256], lo[256], hi[256], sw = w1 - w0, sig, smin = INT64_MAX, smax = -1, nstamp = 0;
+  int32_t *stamp = NULL;
   for (i = w0; i < w1; i++) {
     int64_t rb = a->row_ptr[i], e = a->row_ptr[i + 1], blocks = 0, bval = 0;
     for (k = rb; k < e;) { /* maximal runs of consecutive columns */
@@ -225,7 +226,22 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
       smin = SPX__MIN(smin, a->col_idx[a->row_ptr[i]]);
       smax = SPX__MAX(smax, a->col_idx[a->row_ptr[i + 1] - 1]);
     }
-  if (smax - smin >= nstamp) stamp = NULL;
+  /* The stamps this window indexes (spans, SDIA's offsets up to 32 rows further), grown on demand
+   * and zeroed as they grow: a calloc of the most (4 MB) per thread faulted in and cleared huge
+   * pages, a third of the sample's time, beside the upload's copies. */
+  if (smax >= 0 && smax - smin + 64 <= most) {
+    int64_t need = smax - smin + 64;
+    if (need > *cap) {
+      int64_t nc = SPX__MIN(most, SPX__MAX(need, 2 * *cap));
+      int32_t *t = (int32_t *)realloc(*stamps, (size_t)nc * sizeof *t);
+      if (t) {
+        memset(t + *cap, 0, (size_t)(nc - *cap) * sizeof *t);
+        *stamps = t;
+        *cap = nc;
+      }
+    }
+    if (need <= *cap) { stamp = *stamps; nstamp = *cap; }
+  }
   if (stamp && *gen > INT32_MAX - 1024) { memset(stamp, 0, sizeof *stamp * (size_t)nstamp); *gen = 0; }
   for (b = 1; b <= 8; b++) {
     int64_t bw1 = p->sampled ? SPX__MIN(w1, w0 + 64) : w1, got = 0;
@@ -314,9 +330,9 @@ static spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__p
       int64_t e = a->nrows - w1 > 8 ? w1 + 8 : a->nrows, z = a->row_ptr[e] - a->row_ptr[w0];
       rowmax_nnz = SPX__MAX(rowmax_nnz, z);
     }
-    /* Windows in parallel, each thread with its own counts, stamps (calloc: pages no one touches
-     * stay free; a window spans few columns on most matrices) and sort buffer, merged at the end:
-     * integer sums, so the result does not depend on the thread count. */
+    /* Windows in parallel, each thread with its own counts, stamps (as many as the widest window
+     * so far needs: a window spans few columns on most matrices) and sort buffer, merged at the
+     * end: integer sums, so the result does not depend on the thread count. */
     {
       int64_t nstamp = SPX__MIN(a->ncols, (int64_t)1 << 20) + 1;
       int failed = 0;
@@ -332,18 +348,18 @@ static spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__p
 #endif
       {
         spx__pprof loc;
-        int32_t *stamp = (int32_t *)spx__calloc((size_t)nstamp, sizeof *stamp), gen = 0;
-        int64_t *buf = (int64_t *)spx__alloc((size_t)rowmax_nnz + 1, sizeof *buf), ww;
+        int32_t *stamp = NULL, gen = 0;
+        int64_t *buf = (int64_t *)spx__alloc((size_t)rowmax_nnz + 1, sizeof *buf), ww, cap = 0;
         memset(&loc, 0, sizeof loc);
         loc.sampled = p->sampled;
-        failed |= !stamp || !buf;
+        failed |= !buf;
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
         for (ww = 0; ww < nw; ww++) {
           int64_t w0 = (p->sampled ? ww * nwin / nw : ww) * 256, w1 = SPX__MIN(a->nrows, w0 + 256);
-          if (!stamp || !buf) continue;
-          spx__pprof_cols(a, w0, w1, &loc, buf, stamp, nstamp, &gen);
+          if (!buf) continue;
+          spx__pprof_cols(a, w0, w1, &loc, buf, &stamp, &cap, nstamp + 64, &gen);
           rows += w1 - w0;
         }
 #if defined(_OPENMP)
@@ -1562,7 +1578,7 @@ static void *spx__plan_cols_thread(void *arg) {
 /* Stages a on the device (p->dc) and fills the row-length profile and p->an from analyze.cu's
  * counters. SPX_OK with *done 0: not staged (the caller profiles on the host). A malformed CSR
  * fails with spx_csr_validate's message. */
-static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, spx__pprof *rows, int *done) {
+static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, int columns, spx__pprof *rows, int *done) {
   uint64_t r[9] = {0};
   int64_t *hist = NULL;
   double t0 = spx__now(), tj;
@@ -1574,15 +1590,16 @@ static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, spx__pprof *row
   *done = 0;
   memset(rows, 0, sizeof *rows);
   /* The sampled column counts read only the host arrays: on a thread of their own (and the CPUs the
-   * upload's pool leaves) while this one uploads (3-8 ms on these sizes since the pool). */
+   * upload's pool leaves) while this one uploads (3-8 ms on these sizes since the pool). A plan
+   * forced to cuSPARSE reads no columns (columns 0): the baseline pays what a cuSPARSE user pays. */
   memset(&job, 0, sizeof job);
   job.a = a;
   job.p = rows;
-  threaded = pthread_create(&th, NULL, spx__plan_cols_thread, &job) == 0;
+  threaded = columns && pthread_create(&th, NULL, spx__plan_cols_thread, &job) == 0;
   s = spx__dcsr_stage(p->ctx, a, spx__plan_tpr(a), &p->dc, r, &hist, &p->stage_upload_s);
   tj = spx__now();
   if (threaded) pthread_join(th, NULL);
-  else spx__plan_cols_thread(&job);
+  else if (columns) spx__plan_cols_thread(&job);
   if (tr)
     fprintf(stderr, "spx plan:   stage: alloc %.3f upload %.3f rows %.3f hist %.3f, columns (thread) %.3f, join wait %.3f ms\n",
             1e3 * p->dc.stage_s[0], 1e3 * p->dc.stage_s[1], 1e3 * p->dc.stage_s[2], 1e3 * p->dc.stage_s[3],
@@ -1779,7 +1796,7 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   {
     int staged = 0;
     if (p->stage && p->backend == SPX_BACKEND_CUDA && dev.warp == 32 && spx__plan_stage_wanted(a0, o) &&
-        (s = spx__plan_stage(p, use, &rows, &staged)))
+        (s = spx__plan_stage(p, use, !spx__plan_names_cusparse(o->force), &rows, &staged)))
       goto fail;
     if (staged) {
       rowsp = &rows;
