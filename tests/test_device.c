@@ -183,6 +183,40 @@ static void test_block_cache(void **state) {
   unsetenv("SPX_DEVICE_CACHE_MB");
 }
 
+/* Copies under the pooled size go through the context's pinned buffer, a piece at a time: every
+ * size around its piece, from a host offset that is not aligned, arrives whole, and nothing past it
+ * is written. */
+static void test_small_copies_pinned(void **state) {
+  static const size_t sizes[] = {1, 8, 4096, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, (7 << 19) + 3, (8 << 20) - 16};
+  spx_context *ctx = gpu_ctx();
+  unsigned char *h, *back;
+  spx_devptr d = 0;
+  size_t k, i;
+  long long n0;
+  (void)state;
+  if (!ctx) skip();
+  h = malloc((8 << 20) + 1);
+  back = malloc((8 << 20) + 16);
+  for (i = 0; i < (8 << 20) + 1; i++) h[i] = (unsigned char)(i * 2654435761u >> 13);
+  assert_int_equal(spx_device_alloc(ctx, (8 << 20) + 16, &d), SPX_OK);
+  n0 = spx__pin_count(ctx);
+  for (k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    const size_t n = sizes[k];
+    assert_int_equal(spx_device_memset(ctx, d, 0xab, n + 16), SPX_OK);
+    assert_int_equal(spx_device_upload(ctx, d, h + 1, n), SPX_OK);
+    memset(back, 0, n + 16);
+    assert_int_equal(spx_device_download(ctx, back + 1, d, n + 15), SPX_OK);
+    assert_memory_equal(back + 1, h + 1, n);
+    for (i = n; i < n + 15; i++) assert_int_equal(back[1 + i], 0xab);
+  }
+  /* two copies each (upload, download) per size, all pinned on a context no other thread uses */
+  assert_int_equal(spx__pin_count(ctx) - n0, 2 * (long long)(sizeof sizes / sizeof sizes[0]));
+  assert_int_equal(spx_device_download(ctx, NULL, d, 8), SPX_INVALID_ARGUMENT);
+  spx_device_free(ctx, d);
+  free(h); free(back);
+  spx_context_destroy(ctx);
+}
+
 static void test_timer(void **state) {
   spx_context *ctx = gpu_ctx();
   spx_timer *t;
@@ -272,6 +306,7 @@ int main(void) {
       cmocka_unit_test(test_round_trip_and_memset),
       cmocka_unit_test(test_out_of_memory_is_a_status),
       cmocka_unit_test(test_block_cache),
+      cmocka_unit_test(test_small_copies_pinned),
       cmocka_unit_test(test_timer),
       cmocka_unit_test(test_large_uploads),
   };

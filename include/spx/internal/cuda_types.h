@@ -328,7 +328,7 @@ struct spx_context {
   spx__CUcontext cu_ctx;  /* the device's primary context, retained by this spx_context */
   spx__CUstream stream;   /* NULL: the legacy default stream */
   spx_device_info info;   /* device properties read at creation (library versions not filled) */
-  struct spx__dcache *dcache; /* freed blocks kept for reuse (device_impl.h); NULL: none */
+  struct spx__dcache *dcache; /* freed blocks kept for reuse, the small copies' pinned buffer (device_impl.h) */
 };
 
 /* Make ctx's CUDA context current on this thread for a run of driver calls, and restore the
@@ -349,12 +349,14 @@ long long spx__h2d_count(void);
  * buffers, streams and events), so that nothing registered outlives the contexts. */
 void spx__h2d_retain(int device);
 void spx__h2d_release(const spx_context *ctx);
-/* The context's cache of freed device blocks (device_impl.h): made with the context, emptied and
- * let go before it releases its primary context. */
+/* The context's cache of freed device blocks and its small copies' pinned buffer (device_impl.h):
+ * made with the context, emptied and let go before it releases its primary context. */
 spx_status spx__dcache_create(spx_context *ctx);
 void spx__dcache_destroy(spx_context *ctx);
 /* Tests: cache hits so far, blocks and bytes held now. */
 void spx__dcache_stats(const spx_context *ctx, long long *hits, int *blocks, size_t *bytes);
 size_t spx__dcache_bytes(const spx_context *ctx);
+/* Tests: copies that went through the context's pinned buffer (device_impl.h). */
+long long spx__pin_count(const spx_context *ctx);
 
 #endif /* SPX_INTERNAL_CUDA_TYPES_H */
