@@ -187,7 +187,8 @@ static void test_block_cache(void **state) {
  * size around its piece, from a host offset that is not aligned, arrives whole, and nothing past it
  * is written. */
 static void test_small_copies_pinned(void **state) {
-  static const size_t sizes[] = {1, 8, 4096, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, (7 << 19) + 3, (8 << 20) - 16};
+  const size_t m = spx__h2d_min();
+  const size_t sizes[] = {1, 8, 4096, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, m / 2 + 3, m - 16};
   spx_context *ctx = gpu_ctx();
   unsigned char *h, *back;
   spx_devptr d = 0;
@@ -253,8 +254,8 @@ static void *up_thread(void *arg) {
 }
 
 static void test_large_uploads(void **state) {
-  static const size_t sizes[] = {((size_t)8 << 20) - 1, (size_t)8 << 20, ((size_t)8 << 20) + 12345,
-                                 ((size_t)50 << 20) + 7};
+  const size_t m = spx__h2d_min();
+  const size_t sizes[] = {m - 1, m, m + 12345, ((size_t)50 << 20) + 7};
   const size_t maxb = ((size_t)50 << 20) + 64;
   spx_context *ctx = gpu_ctx();
   unsigned char *h, *back;
@@ -278,7 +279,7 @@ static void test_large_uploads(void **state) {
     assert_memory_equal(back, src, sizes[k]);
     assert_int_equal(back[sizes[k]], 0); /* nothing written past the end */
   }
-  /* the pool served the three uploads of >= 8 MiB, unless it is switched off or the host is small */
+  /* the pool served the three uploads of >= spx__h2d_min(), unless it is switched off or the host is small */
   if (!getenv("SPX_UPLOAD_THREADS") && sysconf(_SC_NPROCESSORS_ONLN) >= 4)
     assert_true(spx__h2d_count() >= before + 3);
   {

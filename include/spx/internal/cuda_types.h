@@ -344,6 +344,8 @@ void spx__loader_reset(void);
 int spx__loader_notice_count(void);
 /* Tests only: how many spx_device_upload calls went through the pinned pool (device_impl.h). */
 long long spx__h2d_count(void);
+/* The smallest upload the pool takes (smaller copies go through the context's pinned buffer). */
+size_t spx__h2d_min(void);
 /* The upload pool's users (device_impl.h): each CUDA spx_context counts on its device from
  * creation to destruction, and the last one's destruction lets the device's pool go (its pinned
  * buffers, streams and events), so that nothing registered outlives the contexts. */

@@ -240,7 +240,9 @@ size_t spx__dcache_bytes(const spx_context *ctx) {
  * overlap the DMA. Measured there: 8 workers with 1 MiB buffers 35-37 GB/s, 4 workers 24 GB/s.
  * The buffers are malloc'd and registered (cuMemHostRegister pins 16 MiB in about a millisecond,
  * where cuMemHostAlloc took 10 ms). SPX_UPLOAD_THREADS sets T (0: the driver's path only). */
-#define SPX__H2D_MIN ((size_t)8 << 20) /* smaller uploads: the driver's path (threads cost ~0.2 ms) */
+/* Smaller copies: the context's pinned buffer, a piece at a time (about 6 GB/s there, where the pool
+ * runs 30 after ~0.2 ms of thread starts: even at 2 MiB). */
+#define SPX__H2D_MIN ((size_t)2 << 20)
 #define SPX__H2D_CHUNK ((size_t)1 << 20)
 #define SPX__H2D_MAXW 16
 
@@ -456,6 +458,7 @@ static spx_status spx__h2d_end(spx__h2d_async *a) {
 }
 
 long long spx__h2d_count(void) { return atomic_load(&spx__h2d_done); }
+size_t spx__h2d_min(void) { return SPX__H2D_MIN; }
 
 /* ---- Small copies through a pinned buffer -----------------------------------------------------
  * A copy from or to pageable memory goes through the driver's own staging, and beside a pooled
