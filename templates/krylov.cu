@@ -163,6 +163,17 @@ spx_kry_copy(long long n, const spx_value_t *__restrict__ x, spx_value_t *__rest
   SPX_FOR_EACH(i, n) y[i] = x[i];
 }
 
+/* Jacobi: dinv = 1 / d in the vector type (d and dinv may be one array, for double); *bad = the
+ * least i with d[i] zero or not finite (left as it is), for the host's message. */
+extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
+spx_kry_dinv(long long n, const double *d, spx_value_t *dinv, unsigned long long *bad) {
+  SPX_FOR_EACH(i, n) {
+    double v = d[i];
+    if (v == 0 || !isfinite(v)) atomicMin(bad, (unsigned long long)i);
+    else dinv[i] = (spx_value_t)(1.0 / v);
+  }
+}
+
 /* The true residual: term (b - q).(b - q) (any state). */
 extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
 spx_kry_resid(long long n, const spx_value_t *__restrict__ b, const spx_value_t *__restrict__ q,

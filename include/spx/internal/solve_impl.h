@@ -59,6 +59,7 @@ static const char *const spx__solve_names[] = {"cg", "pcg_jacobi", "bicgstab"};
 #define SPX__KRY_KERNELS(_)              \
   _(DOT2,     "spx_kry_dot2")            \
   _(COPY,     "spx_kry_copy")            \
+  _(DINV,     "spx_kry_dinv")            \
   _(RESID,    "spx_kry_resid")           \
   _(SUM,      "spx_kry_sum")             \
   _(CG_INIT,  "spx_kry_cg_init")         \
@@ -108,7 +109,8 @@ typedef struct spx__solver {
   size_t vs;
   spx_solve_options o;
   spx_solve_report *rep;
-  double *diag;              /* Jacobi: 1 / a_ii (host, double) */
+  double *diag;              /* Jacobi on the host: 1 / a_ii (double) */
+  int jacobi;                /* Jacobi (on the GPU: dv[4] = 1 / a_ii, made there from the plan's diagonal) */
   /* Host twin */
   double *hpart;             /* 3 per chunk */
   void *hv[8];
@@ -596,7 +598,7 @@ static spx_status spx__g_adapt_start(spx__solver *s) {
 }
 
 static spx_status spx__g_cg(spx__solver *s, spx_devptr b, spx_devptr x) {
-  const int cb = s->o.precond != NULL, jac = s->diag != NULL;
+  const int cb = s->o.precond != NULL, jac = s->jacobi;
   spx_devptr r = s->dv[0], p = s->dv[1], q = s->dv[2], z = cb ? s->dv[3] : 0, dinv = jac ? s->dv[4] : 0;
   spx_devptr none = 0;
   long long n = s->n, hcap = s->hcap > s->it0 ? s->hcap - s->it0 : 0;
@@ -692,11 +694,17 @@ static spx_status spx__g_setup(spx__solver *s, const void *b, void *x, spx_devpt
   size_t vb = (size_t)(s->n + 1) * s->vs;
   int64_t g, want;
   int k, nv = s->method == SPX__SOLVE_BICGSTAB ? (s->o.precond ? 7 : 5) : (s->o.precond ? 4 : 3);
-  double t0 = spx__now();
+  const int tr = spx__plan_tracing();
+  double t0 = spx__now(), tm = t0;
   spx_status st;
   for (k = 0; k < SPX__K_COUNT; k++)
     if ((st = spx_jit_kernel(s->ctx, "krylov", spx__kry_names[k], 2, defs, &s->fn[k]))) return st;
   s->rep->jit_ms = 1e3 * (spx__now() - t0);
+  spx__conv_mark(tr, "solve", "kernels", &tm);
+  if (tr) { /* what the plan's build left queued, apart (only under the trace) */
+    (void)spx_context_synchronize(s->ctx);
+    spx__conv_mark(tr, "solve", "plan's tail", &tm);
+  }
   /* A fixed grid per device: a few blocks per SM, fewer for short vectors. */
   want = s->ctx->info.sm_count > 0 ? 8 * (int64_t)s->ctx->info.sm_count : 1024;
   g = (s->n + SPX__KRY_BLOCK - 1) / SPX__KRY_BLOCK;
@@ -710,16 +718,32 @@ static spx_status spx__g_setup(spx__solver *s, const void *b, void *x, spx_devpt
     return st;
   s->hcap = s->o.history_len > 0 ? SPX__MIN(s->o.history_len, s->o.maxit + 1) : 0;
   if (s->hcap && (st = spx_device_alloc(s->ctx, (size_t)s->hcap * sizeof(double), &s->hist))) return st;
-  if (s->diag) { /* dinv in the vector type */
-    void *h = spx__alloc((size_t)s->n + 1, s->vs);
-    int64_t i;
-    if (!h) return SPX_OUT_OF_MEMORY;
-    for (i = 0; i < s->n; i++) spx__vst(h, s->f, i, s->diag[i]);
+  spx__conv_mark(tr, "solve", "workspace", &tm);
+  if (s->jacobi) {
+    /* dinv in the vector type, from the plan's diagonal on the device: the host passes (copy,
+     * invert, convert) cost 5-10 ms on 1M rows where the upload and a kernel take under one. Double
+     * vectors invert in place; float ones from a staging copy. */
+    const double *d = spx__plan_diag_kept(s->A);
+    long long n = s->n;
+    unsigned long long bad = ~0ull;
+    spx_devptr dd = 0, badp = s->part;
+    void *pr[4];
+    if (!d) return spx__fail(SPX_INVALID_ARGUMENT, "spx_solve_pcg_jacobi: the plan kept no diagonal (made with options.no_diagonal)");
     s->dv[4] = 0;
-    st = spx_device_alloc(s->ctx, vb, &s->dv[4]);
-    if (!st) st = spx_device_upload(s->ctx, s->dv[4], h, (size_t)s->n * s->vs);
-    SPX_FREE(h);
+    if ((st = spx_device_alloc(s->ctx, vb, &s->dv[4]))) return st;
+    if (s->f && (st = spx_device_alloc(s->ctx, (size_t)n * sizeof(double), &dd))) return st;
+    if (!s->f) dd = s->dv[4];
+    pr[0] = &n; pr[1] = &dd; pr[2] = &s->dv[4]; pr[3] = &badp;
+    st = spx_device_upload(s->ctx, dd, d, (size_t)n * sizeof(double));
+    if (!st) st = spx_device_upload(s->ctx, badp, &bad, sizeof bad);
+    if (!st) st = spx__k(s, SPX__K_DINV, s->grid, pr);
+    if (!st) st = spx_device_download(s->ctx, &bad, badp, sizeof bad);
+    if (s->f) spx_device_free(s->ctx, dd);
     if (st) return st;
+    if (bad < (unsigned long long)n)
+      return spx__fail(SPX_INVALID_ARGUMENT, "spx_solve_pcg_jacobi: a[%llu][%llu] = %g: Jacobi needs a nonzero finite diagonal",
+                       bad, bad, d[bad]);
+    spx__conv_mark(tr, "solve", "jacobi", &tm);
   }
   if (s->o.host_vectors) {
     if ((st = spx_device_alloc(s->ctx, vb, &s->bd)) || (st = spx_device_alloc(s->ctx, vb, &s->xd)) ||
@@ -728,11 +752,14 @@ static spx_status spx__g_setup(spx__solver *s, const void *b, void *x, spx_devpt
       return st;
     *db = s->bd;
     *dx = s->xd;
+    spx__conv_mark(tr, "solve", "b, x up", &tm);
   } else {
     *db = (spx_devptr)(uintptr_t)b;
     *dx = (spx_devptr)(uintptr_t)x;
   }
-  return spx_context_synchronize(s->ctx);
+  st = spx_context_synchronize(s->ctx);
+  spx__conv_mark(tr, "solve", "sync", &tm);
+  return st;
 }
 
 static void spx__g_free(spx__solver *s) {
@@ -817,15 +844,24 @@ static spx_status spx__solve_check(const spx__solver *s, const char *fn, const v
 
 /* The inverted diagonal for Jacobi; a zero or non-finite a_ii is SPX_INVALID_ARGUMENT. */
 static spx_status spx__solve_diag(spx__solver *s, const char *fn) {
-  int64_t i;
+  const int64_t n = s->n;
+  const int f = s->f;
+  int64_t i, bad = n;
+  double *d;
   spx_status st;
-  if (!(s->diag = (double *)spx__alloc((size_t)s->n + 1, sizeof(double)))) return SPX_OUT_OF_MEMORY;
-  if ((st = spx_plan_diagonal(s->A, s->diag))) return st;
-  for (i = 0; i < s->n; i++) {
-    if (s->diag[i] == 0 || !spx__finite(s->diag[i]))
-      return spx__fail(SPX_INVALID_ARGUMENT, "%s: a[%lld][%lld] = %g: Jacobi needs a nonzero finite diagonal", fn,
-                       (long long)i, (long long)i, s->diag[i]);
-    s->diag[i] = spx__rd(s->f, 1.0 / s->diag[i]); /* as the GPU stores it */
+  if (!(d = s->diag = (double *)spx__alloc((size_t)n + 1, sizeof(double)))) return SPX_OUT_OF_MEMORY;
+  if ((st = spx_plan_diagonal(s->A, d))) return st;
+  /* in parallel: on a 1M-row GPU solve this loop and the dinv copy were 10 ms of host setup */
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) reduction(min : bad) if (n > 65536)
+#endif
+  for (i = 0; i < n; i++) {
+    if (d[i] == 0 || !spx__finite(d[i])) bad = SPX__MIN(bad, i);
+    else d[i] = spx__rd(f, 1.0 / d[i]); /* as the GPU stores it */
+  }
+  if (bad < n) { /* the first bad entry, untouched */
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: a[%lld][%lld] = %g: Jacobi needs a nonzero finite diagonal", fn,
+                     (long long)bad, (long long)bad, d[bad]);
   }
   return SPX_OK;
 }
@@ -864,7 +900,11 @@ static spx_status spx__solve(int method, spx_plan *A, const void *b, void *x, co
   s.rep->vector_bytes_per_iter = (int64_t)vpasses[method][s.o.precond != NULL] * s.n * (int64_t)s.vs;
   s.rep->analysis_ms = spx_plan_select_ms(A);
   build0 = spx_plan_build_ms(A);
-  if (!(st = spx_plan_build(A)) && (method != SPX__SOLVE_PCG_JACOBI || !(st = spx__solve_diag(&s, fns[method])))) {
+  s.jacobi = method == SPX__SOLVE_PCG_JACOBI;
+  /* the GPU inverts the plan's diagonal itself (spx__g_setup) */
+  if (!(st = spx_plan_build(A)) && (!s.jacobi || s.cuda || !(st = spx__solve_diag(&s, fns[method])))) {
+    if (spx__plan_tracing())
+      fprintf(stderr, "spx conv: solve  build, diag   %8.3f ms\n", 1e3 * (spx__now() - t0));
     s.rep->build_ms = spx_plan_build_ms(A);
     /* Without the plan's build when it ran in this call (a lazy plan): that is build_ms. */
     s.rep->setup_ms = 1e3 * (spx__now() - t0) - (build0 == 0 ? s.rep->build_ms : 0);

@@ -1490,7 +1490,7 @@ static const char *const spx__template_krylov[] = {
     "/* |x| <= SPX_KRY_EPS * norms is a BiCGSTAB breakdown. */\n"
     "#define SPX_KRY_EPS 1e-14\n"
     "\n"),
-    /* chunk 1: bytes 3989..7971 */
+    /* chunk 1: bytes 3989..7946 */
     ("#define SPX_FOR_EACH(i, n)                                                              \\\n"
     "  for (long long i = (long long)blockIdx.x * SPX_BLOCK + threadIdx.x; i < (n);           \\\n"
     "       i += (long long)gridDim.x * SPX_BLOCK)\n"
@@ -1582,7 +1582,19 @@ static const char *const spx__template_krylov[] = {
     "  SPX_FOR_EACH(i, n) y[i] = x[i];\n"
     "}\n"
     "\n"
-    "/* The true residual: term (b - q).(b - q) (any state). */\n"
+    "/* Jacobi: dinv = 1 / d in the vector type (d and dinv may be one array, for double); *bad = the\n"
+    " * least i with d[i] zero or not finite (left as it is), for the host's message. */\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_kry_dinv(long long n, const double *d, spx_value_t *dinv, unsigned long long *bad) {\n"
+    "  SPX_FOR_EACH(i, n) {\n"
+    "    double v = d[i];\n"
+    "    if (v == 0 || !isfinite(v)) atomicMin(bad, (unsigned long long)i);\n"
+    "    else dinv[i] = (spx_value_t)(1.0 / v);\n"
+    "  }\n"
+    "}\n"
+    "\n"),
+    /* chunk 2: bytes 7946..11945 */
+    ("/* The true residual: term (b - q).(b - q) (any state). */\n"
     "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
     "spx_kry_resid(long long n, const spx_value_t *__restrict__ b, const spx_value_t *__restrict__ q,\n"
     "              double *__restrict__ part) {\n"
@@ -1595,9 +1607,8 @@ static const char *const spx__template_krylov[] = {
     "}\n"
     "\n"
     "/* st[SPX_ST_OUT + k] = the sums of nt terms (any state). */\n"
-    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"),
-    /* chunk 2: bytes 7971..11967 */
-    ("spx_kry_sum(int g, int nt, const double *__restrict__ part, double *__restrict__ st) {\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_kry_sum(int g, int nt, const double *__restrict__ part, double *__restrict__ st) {\n"
     "  double s[3];\n"
     "  spx_kry_total(part, g, nt, s);\n"
     "  if (threadIdx.x == 0)\n"
@@ -1683,8 +1694,9 @@ static const char *const spx__template_krylov[] = {
     "  }\n"
     "  spx_kry_block(s0, s1, 0, 2, part);\n"
     "}\n"
-    "\n"
-    "/* After spx_kry_cg_r: counts the iteration, records ||r||, stops when it passes (the x update is\n"
+    "\n"),
+    /* chunk 3: bytes 11945..15929 */
+    ("/* After spx_kry_cg_r: counts the iteration, records ||r||, stops when it passes (the x update is\n"
     " * then still due: FINISH); with have_rz, beta = r.z / r.z_old (r.z <= 0: breakdown). */\n"
     "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
     "spx_kry_cg_beta(int g, const double *__restrict__ part, double *__restrict__ st, double *__restrict__ hist,\n"
@@ -1692,9 +1704,8 @@ static const char *const spx__template_krylov[] = {
     "  double s[3];\n"
     "  if (st[SPX_ST_DONE] != 0) return;\n"
     "  spx_kry_total(part, g, 2, s);\n"
-    "  if (threadIdx.x != 0) return;\n"),
-    /* chunk 3: bytes 11967..15897 */
-    ("  st[SPX_ST_IT] += 1;\n"
+    "  if (threadIdx.x != 0) return;\n"
+    "  st[SPX_ST_IT] += 1;\n"
     "  spx_kry_hist(st, hist, hcap, s[0]);\n"
     "  if (s[0] <= st[SPX_ST_TOL2]) { spx_kry_stop(st, SPX_KS_CONVERGED, 0, 1); return; }\n"
     "  if (!spx_kry_finite(s[0])) { spx_kry_stop(st, SPX_KS_NONFINITE, s[0], 0); return; }\n"
@@ -1778,8 +1789,9 @@ static const char *const spx__template_krylov[] = {
     "  if (threadIdx.x != 0) return;\n"
     "  for (int k = 0; k < SPX_ST_COUNT; k++) st[k] = 0;\n"
     "  st[SPX_ST_BB] = s[1];\n"
-    "  st[SPX_ST_TOL2] = rtol2 * s[1] > atol2 ? rtol2 * s[1] : atol2;\n"
-    "  st[SPX_ST_R0N2] = s[0];\n"
+    "  st[SPX_ST_TOL2] = rtol2 * s[1] > atol2 ? rtol2 * s[1] : atol2;\n"),
+    /* chunk 4: bytes 15929..19916 */
+    ("  st[SPX_ST_R0N2] = s[0];\n"
     "  st[SPX_ST_RZ] = s[0]; /* rho = r0^.r_0 = ||r_0||^2 */\n"
     "  st[SPX_ST_OMEGA] = 1;\n"
     "  spx_kry_hist(st, hist, hcap, s[0]);\n"
@@ -1788,9 +1800,8 @@ static const char *const spx__template_krylov[] = {
     "}\n"
     "\n"
     "/* After v = A phat and spx_kry_dot2(r0, v, v): alpha = rho / r0^.v. */\n"
-    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"),
-    /* chunk 4: bytes 15897..19894 */
-    ("spx_kry_bicg_alpha(int g, const double *__restrict__ part, double *__restrict__ st) {\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_kry_bicg_alpha(int g, const double *__restrict__ part, double *__restrict__ st) {\n"
     "  double s[3];\n"
     "  if (st[SPX_ST_DONE] != 0) return;\n"
     "  spx_kry_total(part, g, 2, s);\n"
@@ -1879,8 +1890,9 @@ static const char *const spx__template_krylov[] = {
     "    x[i] = (spx_value_t)((double)x[i] + a * (double)phat[i] + w * (double)shat[i]);\n"
     "    rd = (double)(spx_value_t)(sd - w * (double)t[i]);\n"
     "    r[i] = (spx_value_t)rd;\n"
-    "    s0 += (double)r0[i] * rd;\n"
-    "    s1 += rd * rd;\n"
+    "    s0 += (double)r0[i] * rd;\n"),
+    /* chunk 5: bytes 19916..21526 */
+    ("    s1 += rd * rd;\n"
     "  }\n"
     "  spx_kry_block(s0, s1, 0, 2, part);\n"
     "}\n"
@@ -1890,9 +1902,8 @@ static const char *const spx__template_krylov[] = {
     "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
     "spx_kry_bicg_r(int g, const double *__restrict__ part, double *__restrict__ st, double *__restrict__ hist,\n"
     "               long long hcap) {\n"
-    "  double s[3], arho;\n"),
-    /* chunk 5: bytes 19894..21035 */
-    ("  if (st[SPX_ST_DONE] != 0) {\n"
+    "  double s[3], arho;\n"
+    "  if (st[SPX_ST_DONE] != 0) {\n"
     "    if (threadIdx.x == 0) st[SPX_ST_FINISH] = 0;\n"
     "    return;\n"
     "  }\n"
@@ -2996,7 +3007,7 @@ static const spx__template spx__templates[] = {
     {"ell", spx__template_ell, 1, 3503, UINT64_C(0x6c6711f80c9d3e5d)},
     {"hyb", spx__template_hyb, 2, 4652, UINT64_C(0x0d94f4dc9b8a87fa)},
     {"jds", spx__template_jds, 1, 3760, UINT64_C(0x59dc72ac1ea26d04)},
-    {"krylov", spx__template_krylov, 6, 21035, UINT64_C(0x087b5493ac6159a5)},
+    {"krylov", spx__template_krylov, 6, 21526, UINT64_C(0xea8ad99dfa8312f5)},
     {"rbp", spx__template_rbp, 3, 10681, UINT64_C(0xfee21728528096e8)},
     {"sdia", spx__template_sdia, 2, 4925, UINT64_C(0x6790173e671b8355)},
     {"sell", spx__template_sell, 2, 5273, UINT64_C(0xb0129532ed42fb9b)},
