@@ -21,6 +21,8 @@
  *                   CSR takes) on the way.
  * spx_analyze_hist  the histogram's tail (lengths from SPX_HIST_SHARED on), only when rows are that
  *                   long.
+ * spx_analyze_diag  the diagonal a_ii (0 where absent) of the validated CSR with its values, for
+ *                   Jacobi: one thread per row, scanning its sorted columns up to i.
  *
  * CONSTANTS  SPX_BLOCK (threads per block, a multiple of 32), SPX_HIST_SHARED (shared bins).
  * Integer results only (sums of integers), so they do not depend on the launch shape. */
@@ -144,5 +146,25 @@ spx_analyze_hist(long long n, const long long *__restrict__ rp, long long lo, lo
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     const long long l = rp[i + 1] - rp[i];
     if (l >= lo && l < nbins) atomicAdd(&hist[l - lo], 1ull);
+  }
+}
+
+/* d[i] = a_ii (0 when row i has none), i < n = min(rows, cols); SPX_VALUE_T: the values' type. */
+#ifndef SPX_VALUE_T
+#define SPX_VALUE_T double
+#endif
+extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
+spx_analyze_diag(long long n, const long long *__restrict__ rp, const int *__restrict__ ci,
+                 const SPX_VALUE_T *__restrict__ va, double *__restrict__ d) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    double v = 0;
+    for (long long k = rp[i], e = rp[i + 1]; k < e; k++) {
+      const long long c = ci[k];
+      if (c >= i) {
+        if (c == i) v = (double)va[k];
+        break;
+      }
+    }
+    d[i] = v;
   }
 }

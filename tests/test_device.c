@@ -183,9 +183,9 @@ static void test_block_cache(void **state) {
   unsetenv("SPX_DEVICE_CACHE_MB");
 }
 
-/* Copies under the pooled size go through the context's pinned buffer, a piece at a time: every
- * size around its piece, from a host offset that is not aligned, arrives whole, and nothing past it
- * is written. */
+/* Uploads under the pooled size and every download go through the context's pinned buffer, in
+ * pieces (downloads double-buffered): every size around a piece, from a host offset that is not
+ * aligned, arrives whole, and nothing past it is written. */
 static void test_small_copies_pinned(void **state) {
   const size_t m = spx__h2d_min();
   const size_t sizes[] = {1, 8, 4096, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, m / 2 + 3, m - 16};

@@ -811,6 +811,15 @@ static spx_plan *dev_plan(spx_context *g, const spx_csr *a, int host_profile, co
 }
 
 
+/* The diagonal a plan keeps (for Jacobi) is the host pass's, to the bit, where a staged build takes
+ * it from the device. */
+static void check_diag(const spx_plan *p, const double *want, int64_t n, const char *name, const char *what) {
+  double *d = malloc((size_t)n * sizeof *d);
+  assert_int_equal(spx_plan_diagonal(p, d), SPX_OK);
+  if (memcmp(d, want, (size_t)n * sizeof *d)) fail_msg("%s %s: the diagonal differs from the host's", name, what);
+  free(d);
+}
+
 static void test_gpu_device_profile(void **state) {
   spx_context *g = NULL;
   spx_context_options co = {SPX_BACKEND_CUDA, 0};
@@ -828,6 +837,7 @@ static void test_gpu_device_profile(void **state) {
   m[3] = pattern(400000, 0, 400, 97);
   for (k = 0; k < 4; k++) {
     spx_plan *ph, *pd;
+    double *hd;
     const spx_analysis *ah, *ad;
     const spx_plan_candidate *ch, *cd;
     int nh, nd;
@@ -867,6 +877,9 @@ static void test_gpu_device_profile(void **state) {
       assert_true(uh > 0 && ud > 0 && ud < uh);
     }
     check_plan_spmv(g, pd, m[k], names[k]);
+    hd = malloc((size_t)m[k]->nrows * sizeof *hd);
+    assert_int_equal(spx_plan_diagonal(ph, hd), SPX_OK); /* the host pass's (host profile: nothing staged) */
+    check_diag(pd, hd, m[k]->nrows, names[k], "model");
     spx_plan_destroy(ph); spx_plan_destroy(pd);
     { /* auto's trial of the best two builds both from the staged arrays, as the chosen plan
          would (a device conversion or a wrap); the winner keeps them when it wraps them */
@@ -885,17 +898,20 @@ static void test_gpu_device_profile(void **state) {
     /* builds from the staged arrays */
     pd = dev_plan(g, m[k], 0, "cusparse_csr");
     check_plan_spmv(g, pd, m[k], names[k]);
+    check_diag(pd, hd, m[k]->nrows, names[k], "cusparse_csr");
     /* the wrapped arrays count in its bytes (a solver's bandwidth bound reads them) */
     assert_true(spx_plan_bytes(pd) >= 4 * (m[k]->nrows + 1) + 12 * m[k]->nnz);
     spx_plan_destroy(pd);
     /* spx's CSR kernel on the staged arrays: the kernel the host rule picks from these rows */
     pd = dev_plan(g, m[k], 0, "csr");
     check_plan_spmv(g, pd, m[k], names[k]);
+    check_diag(pd, hd, m[k]->nrows, names[k], "csr");
     assert_int_equal(spx_plan_bytes(pd), 4 * (m[k]->nrows + 1) + 12 * m[k]->nnz);
     spx_plan_destroy(pd);
     { /* SELL16 where no slice spans more than its 16-bit offsets reach, else SELL */
       pd = dev_plan(g, m[k], 0, k == 0 || k == 2 ? "sell16" : "sell");
       check_plan_spmv(g, pd, m[k], names[k]);
+      check_diag(pd, hd, m[k]->nrows, names[k], "sell");
       spx_plan_destroy(pd);
     }
     if (k == 0 || k == 2) { /* SDIA where it stays under its fill limit */
@@ -907,7 +923,9 @@ static void test_gpu_device_profile(void **state) {
     pd = dev_plan(g, m[k], 0, "bsr");
     if (k == 2) assert_int_equal(spx_plan_params(pd)->bsr_r, 3);
     check_plan_spmv(g, pd, m[k], names[k]);
+    check_diag(pd, hd, m[k]->nrows, names[k], "bsr");
     spx_plan_destroy(pd);
+    free(hd);
   }
   /* malformed: two columns swapped in one row, a column past the last (rows the host's column
    * sample does not read), then a swap in row 5 (one it reads, before the device has checked) */

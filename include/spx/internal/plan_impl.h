@@ -1072,6 +1072,7 @@ struct spx_plan {
   double pend_staged_ns;   /* defer: the pending format's calibrated conversion from staged arrays, ns/byte (0: none) */
   spx_dmatrix_options csr_opt; /* the CSR kernel the host rule would pick, from the profile (staged) */
   int csr_staged;          /* 1: a CSR plan wraps the staged arrays (csr_opt set) */
+  int want_ddiag;          /* 1: the build takes the diagonal from the staged arrays (spx__plan_ddiag) */
   int dc_borrowed;         /* 1: dc is the parent plan's (a trial candidate): never freed here */
   char reason[768];
 };
@@ -1101,6 +1102,21 @@ static int spx__plan_staged(const spx_plan *p) {
   return spx__plan_on_device(1, (int)p->format);
 }
 
+/* The diagonal from the staged arrays once their values are up (when create asked for it); on
+ * failure none, and create's host pass makes it. */
+static void spx__plan_ddiag(spx_plan *p) {
+  int64_t n = SPX__MIN(p->nrows, p->ncols);
+  if (!p->want_ddiag || p->diag) return;
+  p->want_ddiag = 0;
+  if (!(p->diag = (double *)spx__alloc((size_t)n + 1, sizeof *p->diag))) return;
+  spx__advise_huge(p->diag, ((size_t)n + 1) * sizeof *p->diag);
+  p->diag[n] = 0;
+  if (spx__dcsr_diag(&p->dc, p->diag)) {
+    SPX_FREE(p->diag);
+    spx_clear_error();
+  }
+}
+
 /* Converts a to the plan's choice and makes it runnable on the backend. */
 static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
   spx_status s;
@@ -1121,6 +1137,7 @@ static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
       w.row_ptr = p->dc.rp32; w.col_idx = p->dc.ci; w.val = p->dc.va;
       if ((s = spx_cusparse_plan_create_device_csr(p->ctx, &w, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
       spx__conv_mark(tr, "plan", "cusparse", &tm);
+      spx__plan_ddiag(p);
       p->built = 1;
       return SPX_OK;
     }
@@ -1131,12 +1148,17 @@ static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
       if ((s = spx_dmatrix_wrap_csr(p->ctx, p->dc.nrows, p->dc.ncols, p->dc.nnz, p->dc.rp32, p->dc.ci, p->dc.va,
                                     p->dc.dtype, &o, &p->dm)))
         return s;
+      spx__plan_ddiag(p);
       p->built = 1;
       return SPX_OK;
     }
     /* converted from the staged arrays: no second upload (BSR with the profile's block size) */
     s = spx__dmatrix_convert_device(p->ctx, a, p->format, &p->params, NULL, &p->dc, &p->dm);
     spx__conv_mark(tr, "plan", "convert", &tm);
+    if (!s && p->dm) {
+      spx__plan_ddiag(p);
+      spx__conv_mark(tr, "plan", "diagonal", &tm);
+    }
     spx__plan_drop_dc(p);
     spx__conv_mark(tr, "plan", "free staged", &tm);
     if (s) return s;
@@ -1887,6 +1909,7 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   /* The diagonal is the solvers' (Jacobi), not the choice's: kept beside the plan, not timed as
    * selection. It reads only the host CSR: beside a device build (which waits on its upload), on a
    * thread with the CPUs the upload's pool leaves, it costs nothing (4-9 ms on 26M nonzeros). */
+  /* A build from the staged arrays takes it from them on the device (spx__plan_ddiag). */
   if (!o->no_diagonal && !(!p->built && o->eager && p->backend == SPX_BACKEND_CUDA)) {
     if ((s = spx__plan_diag(p, use, 0))) goto fail;
     if (tr) fprintf(stderr, "spx plan: %-10s %8.3f ms\n", "diagonal", 1e3 * (spx__now() - tl));
@@ -1897,7 +1920,8 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
     pthread_t th;
     int threaded = 0;
     memset(&dj, 0, sizeof dj);
-    if (!o->no_diagonal && p->backend == SPX_BACKEND_CUDA) {
+    p->want_ddiag = !o->no_diagonal && spx__plan_staged(p);
+    if (!o->no_diagonal && p->backend == SPX_BACKEND_CUDA && !p->want_ddiag) {
       long spare = sysconf(_SC_NPROCESSORS_ONLN) - spx__h2d_workers() - 1;
       dj.p = p; dj.a = use; dj.nt = (int)SPX__MAX(1, SPX__MIN(spare, 8));
       threaded = pthread_create(&th, NULL, spx__plan_diag_thread, &dj) == 0;
@@ -1911,6 +1935,8 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
                       1e3 * (spx__now() - tj));
     }
     if (!s && dj.s) s = spx__fail(dj.s, "spx_plan_create: no memory for the diagonal");
+    p->want_ddiag = 0;
+    if (!s && !o->no_diagonal && !p->diag) s = spx__plan_diag(p, use, 0); /* the device's did not come */
     if (s) goto fail;
     p->build_ms = 1e3 * (spx__now() - tb); /* an eager build is the build's, not the selection's */
   } else if (!p->built) {

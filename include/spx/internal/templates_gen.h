@@ -20,7 +20,7 @@ typedef struct spx__template {
 
 /* templates/analyze.cu */
 static const char *const spx__template_analyze[] = {
-    /* chunk 0: bytes 0..3982 */
+    /* chunk 0: bytes 0..3998 */
     ("/* analyze.cu: the auto-tuner's row profile of a CSR on the device, and the CSR's validation, so\n"
     " * that choosing a format costs microseconds instead of host passes over row_ptr and col_idx (on a\n"
     " * 20M-nonzero matrix the host passes cost 5-50 ms, tens to hundreds of SpMVs). The CSR is the\n"
@@ -44,6 +44,8 @@ static const char *const spx__template_analyze[] = {
     " *                   CSR takes) on the way.\n"
     " * spx_analyze_hist  the histogram's tail (lengths from SPX_HIST_SHARED on), only when rows are that\n"
     " *                   long.\n"
+    " * spx_analyze_diag  the diagonal a_ii (0 where absent) of the validated CSR with its values, for\n"
+    " *                   Jacobi: one thread per row, scanning its sorted columns up to i.\n"
     " *\n"
     " * CONSTANTS  SPX_BLOCK (threads per block, a multiple of 32), SPX_HIST_SHARED (shared bins).\n"
     " * Integer results only (sums of integers), so they do not depend on the launch shape. */\n"
@@ -84,13 +86,13 @@ static const char *const spx__template_analyze[] = {
     "\n"
     "/* Warp-aggregated add of 1 to h[key] by the calling lanes (lanes with equal keys add once, by\n"
     " * their lowest lane): rows of equal length, the common case, would serialize on one shared word. */\n"
-    "__device__ __forceinline__ void spx_hist_add(unsigned int *h, unsigned int key) {\n"
-    "  const unsigned int same = __match_any_sync(__activemask(), key);\n"
+    "__device__ __forceinline__ void spx_hist_add(unsigned int *h, unsigned int key) {\n"),
+    /* chunk 1: bytes 3998..7990 */
+    ("  const unsigned int same = __match_any_sync(__activemask(), key);\n"
     "  if ((int)(threadIdx.x & 31) == __ffs(same) - 1) atomicAdd(&h[key], (unsigned int)__popc(same));\n"
     "}\n"
-    "\n"),
-    /* chunk 1: bytes 3982..7596 */
-    ("extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
     "spx_analyze_rows(long long n, long long ncols, long long nnz, const long long *__restrict__ rp,\n"
     "                 const int *__restrict__ ci, int *__restrict__ rp32, int tpr, spx_u64 *__restrict__ out) {\n"
     "  __shared__ unsigned int h[SPX_HIST_SHARED];\n"
@@ -168,6 +170,27 @@ static const char *const spx__template_analyze[] = {
     "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {\n"
     "    const long long l = rp[i + 1] - rp[i];\n"
     "    if (l >= lo && l < nbins) atomicAdd(&hist[l - lo], 1ull);\n"
+    "  }\n"
+    "}\n"
+    "\n"
+    "/* d[i] = a_ii (0 when row i has none), i < n = min(rows, cols); SPX_VALUE_T: the values' type. */\n"
+    "#ifndef SPX_VALUE_T\n"
+    "#define SPX_VALUE_T double\n"
+    "#endif\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"),
+    /* chunk 2: bytes 7990..8499 */
+    ("spx_analyze_diag(long long n, const long long *__restrict__ rp, const int *__restrict__ ci,\n"
+    "                 const SPX_VALUE_T *__restrict__ va, double *__restrict__ d) {\n"
+    "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {\n"
+    "    double v = 0;\n"
+    "    for (long long k = rp[i], e = rp[i + 1]; k < e; k++) {\n"
+    "      const long long c = ci[k];\n"
+    "      if (c >= i) {\n"
+    "        if (c == i) v = (double)va[k];\n"
+    "        break;\n"
+    "      }\n"
+    "    }\n"
+    "    d[i] = v;\n"
     "  }\n"
     "}\n"),
 };
@@ -2998,7 +3021,7 @@ static const char *const spx__template_vector[] = {
 
 /* ORDER: sorted by name. */
 static const spx__template spx__templates[] = {
-    {"analyze", spx__template_analyze, 2, 7596, UINT64_C(0x5b6f128fdb9ef5be)},
+    {"analyze", spx__template_analyze, 3, 8499, UINT64_C(0xbf5b15214fb5ff91)},
     {"bsr", spx__template_bsr, 2, 4667, UINT64_C(0x04b6aa2e62da0855)},
     {"convert", spx__template_convert, 6, 20533, UINT64_C(0x36165041533de57c)},
     {"coo", spx__template_coo, 1, 3227, UINT64_C(0x5a5b51c933d8e1bc)},
