@@ -279,6 +279,16 @@ static void test_large_uploads(void **state) {
     assert_memory_equal(back, src, sizes[k]);
     assert_int_equal(back[sizes[k]], 0); /* nothing written past the end */
   }
+  /* on fewer workers than the pool has (a plan's pattern beside its column sample): every chunk
+   * still goes up, whichever worker's it is */
+  for (k = 1; k <= 3; k++) {
+    const size_t n = ((size_t)23 << 20) + 17;
+    assert_int_equal(spx_device_memset(ctx, d, 0, maxb), SPX_OK);
+    assert_int_equal(spx__h2d_upload_workers(ctx, d, h + k, n, (int)k * 2), SPX_OK);
+    assert_int_equal(spx_device_download(ctx, back, d, n + 1), SPX_OK);
+    assert_memory_equal(back, h + k, n);
+    assert_int_equal(back[n], 0);
+  }
   /* the pool served the three uploads of >= spx__h2d_min(), unless it is switched off or the host is small */
   if (!getenv("SPX_UPLOAD_THREADS") && sysconf(_SC_NPROCESSORS_ONLN) >= 4)
     assert_true(spx__h2d_count() >= before + 3);

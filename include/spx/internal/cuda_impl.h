@@ -264,7 +264,7 @@ static spx_status spx__dcsr_values_begin(spx__dcsr *d, const spx_csr *a) {
   if (d->has_values) return SPX_OK;
   if (a->nnz != d->nnz || a->dtype != d->dtype) return spx__fail(SPX_INTERNAL, "staged CSR and matrix differ");
   if (!d->va && (s = spx_device_alloc(d->ctx, (size_t)a->nnz * vb + vb, &d->va))) return s;
-  if ((s = spx__h2d_upload(d->ctx, d->va, a->val.p, (size_t)a->nnz * vb, &d->va_up))) return s;
+  if ((s = spx__h2d_upload(d->ctx, d->va, a->val.p, (size_t)a->nnz * vb, 0, &d->va_up))) return s;
   d->has_values = 1;
   return SPX_OK;
 }
@@ -339,8 +339,9 @@ static spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, s
   t0 = spx__now();
   d->stage_s[0] = t0 - ta;
   if ((s = spx_device_memset(ctx, out, 0, (9 + hs) * 8))) goto fail;
-  if ((s = spx_device_upload(ctx, d->rp, a->row_ptr, (size_t)(n + 1) * 8)) ||
-      (s = spx_device_upload(ctx, d->ci, a->col_idx, (size_t)nnz * 4)))
+  /* the column sample's thread runs beside: the workers leave it its CPUs */
+  if ((s = spx__h2d_upload(ctx, d->rp, a->row_ptr, (size_t)(n + 1) * 8, spx__h2d_workers_beside(), NULL)) ||
+      (s = spx__h2d_upload(ctx, d->ci, a->col_idx, (size_t)nnz * 4, spx__h2d_workers_beside(), NULL)))
     goto fail;
   d->stage_s[1] = spx__now() - t0;
   /* device storage for the matrix and its upload: what any plan of it pays (cuSPARSE's too) */

@@ -346,6 +346,9 @@ int spx__loader_notice_count(void);
 long long spx__h2d_count(void);
 /* The smallest upload the pool takes (smaller copies go through the context's pinned buffer). */
 size_t spx__h2d_min(void);
+/* Tests: spx_device_upload on at most `want` of the pool's workers (0: all), as a plan's pattern
+ * goes up beside its column sample. */
+spx_status spx__h2d_upload_workers(spx_context *ctx, spx_devptr dst, const void *src, size_t bytes, int want);
 /* The upload pool's users (device_impl.h): each CUDA spx_context counts on its device from
  * creation to destruction, and the last one's destruction lets the device's pool go (its pinned
  * buffers, streams and events), so that nothing registered outlives the contexts. */
