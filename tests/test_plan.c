@@ -505,6 +505,51 @@ static void test_plans_compute(void **state) {
 
 /* A BSR plan converts with the block size its profile found (3x3 on elasticity, one conversion
  * instead of counting 8 sizes first) and computes what the CSR does. */
+/* auto times the best two only when the model cannot tell them apart: the runner-up's prediction
+ * within trial_gap of the best's (and the trial cheap against the work); past the gap the reason
+ * says how much slower the runner-up is predicted; trial_gap <= 1 never times. */
+static void test_auto_trial_gap(void **state) {
+  spx_csr *m[3];
+  int k, seen_trial = 0, seen_gap = 0;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(24, 24, 24, 7, SPX_DOUBLE, &m[0]), SPX_OK);
+  assert_int_equal(spx_gen_powerlaw(20000, 2.0, 2, 300, 3, SPX_DOUBLE, &m[1]), SPX_OK);
+  assert_int_equal(spx_gen_elasticity3d(8, 8, 8, SPX_DOUBLE, &m[2]), SPX_OK);
+  for (k = 0; k < 3; k++) {
+    double gaps[] = {1.1, 100, 0.5};
+    int g;
+    for (g = 0; g < 3; g++) {
+      spx_plan_options o;
+      spx_plan *p;
+      const spx_plan_candidate *c;
+      int n, i;
+      double b0 = 0, b1 = 0, gap;
+      spx_plan_options_default(&o);
+      o.backend = SPX_BACKEND_HOST; o.trial_reps = 2; o.expected_calls = 100000000; o.trial_gap = gaps[g];
+      assert_int_equal(spx_plan_create(NULL, m[k], &o, &p), SPX_OK);
+      c = spx_plan_candidates(p, &n);
+      for (i = 0; i < n; i++) { /* the two best predictions among those that fit */
+        double u = c[i].predicted_us;
+        if (!c[i].fits || u <= 0) continue;
+        if (b0 == 0 || u < b0) { b1 = b0; b0 = u; }
+        else if (b1 == 0 || u < b1) b1 = u;
+      }
+      gap = b1 / b0;
+      if (gap > gaps[g]) {
+        if (!strstr(spx_plan_reason(p), "no trial (the runner-up predicted"))
+          fail_msg("gap %.3f > %.2f: %s", gap, gaps[g], spx_plan_reason(p));
+        seen_gap += g == 0;
+      } else {
+        if (!strstr(spx_plan_reason(p), "trial of the best two")) fail_msg("gap %.3f <= %.2f: %s", gap, gaps[g], spx_plan_reason(p));
+        seen_trial += g == 0;
+      }
+      spx_plan_destroy(p);
+    }
+    spx_csr_destroy(m[k]);
+  }
+  print_message("default gap: %d trials, %d skipped by the gap\n", seen_trial, seen_gap);
+}
+
 static void test_bsr_plan_block(void **state) {
   spx_csr *a;
   spx_plan_options o;
@@ -578,6 +623,18 @@ static void test_bad_arguments(void **state) {
     assert_int_equal(spx_plan_create(h, a, &o, &p), SPX_INVALID_ARGUMENT);
     assert_non_null(strstr(spx_last_error(), "cuda"));
     spx_context_destroy(h);
+  }
+  { /* the trial's knobs */
+    spx_plan_options_default(&o);
+    o.backend = SPX_BACKEND_HOST;
+    o.trial_reps = 0;
+    assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_INVALID_ARGUMENT);
+    assert_non_null(strstr(spx_last_error(), "trial_reps"));
+    o.trial_reps = 3; o.trial_share = -1;
+    assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_INVALID_ARGUMENT);
+    o.trial_share = 0.02; o.trial_gap = NAN;
+    assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_INVALID_ARGUMENT);
+    assert_non_null(strstr(spx_last_error(), "trial_gap"));
   }
   { /* no_diagonal: the plan computes, but spx_plan_diagonal says why it has none */
     double dg[100];
@@ -886,6 +943,7 @@ static void test_gpu_device_profile(void **state) {
       spx_plan_options o;
       spx_plan_options_default(&o);
       o.expected_calls = 10000000; /* the trial is cheap against this much work */
+      o.trial_gap = 100;            /* and considered whatever the predictions' gap */
       o.eager = 1;
       pd = NULL;
       if (spx_plan_create(g, m[k], &o, &pd)) fail_msg("%s auto: %s", names[k], spx_last_error());
@@ -957,7 +1015,7 @@ int main(void) {
       cmocka_unit_test(test_strategy_names),   cmocka_unit_test(test_kubota_branches),
       cmocka_unit_test(test_mps_branches),     cmocka_unit_test(test_predicted_bytes), cmocka_unit_test(test_sampled_bytes),
       cmocka_unit_test(test_model_fake_device), cmocka_unit_test(test_model_gather), cmocka_unit_test(test_csr_staged_options), cmocka_unit_test(test_memory_limit),
-      cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),
+      cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_auto_trial_gap), cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_device_file),      cmocka_unit_test(test_reselect_ordering),
       cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_device_profile),
   };

@@ -58,7 +58,7 @@ extern "C" {
 /* Strategies. ORDER: the order `spx select` lists them; AUTO first (the default, 0).
  *  _(ENUM_SUFFIX, "name",   "what it does") */
 #define SPX_PLAN_STRATEGIES(_)                                                                 \
-  _(AUTO,    "auto",   "model, then a timed trial of the best two when the work makes it cheap") \
+  _(AUTO,    "auto",   "model, then a timed trial of the best two when they are close and the work makes it cheap") \
   _(KUBOTA,  "kubota", "B/R thresholds of the selection paper (ELL, JDS, cuSPARSE CSR)")         \
   _(MPS,     "mps",    "B/R thresholds retuned by the MPS thesis (5-1)")                         \
   _(TRIAL,   "trial",  "convert, run and time every candidate; keep the fastest")              \
@@ -140,6 +140,9 @@ typedef struct spx_plan_options {
   int trial_reps;             /* timed SpMVs per candidate in a trial [20] */
   double trial_share;         /* auto: trial when it costs at most this share of the expected
                                * work [0.02] */
+  double trial_gap;           /* auto: and only when the runner-up's predicted time is within this
+                               * factor of the best's [1.1]: past it the model's ranking stands
+                               * (its choices' median error is ~4%); <= 1: never a trial */
   const spx_plan_device *device; /* the model's constants; NULL: calibrated (CUDA) or defaults */
   int no_calibrate;           /* 1: never run or read a calibration (defaults instead) */
   const char *force;          /* NULL: the strategy chooses; else that candidate by name ("ell",

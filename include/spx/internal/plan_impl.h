@@ -62,6 +62,11 @@ void spx_plan_options_default(spx_plan_options *o) {
   o->dtype = -1;
   o->trial_reps = 20;
   o->trial_share = 0.02;
+  /* H100, the large set: the top two's predictions lie 2-6% apart where the trial can change the
+   * choice (ct2010, bayer10, power-law) and 16-32% apart elsewhere, where the model's choice was
+   * the oracle's; a trial there only cost (26 ms inside a 13-iteration BiCGSTAB on cage10 once the
+   * calibration priced it at the share's edge). */
+  o->trial_gap = 1.1;
 }
 
 /* ---- The row structure the predictors read ---------------------------------------------------- */
@@ -337,11 +342,11 @@ static spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__p
       int64_t nstamp = SPX__MIN(a->ncols, (int64_t)1 << 20) + 1;
       int failed = 0;
 #if defined(_OPENMP)
-      /* beside the upload, the CPUs its pooled copies leave (spx__h2d_workers): the upload runs at
+      /* beside the upload, the CPUs its pooled copies leave (spx__h2d_workers_beside): the upload runs at
        * 30 GB/s since the pool, so one thread here (4-7 ms on 20M nonzeros) came to outlast it */
       int nt = omp_get_max_threads();
       if (beside_upload) {
-        long spare = sysconf(_SC_NPROCESSORS_ONLN) - spx__h2d_workers() - 1;
+        long spare = sysconf(_SC_NPROCESSORS_ONLN) - spx__h2d_workers_beside() - 1;
         nt = (int)SPX__MAX(1, SPX__MIN((long)nt, SPX__MIN(spare, 8)));
       }
 #pragma omp parallel reduction(+ : rows) reduction(| : failed) num_threads(nt) if (nt > 1 && nw >= 16)
@@ -1496,8 +1501,8 @@ static spx_status spx__plan_check(const spx_csr *a, const spx_plan_options *o) {
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: dtype %d (use -1, SPX_DOUBLE or SPX_FLOAT)", o->dtype);
   if (o->backend != SPX_BACKEND_AUTO && o->backend != SPX_BACKEND_HOST && o->backend != SPX_BACKEND_CUDA)
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: backend %d is not auto, host or cuda", (int)o->backend);
-  if (o->trial_reps < 1 || !(o->trial_share >= 0))
-    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: trial_reps must be >= 1 and trial_share >= 0");
+  if (o->trial_reps < 1 || !(o->trial_share >= 0) || !(o->trial_gap == o->trial_gap))
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: trial_reps must be >= 1, trial_share >= 0 and trial_gap a number");
   if (o->device && (!(o->device->bandwidth_gbs > 0) || o->device->warp < 1))
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: the device description needs bandwidth_gbs > 0, warp >= 1");
   return spx__plan_stage_wanted(a, o) ? spx__csr_validate_head(a) : spx_csr_validate(a);
@@ -1873,7 +1878,7 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   default: { /* AUTO */
     const int cuda = p->backend == SPX_BACKEND_CUDA;
     int idx[SPX_FORMAT_MAX + 1], k;
-    double trial_ms, work_ms;
+    double trial_ms, work_ms, gap;
     if ((s = spx__plan_model_choice(p))) break;
     k = spx__plan_ranked(p, idx);
     /* A trial of the best two converts the runner-up too, and times each as spx_plan_time does. */
@@ -1881,7 +1886,11 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
                            spx__plan_time_ms(cuda, p->cand[idx[1]].predicted_us, o->trial_reps)
                      : 0;
     work_ms = 1e-3 * (double)o->expected_calls * p->cand[idx[0]].predicted_us;
-    if (k > 1 && trial_ms <= o->trial_share * work_ms) {
+    gap = k > 1 ? p->cand[idx[1]].predicted_us / p->cand[idx[0]].predicted_us : 0;
+    if (k > 1 && gap > o->trial_gap) {
+      size_t n = strlen(p->reason);
+      snprintf(p->reason + n, sizeof p->reason - n, "; no trial (the runner-up predicted %.0f%% slower)", 100 * (gap - 1));
+    } else if (k > 1 && trial_ms <= o->trial_share * work_ms) {
       char model_reason[400]; /* the model's sentence, bounded so the trial's fits after it */
       snprintf(model_reason, sizeof model_reason, "%.399s", p->reason);
       if (!(s = spx__plan_trial(p, use, idx, 2, o->trial_reps)))
