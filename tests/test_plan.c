@@ -956,6 +956,7 @@ static void test_gpu_device_profile(void **state) {
     /* builds from the staged arrays */
     pd = dev_plan(g, m[k], 0, "cusparse_csr");
     check_plan_spmv(g, pd, m[k], names[k]);
+    assert_non_null(strstr(spx_plan_reason(pd), "from the row lengths alone")); /* it read no columns */
     check_diag(pd, hd, m[k]->nrows, names[k], "cusparse_csr");
     /* the wrapped arrays count in its bytes (a solver's bandwidth bound reads them) */
     assert_true(spx_plan_bytes(pd) >= 4 * (m[k]->nrows + 1) + 12 * m[k]->nnz);

@@ -1580,7 +1580,9 @@ static spx_status spx__plan_forced(spx_plan *p, const char *name) {
       if (!c->fits) return spx__fail(SPX_DEVICE_OUT_OF_MEMORY, "forced %s does not fit: %s", name, c->note);
       if (c->predicted_us < 0) return spx__fail(SPX_UNSUPPORTED, "forced %s: %s", name, c->note);
       p->chosen = i;
-      snprintf(p->reason, sizeof p->reason, "forced: %s (predicted %.3g us/SpMV)", spx__plan_cname(c), c->predicted_us);
+      /* forced to cuSPARSE the plan reads no columns: no x-gather term in that prediction */
+      snprintf(p->reason, sizeof p->reason, "forced: %s (predicted %.3g us/SpMV%s)", spx__plan_cname(c), c->predicted_us,
+               cus ? " from the row lengths alone" : "");
       return SPX_OK;
     }
     if (n < sizeof list) n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", spx__plan_cname(c));
