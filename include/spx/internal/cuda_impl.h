@@ -282,23 +282,18 @@ static spx_status spx__dcsr_values(spx__dcsr *d, const spx_csr *a) {
  * download, where the host's pass over col_idx took 4-12 ms on 20-27M nonzeros. */
 static spx_status spx__dcsr_diag(spx__dcsr *d, double *out) {
   const char *defs[2] = {"SPX_BLOCK=256", d->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double"};
-  const spx__cuda_api *cu = spx__cuda();
   long long n = SPX__MIN(d->nrows, d->ncols);
   int64_t grid = SPX__MIN((n + 255) / 256, 8 * (int64_t)SPX__MAX(1, d->ctx->info.sm_count));
   spx_devptr dd = 0;
   void *fn = NULL, *pr[5];
   spx_status s;
-  if (!cu || !d->rp || !d->ci || !d->va) return spx__fail(SPX_INTERNAL, "spx__dcsr_diag: nothing staged");
+  if (!d->rp || !d->ci || !d->va) return spx__fail(SPX_INTERNAL, "spx__dcsr_diag: nothing staged");
   if (n < 1) return SPX_OK;
   if ((s = spx__dcsr_values_wait(d)) || (s = spx_jit_kernel(d->ctx, "analyze", "spx_analyze_diag", 2, defs, &fn)) ||
       (s = spx_device_alloc(d->ctx, (size_t)n * sizeof(double), &dd)))
     return s;
   pr[0] = &n; pr[1] = &d->rp; pr[2] = &d->ci; pr[3] = &d->va; pr[4] = &dd;
-  if (!(s = spx__ctx_push(d->ctx))) {
-    s = spx__cu_check(cu->cuLaunchKernel((spx__CUfunction)fn, (unsigned)grid, 1, 1, 256, 1, 1, 0, d->ctx->stream, pr, NULL),
-                      "spx_analyze_diag");
-    spx__ctx_pop(d->ctx);
-  }
+  s = spx__launch256(d->ctx, fn, grid, pr, "spx_analyze_diag");
   if (!s) s = spx_device_download(d->ctx, out, dd, (size_t)n * sizeof(double));
   spx_device_free(d->ctx, dd);
   return s;

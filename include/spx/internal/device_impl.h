@@ -283,14 +283,12 @@ static int spx__h2d_workers(void) {
 
 /* Workers for an upload with host work of its own beside it (the plan's pattern, while a thread
  * samples its columns): SPX_UPLOAD_THREADS when set, else half the CPUs, at most 8, so that the
- * work beside keeps the rest. */
+ * work beside keeps the rest. 0 only when there is no pool (0 to spx__h2d_upload means all). */
 static int spx__h2d_workers_beside(void) {
   const char *e = getenv("SPX_UPLOAD_THREADS");
-  long n = sysconf(_SC_NPROCESSORS_ONLN) / 2;
-  if (e && *e) return spx__h2d_workers();
-  if (n > 8) n = 8;
-  n = SPX__MIN(n, (long)spx__h2d_workers());
-  return n < 2 ? 0 : (int)n;
+  const int n = spx__h2d_workers();
+  if ((e && *e) || n == 0) return n;
+  return (int)SPX__MAX(1, SPX__MIN((long)n, SPX__MIN(sysconf(_SC_NPROCESSORS_ONLN) / 2, 8L)));
 }
 
 /* Lets go of what the pool made (its context current): streams, events, the registration (when

@@ -1526,18 +1526,15 @@ static spx_status spx__plan_context(spx_plan *p, spx_context *ctx, const spx_pla
   return SPX_OK;
 }
 
-/* The diagonal of a (the dtype-converted copy), for Jacobi preconditioning. nt: its threads (0: the
- * default). */
-static spx_status spx__plan_diag(spx_plan *p, const spx_csr *a, int nt) {
+/* The diagonal of a (the dtype-converted copy), for Jacobi preconditioning. */
+static spx_status spx__plan_diag(spx_plan *p, const spx_csr *a) {
   int64_t n = SPX__MIN(a->nrows, a->ncols), i, k;
-  (void)nt; /* without OpenMP */
   SPX_FREE(p->diag);
   if (!(p->diag = (double *)spx__alloc((size_t)n + 1, sizeof *p->diag))) return SPX_OUT_OF_MEMORY;
   spx__advise_huge(p->diag, ((size_t)n + 1) * sizeof *p->diag); /* 2 MiB faults: most of the pass on 4 KiB pages */
   p->diag[n] = 0;
 #if defined(_OPENMP)
-  if (nt <= 0) nt = omp_get_max_threads();
-#pragma omp parallel for schedule(static, 8192) private(k) num_threads(nt) if (n > 65536)
+#pragma omp parallel for schedule(static, 8192) private(k) if (n > 65536)
 #endif
   for (i = 0; i < n; i++) {
     double d = 0;
@@ -1549,22 +1546,6 @@ static spx_status spx__plan_diag(spx_plan *p, const spx_csr *a, int nt) {
     p->diag[i] = d; /* every element written by its thread: first touch in parallel */
   }
   return SPX_OK;
-}
-
-typedef struct spx__plan_diag_job {
-  spx_plan *p;
-  const spx_csr *a;
-  int nt;
-  spx_status s;
-  double seconds;
-} spx__plan_diag_job;
-
-static void *spx__plan_diag_thread(void *arg) {
-  spx__plan_diag_job *j = (spx__plan_diag_job *)arg;
-  double t0 = spx__now();
-  j->s = spx__plan_diag(j->p, j->a, j->nt);
-  j->seconds = spx__now() - t0;
-  return NULL;
 }
 
 /* options.force: that candidate by name, when it is one and fits. */
@@ -1918,36 +1899,19 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   p->select_ms = 1e3 * (spx__now() - t0 - p->stage_upload_s);
   spx__pprof_free(&rows);
   /* The diagonal is the solvers' (Jacobi), not the choice's: kept beside the plan, not timed as
-   * selection. It reads only the host CSR: beside a device build (which waits on its upload), on a
-   * thread with the CPUs the upload's pool leaves, it costs nothing (4-9 ms on 26M nonzeros). */
-  /* A build from the staged arrays takes it from them on the device (spx__plan_ddiag). */
-  if (!o->no_diagonal && !(!p->built && o->eager && p->backend == SPX_BACKEND_CUDA)) {
-    if ((s = spx__plan_diag(p, use, 0))) goto fail;
+   * selection. An eager build from the staged arrays takes it from them on the device
+   * (spx__plan_ddiag: the host pass over col_idx took 4-12 ms on 20-27M nonzeros); else, or when
+   * that did not come, the host pass. */
+  p->want_ddiag = !o->no_diagonal && !p->built && o->eager && spx__plan_staged(p);
+  if (!o->no_diagonal && !p->want_ddiag) {
+    if ((s = spx__plan_diag(p, use))) goto fail;
     if (tr) fprintf(stderr, "spx plan: %-10s %8.3f ms\n", "diagonal", 1e3 * (spx__now() - tl));
   }
   if (!p->built && o->eager) {
     double tb = spx__now();
-    spx__plan_diag_job dj;
-    pthread_t th;
-    int threaded = 0;
-    memset(&dj, 0, sizeof dj);
-    p->want_ddiag = !o->no_diagonal && spx__plan_staged(p);
-    if (!o->no_diagonal && p->backend == SPX_BACKEND_CUDA && !p->want_ddiag) {
-      long spare = sysconf(_SC_NPROCESSORS_ONLN) - spx__h2d_workers() - 1;
-      dj.p = p; dj.a = use; dj.nt = (int)SPX__MAX(1, SPX__MIN(spare, 8));
-      threaded = pthread_create(&th, NULL, spx__plan_diag_thread, &dj) == 0;
-      if (!threaded) spx__plan_diag_thread(&dj);
-    }
     s = spx__plan_build_from(p, use);
-    if (threaded) {
-      double tj = spx__now();
-      pthread_join(th, NULL);
-      if (tr) fprintf(stderr, "spx plan: %-10s %8.3f ms beside the build (join wait %.3f ms)\n", "diagonal", 1e3 * dj.seconds,
-                      1e3 * (spx__now() - tj));
-    }
-    if (!s && dj.s) s = spx__fail(dj.s, "spx_plan_create: no memory for the diagonal");
     p->want_ddiag = 0;
-    if (!s && !o->no_diagonal && !p->diag) s = spx__plan_diag(p, use, 0); /* the device's did not come */
+    if (!s && !o->no_diagonal && !p->diag) s = spx__plan_diag(p, use); /* the device's did not come */
     if (s) goto fail;
     p->build_ms = 1e3 * (spx__now() - tb); /* an eager build is the build's, not the selection's */
   } else if (!p->built) {

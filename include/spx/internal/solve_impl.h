@@ -688,6 +688,12 @@ static spx_status spx__g_bicgstab(spx__solver *s, spx_devptr b, spx_devptr x) {
   return SPX_OK;
 }
 
+/* A zero or non-finite a_ii, for both Jacobi setups (the host's and the GPU's). */
+static spx_status spx__jacobi_bad(const char *fn, int64_t i, double v) {
+  return spx__fail(SPX_INVALID_ARGUMENT, "%s: a[%lld][%lld] = %g: Jacobi needs a nonzero finite diagonal", fn,
+                   (long long)i, (long long)i, v);
+}
+
 /* Kernels, workspace, the Jacobi diagonal, b and x on the device (host_vectors). */
 static spx_status spx__g_setup(spx__solver *s, const void *b, void *x, spx_devptr *db, spx_devptr *dx) {
   const char *defs[2] = {s->f ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double", "SPX_BLOCK=256"};
@@ -740,9 +746,7 @@ static spx_status spx__g_setup(spx__solver *s, const void *b, void *x, spx_devpt
     if (!st) st = spx_device_download(s->ctx, &bad, badp, sizeof bad);
     if (s->f) spx_device_free(s->ctx, dd);
     if (st) return st;
-    if (bad < (unsigned long long)n)
-      return spx__fail(SPX_INVALID_ARGUMENT, "spx_solve_pcg_jacobi: a[%llu][%llu] = %g: Jacobi needs a nonzero finite diagonal",
-                       bad, bad, d[bad]);
+    if (bad < (unsigned long long)n) return spx__jacobi_bad("spx_solve_pcg_jacobi", (int64_t)bad, d[bad]);
     spx__conv_mark(tr, "solve", "jacobi", &tm);
   }
   if (s->o.host_vectors) {
@@ -859,11 +863,7 @@ static spx_status spx__solve_diag(spx__solver *s, const char *fn) {
     if (d[i] == 0 || !spx__finite(d[i])) bad = SPX__MIN(bad, i);
     else d[i] = spx__rd(f, 1.0 / d[i]); /* as the GPU stores it */
   }
-  if (bad < n) { /* the first bad entry, untouched */
-    return spx__fail(SPX_INVALID_ARGUMENT, "%s: a[%lld][%lld] = %g: Jacobi needs a nonzero finite diagonal", fn,
-                     (long long)bad, (long long)bad, d[bad]);
-  }
-  return SPX_OK;
+  return bad < n ? spx__jacobi_bad(fn, bad, d[bad]) : SPX_OK; /* the first bad entry, untouched */
 }
 
 static spx_status spx__solve(int method, spx_plan *A, const void *b, void *x, const spx_solve_options *options,
@@ -903,8 +903,8 @@ static spx_status spx__solve(int method, spx_plan *A, const void *b, void *x, co
   s.jacobi = method == SPX__SOLVE_PCG_JACOBI;
   /* the GPU inverts the plan's diagonal itself (spx__g_setup) */
   if (!(st = spx_plan_build(A)) && (!s.jacobi || s.cuda || !(st = spx__solve_diag(&s, fns[method])))) {
-    if (spx__plan_tracing())
-      fprintf(stderr, "spx conv: solve  build, diag   %8.3f ms\n", 1e3 * (spx__now() - t0));
+    double tm = t0;
+    spx__conv_mark(spx__plan_tracing(), "solve", "build, diag", &tm);
     s.rep->build_ms = spx_plan_build_ms(A);
     /* Without the plan's build when it ran in this call (a lazy plan): that is build_ms. */
     s.rep->setup_ms = 1e3 * (spx__now() - t0) - (build0 == 0 ? s.rep->build_ms : 0);
