@@ -148,6 +148,23 @@ static void test_main_job_small(void **state) {
   assert_non_null(strstr(out, "\"check_max_abs_err\": 0,"));
 }
 
+/* spx solve on the host backend: the tuned plan converges; --format runs the solve on the format
+ * named (or fails, naming the candidates) */
+static void test_solve_host(void **state) {
+  char buf[8192];
+  (void)state;
+  if (!spx_cli_have_bin()) skip();
+  assert_int_equal(spx_cli_run_cmd("solve gen:poisson7:10 --host --method cg", buf, sizeof buf), 0);
+  assert_non_null(strstr(buf, "converged in"));
+  assert_non_null(strstr(buf, "why           auto"));
+  assert_int_equal(spx_cli_run_cmd("solve gen:poisson7:10 --host --method bicgstab --format jds", buf, sizeof buf), 0);
+  assert_non_null(strstr(buf, "plan jds"));
+  assert_non_null(strstr(buf, "forced: jds"));
+  assert_non_null(strstr(buf, "converged in"));
+  assert_int_equal(spx_cli_run_cmd("solve gen:poisson7:10 --host --format nosuch", buf, sizeof buf), 1);
+  assert_non_null(strstr(buf, "\"nosuch\" is not a candidate"));
+}
+
 /* spx stencil on the host backend: an out-of-core method under a budget of several slabs matches the
  * host reference; bad sizes and budgets fail with a message. */
 static void test_stencil_host(void **state) {
@@ -224,6 +241,7 @@ int main(void) {
       cmocka_unit_test(test_device_upload),
       cmocka_unit_test(test_jit_warm_without_gpu),
       cmocka_unit_test(test_main_job_small),
+      cmocka_unit_test(test_solve_host),
       cmocka_unit_test(test_stencil_host),
       cmocka_unit_test(test_stencil_sweep_host),
   };

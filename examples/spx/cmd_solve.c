@@ -131,7 +131,7 @@ static void solve_print(const solve_run *r, int json) {
 }
 
 int spx_cli_solve(int argc, char **argv) {
-  const char *file = NULL, *rhs = NULL, *method = "cg", *v, *strategy_name = "auto";
+  const char *file = NULL, *rhs = NULL, *method = "cg", *v, *strategy_name = "auto", *format = NULL;
   int json = 0, host = 0, compare = 0, k, ones = 0, bad = 0, reps = 3, nrun = 0;
   double tol = 1e-8, gbs = 0;
   int64_t maxit = 10000, i;
@@ -153,6 +153,7 @@ int spx_cli_solve(int argc, char **argv) {
       if (*end || !(tol > 0)) return spx_cli_usage("solve", "--tol wants a positive number, got '%s'", v);
     } else if ((v = spx_cli_opt(argc, argv, &k, "--maxit"))) { if (!spx_cli_int("solve", "--maxit", v, &maxit)) return 2; }
     else if ((v = spx_cli_opt(argc, argv, &k, "--strategy"))) strategy_name = v;
+    else if ((v = spx_cli_opt(argc, argv, &k, "--format"))) format = v;
     else if (!strcmp(argv[k], "--host")) host = 1;
     else if (!strcmp(argv[k], "--json")) json = 1;
     else if (!strcmp(argv[k], "--compare-cusparse")) compare = 1;
@@ -231,7 +232,7 @@ int spx_cli_solve(int argc, char **argv) {
     wo.maxit = 2;
     wo.upgrade_at = 1; /* a deferred plan converts in the warm-up too: its kernels load there */
     spx_cli_progress("warm-up");
-    if (!solve_one(ctx, a, method, NULL, strategy, b, &wo, 2 * maxit, 0, &junk))
+    if (!solve_one(ctx, a, method, format, strategy, b, &wo, 2 * maxit, 0, &junk))
       (void)solve_one(ctx, a, method, "cusparse", strategy, b, &wo, 2 * maxit, 0, &junk);
     spx_clear_error();
     spx_cli_progress_done();
@@ -241,7 +242,7 @@ int spx_cli_solve(int argc, char **argv) {
   css = calloc((size_t)reps, sizeof *css);
   if (!runs || !css) { fprintf(stderr, "spx solve: out of memory\n"); bad = 1; goto done; }
   for (nrun = 0; nrun < reps; nrun++) { /* alternating, so that drift hits both sides */
-    if ((bad = solve_one(ctx, a, method, NULL, strategy, b, &o, 2 * maxit, gbs, &runs[nrun]))) goto done;
+    if ((bad = solve_one(ctx, a, method, format, strategy, b, &o, 2 * maxit, gbs, &runs[nrun]))) goto done;
     if (compare && (bad = solve_one(ctx, a, method, "cusparse", strategy, b, &o, 2 * maxit, gbs, &css[nrun]))) goto done;
   }
   run = *solve_median(runs, reps);
