@@ -1,5 +1,7 @@
 /* Tests of spx/status.h and spx/csr.h. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "spx_test.h"
+#include <spx/internal/common.h> /* spx__env_count */
 
 static void test_status_names(void **state) {
   int s;
@@ -181,13 +183,39 @@ static void test_empty(void **state) {
   spx_csr_destroy(a);
 }
 
+/* The environment's count knobs: set, unset or empty, and malformed are told apart. */
+static void test_env_count(void **state) {
+  long long v = 77;
+  (void)state;
+  unsetenv("SPX_TEST_COUNT");
+  assert_int_equal(spx__env_count("SPX_TEST_COUNT", &v), 0);
+  setenv("SPX_TEST_COUNT", "", 1);
+  assert_int_equal(spx__env_count("SPX_TEST_COUNT", &v), 0);
+  assert_int_equal(v, 77);
+  setenv("SPX_TEST_COUNT", "12", 1);
+  assert_int_equal(spx__env_count("SPX_TEST_COUNT", &v), 1);
+  assert_int_equal(v, 12);
+  setenv("SPX_TEST_COUNT", "0", 1);
+  assert_int_equal(spx__env_count("SPX_TEST_COUNT", &v), 1);
+  assert_int_equal(v, 0);
+  v = 77;
+  setenv("SPX_TEST_COUNT", "-1", 1);
+  assert_int_equal(spx__env_count("SPX_TEST_COUNT", &v), -1);
+  setenv("SPX_TEST_COUNT", "8x", 1);
+  assert_int_equal(spx__env_count("SPX_TEST_COUNT", &v), -1);
+  setenv("SPX_TEST_COUNT", "99999999999999999999999", 1);
+  assert_int_equal(spx__env_count("SPX_TEST_COUNT", &v), -1);
+  assert_int_equal(v, 77);
+  unsetenv("SPX_TEST_COUNT");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_names),     cmocka_unit_test(test_last_error),
       cmocka_unit_test(test_from_coo),         cmocka_unit_test(test_from_coo_long_rows),
       cmocka_unit_test(test_from_coo_parallel_duplicates),
       cmocka_unit_test(test_transpose_and_float), cmocka_unit_test(test_validate_catches),
-      cmocka_unit_test(test_validate_parallel), cmocka_unit_test(test_empty),
+      cmocka_unit_test(test_validate_parallel), cmocka_unit_test(test_empty), cmocka_unit_test(test_env_count),
   };
   return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }

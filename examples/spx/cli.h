@@ -47,5 +47,8 @@ spx_status spx_cli_load_matrix(const char *spec, spx_csr **a, char *name, size_t
 extern const char *const spx_cli_large_set[];
 /* Seconds since an arbitrary start. */
 double spx_cli_now(void);
+/* Sorts v[0..n) ascending; spx_cli_median sorts and returns the median (mean of the middle two). */
+void spx_cli_sort(double *v, int n);
+double spx_cli_median(double *v, int n);
 
 #endif

@@ -36,11 +36,6 @@ typedef spx_status (*bench_fn)(void *obj, spx_devptr x, spx_devptr y);
 static spx_status bench_dm(void *o, spx_devptr x, spx_devptr y) { return spx_dmatrix_spmv((spx_dmatrix *)o, 1.0, x, 0.0, y); }
 static spx_status bench_cs(void *o, spx_devptr x, spx_devptr y) { return spx_cusparse_spmv((spx_cusparse_plan *)o, 1.0, x, 0.0, y); }
 
-static int bench_cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Median microseconds per call: samples of `inner` back-to-back calls, inner sized to ~1 ms. */
 static spx_status bench_time(bench_state *st, bench_fn fn, void *obj, spx_devptr x, spx_devptr y, double *us) {
   spx_timer *t;
@@ -58,7 +53,7 @@ static spx_status bench_time(bench_state *st, bench_fn fn, void *obj, spx_devptr
     if ((s = spx_timer_stop(t, &ms))) goto done;
     samples[k] = 1e3 * ms / inner;
   }
-  qsort(samples, (size_t)ns, sizeof *samples, bench_cmp);
+  spx_cli_sort(samples, ns);
   *us = samples[ns / 2];
 done:
   spx_timer_destroy(t);

@@ -10,10 +10,10 @@
 static int spx_cli_upload(spx_context *ctx, int64_t mb, int json) {
   const size_t bytes = (size_t)mb << 20;
   const char *env = getenv("SPX_UPLOAD_THREADS");
-  double gbs[7], t, tmp;
+  double gbs[7], t;
   unsigned char *h = malloc(bytes);
   spx_devptr d = 0;
-  int i, j, bad = 0;
+  int i, bad = 0;
   if (!h) { fprintf(stderr, "spx device: no host memory for %lld MiB\n", (long long)mb); return 1; }
   memset(h, 1, bytes); /* touched: the upload, not the page faults, is timed */
   if (spx_device_alloc(ctx, bytes, &d)) { free(h); return spx_cli_fail("device --upload"); }
@@ -25,8 +25,7 @@ static int spx_cli_upload(spx_context *ctx, int64_t mb, int json) {
   spx_device_free(ctx, d);
   free(h);
   if (bad) return spx_cli_fail("device --upload");
-  for (i = 1; i < 7; i++) /* insertion sort: best last */
-    for (j = i; j > 0 && gbs[j - 1] > gbs[j]; j--) { tmp = gbs[j]; gbs[j] = gbs[j - 1]; gbs[j - 1] = tmp; }
+  spx_cli_sort(gbs, 7); /* best last */
   if (json)
     printf("{\"upload_mib\": %lld, \"upload_threads\": \"%s\", \"best_gbs\": %.3f, \"median_gbs\": %.3f}\n", (long long)mb,
            env ? env : "default", gbs[6], gbs[3]);

@@ -78,12 +78,6 @@ static int sel_one(const char *path, int has_strategy, spx_plan_strategy only, i
  * have slow spells: at d482977, bayer10's model and auto made the same plan and their medians of
  * three read 71.9 and 84.1 ms against one cuSPARSE median taken earlier (0.96x and 0.82x). */
 #define SEL_PAIR_REPS 5
-static double sel_median(double *v, int n) {
-  int i, j;
-  for (i = 1; i < n; i++) /* insertion sort: n is 3 or 5 */
-    for (j = i; j > 0 && v[j - 1] > v[j]; j--) { double t = v[j]; v[j] = v[j - 1]; v[j - 1] = t; }
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* One cuSPARSE CSR plan creation, wall ms; the plan goes to *keep, or is destroyed outside the
  * timed window when keep is NULL. */
@@ -115,7 +109,7 @@ static spx_status sel_cusparse(spx_context *ctx, const spx_csr *a, double *setup
     cp = NULL;
     if ((s = sel_cusparse_setup(ctx, a, &setups[k], &cp))) goto done;
   }
-  *setup_ms = sel_median(setups, SEL_SETUP_REPS);
+  *setup_ms = spx_cli_median(setups, SEL_SETUP_REPS);
   if ((s = spx_device_alloc(ctx, (size_t)(a->ncols + 1) * 8, &x)) || (s = spx_device_alloc(ctx, (size_t)(a->nrows + 1) * 8, &y)) ||
       (s = spx_device_memset(ctx, x, 0x3f, (size_t)a->ncols * 8)) || (s = spx_timer_create(ctx, &t)))
     goto done;
@@ -180,14 +174,14 @@ static spx_status sel_eval_matrix(spx_context *ctx, const char *spec, sel_row *r
         setups[rep] = 1e3 * (spx_cli_now() - t0);
         sels[rep] = spx_plan_select_ms(p);
       }
-      setup = sel_median(setups, nrep);
-      if (pair) r->cs_pair_e2e_ms[st][it] = sel_median(cs_setups, nrep) + 2.0 * sel_iters[it] * cs_us * 1e-3;
+      setup = spx_cli_median(setups, nrep);
+      if (pair) r->cs_pair_e2e_ms[st][it] = spx_cli_median(cs_setups, nrep) + 2.0 * sel_iters[it] * cs_us * 1e-3;
       if ((s = spx_plan_time(p, 20, &us))) goto done;
       if (it < 2) r->e2e_ms[st][it] = setup + 2.0 * sel_iters[it] * us * 1e-3;
       if (it == 0) snprintf(r->choice100[st], sizeof r->choice100[st], "%s", sel_cname(p));
       if (it == 2 || same) {
         r->us[st] = us;
-        r->select_ms[st] = sel_median(sels, nrep);
+        r->select_ms[st] = spx_cli_median(sels, nrep);
         snprintf(r->choice[st], sizeof r->choice[st], "%s", sel_cname(p));
       }
       if (st == SPX_PLAN_TRIAL) { /* the oracle: the fastest of every candidate measured */
@@ -219,11 +213,6 @@ done:
   return s;
 }
 
-static int sel_cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return a < b ? -1 : a > b;
-}
-
 /* The model's error over the timed candidates of rows with nnz >= min_nnz: |predicted/measured - 1|
  * quantiles and the share within 20 %; also for the candidate each row's model strategy chose. */
 static void sel_model_error(const sel_row *rows, int nr, int64_t min_nnz, const char *label, FILE *f, int json) {
@@ -241,8 +230,8 @@ static void sel_model_error(const sel_row *rows, int nr, int64_t min_nnz, const 
       if (!strcmp(rows[i].cand[k], rows[i].choice[SPX_PLAN_MODEL])) { ec[nc++] = v; inc += v <= 0.2; }
     }
   }
-  qsort(e, (size_t)n, sizeof *e, sel_cmp_double);
-  qsort(ec, (size_t)nc, sizeof *ec, sel_cmp_double);
+  spx_cli_sort(e, n);
+  spx_cli_sort(ec, nc);
 #define SEL_Q(a, m, q) ((m) ? (a)[(int)((q) * ((m) - 1) + 0.5)] : 0.0)
   if (json)
     fprintf(f, "\"%s\": {\"candidates\": %d, \"within_20pct\": %d, \"median\": %.4g, \"p90\": %.4g, \"max\": %.4g, "

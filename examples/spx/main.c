@@ -97,6 +97,21 @@ double spx_cli_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static int spx_cli_cmp_double(const void *x, const void *y) {
+  const double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+void spx_cli_sort(double *v, int n) {
+  if (n > 1) qsort(v, (size_t)n, sizeof *v, spx_cli_cmp_double);
+}
+
+double spx_cli_median(double *v, int n) {
+  if (n < 1) return 0;
+  spx_cli_sort(v, n);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 const char *const spx_cli_large_set[] = {
     "poisson7:128", "poisson27:100", "elasticity:48", "powerlaw:4000000",
     "rep:bcsstk16:20000000", "rep:cage10:20000000", "rep:ct2010:20000000", "rep:bayer10:20000000", NULL};

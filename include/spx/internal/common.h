@@ -55,6 +55,10 @@ double spx__now(void);
 double spx__sqrt(double x);
 /* Warnings and one-time notices go to stderr unless SPX_QUIET is set in the environment. */
 void spx__warn(const char *fmt, ...) SPX__PRINTF(1, 2);
+/* A count knob of the environment (SPX_DEVICE_CACHE_MB, SPX_UPLOAD_THREADS, SPX_STENCIL_*): 1 with
+ * *out when name is set to a whole number >= 0, 0 when it is unset or empty, -1 otherwise (*out
+ * untouched); each caller says what a bad value means. */
+int spx__env_count(const char *name, long long *out);
 
 #define SPX__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define SPX__MAX(a, b) ((a) > (b) ? (a) : (b))

@@ -19,6 +19,25 @@ static const spx__cuda_api *spx__dev_api(const spx_context *ctx, const char *wha
   return cu;
 }
 
+/* bytes of page-aligned host memory registered with the driver (the context current), or NULL:
+ * registering malloc'd memory pins 16 MiB in about a millisecond where cuMemHostAlloc took 10
+ * (the allocator hooks cannot align: free() releases it, in spx__pinned_free). */
+static char *spx__pinned_new(const spx__cuda_api *cu, size_t bytes) {
+  void *p = NULL;
+  if (!cu->cuMemHostRegister || !cu->cuMemHostUnregister || posix_memalign(&p, 4096, bytes)) return NULL;
+  if (cu->cuMemHostRegister(p, bytes, 0) != SPX__CUDA_SUCCESS) {
+    free(p);
+    return NULL;
+  }
+  return (char *)p;
+}
+
+static void spx__pinned_free(const spx__cuda_api *cu, char *p) {
+  if (!p) return;
+  (void)cu->cuMemHostUnregister(p);
+  free(p);
+}
+
 /* ---- A cache of freed blocks --------------------------------------------------------------------
  * On the H100 host cuMemAlloc costs 0.06-0.2 ms and cuMemFree 0.05-0.25 ms (it also waits for the
  * device): a plan's build allocates and frees a dozen blocks (the staged CSR, a converter's scratch)
@@ -53,13 +72,10 @@ struct spx__dcache {
 };
 
 static size_t spx__dcache_cap(const spx_context *ctx) {
-  const char *e = getenv("SPX_DEVICE_CACHE_MB");
+  long long mb = 0;
   size_t cap;
-  if (e && *e) {
-    char *end;
-    long long mb = strtoll(e, &end, 10);
-    return *end || mb <= 0 ? 0 : (size_t)mb << 20;
-  }
+  const int set = spx__env_count("SPX_DEVICE_CACHE_MB", &mb);
+  if (set) return set > 0 && mb > 0 ? (size_t)mb << 20 : 0; /* a bad value: off, as 0 */
   cap = ctx->info.total_mem > 0 ? (size_t)ctx->info.total_mem / 16 : 0;
   return cap > ((size_t)2 << 30) ? (size_t)2 << 30 : cap;
 }
@@ -113,12 +129,13 @@ void spx__dcache_destroy(spx_context *ctx) {
   (void)spx__dcache_trim(ctx, NULL);
   if (c->pin) {
     if (cu && !spx__ctx_push(ctx)) {
-      (void)cu->cuMemHostUnregister(c->pin);
+      spx__pinned_free(cu, c->pin);
       if (c->pin_ev[0]) (void)cu->cuEventDestroy(c->pin_ev[0]);
       if (c->pin_ev[1]) (void)cu->cuEventDestroy(c->pin_ev[1]);
       spx__ctx_pop(ctx);
+    } else {
+      free(c->pin); /* no driver to unregister with */
     }
-    free(c->pin);
   }
   spx_clear_error();
   pthread_mutex_destroy(&c->mu);
@@ -241,8 +258,7 @@ size_t spx__dcache_bytes(const spx_context *ctx) {
  * per device while any spx_context on it lives (spx__h2d_release): T worker threads each copy their chunks (k, k + T, ...) into two
  * buffers of their own and queue them on their own stream, so host copies run in parallel and
  * overlap the DMA. Measured there: 8 workers with 1 MiB buffers 35-37 GB/s, 4 workers 24 GB/s.
- * The buffers are malloc'd and registered (cuMemHostRegister pins 16 MiB in about a millisecond,
- * where cuMemHostAlloc took 10 ms). SPX_UPLOAD_THREADS sets T (0: the driver's path only). */
+ * The buffers come from spx__pinned_new. SPX_UPLOAD_THREADS sets T (0: the driver's path only). */
 /* Smaller copies: the context's pinned buffer, a piece at a time (about 6 GB/s there, where the pool
  * runs 30 after ~0.2 ms of thread starts: even at 2 MiB). */
 #define SPX__H2D_MIN ((size_t)2 << 20)
@@ -267,16 +283,10 @@ static spx__h2d_pool *spx__h2d_pools[64]; /* by device ordinal; made at the firs
  * 8 workers 30.0 GB/s, 10 33.5, 12 36.9, 14 37.9, 16 33.6 (the host's memory bandwidth, not the
  * copies' count, bounds it past 12). */
 static int spx__h2d_workers(void) {
-  const char *e = getenv("SPX_UPLOAD_THREADS");
-  long n;
-  if (e && *e) {
-    char *end;
-    n = strtol(e, &end, 10);
-    if (*end || n < 0) n = 0;
-  } else {
-    n = sysconf(_SC_NPROCESSORS_ONLN) * 3 / 4;
-    if (n > 12) n = 12;
-  }
+  long long n = 0;
+  const int set = spx__env_count("SPX_UPLOAD_THREADS", &n); /* a bad value: none, as 0 */
+  if (!set) n = SPX__MIN(sysconf(_SC_NPROCESSORS_ONLN) * 3 / 4, 12);
+  else if (set < 0) n = 0;
   if (n > SPX__H2D_MAXW) n = SPX__H2D_MAXW;
   return n < 2 ? 0 : (int)n;
 }
@@ -285,15 +295,14 @@ static int spx__h2d_workers(void) {
  * samples its columns): SPX_UPLOAD_THREADS when set, else half the CPUs, at most 8, so that the
  * work beside keeps the rest. 0 only when there is no pool (0 to spx__h2d_upload means all). */
 static int spx__h2d_workers_beside(void) {
-  const char *e = getenv("SPX_UPLOAD_THREADS");
+  long long v;
   const int n = spx__h2d_workers();
-  if ((e && *e) || n == 0) return n;
+  if (spx__env_count("SPX_UPLOAD_THREADS", &v) || n == 0) return n;
   return (int)SPX__MAX(1, SPX__MIN((long)n, SPX__MIN(sysconf(_SC_NPROCESSORS_ONLN) / 2, 8L)));
 }
 
-/* Lets go of what the pool made (its context current): streams, events, the registration (when
- * `registered`), the buffers. */
-static void spx__h2d_clear(const spx__cuda_api *cu, spx__h2d_pool *pl, int registered) {
+/* Lets go of what the pool made (its context current): streams, events, the buffers. */
+static void spx__h2d_clear(const spx__cuda_api *cu, spx__h2d_pool *pl) {
   int i;
   for (i = 0; i < SPX__H2D_MAXW; i++) {
     if (pl->st[i]) (void)cu->cuStreamDestroy(pl->st[i]);
@@ -302,8 +311,7 @@ static void spx__h2d_clear(const spx__cuda_api *cu, spx__h2d_pool *pl, int regis
   }
   memset(pl->st, 0, sizeof pl->st);
   memset(pl->ev, 0, sizeof pl->ev);
-  if (pl->mem && registered) (void)cu->cuMemHostUnregister(pl->mem);
-  free(pl->mem);
+  spx__pinned_free(cu, pl->mem);
   pl->mem = NULL;
   pl->nw = 0;
 }
@@ -329,7 +337,7 @@ void spx__h2d_release(const spx_context *ctx) {
   pthread_mutex_unlock(&spx__h2d_lock);
   if (!pl) return;
   if (cu && pl->mem && !spx__ctx_push(ctx)) {
-    spx__h2d_clear(cu, pl, 1);
+    spx__h2d_clear(cu, pl);
     spx__ctx_pop(ctx);
   } else {
     spx_clear_error();
@@ -341,8 +349,8 @@ void spx__h2d_release(const spx_context *ctx) {
 /* The device's pool, made on first use (under the pool lock, with ctx current). NULL: none. */
 static spx__h2d_pool *spx__h2d_get(const spx__cuda_api *cu, const spx_context *ctx) {
   spx__h2d_pool *pl;
-  int i, nw, reg = 0;
-  if (ctx->device < 0 || ctx->device >= 64 || !cu->cuMemHostRegister || !cu->cuMemHostUnregister) return NULL;
+  int i, nw;
+  if (ctx->device < 0 || ctx->device >= 64) return NULL;
   pthread_mutex_lock(&spx__h2d_lock);
   if ((pl = spx__h2d_pools[ctx->device]) != NULL || (nw = spx__h2d_workers()) == 0) {
     pthread_mutex_unlock(&spx__h2d_lock);
@@ -351,10 +359,7 @@ static spx__h2d_pool *spx__h2d_get(const spx__cuda_api *cu, const spx_context *c
   if ((pl = (spx__h2d_pool *)SPX_CALLOC(1, sizeof *pl)) != NULL) {
     pl->device = ctx->device;
     pthread_mutex_init(&pl->busy, NULL);
-    /* page-aligned for the registration (the allocator hooks cannot align; free() releases it) */
-    if (posix_memalign((void **)&pl->mem, 4096, (size_t)nw * 2 * SPX__H2D_CHUNK)) pl->mem = NULL;
-    reg = pl->mem && cu->cuMemHostRegister(pl->mem, (size_t)nw * 2 * SPX__H2D_CHUNK, 0) == SPX__CUDA_SUCCESS;
-    if (reg) {
+    if ((pl->mem = spx__pinned_new(cu, (size_t)nw * 2 * SPX__H2D_CHUNK)) != NULL) {
       int ok = 1;
       for (i = 0; i < nw && ok; i++)
         ok = cu->cuStreamCreate(&pl->st[i], 1 /* non-blocking */) == SPX__CUDA_SUCCESS &&
@@ -363,7 +368,7 @@ static spx__h2d_pool *spx__h2d_get(const spx__cuda_api *cu, const spx_context *c
       if (ok) pl->nw = nw;
     }
     /* a pool that failed stays, with nw 0, so that no later call tries again; what it made is let go */
-    if (!pl->nw) spx__h2d_clear(cu, pl, reg);
+    if (!pl->nw) spx__h2d_clear(cu, pl);
     spx__h2d_pools[ctx->device] = pl;
   }
   pthread_mutex_unlock(&spx__h2d_lock);
@@ -487,19 +492,17 @@ size_t spx__h2d_min(void) { return SPX__H2D_MIN; }
 /* The context's pinned buffer, locked (the context current); NULL: use the driver's way. */
 static char *spx__pin_get(const spx__cuda_api *cu, const spx_context *ctx) {
   struct spx__dcache *c = ctx->dcache;
-  if (!c || !cu->cuMemHostRegister || !cu->cuMemHostUnregister || pthread_mutex_trylock(&c->pin_mu)) return NULL;
+  if (!c || pthread_mutex_trylock(&c->pin_mu)) return NULL;
   if (c->pin_state == 0) {
     c->pin_state = -1;
-    if (!posix_memalign((void **)&c->pin, 4096, SPX__PIN_BYTES)) {
-      if (cu->cuMemHostRegister(c->pin, SPX__PIN_BYTES, 0) == SPX__CUDA_SUCCESS &&
-          cu->cuEventCreate(&c->pin_ev[0], 2 /* no timing */) == SPX__CUDA_SUCCESS &&
+    if ((c->pin = spx__pinned_new(cu, SPX__PIN_BYTES)) != NULL) {
+      if (cu->cuEventCreate(&c->pin_ev[0], 2 /* no timing */) == SPX__CUDA_SUCCESS &&
           cu->cuEventCreate(&c->pin_ev[1], 2) == SPX__CUDA_SUCCESS) {
         c->pin_state = 1;
       } else { /* whatever was made goes with it (the destroy path checks each) */
         if (c->pin_ev[0]) (void)cu->cuEventDestroy(c->pin_ev[0]);
         c->pin_ev[0] = NULL;
-        (void)cu->cuMemHostUnregister(c->pin);
-        free(c->pin);
+        spx__pinned_free(cu, c->pin);
         c->pin = NULL;
       }
     }

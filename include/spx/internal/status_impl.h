@@ -1,4 +1,5 @@
 /* Implementation of spx/status.h and spx/internal/common.h. */
+#include <errno.h>
 #include <math.h> /* NAN, isnan: macros only, no libm */
 #include "common.h"
 
@@ -135,6 +136,18 @@ double spx__sqrt(double x) {
     r = n;
   }
   return r;
+}
+
+int spx__env_count(const char *name, long long *out) {
+  const char *e = getenv(name);
+  char *end;
+  long long v;
+  if (!e || !*e) return 0;
+  errno = 0;
+  v = strtoll(e, &end, 10);
+  if (*end || v < 0 || errno) return -1;
+  *out = v;
+  return 1;
 }
 
 void spx__warn(const char *fmt, ...) {

@@ -1154,13 +1154,11 @@ static spx_status spx__sx_trace(const spx__sx *x, const char *path) {
 /* A measurement knob: *out = the positive count in environment variable `name`, unchanged when
  * it is unset or empty; anything else is a clear error. */
 static spx_status spx__stencil_env_count(const char *name, const char *what, int64_t *out) {
-  const char *e = getenv(name);
-  char *end;
-  long long v;
-  if (!e || !*e) return SPX_OK;
-  v = strtoll(e, &end, 10);
-  if (*end || v < 1 || v > INT32_MAX)
-    return spx__fail(SPX_INVALID_ARGUMENT, "%s=%.20s: use %s >= 1, or unset it", name, e, what);
+  long long v = 0;
+  const int set = spx__env_count(name, &v);
+  if (!set) return SPX_OK;
+  if (set < 0 || v < 1 || v > INT32_MAX)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s=%.20s: use %s >= 1, or unset it", name, getenv(name), what);
   *out = v;
   return SPX_OK;
 }
