@@ -62,6 +62,89 @@ static void test_info_bcsstk16(void **state) {
   assert_non_null(strstr(out, "4884"));
 }
 
+/* The tuner's eval corpus (issue 29): bench/corpus/split.tsv is what `spx select --list` gives for
+ * the shared and generated sets (the rule is stable), every name sits in exactly one half, both
+ * halves are used, the shared group covers MANIFEST.tsv, and a replicated matrix keeps its shared
+ * name's half. */
+static void test_corpus_split(void **state) {
+  static char out[1 << 17], file[1 << 17], line[512];
+  spx_test_entry *m = NULL;
+  int nm = spx_test_manifest(&m), i, nfit = 0, nval = 0, nshared = 0;
+  FILE *f = fopen("bench/corpus/split.tsv", "r");
+  size_t used = 0;
+  char args[1400];
+  (void)state;
+  if (!spx_cli_have_bin()) { free(m); skip(); }
+  assert_non_null(f);
+  assert_true(nm > 100);
+  while (fgets(line, sizeof line, f)) {
+    char g[32], h[32], name[256];
+    if (line[0] == '#') continue;
+    assert_int_equal(sscanf(line, "%31s %31s %255s", g, h, name), 3);
+    assert_true(!strcmp(h, "fit") || !strcmp(h, "validation"));
+    nfit += !strcmp(h, "fit");
+    nval += !strcmp(h, "validation");
+    if (!strcmp(g, "shared")) nshared++;
+    used += (size_t)snprintf(file + used, sizeof file - used, "%s\t%s\t%s\n", g, h, name);
+    assert_true(used < sizeof file);
+  }
+  fclose(f);
+  assert_int_equal(nshared, nm);
+  assert_true(nfit > nm / 4 && nval > nm / 4);
+  /* every shared name once, in the file and in the manifest */
+  for (i = 0; i < nm; i++) {
+    char fit[300], val[300];
+    const char *a, *b;
+    snprintf(fit, sizeof fit, "shared\tfit\t%s\n", m[i].name);
+    snprintf(val, sizeof val, "shared\tvalidation\t%s\n", m[i].name);
+    a = strstr(file, fit);
+    b = strstr(file, val);
+    if (!a == !b) fail_msg("%s is in %s half of split.tsv", m[i].name, a ? "both the fit and the validation" : "neither");
+    assert_null(strstr((a ? a : b) + 1, a ? fit : val));
+  }
+  /* the CLI gives the same halves, group by group */
+  {
+    static const char *const groups[] = {"shared", "generated"};
+    int g;
+    for (g = 0; g < 2; g++) {
+      char *tok, *save = NULL;
+      snprintf(args, sizeof args, "select --list --set %s", groups[g]);
+      setenv("SPX_SHARED_MATRICES", spx_test_matrix_dir(), 1);
+      assert_int_equal(spx_cli_run_cmd(args, out, sizeof out), 0);
+      for (tok = strtok_r(out, "\n", &save); tok; tok = strtok_r(NULL, "\n", &save)) {
+        char h[32], name[256], want[400];
+        const char *p;
+        assert_int_equal(sscanf(tok, "%31s %255s", h, name), 2);
+        snprintf(want, sizeof want, "%s\t%s\t%s\n", groups[g], h, name);
+        p = strstr(file, want);
+        if (!p) fail_msg("%s %s is in the %s half by the rule, not in split.tsv", groups[g], name, h);
+        assert_null(strstr(p + 1, want)); /* once */
+      }
+    }
+  }
+  /* a replicated matrix is in its shared name's half, and a half asked for holds only that half */
+  snprintf(args, sizeof args, "select --list --set replicated --half fit --nnz 1000");
+  assert_int_equal(spx_cli_run_cmd(args, out, sizeof out), 0);
+  {
+    char *tok, *save = NULL;
+    int n = 0;
+    for (tok = strtok_r(out, "\n", &save); tok; tok = strtok_r(NULL, "\n", &save), n++) {
+      char h[32], name[256], spec[600], want[400];
+      assert_int_equal(sscanf(tok, "%31s %255s %599s", h, name, spec), 3);
+      assert_string_equal(h, "fit");
+      snprintf(want, sizeof want, "shared\tfit\t%s\n", name);
+      assert_non_null(strstr(file, want));
+      snprintf(want, sizeof want, "rep:%s:1000", name);
+      assert_string_equal(spec, want);
+    }
+    for (i = 0, nfit = 0; (size_t)i < used; i++) nfit += !strncmp(file + i, "shared\tfit\t", 11);
+    assert_int_equal(n, nfit);
+  }
+  assert_int_equal(spx_cli_run_cmd("select --list --set nosuch", out, sizeof out), 2);
+  assert_non_null(strstr(out, "unknown set"));
+  free(m);
+}
+
 static void test_gen_then_info(void **state) {
   static char out[1 << 16];
   char args[512], tmpl[] = "/tmp/spx_cli_XXXXXX";
@@ -237,6 +320,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_info_bcsstk16),
       cmocka_unit_test(test_gen_then_info),
+      cmocka_unit_test(test_corpus_split),
       cmocka_unit_test(test_bad_use),
       cmocka_unit_test(test_device_upload),
       cmocka_unit_test(test_jit_warm_without_gpu),

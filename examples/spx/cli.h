@@ -12,7 +12,7 @@
   _(formats, "formats [FILE] [--json] [--float] [--param k=v,...]", "every format on a matrix (default elasticity3d 16^3): bytes, padding, conversion time, SpMV check") \
   _(bench,   "bench [MATRIX ...] [--set large|small] [--dtype double|float|both] [--formats a,b] [--plain-loads] [--json F] [--csv F] [--svg F]", "GPU SpMV of every format vs best cuSPARSE (needs a GPU)") \
   _(jit,     "jit --stats|--clear|--compile TPL [-D SPX_X=V]...|--warm MATRIX|--warm-list FILE [--arch sm_XY]", "the JIT kernel cache") \
-  _(select,  "select FILE... [--strategy S] [--json] [--calls N] | select --eval MATRIX... [--set large] [--json-file F] [--svg F]", "the auto-tuner's plan and reason per strategy; --eval: against the measured oracle (needs a GPU)") \
+  _(select,  "select FILE... [--strategy S] [--json] [--calls N] | select --eval MATRIX... [--set shared|replicated|generated|large] [--half fit|validation] [--nnz N] [--strategies a,b] [--json-file F] [--svg F] | select --list --set S [--half H]", "the auto-tuner's plan and reason per strategy; --eval: against the measured oracle (needs a GPU)") \
   _(stencil, "stencil --n NX,NY,NZ [--steps T] [--method overlap|incore|normal|mm|mmt|mmtb] [--budget 2G] [--depth 1|2|4] [--tts N] [--slab N] [--block 32x8] [--type float|double] [--check] [--json] [--host] | stencil --sweep [--edges N,...] [--methods a,b] [--budget B] [--steps T] [--json-file F] [--csv F] [--svg F]", "3-D 7-point stencil in core or larger than GPU memory (out-of-core methods); --sweep: GStencil/s vs domain edge") \
   _(solve,   "solve FILE|gen:poisson7:N|gen:elasticity:N [--rhs FILE | --ones] [--method cg|pcg|bicgstab] [--tol T] [--maxit N] [--strategy S | --format F] [--host] [--json] [--compare-cusparse] [--defer] [--reps N]", "a Krylov solve on the tuned plan (or on format F, cusparse included): iterations, recomputed residual, setup vs iteration time, per-iteration bandwidth bound (cuSPARSE side by side on a GPU)") \
   _(device,  "device [--json] [--upload MIB]",               "show the backend and the GPU spx would use; --upload: its upload GB/s") \
@@ -45,6 +45,22 @@ double spx_cli_spmv_min_bytes(const spx_csr *a, size_t value_bytes);
 spx_status spx_cli_load_matrix(const char *spec, spx_csr **a, char *name, size_t len);
 /* The large benchmark set of issue 4 (generators and replicated shared matrices), NULL-terminated. */
 extern const char *const spx_cli_large_set[];
+/* The tuner's evaluation corpus (corpus.c): sets "shared" (the shared matrices as they are),
+ * "replicated" (each replicated block-diagonally to rep_nnz nonzeros), "generated" and "large"
+ * (the earlier reference set, in neither half). A matrix's half is fit (0) or validation (1) by
+ * the hash of its name; half -1 asks for both. *out (spx_cli_corpus_free) holds each spec
+ * (what spx_cli_load_matrix reads), name and half. Nonzero on failure, with spx_last_error(). */
+typedef struct spx_cli_corpus_entry {
+  char *spec;
+  char name[96];
+  int half;
+} spx_cli_corpus_entry;
+int spx_cli_corpus(const char *set, int half, int64_t rep_nnz, spx_cli_corpus_entry **out, int *n);
+void spx_cli_corpus_free(spx_cli_corpus_entry *v, int n);
+int spx_cli_corpus_half(const char *name);
+uint32_t spx_cli_fnv1a(const char *s);
+/* $SPX_SHARED_MATRICES, else ../shared/matrices. */
+const char *spx_cli_shared_dir(void);
 /* Seconds since an arbitrary start. */
 double spx_cli_now(void);
 /* Sorts v[0..n) ascending; spx_cli_median sorts and returns the median (mean of the middle two). */

@@ -16,6 +16,9 @@
 
 static const int sel_iters[2] = {100, 500};
 
+/* Strategies the eval runs (--strategies); the trial always runs: it is the oracle. */
+static int sel_want[SPX_PLAN_STRATEGY_COUNT] = {1, 1, 1, 1, 1};
+
 typedef struct sel_row {
   char matrix[96];
   int64_t nnz;
@@ -148,6 +151,7 @@ static spx_status sel_eval_matrix(spx_context *ctx, const char *spec, sel_row *r
   for (it = 0; it < 2; it++) r->cs_e2e_ms[it] = cs_setup + 2.0 * sel_iters[it] * cs_us * 1e-3;
   for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
     int same = st == SPX_PLAN_TRIAL || st == SPX_PLAN_KUBOTA || st == SPX_PLAN_MPS;
+    if (!sel_want[st]) continue;
     for (it = 0; it < 3; it++) { /* 100 and 500 iterations end to end, then the steady state */
       double setup, us, setups[SEL_PAIR_REPS], sels[SEL_PAIR_REPS], cs_setups[SEL_PAIR_REPS];
       /* a trial plan takes seconds: one sample; the steady state (it 2) times no setup but gives
@@ -206,7 +210,7 @@ static spx_status sel_eval_matrix(spx_context *ctx, const char *spec, sel_row *r
       p = NULL;
     }
   }
-  for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) r->slowdown[st] = r->us[st] / r->oracle_us;
+  for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) r->slowdown[st] = sel_want[st] ? r->us[st] / r->oracle_us : 0;
 done:
   spx_plan_destroy(p);
   spx_csr_destroy(a);
@@ -227,7 +231,7 @@ static void sel_model_error(const sel_row *rows, int nr, int64_t min_nnz, const 
       v = fabs(rows[i].cand_pred_us[k] / rows[i].cand_meas_us[k] - 1);
       e[n++] = v;
       in += v <= 0.2;
-      if (!strcmp(rows[i].cand[k], rows[i].choice[SPX_PLAN_MODEL])) { ec[nc++] = v; inc += v <= 0.2; }
+      if (!strcmp(rows[i].cand[k], rows[i].choice[sel_want[SPX_PLAN_MODEL] ? SPX_PLAN_MODEL : SPX_PLAN_AUTO])) { ec[nc++] = v; inc += v <= 0.2; }
     }
   }
   spx_cli_sort(e, n);
@@ -263,10 +267,12 @@ static void sel_write_json(const char *file, const sel_row *rows, int nr) {
     fprintf(f, "%s\n {\"matrix\": \"%s\", \"nnz\": %lld, \"oracle\": \"%s\", \"oracle_us\": %.6g, "
                "\"cusparse_e2e_ms\": [%.6g, %.6g], \"strategies\": {",
             i ? "," : "", r->matrix, (long long)r->nnz, r->oracle, r->oracle_us, r->cs_e2e_ms[0], r->cs_e2e_ms[1]);
-    for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++)
+    for (st = 0, k = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
+      if (!sel_want[st]) continue;
       fprintf(f, "%s\"%s\": {\"choice_at_100\": \"%s\", \"choice\": \"%s\", \"us\": %.6g, \"slowdown\": %.6g, \"select_ms\": %.6g, \"e2e_ms\": [%.6g, %.6g], \"cusparse_e2e_ms\": [%.6g, %.6g]}",
-              st ? ", " : "", spx_plan_strategy_name((spx_plan_strategy)st), r->choice100[st], r->choice[st], r->us[st],
+              k++ ? ", " : "", spx_plan_strategy_name((spx_plan_strategy)st), r->choice100[st], r->choice[st], r->us[st],
               r->slowdown[st], r->select_ms[st], r->e2e_ms[st][0], r->e2e_ms[st][1], sel_cs_e2e(r, st, 0), sel_cs_e2e(r, st, 1));
+    }
     fprintf(f, "}, \"candidates\": [");
     for (k = 0; k < r->ncand; k++)
       fprintf(f, "%s{\"format\": \"%s\", \"predicted_us\": %.6g, \"measured_us\": %.6g}", k ? ", " : "", r->cand[k],
@@ -316,7 +322,8 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
     return 1;
   }
   printf("%-24s %-13s %9s", "matrix", "oracle", "us");
-  for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) printf("  %-13s %6s", spx_plan_strategy_name((spx_plan_strategy)st), "slow");
+  for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++)
+    if (sel_want[st]) printf("  %-13s %6s", spx_plan_strategy_name((spx_plan_strategy)st), "slow");
   printf("  %s\n", "auto e2e vs cusparse @100/@500");
   for (i = 0; i < nfiles; i++) {
     sel_row *r = &rows[nr];
@@ -328,7 +335,8 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
     }
     spx_cli_progress_done();
     printf("%-24.24s %-13s %9.2f", r->matrix, r->oracle, r->oracle_us);
-    for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) printf("  %-13s %5.2fx", r->choice[st], r->slowdown[st]);
+    for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++)
+      if (sel_want[st]) printf("  %-13s %5.2fx", r->choice[st], r->slowdown[st]);
     printf("  %.2fx %.2fx\n", sel_cs_e2e(r, SPX_PLAN_AUTO, 0) / r->e2e_ms[SPX_PLAN_AUTO][0],
            sel_cs_e2e(r, SPX_PLAN_AUTO, 1) / r->e2e_ms[SPX_PLAN_AUTO][1]);
     fflush(stdout);
@@ -339,6 +347,7 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
          "min speedup vs cuSPARSE end to end @100, @500\n", nr);
   for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
     int within = 0;
+    if (!sel_want[st]) continue;
     double lg = 0, worst = 0, e100 = 1e30, e500 = 1e30;
     for (i = 0; i < nr; i++) {
       within += rows[i].slowdown[st] <= 1.05;
@@ -357,14 +366,14 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
     for (i = 0; i < nr; i++) {
       double sel;
       if (rows[i].nnz < 1000000) continue;
-      sel = 1e3 * rows[i].select_ms[SPX_PLAN_MODEL] / rows[i].oracle_us;
+      sel = 1e3 * rows[i].select_ms[SPX_PLAN_AUTO] / rows[i].oracle_us;
       big++;
       sum += sel;
       below += sel < 1;
       if (sel > worst) worst = sel;
     }
     if (big)
-      printf("selection cost (analysis + model) on the %d matrices with >= 1M nonzeros: %d below one SpMV; "
+      printf("auto's selection cost on the %d matrices with >= 1M nonzeros: %d below one SpMV; "
              "mean %.2f, worst %.2f SpMVs\n", big, below, sum / big, worst);
   }
   sel_model_error(rows, nr, 0, "all matrices", stdout, 0);
@@ -375,38 +384,96 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
   return nr == nfiles ? 0 : 1;
 }
 
+/* --strategies a,b: the eval's strategies besides auto and the trial (the oracle), which always run. */
+static int sel_parse_strategies(const char *v) {
+  int st;
+  for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) sel_want[st] = st == SPX_PLAN_AUTO || st == SPX_PLAN_TRIAL;
+  while (*v) {
+    char tok[64];
+    const char *e = strchr(v, ',');
+    size_t l = e ? (size_t)(e - v) : strlen(v);
+    spx_plan_strategy s;
+    snprintf(tok, sizeof tok, "%.*s", (int)(l < sizeof tok ? l : sizeof tok - 1), v);
+    if (spx_plan_strategy_parse(tok, &s)) return spx_cli_usage("select", "--strategies: %s", spx_last_error());
+    sel_want[s] = 1;
+    v += l + (e != NULL);
+  }
+  return 0;
+}
+
+/* --list: the specs of the sets asked for, a line each: half (fit, validation, -), name, spec. */
+static void sel_list(const spx_cli_corpus_entry *v, int n) {
+  int i;
+  for (i = 0; i < n; i++)
+    printf("%s\t%s\t%s\n", v[i].half == 0 ? "fit" : v[i].half == 1 ? "validation" : "-", v[i].name, v[i].spec);
+}
+
 int spx_cli_select(int argc, char **argv) {
-  const char *json_file = NULL, *svg = NULL, *v;
-  int nlarge = 0;
-  char **files;
-  while (spx_cli_large_set[nlarge]) nlarge++;
-  files = (char **)calloc((size_t)(argc + nlarge) + 1, sizeof *files);
-  int json = 0, eval = 0, has_strategy = 0, nf = 0, i, rc = 0;
+  const char *json_file = NULL, *svg = NULL, *v, *sets[4];
+  int nsets = 0, half = -1, list = 0;
+  int64_t rep_nnz = 20000000;
+  char **files = (char **)calloc((size_t)argc + 1, sizeof *files);
+  spx_cli_corpus_entry *corpus = NULL;
+  int json = 0, eval = 0, has_strategy = 0, nf = 0, i, rc = 0, ncorpus = 0;
   int64_t calls = 1000;
   spx_plan_strategy only = SPX_PLAN_AUTO;
   if (!files) return 1;
   for (i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--eval")) eval = 1;
+    else if (!strcmp(argv[i], "--list")) list = 1;
     else if ((v = spx_cli_opt(argc, argv, &i, "--strategy"))) {
       if (spx_plan_strategy_parse(v, &only)) { free(files); return spx_cli_usage("select", "%s", spx_last_error()); }
       has_strategy = 1;
+    } else if ((v = spx_cli_opt(argc, argv, &i, "--strategies"))) {
+      if (sel_parse_strategies(v)) { free(files); return 2; }
     } else if ((v = spx_cli_opt(argc, argv, &i, "--calls"))) {
       if (!spx_cli_int("select", "--calls", v, &calls)) { free(files); return 2; }
+    } else if ((v = spx_cli_opt(argc, argv, &i, "--nnz"))) {
+      if (!spx_cli_int("select", "--nnz", v, &rep_nnz)) { free(files); return 2; }
     } else if ((v = spx_cli_opt(argc, argv, &i, "--svg"))) svg = v;
     else if (!strcmp(argv[i], "--json")) json = 1;
     else if ((v = spx_cli_opt(argc, argv, &i, "--set"))) {
-      int k;
-      if (strcmp(v, "large")) { free(files); return spx_cli_usage("select", "--set large (the large benchmark set)"); }
-      for (k = 0; k < nlarge; k++) files[nf++] = (char *)spx_cli_large_set[k];
+      if (nsets == 4) { free(files); return spx_cli_usage("select", "at most 4 --set options"); }
+      sets[nsets++] = v;
+    } else if ((v = spx_cli_opt(argc, argv, &i, "--half"))) {
+      if (!strcmp(v, "fit")) half = 0;
+      else if (!strcmp(v, "validation")) half = 1;
+      else if (!strcmp(v, "all")) half = -1;
+      else { free(files); return spx_cli_usage("select", "--half fit|validation|all, not '%s'", v); }
     }
     else if ((v = spx_cli_opt(argc, argv, &i, "--json-file"))) json_file = v;
     else if (argv[i][0] == '-') { free(files); return spx_cli_usage("select", "unknown option '%s'", argv[i]); }
     else files[nf++] = argv[i];
   }
-  if (!nf) { free(files); return spx_cli_usage("select", "FILE is missing"); }
-  if (eval) rc = sel_eval(nf, files, json_file, svg);
-  else
-    for (i = 0; i < nf && !rc; i++) rc = sel_one(files[i], has_strategy, only, json, calls);
+  for (i = 0; i < nsets; i++) {
+    spx_cli_corpus_entry *c = NULL, *w;
+    int n = 0, k;
+    if (spx_cli_corpus(sets[i], half, rep_nnz, &c, &n)) {
+      spx_cli_corpus_free(corpus, ncorpus);
+      free(files);
+      return strstr(spx_last_error(), "unknown set") ? spx_cli_usage("select", "%s", spx_last_error()) : spx_cli_fail("select");
+    }
+    w = (spx_cli_corpus_entry *)realloc(corpus, sizeof *w * (size_t)(ncorpus + n + 1));
+    if (!w) { spx_cli_corpus_free(c, n); rc = 1; break; }
+    corpus = w;
+    for (k = 0; k < n; k++) corpus[ncorpus++] = c[k];
+    free(c); /* the entries moved into corpus */
+  }
+  if (!rc && list) sel_list(corpus, ncorpus);
+  else if (!rc) {
+    char **all = (char **)calloc((size_t)(nf + ncorpus) + 1, sizeof *all);
+    if (!all) rc = 1;
+    else {
+      for (i = 0; i < nf; i++) all[i] = files[i];
+      for (i = 0; i < ncorpus; i++) all[nf + i] = corpus[i].spec;
+      if (!nf && !ncorpus) rc = spx_cli_usage("select", "FILE is missing");
+      else if (eval) rc = sel_eval(nf + ncorpus, all, json_file, svg);
+      else
+        for (i = 0; i < nf + ncorpus && !rc; i++) rc = sel_one(all[i], has_strategy, only, json, calls);
+      free(all);
+    }
+  }
+  spx_cli_corpus_free(corpus, ncorpus);
   free(files);
   return rc;
 }

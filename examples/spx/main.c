@@ -132,7 +132,7 @@ spx_status spx_cli_load_matrix(const char *spec, spx_csr **a, char *name, size_t
     return spx_gen_powerlaw(n, 2.2, 2, 2000, 42, SPX_DOUBLE, a);
   }
   if (!strncmp(spec, "rep:", 4)) {
-    char file[64], path[1100];
+    char file[256], path[1400];
     const char *colon = strrchr(spec + 4, ':');
     spx_csr *b;
     spx_status s;
@@ -143,8 +143,7 @@ spx_status spx_cli_load_matrix(const char *spec, spx_csr **a, char *name, size_t
     file[fl] = 0;
     if (strchr(file, '/') || strstr(file, ".mtx")) snprintf(path, sizeof path, "%s", file);
     else {
-      const char *dir = getenv("SPX_SHARED_MATRICES");
-      snprintf(path, sizeof path, "%s/%s.mtx.gz", dir && *dir ? dir : "../shared/matrices", file);
+      snprintf(path, sizeof path, "%s/%s.mtx.gz", spx_cli_shared_dir(), file);
     }
     if ((s = spx_mm_read(path, SPX_DOUBLE, &b, NULL))) return s;
     s = spx_gen_replicate(b, b->nnz ? (want + b->nnz - 1) / b->nnz : 1, a);
