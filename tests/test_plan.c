@@ -399,6 +399,105 @@ static void test_model_fake_device(void **state) {
 }
 
 /* Formats that would not fit are excluded; a heuristic's ELL that does not fit falls back. */
+/* The latency terms (issue 29): a format that gives a row to one thread walks it in chain_ns
+ * steps. One dense row: ELL-R, JDS and SELL predict at least its length x chain_ns (x their
+ * factors), CSR (lanes per row, at most ~8 steps on a small matrix) and COO do not, and the
+ * model's choice is neither of the row formats; the long rows' blocks take the device's block
+ * slots in rounds (more copies of the long row, fewer SMs: longer); a tiny matrix has no floor
+ * above its own short rows. */
+static void test_model_latency(void **state) {
+  spx_plan_device d = fake_gpu();
+  spx_plan_candidate c[SPX_FORMAT_MAX + 1];
+  const int64_t n = 4096, dense = 4000;
+  int64_t *len = malloc((size_t)(64 * n) * sizeof *len), i;
+  spx_csr *a, *b, *t;
+  int nc, k;
+  double lo, best;
+  const char *row_formats[] = {"ell_r", "jds", "sell", "ell"};
+  (void)state;
+  assert_non_null(len);
+  d.chain_ns = 100; d.sms = 4;
+  for (i = 0; i < n; i++) len[i] = i == 0 ? dense : 2;
+  a = rows_matrix(n, len);
+  assert_int_equal(spx_plan_model(a, &d, 1000000, 0, 1, c, SPX_FORMAT_MAX + 1, &nc), SPX_OK);
+  for (k = 0; k < 4; k++) {
+    const spx_plan_candidate *r = cand(c, nc, row_formats[k], 0);
+    if (r->chain_us < 0.1 * (double)dense - 1e-9 || r->predicted_us < r->chain_us)
+      fail_msg("%s: chain %.2f us, predicted %.2f us, want >= %.1f", row_formats[k], r->chain_us, r->predicted_us, 0.1 * (double)dense);
+  }
+  assert_true(cand(c, nc, "csr", 0)->chain_us <= 8 * 0.1 + 1e-9);
+  assert_true(cand(c, nc, "coo", 0)->chain_us == 0 && cand(c, nc, "csr", 1)->chain_us == 0);
+  for (k = 0, best = 1e30, lo = -1; k < nc; k++)
+    if (c[k].fits && c[k].predicted_us > 0 && c[k].predicted_us < best) { best = c[k].predicted_us; lo = k; }
+  assert_true(lo >= 0);
+  for (k = 0; k < 4; k++) assert_string_not_equal(spx_format_name(c[(int)lo].format), row_formats[k]);
+  {
+    double one = cand(c, nc, "ell_r", 0)->chain_us;
+    /* 64 copies of the long row, each in its own block of 256 rows: 64 blocks over 4 x 8 slots */
+    for (i = 0; i < 64 * n; i++) len[i] = i % n == 0 ? dense : 2;
+    b = rows_matrix(64 * n, len);
+    assert_int_equal(spx_plan_model(b, &d, 1000000, 0, 1, c, SPX_FORMAT_MAX + 1, &nc), SPX_OK);
+    assert_true(fabs(cand(c, nc, "ell_r", 0)->chain_us - 2 * one) < 1e-9 * one);
+    d.sms = 64; /* 512 slots: one round */
+    assert_int_equal(spx_plan_model(b, &d, 1000000, 0, 1, c, SPX_FORMAT_MAX + 1, &nc), SPX_OK);
+    assert_true(fabs(cand(c, nc, "ell_r", 0)->chain_us - one) < 1e-9 * one);
+    d.warp = 1; /* the host: no lanes in lock step, no floor */
+    assert_int_equal(spx_plan_model(b, &d, 1000000, 0, 1, c, SPX_FORMAT_MAX + 1, &nc), SPX_OK);
+    assert_true(cand(c, nc, "ell_r", 0)->chain_us == 0);
+    d.warp = 32;
+    spx_csr_destroy(b);
+  }
+  len[0] = 3; len[1] = 1;
+  t = rows_matrix(2, len);
+  assert_int_equal(spx_plan_model(t, &d, 10, 0, 1, c, SPX_FORMAT_MAX + 1, &nc), SPX_OK);
+  assert_true(cand(c, nc, "ell_r", 0)->chain_us <= 3 * 0.1 + 1e-9);
+  spx_csr_destroy(t);
+  spx_csr_destroy(a);
+  free(len);
+}
+
+/* The safety rule: a conversion is chosen over the CSR baseline only when it scores
+ * convert_margin below it. ELL made (by its factor) 3% faster than CSR loses at the default
+ * margin and wins at 0; made 10% faster, it wins at the default too. */
+static void test_convert_margin(void **state) {
+  spx_plan_device d = fake_gpu();
+  spx_plan_candidate c[SPX_FORMAT_MAX + 1];
+  spx_csr *a = pattern(64000, 4, 0, 0);
+  double ell, csr;
+  int nc, k;
+  (void)state;
+  d.convert_ns_per_byte = 0; d.convert_ns_per_nnz = 0; d.jit_ms = 0; d.h2d_gbs = 0; /* no conversion cost */
+  assert_int_equal(spx_plan_model(a, &d, 1000000, 0, 0, c, SPX_FORMAT_MAX + 1, &nc), SPX_OK);
+  ell = cand(c, nc, "ell", 0)->predicted_us;
+  csr = cand(c, nc, "csr", 0)->predicted_us;
+  for (k = 0; k < SPX_FORMAT_MAX; k++) d.format_factor[k] = 10; /* every other format far behind */
+  d.format_factor[SPX_FORMAT_CSR] = 1;
+  for (k = 0; k < 3; k++) {
+    static const double share[] = {0.97, 0.97, 0.90}, margin[] = {0.05, 0, 0.05};
+    spx_plan_options o;
+    spx_plan *p;
+    d.format_factor[SPX_FORMAT_ELL] = share[k] * csr / ell;
+    spx_plan_options_default(&o);
+    o.device = &d; o.strategy = SPX_PLAN_MODEL; o.backend = SPX_BACKEND_HOST; o.expected_calls = 1000000;
+    o.convert_margin = margin[k];
+    assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+    if (spx_plan_format(p) != (k == 0 ? SPX_FORMAT_CSR : SPX_FORMAT_ELL))
+      fail_msg("ell at %.2f of csr, margin %.2f: chose %s (%s)", share[k], margin[k], spx_format_name(spx_plan_format(p)), spx_plan_reason(p));
+    if (k == 0) assert_non_null(strstr(spx_plan_reason(p), "must score 5% below the CSR baseline"));
+    spx_plan_destroy(p);
+  }
+  {
+    spx_plan_options o;
+    spx_plan *p = NULL;
+    spx_plan_options_default(&o);
+    o.backend = SPX_BACKEND_HOST; o.convert_margin = 1;
+    assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_INVALID_ARGUMENT);
+    assert_non_null(strstr(spx_last_error(), "convert_margin"));
+    assert_null(p);
+  }
+  spx_csr_destroy(a);
+}
+
 static void test_memory_limit(void **state) {
   spx_plan_options o;
   spx_plan *p = NULL;
@@ -1016,6 +1115,7 @@ int main(void) {
       cmocka_unit_test(test_strategy_names),   cmocka_unit_test(test_kubota_branches),
       cmocka_unit_test(test_mps_branches),     cmocka_unit_test(test_predicted_bytes), cmocka_unit_test(test_sampled_bytes),
       cmocka_unit_test(test_model_fake_device), cmocka_unit_test(test_model_gather), cmocka_unit_test(test_csr_staged_options), cmocka_unit_test(test_memory_limit),
+      cmocka_unit_test(test_model_latency),    cmocka_unit_test(test_convert_margin),
       cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_auto_trial_gap), cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_device_file),      cmocka_unit_test(test_reselect_ordering),
       cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_device_profile),

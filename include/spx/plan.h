@@ -126,6 +126,12 @@ typedef struct spx_plan_device {
   double format_gather[SPX_FORMAT_MAX];
   double gather_cusparse;
   double gather_default;
+  /* Latency. A format that gives a whole row (or a slice's widest row) to one thread walks it in
+   * dependent steps of about chain_ns each however idle the device is; the long rows' blocks take
+   * the device's block slots (sms x 8 blocks of 256 threads) in rounds. The prediction is at least
+   * rounds x (the format's steps) x chain_ns. 0: the default (chain_ns) or the context's count. */
+  double chain_ns;
+  int sms;
 } spx_plan_device;
 
 typedef struct spx_plan_options {
@@ -143,6 +149,10 @@ typedef struct spx_plan_options {
   double trial_gap;           /* auto: and only when the runner-up's predicted time is within this
                                * factor of the best's [1.1]: past it the model's ranking stands
                                * (its choices' median error is ~4%); <= 1: never a trial */
+  double convert_margin;      /* auto and model: a format that converts the matrix must score at
+                               * least this share below the best CSR baseline (spx's CSR kernel
+                               * or cuSPARSE) to be chosen: the model's error on small kernels is
+                               * of that order [0.05, chosen on the fit half of the corpus] */
   const spx_plan_device *device; /* the model's constants; NULL: calibrated (CUDA) or defaults */
   int no_calibrate;           /* 1: never run or read a calibration (defaults instead) */
   const char *force;          /* NULL: the strategy chooses; else that candidate by name ("ell",
@@ -176,6 +186,7 @@ typedef struct spx_plan_candidate {
   double convert_ms;          /* the model's conversion (+ upload + compile) time */
   double score_us;            /* predicted_us + convert / expected_calls */
   double measured_us;         /* a trial's time per SpMV (-1: not timed) */
+  double chain_us;            /* the longest serial walk of one thread (a floor of predicted_us) */
   char note[96];              /* why excluded, or what was notable */
 } spx_plan_candidate;
 

@@ -67,6 +67,7 @@ void spx_plan_options_default(spx_plan_options *o) {
    * the oracle's; a trial there only cost (26 ms inside a 13-iteration BiCGSTAB on cage10 once the
    * calibration priced it at the share's edge). */
   o->trial_gap = 1.1;
+  o->convert_margin = 0.05;
 }
 
 /* ---- The row structure the predictors read ---------------------------------------------------- */
@@ -521,15 +522,18 @@ static int64_t spx__pb_ell_r(const spx__pprof *p, const spx_format_vtable *vt, i
 static int64_t spx__pb_jds(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   (void)vt; return 4 * p->n + 4 * (p->row_max + 1) + p->nnz * (4 + vb);
 }
-static int64_t spx__pb_hyb(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
-  int64_t k = spx__plan_pdef(vt, "k"), rows = p->n, i, ncoo = 0;
-  if (k == SPX_AUTO) { /* Bell and Garland's rule, as the converter applies it */
-    k = p->row_max;
-    for (i = 0; i < p->row_max; i++) {
-      rows -= p->hist[i];
-      if (3 * rows < p->n || rows < 4096) { k = i; break; }
-    }
+/* HYB's ELL width: the parameter, or Bell and Garland's rule as the converter applies it. */
+static int64_t spx__plan_hyb_k(const spx__pprof *p, const spx_format_vtable *vt) {
+  int64_t k = spx__plan_pdef(vt, "k"), rows = p->n, i;
+  if (k != SPX_AUTO) return k;
+  for (i = 0; i < p->row_max; i++) {
+    rows -= p->hist[i];
+    if (3 * rows < p->n || rows < 4096) return i;
   }
+  return p->row_max;
+}
+static int64_t spx__pb_hyb(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  int64_t k = spx__plan_hyb_k(p, vt), i, ncoo = 0;
   for (i = k + 1; i <= p->row_max; i++) ncoo += p->hist[i] * (i - k);
   return p->n * k * (4 + vb) + ncoo * (8 + vb);
 }
@@ -597,45 +601,91 @@ static int64_t spx__pb_sdia(const spx__pprof *p, const spx_format_vtable *vt, in
   return 4 * (ns + 1) + p->sdia_diags * (4 + 32 * vb);
 }
 
+/* The longest serial walk one thread of a format's kernel makes, in steps of the device's chain_ns:
+ * NONE (nonzeros spread evenly over threads: COO, SS, cuSPARSE), ROW (a thread walks a whole row,
+ * or its slice's widest: factor x the longest row), HYB (its ELL part's width K), CSR (the vector
+ * kernel's lanes per row; none where the kernel balances by nonzeros). The factors (a step's cost
+ * against ELL-R's: SELL16 decodes offsets, RBP-ELL reads two arrays a step, RBP-CSR walks runs,
+ * BSR blocks) were fitted on the fit half of the shared matrices (bench/corpus/split.tsv). */
+enum { SPX__CHAIN_NONE, SPX__CHAIN_ROW, SPX__CHAIN_HYB, SPX__CHAIN_CSR };
+
 /* Predictors by registry name. _(name, predictor or NULL, lane mapping, kernel launches, reads the
  * column counts (estimates when the profile is sampled), why the converter declines when the
- * predictor says -2) */
+ * predictor says -2, serial walk, its factor) */
 #define SPX__SPAN_NOTE "a slice spans more than 65536 columns"
 #define SPX__FILL_NOTE "the slices' diagonals exceed sdia_max_fill slots per nonzero"
-#define SPX__PLAN_PREDICTORS(_)                                                  \
-  _("coo",       spx__pb_coo,       SPX__MAP_FLAT,   2, 0, NULL)                \
-  _("csr",       spx__pb_csr,       SPX__MAP_CSR,    1, 0, NULL)                \
-  _("ell",       spx__pb_ell,       SPX__MAP_PADDED, 1, 0, NULL)                \
-  _("ell_r",     spx__pb_ell_r,     SPX__MAP_ROW,    1, 0, NULL)                \
-  _("jds",       spx__pb_jds,       SPX__MAP_SORTED, 1, 0, NULL)                \
-  _("sell",      spx__pb_sell,      SPX__MAP_PADDED, 1, 1, NULL)                \
-  _("sell16",    spx__pb_sell16,    SPX__MAP_PADDED, 1, 1, SPX__SPAN_NOTE)      \
-  _("bsr",       spx__pb_bsr,       SPX__MAP_FLAT,   1, 1, NULL)                \
-  _("hyb",       spx__pb_hyb,       SPX__MAP_PADDED, 2, 0, NULL)                \
-  _("rbp_csr",   spx__pb_rbp_csr,   SPX__MAP_ROW,    1, 1, NULL)                \
-  _("rbp_ell",   spx__pb_rbp_ell,   SPX__MAP_ROW,    1, 1, NULL)                \
-  _("rbp_ell_r", spx__pb_rbp_ell_r, SPX__MAP_ROW,    1, 1, NULL)                \
-  _("ss",        spx__pb_ss,        SPX__MAP_FLAT,   2, 0, NULL)                \
-  _("sdia",      spx__pb_sdia,      SPX__MAP_PADDED, 1, 1, SPX__FILL_NOTE)
+#define SPX__PLAN_PREDICTORS(_)                                                                       \
+  _("coo",       spx__pb_coo,       SPX__MAP_FLAT,   2, 0, NULL,            SPX__CHAIN_NONE, 0.0)      \
+  _("csr",       spx__pb_csr,       SPX__MAP_CSR,    1, 0, NULL,            SPX__CHAIN_CSR,  1.0)      \
+  _("ell",       spx__pb_ell,       SPX__MAP_PADDED, 1, 0, NULL,            SPX__CHAIN_ROW,  1.0)      \
+  _("ell_r",     spx__pb_ell_r,     SPX__MAP_ROW,    1, 0, NULL,            SPX__CHAIN_ROW,  1.0)      \
+  _("jds",       spx__pb_jds,       SPX__MAP_SORTED, 1, 0, NULL,            SPX__CHAIN_ROW,  1.05)     \
+  _("sell",      spx__pb_sell,      SPX__MAP_PADDED, 1, 1, NULL,            SPX__CHAIN_ROW,  1.0)      \
+  _("sell16",    spx__pb_sell16,    SPX__MAP_PADDED, 1, 1, SPX__SPAN_NOTE,  SPX__CHAIN_ROW,  1.45)     \
+  _("bsr",       spx__pb_bsr,       SPX__MAP_FLAT,   1, 1, NULL,            SPX__CHAIN_ROW,  0.48)     \
+  _("hyb",       spx__pb_hyb,       SPX__MAP_PADDED, 2, 0, NULL,            SPX__CHAIN_HYB,  1.0)      \
+  _("rbp_csr",   spx__pb_rbp_csr,   SPX__MAP_ROW,    1, 1, NULL,            SPX__CHAIN_ROW,  0.6)      \
+  _("rbp_ell",   spx__pb_rbp_ell,   SPX__MAP_ROW,    1, 1, NULL,            SPX__CHAIN_ROW,  1.7)      \
+  _("rbp_ell_r", spx__pb_rbp_ell_r, SPX__MAP_ROW,    1, 1, NULL,            SPX__CHAIN_ROW,  1.75)     \
+  _("ss",        spx__pb_ss,        SPX__MAP_FLAT,   2, 0, NULL,            SPX__CHAIN_NONE, 0.0)      \
+  _("sdia",      spx__pb_sdia,      SPX__MAP_PADDED, 1, 1, SPX__FILL_NOTE,  SPX__CHAIN_ROW,  1.0)
 
 typedef struct spx__plan_pred {
   const char *name;
   spx__pred_fn fn;
   int map, launches, cols;
   const char *declines;
+  int chain;
+  double chain_factor;
 } spx__plan_pred;
 
 static const spx__plan_pred spx__plan_preds[] = {
-#define SPX__PP_ROW(name, fn, map, launches, cols, declines) {name, fn, map, launches, cols, declines},
+#define SPX__PP_ROW(name, fn, map, launches, cols, declines, chain, cf) {name, fn, map, launches, cols, declines, chain, cf},
     SPX__PLAN_PREDICTORS(SPX__PP_ROW)
 #undef SPX__PP_ROW
-    {NULL, NULL, SPX__MAP_FLAT, 1, 0, NULL}};
+    /* the sentinel (a registered format without a predictor): a thread per row, the safe guess */
+    {NULL, NULL, SPX__MAP_FLAT, 1, 0, NULL, SPX__CHAIN_ROW, 1.0}};
 
 static const spx__plan_pred *spx__plan_pred_of(const char *name) {
   const spx__plan_pred *q;
   for (q = spx__plan_preds; q->name; q++)
     if (!strcmp(q->name, name)) return q;
   return q; /* the sentinel: no predictor, flat mapping, one launch */
+}
+
+/* The device's step of a serial walk when the description leaves it 0: an H100's, fitted on the fit
+ * half of the shared matrices (a thread walking a row of L nonzeros adds about L x 90 ns). */
+#define SPX__PLAN_CHAIN_NS 90.0
+/* Blocks of 256 threads an SM holds at once (2048 threads): a long row holds its block's slot. */
+#define SPX__PLAN_BLOCK_SLOTS 8
+
+/* Microseconds of the longest serial walk of format q's kernel on p (0 on the host, and for
+ * formats that spread nonzeros evenly): its steps x chain_ns, times the rounds in which the blocks
+ * holding a long row (over half the longest) take the device's block slots. */
+static double spx__plan_chain_us(const spx_plan_device *d, const spx__pprof *p, const spx__plan_pred *q,
+                                 const spx_format_vtable *vt) {
+  double steps = 0, ns = d->chain_ns > 0 ? d->chain_ns : SPX__PLAN_CHAIN_NS;
+  int64_t l, nlong = 0, blocks, slots, rounds;
+  if (d->warp <= 1 || !p->hist || p->n == 0) return 0;
+  switch (q->chain) {
+  case SPX__CHAIN_ROW: steps = (double)p->row_max; break;
+  case SPX__CHAIN_HYB: steps = (double)spx__plan_hyb_k(p, vt); break;
+  case SPX__CHAIN_CSR: {
+    spx_dmatrix_options o;
+    if (spx_csr_kernel_options(p->n, p->nnz, p->hist, p->row_max, &o)) { spx_clear_error(); return 0; }
+    if (o.stream || o.load_balance) return 0;
+    steps = (double)((p->row_max + o.threads_per_row - 1) / (o.threads_per_row > 0 ? o.threads_per_row : 1));
+    /* a small matrix's kernel widens its lanes per row until the longest takes ~8 steps (kernels_impl.h) */
+    if (p->nnz < SPX__CSR_SMALL_NNZ && steps > 8) steps = 8;
+    break;
+  }
+  default: return 0;
+  }
+  for (l = p->row_max / 2 + 1; l <= p->row_max; l++) nlong += p->hist[l];
+  blocks = SPX__MIN(nlong, (p->n + 255) / 256);
+  slots = (int64_t)d->sms * SPX__PLAN_BLOCK_SLOTS;
+  rounds = slots > 0 ? SPX__MAX(1, (blocks + slots - 1) / slots) : 1; /* SM count unknown: one round */
+  return 1e-3 * (double)rounds * steps * q->chain_factor * ns;
 }
 
 /* ---- Device descriptions ------------------------------------------------------------------------ */
@@ -660,6 +710,8 @@ spx_status spx_plan_device_default(spx_context *ctx, spx_plan_device *d) {
     d->convert_ns_per_nnz = 1.0;
     d->jit_ms = 5;
     d->memory_bytes = info.free_mem > 0 ? info.free_mem : info.total_mem;
+    d->chain_ns = SPX__PLAN_CHAIN_NS;
+    d->sms = info.sm_count;
     return SPX_OK;
   }
   snprintf(d->name, sizeof d->name, "host");
@@ -691,6 +743,8 @@ spx_status spx_plan_device_default(spx_context *ctx, spx_plan_device *d) {
   _(memory_bytes,        int64_t)                                        \
   _(gather_cusparse,     double)                                         \
   _(gather_default,      double)                                         \
+  _(chain_ns,            double)                                         \
+  _(sms,                 int)                                            \
   _(calibrated,          int)
 
 /* The calibration file's contents as last loaded or saved by this process, keyed by its path. */
@@ -993,6 +1047,8 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
       if (ff > 0) c->predicted_us *= ff;
       c->predicted_us += (d->format_gather[f] > 0 ? d->format_gather[f] : d->gather_default) * gather;
     }
+    c->chain_us = spx__plan_chain_us(d, &p, q, vt);
+    if (c->chain_us > c->predicted_us) c->predicted_us = c->chain_us;
     c->convert_ms = spx__plan_conv_ms(d, &p, c->bytes, cuda, f);
     if (rows && cuda && f == SPX_FORMAT_CSR && a->nnz <= INT32_MAX) /* wraps the staged arrays, as cuSPARSE does */
       c->convert_ms = spx__plan_wrap_ms(d, &p, c->bytes, d->jit_ms);
@@ -1055,6 +1111,7 @@ struct spx_plan {
   spx_format format;
   spx_plan_engine engine;
   spx_format_params params;
+  double margin;           /* options.convert_margin */
   spx_csr *a;              /* a copy, kept until built (lazy plans) */
   spx_fmt *fmt;            /* the converted matrix (host backend: what runs) */
   spx_dmatrix *dm;
@@ -1381,14 +1438,22 @@ static spx_status spx__plan_heuristic(spx_plan *p, const spx__plan_rule *r) {
   return SPX_OK;
 }
 
-/* Candidate indices usable, sorted by score (best first). */
+/* A candidate's rank key: its score, a CSR baseline's (spx's CSR kernel, cuSPARSE) less the
+ * margin a conversion has to beat it by (options.convert_margin). */
+static double spx__plan_key(const spx_plan *p, int i) {
+  const spx_plan_candidate *c = &p->cand[i];
+  int baseline = c->engine == SPX_PLAN_ENGINE_CUSPARSE || c->format == SPX_FORMAT_CSR;
+  return baseline ? c->score_us * (1.0 - p->margin) : c->score_us;
+}
+
+/* Candidate indices usable, sorted by rank key (best first). */
 static int spx__plan_ranked(const spx_plan *p, int *idx) {
   int i, j, k = 0;
   for (i = 0; i < p->ncand; i++)
     if (spx__plan_usable(p, i)) idx[k++] = i;
   for (i = 1; i < k; i++) { /* insertion sort: a dozen entries */
     int v = idx[i];
-    for (j = i; j > 0 && p->cand[idx[j - 1]].score_us > p->cand[v].score_us; j--) idx[j] = idx[j - 1];
+    for (j = i; j > 0 && spx__plan_key(p, idx[j - 1]) > spx__plan_key(p, v); j--) idx[j] = idx[j - 1];
     idx[j] = v;
   }
   return k;
@@ -1409,6 +1474,10 @@ static spx_status spx__plan_model_choice(spx_plan *p) {
            spx_plan_strategy_name(p->strategy), spx__plan_cname(b), b->predicted_us, b->convert_ms,
            (long long)p->calls, b->score_us,
            k > 1 ? spx__plan_cname(&p->cand[idx[1]]) : "none", k > 1 ? p->cand[idx[1]].score_us : 0.0);
+  if (k > 1 && p->cand[idx[1]].score_us < b->score_us) {
+    size_t n = strlen(p->reason);
+    snprintf(p->reason + n, sizeof p->reason - n, "; a conversion must score %.0f%% below the CSR baseline", 100 * p->margin);
+  }
   return SPX_OK;
 }
 
@@ -1503,6 +1572,8 @@ static spx_status spx__plan_check(const spx_csr *a, const spx_plan_options *o) {
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: backend %d is not auto, host or cuda", (int)o->backend);
   if (o->trial_reps < 1 || !(o->trial_share >= 0) || !(o->trial_gap == o->trial_gap))
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: trial_reps must be >= 1, trial_share >= 0 and trial_gap a number");
+  if (!(o->convert_margin >= 0 && o->convert_margin < 1))
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: convert_margin %g is not in [0, 1)", o->convert_margin);
   if (o->device && (!(o->device->bandwidth_gbs > 0) || o->device->warp < 1))
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: the device description needs bandwidth_gbs > 0, warp >= 1");
   return spx__plan_stage_wanted(a, o) ? spx__csr_validate_head(a) : spx_csr_validate(a);
@@ -1805,6 +1876,7 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   } while (0)
   p->strategy = o->strategy;
   p->calls = o->expected_calls;
+  p->margin = o->convert_margin;
   p->dtype = o->dtype == -1 ? a0->dtype : (spx_dtype)o->dtype;
   p->nrows = a0->nrows; p->ncols = a0->ncols;
   spx_format_params_default(&p->params);
@@ -2329,6 +2401,7 @@ spx_status spx_plan_calibrate(spx_context *ctx, int force, spx_plan_device *out)
     if (hit || (spx_plan_device_load(keep, &c) == SPX_OK && c.calibrated && !strcmp(c.name, d.name))) {
       if (!hit) spx__calib_keep(keep, &c);
       c.memory_bytes = d.memory_bytes; /* free memory is now, not then */
+      if (c.sms <= 0) c.sms = d.sms;     /* a file written before the latency terms */
       *out = c;
       return SPX_OK;
     }
