@@ -32,7 +32,7 @@
  *
  * THE DEVICE DESCRIPTION  spx_plan_device holds the constants the model uses. On the CUDA backend
  *   they are measured once per device by spx_plan_calibrate (copy bandwidth, launch latency, probe
- *   SpMVs, host conversion rates) and kept in <cache>/tuner/v7/<device>.json (cache as for the JIT:
+ *   SpMVs, host conversion rates) and kept in <cache>/tuner/v11/<device>.json (cache as for the JIT:
  *   $SPX_CACHE_DIR, $XDG_CACHE_HOME/spx, ~/.cache/spx); spx_plan_device_default gives unmeasured
  *   defaults. A test may fill one by hand (options.device) and needs no GPU.
  *
@@ -132,6 +132,9 @@ typedef struct spx_plan_device {
    * rounds x (the format's steps) x chain_ns. 0: the default (chain_ns) or the context's count. */
   double chain_ns;
   int sms;
+  /* cuSPARSE CSR's fixed cost per call (its launches), measured on a 1 x 1 matrix; 0: twice
+   * launch_us. cusparse_factor scales the rest, the streaming part. */
+  double cusparse_launch_us;
 } spx_plan_device;
 
 typedef struct spx_plan_options {
@@ -186,7 +189,9 @@ typedef struct spx_plan_candidate {
   double convert_ms;          /* the model's conversion (+ upload + compile) time */
   double score_us;            /* predicted_us + convert / expected_calls */
   double measured_us;         /* a trial's time per SpMV (-1: not timed) */
-  double chain_us;            /* the longest serial walk of one thread (a floor of predicted_us) */
+  double launch_us;           /* the fixed part of predicted_us (the kernel launches) */
+  double chain_us;            /* the longest serial walk of one thread: predicted_us is launch_us
+                               * + the larger of it and the streaming time */
   char note[96];              /* why excluded, or what was notable */
 } spx_plan_candidate;
 

@@ -553,6 +553,15 @@ static int64_t spx__pb_rbp_ell_r(const spx__pprof *p, const spx_format_vtable *v
   return spx__pb_rbp_ell(p, vt, vb) + 4 * p->n;
 }
 
+/* Bytes a kernel moves where it reads less than it stores: ELL-R and RBP-ELL-R stop at each row's
+ * length, so their padding (n x the longest row, the stored bytes) is never read. */
+static int64_t spx__pm_ell_r(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  (void)vt; return 4 * p->n + p->nnz * (4 + vb);
+}
+static int64_t spx__pm_rbp_ell_r(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  (void)vt; return vb * p->nval + 8 * p->nblocks + 4 * (p->n + 1) + (vb + 4) * p->nnon + 4 * p->n;
+}
+
 /* SELL-C-sigma and SELL16 with C = 32 and sigma 1 or 256 (the descriptors' defaults); another C
  * or sigma has no predictor (converted to learn its bytes). */
 static int64_t spx__pb_sell(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
@@ -610,29 +619,30 @@ static int64_t spx__pb_sdia(const spx__pprof *p, const spx_format_vtable *vt, in
 enum { SPX__CHAIN_NONE, SPX__CHAIN_ROW, SPX__CHAIN_HYB, SPX__CHAIN_CSR };
 
 /* Predictors by registry name. _(name, predictor or NULL, lane mapping, kernel launches, reads the
- * column counts (estimates when the profile is sampled), why the converter declines when the
- * predictor says -2, serial walk, its factor) */
+ * bytes its kernel moves when not the stored bytes (NULL: those), column counts (estimates when
+ * the profile is sampled), why the converter declines when the predictor says -2, serial walk, its
+ * factor) */
 #define SPX__SPAN_NOTE "a slice spans more than 65536 columns"
 #define SPX__FILL_NOTE "the slices' diagonals exceed sdia_max_fill slots per nonzero"
-#define SPX__PLAN_PREDICTORS(_)                                                                       \
-  _("coo",       spx__pb_coo,       SPX__MAP_FLAT,   2, 0, NULL,            SPX__CHAIN_NONE, 0.0)      \
-  _("csr",       spx__pb_csr,       SPX__MAP_CSR,    1, 0, NULL,            SPX__CHAIN_CSR,  1.0)      \
-  _("ell",       spx__pb_ell,       SPX__MAP_PADDED, 1, 0, NULL,            SPX__CHAIN_ROW,  1.0)      \
-  _("ell_r",     spx__pb_ell_r,     SPX__MAP_ROW,    1, 0, NULL,            SPX__CHAIN_ROW,  1.0)      \
-  _("jds",       spx__pb_jds,       SPX__MAP_SORTED, 1, 0, NULL,            SPX__CHAIN_ROW,  1.05)     \
-  _("sell",      spx__pb_sell,      SPX__MAP_PADDED, 1, 1, NULL,            SPX__CHAIN_ROW,  1.0)      \
-  _("sell16",    spx__pb_sell16,    SPX__MAP_PADDED, 1, 1, SPX__SPAN_NOTE,  SPX__CHAIN_ROW,  1.45)     \
-  _("bsr",       spx__pb_bsr,       SPX__MAP_FLAT,   1, 1, NULL,            SPX__CHAIN_ROW,  0.48)     \
-  _("hyb",       spx__pb_hyb,       SPX__MAP_PADDED, 2, 0, NULL,            SPX__CHAIN_HYB,  1.0)      \
-  _("rbp_csr",   spx__pb_rbp_csr,   SPX__MAP_ROW,    1, 1, NULL,            SPX__CHAIN_ROW,  0.6)      \
-  _("rbp_ell",   spx__pb_rbp_ell,   SPX__MAP_ROW,    1, 1, NULL,            SPX__CHAIN_ROW,  1.7)      \
-  _("rbp_ell_r", spx__pb_rbp_ell_r, SPX__MAP_ROW,    1, 1, NULL,            SPX__CHAIN_ROW,  1.75)     \
-  _("ss",        spx__pb_ss,        SPX__MAP_FLAT,   2, 0, NULL,            SPX__CHAIN_NONE, 0.0)      \
-  _("sdia",      spx__pb_sdia,      SPX__MAP_PADDED, 1, 1, SPX__FILL_NOTE,  SPX__CHAIN_ROW,  1.0)
+#define SPX__PLAN_PREDICTORS(_)                                                                                        \
+  _("coo",       spx__pb_coo,        NULL,               SPX__MAP_FLAT,   2, 0, NULL,           SPX__CHAIN_NONE, 0.0)  \
+  _("csr",       spx__pb_csr,        NULL,               SPX__MAP_CSR,    1, 0, NULL,           SPX__CHAIN_CSR,  1.0)  \
+  _("ell",       spx__pb_ell,        NULL,               SPX__MAP_PADDED, 1, 0, NULL,           SPX__CHAIN_ROW,  1.0)  \
+  _("ell_r",     spx__pb_ell_r,      spx__pm_ell_r,      SPX__MAP_ROW,    1, 0, NULL,           SPX__CHAIN_ROW,  1.0)  \
+  _("jds",       spx__pb_jds,        NULL,               SPX__MAP_SORTED, 1, 0, NULL,           SPX__CHAIN_ROW,  1.05) \
+  _("sell",      spx__pb_sell,       NULL,               SPX__MAP_PADDED, 1, 1, NULL,           SPX__CHAIN_ROW,  1.0)  \
+  _("sell16",    spx__pb_sell16,     NULL,               SPX__MAP_PADDED, 1, 1, SPX__SPAN_NOTE, SPX__CHAIN_ROW,  1.45) \
+  _("bsr",       spx__pb_bsr,        NULL,               SPX__MAP_FLAT,   1, 1, NULL,           SPX__CHAIN_ROW,  0.48) \
+  _("hyb",       spx__pb_hyb,        NULL,               SPX__MAP_PADDED, 2, 0, NULL,           SPX__CHAIN_HYB,  1.0)  \
+  _("rbp_csr",   spx__pb_rbp_csr,    NULL,               SPX__MAP_ROW,    1, 1, NULL,           SPX__CHAIN_ROW,  0.6)  \
+  _("rbp_ell",   spx__pb_rbp_ell,    NULL,               SPX__MAP_ROW,    1, 1, NULL,           SPX__CHAIN_ROW,  1.7)  \
+  _("rbp_ell_r", spx__pb_rbp_ell_r,  spx__pm_rbp_ell_r,  SPX__MAP_ROW,    1, 1, NULL,           SPX__CHAIN_ROW,  1.75) \
+  _("ss",        spx__pb_ss,         NULL,               SPX__MAP_FLAT,   2, 0, NULL,           SPX__CHAIN_NONE, 0.0)  \
+  _("sdia",      spx__pb_sdia,       NULL,               SPX__MAP_PADDED, 1, 1, SPX__FILL_NOTE, SPX__CHAIN_ROW,  1.0)
 
 typedef struct spx__plan_pred {
   const char *name;
-  spx__pred_fn fn;
+  spx__pred_fn fn, moved;
   int map, launches, cols;
   const char *declines;
   int chain;
@@ -640,11 +650,11 @@ typedef struct spx__plan_pred {
 } spx__plan_pred;
 
 static const spx__plan_pred spx__plan_preds[] = {
-#define SPX__PP_ROW(name, fn, map, launches, cols, declines, chain, cf) {name, fn, map, launches, cols, declines, chain, cf},
+#define SPX__PP_ROW(name, fn, moved, map, launches, cols, declines, chain, cf) {name, fn, moved, map, launches, cols, declines, chain, cf},
     SPX__PLAN_PREDICTORS(SPX__PP_ROW)
 #undef SPX__PP_ROW
     /* the sentinel (a registered format without a predictor): a thread per row, the safe guess */
-    {NULL, NULL, SPX__MAP_FLAT, 1, 0, NULL, SPX__CHAIN_ROW, 1.0}};
+    {NULL, NULL, NULL, SPX__MAP_FLAT, 1, 0, NULL, SPX__CHAIN_ROW, 1.0}};
 
 static const spx__plan_pred *spx__plan_pred_of(const char *name) {
   const spx__plan_pred *q;
@@ -745,6 +755,7 @@ spx_status spx_plan_device_default(spx_context *ctx, spx_plan_device *d) {
   _(gather_default,      double)                                         \
   _(chain_ns,            double)                                         \
   _(sms,                 int)                                            \
+  _(cusparse_launch_us,  double)                                         \
   _(calibrated,          int)
 
 /* The calibration file's contents as last loaded or saved by this process, keyed by its path. */
@@ -885,7 +896,7 @@ const char *spx_plan_device_path(const char *device_name) {
    * SDIA and the cache-streaming loads (every factor measured again); v4: block formats also
    * calibrated on an elasticity matrix (v3: SELL and SELL16 conversion rates the device
    * converter's; v2: the host's; v1 files read the L2). */
-  if (snprintf(path, sizeof path, "%s/tuner/v10/%s.json", root, name) >= (int)sizeof path) return NULL;
+  if (snprintf(path, sizeof path, "%s/tuner/v11/%s.json", root, name) >= (int)sizeof path) return NULL;
   return path;
 }
 
@@ -899,13 +910,22 @@ static void spx__plan_mkdirs(const char *path) {
 }
 
 /* ---- The model ---------------------------------------------------------------------------------- */
-/* Predicted microseconds per SpMV for a format storing `bytes`, with `idle` idle lane-slots. */
-static double spx__plan_time_us(const spx_plan_device *d, const spx__pprof *p, int64_t vb, int64_t bytes,
-                                double idle, int launches) {
+/* Streaming microseconds per SpMV of a format storing `bytes`, with `idle` idle lane-slots: the
+ * part of its time that grows with the matrix (the launches come on top). */
+static double spx__plan_stream_us(const spx_plan_device *d, const spx__pprof *p, int64_t vb, int64_t bytes, double idle) {
   double bpus = d->bandwidth_gbs * 1e3; /* bytes per microsecond */
   double moved = (double)bytes + (double)(vb * (p->ncols + p->n));
   if (p->ncols * vb > d->cache_bytes) moved += d->x_miss * (double)(p->nnz * vb);
-  return d->launch_us * launches + moved / bpus + d->imbalance_weight * idle * (double)(4 + vb) / bpus;
+  return moved / bpus + d->imbalance_weight * idle * (double)(4 + vb) / bpus;
+}
+/* Predicted microseconds per SpMV for a format storing `bytes`, with `idle` idle lane-slots. */
+static double spx__plan_time_us(const spx_plan_device *d, const spx__pprof *p, int64_t vb, int64_t bytes,
+                                double idle, int launches) {
+  return d->launch_us * launches + spx__plan_stream_us(d, p, vb, bytes, idle);
+}
+/* cuSPARSE CSR's fixed cost per call. */
+static double spx__plan_cs_launch_us(const spx_plan_device *d) {
+  return d->cusparse_launch_us > 0 ? d->cusparse_launch_us : 2 * d->launch_us;
 }
 
 /* Random-gather microseconds of p at d's bandwidth (see spx_plan_device.format_gather): 0 on the
@@ -1040,15 +1060,20 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
     if (!c->fits)
       snprintf(c->note, sizeof c->note, "%.1f MB + vectors over the %.1f MB limit", 1e-6 * (double)c->bytes,
                1e-6 * (double)limit);
-    c->predicted_us = spx__plan_time_us(d, &p, vb, c->bytes + spx__plan_scatter(&p, q->map), idle, q->launches);
-    if (f < SPX_FORMAT_MAX) {
-      double ff = d->format_factor[f];
-      if (d->format_factor_block[f] > 0 && spx__plan_blocky(&p, q->fn, vb)) ff = d->format_factor_block[f];
-      if (ff > 0) c->predicted_us *= ff;
-      c->predicted_us += (d->format_gather[f] > 0 ? d->format_gather[f] : d->gather_default) * gather;
+    { /* launches + the larger of the streaming time (times the format's calibrated factor, plus
+       * its gather cost) and the longest serial walk */
+      int64_t moved = q->moved && c->bytes >= 0 && !c->bytes_exact ? q->moved(&p, vt, vb) : c->bytes;
+      double stream = spx__plan_stream_us(d, &p, vb, moved + spx__plan_scatter(&p, q->map), idle);
+      if (f < SPX_FORMAT_MAX) {
+        double ff = d->format_factor[f];
+        if (d->format_factor_block[f] > 0 && spx__plan_blocky(&p, q->fn, vb)) ff = d->format_factor_block[f];
+        if (ff > 0) stream *= ff;
+        stream += (d->format_gather[f] > 0 ? d->format_gather[f] : d->gather_default) * gather;
+      }
+      c->launch_us = d->launch_us * q->launches;
+      c->chain_us = spx__plan_chain_us(d, &p, q, vt);
+      c->predicted_us = c->launch_us + (c->chain_us > stream ? c->chain_us : stream);
     }
-    c->chain_us = spx__plan_chain_us(d, &p, q, vt);
-    if (c->chain_us > c->predicted_us) c->predicted_us = c->chain_us;
     c->convert_ms = spx__plan_conv_ms(d, &p, c->bytes, cuda, f);
     if (rows && cuda && f == SPX_FORMAT_CSR && a->nnz <= INT32_MAX) /* wraps the staged arrays, as cuSPARSE does */
       c->convert_ms = spx__plan_wrap_ms(d, &p, c->bytes, d->jit_ms);
@@ -1073,7 +1098,8 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
     c->padding = 1;
     c->fits = !(limit > 0 && c->bytes + vec > limit);
     if (!c->fits) snprintf(c->note, sizeof c->note, "over the %.1f MB limit", 1e-6 * (double)limit);
-    c->predicted_us = d->cusparse_factor * spx__plan_time_us(d, &p, vb, c->bytes, 0, 1) + d->gather_cusparse * gather;
+    c->launch_us = spx__plan_cs_launch_us(d);
+    c->predicted_us = c->launch_us + d->cusparse_factor * spx__plan_stream_us(d, &p, vb, c->bytes, 0) + d->gather_cusparse * gather;
     /* No host conversion besides narrowing the row pointers; a handle and a work buffer. */
     c->convert_ms = spx__plan_wrap_ms(d, &p, c->bytes, 0.5);
     spx__plan_score(c, calls);
@@ -2148,8 +2174,9 @@ static spx_plan *spx__plan_shell(spx_context *ctx, const spx_csr *a, int f) {
 #define SPX__CAL_BLOCK 1
 #define SPX__CAL_GATHER 2
 /* What a calibration pass stores for a kernel measured at us where the model predicted pred. */
-static double spx__cal_value(int mode, double us, double pred, double gather) {
-  if (mode != SPX__CAL_GATHER) return us / pred;
+static double spx__cal_value(int mode, double us, double pred, double gather, double fixed) {
+  if (mode != SPX__CAL_GATHER) /* the streaming part's factor: the launches are measured apart */
+    return us - fixed > 0.05 * us && pred - fixed > 0 ? (us - fixed) / (pred - fixed) : us / pred;
   /* a format at or under its streaming prediction pays nothing for gathers; a tiny positive
    * value keeps it "measured" (0 would mean gather_default) */
   return us > pred ? (us - pred) / gather : 1e-6;
@@ -2238,7 +2265,7 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
       if (!(q = spx__plan_shell(ctx, a, f))) { spx_dmatrix_destroy(dm); return SPX_OUT_OF_MEMORY; }
       q->dm = dm;
       q->built = 1;
-      if (spx_plan_time(q, 15, &us) == SPX_OK && us > 0) factor[f] = spx__cal_value(mode, us, c[k].predicted_us, gather);
+      if (spx_plan_time(q, 15, &us) == SPX_OK && us > 0) factor[f] = spx__cal_value(mode, us, c[k].predicted_us, gather, c[k].launch_us);
       spx_clear_error();
       spx_plan_destroy(q);
       continue;
@@ -2250,7 +2277,7 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
     if (!(q = spx__plan_shell(ctx, a, f))) { spx_fmt_destroy(m); return SPX_OUT_OF_MEMORY; }
     q->fmt = m; /* built from the conversion just timed */
     if (spx__plan_build_from(q, a) == SPX_OK && spx_plan_time(q, 15, &us) == SPX_OK && us > 0)
-      factor[f] = spx__cal_value(mode, us, c[k].predicted_us, gather);
+      factor[f] = spx__cal_value(mode, us, c[k].predicted_us, gather, c[k].launch_us);
     spx_clear_error();
     spx_plan_destroy(q);
   }
@@ -2287,8 +2314,8 @@ static spx_status spx__plan_cal_gather(spx_context *ctx, spx_plan_device *d) {
   spx_lib_status_get(SPX_LIB_CUSPARSE, &ls);
   if (ls.loaded && d->cusparse_factor > 0 && gather > 0 &&
       spx__plan_probe(ctx, r, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_CUSPARSE, &t_cs) == SPX_OK && t_cs > 0) {
-    double pred = d->cusparse_factor * spx__plan_time_us(d, &pp, 8, spx__pb_csr(&pp, NULL, 8), 0, 1);
-    d->gather_cusparse = spx__cal_value(SPX__CAL_GATHER, t_cs, pred, gather);
+    double pred = spx__plan_cs_launch_us(d) + d->cusparse_factor * spx__plan_stream_us(d, &pp, 8, spx__pb_csr(&pp, NULL, 8), 0);
+    d->gather_cusparse = spx__cal_value(SPX__CAL_GATHER, t_cs, pred, gather, 0);
   }
   spx_clear_error();
   s = SPX_OK;
@@ -2330,8 +2357,14 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
   if (cuda) {
     spx_lib_status ls;
     spx_lib_status_get(SPX_LIB_CUSPARSE, &ls);
+    double t_cs_launch = 0;
+    if (ls.loaded && spx__plan_probe(ctx, tiny, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_CUSPARSE, &t_cs_launch) == SPX_OK &&
+        t_cs_launch > 0)
+      d->cusparse_launch_us = t_cs_launch;
+    spx_clear_error();
     if (ls.loaded && spx__plan_probe(ctx, lap, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_CUSPARSE, &t_cs) == SPX_OK && t_cs > 0)
-      d->cusparse_factor = t_cs / t_csr;
+      d->cusparse_factor = t_cs - spx__plan_cs_launch_us(d) > 0.05 * t_cs && t_csr - t_launch > 0
+                               ? (t_cs - spx__plan_cs_launch_us(d)) / (t_csr - t_launch) : t_cs / t_csr;
     spx_clear_error();
   }
   /* Idle lanes: ELL-R runs a thread per row; what it loses against the balanced prediction. */
@@ -2340,8 +2373,8 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
     if ((s = spx__plan_probe(ctx, pl, SPX_FORMAT_ELL_R, SPX_PLAN_ENGINE_SPX, &t_er))) goto done;
     bpus = d->bandwidth_gbs * 1e3;
     d->imbalance_weight = 0;
-    /* the same bytes the model charges ELL-R, so the weight absorbs what the padding does not cost */
-    bal = spx__plan_time_us(d, &pp, 8, spx__pb_ell_r(&pp, NULL, 8), 0, 1);
+    /* the bytes the model charges ELL-R: the weight is what its idle lanes cost beyond them */
+    bal = spx__plan_time_us(d, &pp, 8, spx__pm_ell_r(&pp, NULL, 8), 0, 1);
     idle_term = pp.idle_row * 12.0 / bpus;
     d->imbalance_weight = idle_term > 0 ? (t_er - bal) / idle_term : 0;
     d->imbalance_weight = d->imbalance_weight < 0 ? 0 : d->imbalance_weight > 2 ? 2 : d->imbalance_weight;
