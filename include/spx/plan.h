@@ -132,9 +132,6 @@ typedef struct spx_plan_device {
    * rounds x (the format's steps) x chain_ns. 0: the default (chain_ns) or the context's count. */
   double chain_ns;
   int sms;
-  /* cuSPARSE CSR's fixed cost per call (its launches), measured on a 1 x 1 matrix; 0: twice
-   * launch_us. cusparse_factor scales the rest, the streaming part. */
-  double cusparse_launch_us;
 } spx_plan_device;
 
 typedef struct spx_plan_options {
@@ -189,9 +186,8 @@ typedef struct spx_plan_candidate {
   double convert_ms;          /* the model's conversion (+ upload + compile) time */
   double score_us;            /* predicted_us + convert / expected_calls */
   double measured_us;         /* a trial's time per SpMV (-1: not timed) */
-  double launch_us;           /* the fixed part of predicted_us (the kernel launches) */
-  double chain_us;            /* the longest serial walk of one thread: predicted_us is launch_us
-                               * + the larger of it and the streaming time */
+  double launch_us;           /* the kernel launches' part of the streaming model */
+  double chain_us;            /* the longest serial walk of one thread: a floor of predicted_us */
   char note[96];              /* why excluded, or what was notable */
 } spx_plan_candidate;
 

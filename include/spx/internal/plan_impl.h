@@ -412,7 +412,8 @@ static int spx__plan_tpr(const spx_csr *a) {
   return t;
 }
 
-/* full 0: row lengths only (what a forced cuSPARSE candidate needs). given (may be NULL): the
+/* full 0: row lengths only (what a forced cuSPARSE candidate needs); 2: and the idle-lane terms,
+ * without the column counts (a selection that would cost more than it can save). given (may be NULL): the
  * row-length part already measured on the device (row_max, hist, ss_runs, sorted_kept, idle_row,
  * idle_csr), and the column counts when given->cols_done. */
 static spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const spx__pprof *given, spx__pprof *p) {
@@ -455,7 +456,7 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const sp
   }
   SPX__PPROF_TRACE("rows");
   if (!full) return SPX_OK;
-  if (!p->cols_done && (s = spx__pprof_columns(a, 0, p))) {
+  if (full == 1 && !p->cols_done && (s = spx__pprof_columns(a, 0, p))) {
     spx__pprof_free(p);
     return s;
   }
@@ -553,15 +554,6 @@ static int64_t spx__pb_rbp_ell_r(const spx__pprof *p, const spx_format_vtable *v
   return spx__pb_rbp_ell(p, vt, vb) + 4 * p->n;
 }
 
-/* Bytes a kernel moves where it reads less than it stores: ELL-R and RBP-ELL-R stop at each row's
- * length, so their padding (n x the longest row, the stored bytes) is never read. */
-static int64_t spx__pm_ell_r(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
-  (void)vt; return 4 * p->n + p->nnz * (4 + vb);
-}
-static int64_t spx__pm_rbp_ell_r(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
-  (void)vt; return vb * p->nval + 8 * p->nblocks + 4 * (p->n + 1) + (vb + 4) * p->nnon + 4 * p->n;
-}
-
 /* SELL-C-sigma and SELL16 with C = 32 and sigma 1 or 256 (the descriptors' defaults); another C
  * or sigma has no predictor (converted to learn its bytes). */
 static int64_t spx__pb_sell(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
@@ -619,30 +611,29 @@ static int64_t spx__pb_sdia(const spx__pprof *p, const spx_format_vtable *vt, in
 enum { SPX__CHAIN_NONE, SPX__CHAIN_ROW, SPX__CHAIN_HYB, SPX__CHAIN_CSR };
 
 /* Predictors by registry name. _(name, predictor or NULL, lane mapping, kernel launches, reads the
- * bytes its kernel moves when not the stored bytes (NULL: those), column counts (estimates when
- * the profile is sampled), why the converter declines when the predictor says -2, serial walk, its
- * factor) */
+ * column counts (estimates when the profile is sampled), why the converter declines when the
+ * predictor says -2, serial walk, its factor) */
 #define SPX__SPAN_NOTE "a slice spans more than 65536 columns"
 #define SPX__FILL_NOTE "the slices' diagonals exceed sdia_max_fill slots per nonzero"
 #define SPX__PLAN_PREDICTORS(_)                                                                                        \
-  _("coo",       spx__pb_coo,        NULL,               SPX__MAP_FLAT,   2, 0, NULL,           SPX__CHAIN_NONE, 0.0)  \
-  _("csr",       spx__pb_csr,        NULL,               SPX__MAP_CSR,    1, 0, NULL,           SPX__CHAIN_CSR,  1.0)  \
-  _("ell",       spx__pb_ell,        NULL,               SPX__MAP_PADDED, 1, 0, NULL,           SPX__CHAIN_ROW,  1.0)  \
-  _("ell_r",     spx__pb_ell_r,      spx__pm_ell_r,      SPX__MAP_ROW,    1, 0, NULL,           SPX__CHAIN_ROW,  1.0)  \
-  _("jds",       spx__pb_jds,        NULL,               SPX__MAP_SORTED, 1, 0, NULL,           SPX__CHAIN_ROW,  1.05) \
-  _("sell",      spx__pb_sell,       NULL,               SPX__MAP_PADDED, 1, 1, NULL,           SPX__CHAIN_ROW,  1.0)  \
-  _("sell16",    spx__pb_sell16,     NULL,               SPX__MAP_PADDED, 1, 1, SPX__SPAN_NOTE, SPX__CHAIN_ROW,  1.45) \
-  _("bsr",       spx__pb_bsr,        NULL,               SPX__MAP_FLAT,   1, 1, NULL,           SPX__CHAIN_ROW,  0.48) \
-  _("hyb",       spx__pb_hyb,        NULL,               SPX__MAP_PADDED, 2, 0, NULL,           SPX__CHAIN_HYB,  1.0)  \
-  _("rbp_csr",   spx__pb_rbp_csr,    NULL,               SPX__MAP_ROW,    1, 1, NULL,           SPX__CHAIN_ROW,  0.6)  \
-  _("rbp_ell",   spx__pb_rbp_ell,    NULL,               SPX__MAP_ROW,    1, 1, NULL,           SPX__CHAIN_ROW,  1.7)  \
-  _("rbp_ell_r", spx__pb_rbp_ell_r,  spx__pm_rbp_ell_r,  SPX__MAP_ROW,    1, 1, NULL,           SPX__CHAIN_ROW,  1.75) \
-  _("ss",        spx__pb_ss,         NULL,               SPX__MAP_FLAT,   2, 0, NULL,           SPX__CHAIN_NONE, 0.0)  \
-  _("sdia",      spx__pb_sdia,       NULL,               SPX__MAP_PADDED, 1, 1, SPX__FILL_NOTE, SPX__CHAIN_ROW,  1.0)
+  _("coo",       spx__pb_coo,        SPX__MAP_FLAT,   2, 0, NULL,           SPX__CHAIN_NONE, 0.0)  \
+  _("csr",       spx__pb_csr,        SPX__MAP_CSR,    1, 0, NULL,           SPX__CHAIN_CSR,  1.0)  \
+  _("ell",       spx__pb_ell,        SPX__MAP_PADDED, 1, 0, NULL,           SPX__CHAIN_ROW,  1.0)  \
+  _("ell_r",     spx__pb_ell_r,      SPX__MAP_ROW,    1, 0, NULL,           SPX__CHAIN_ROW,  1.0)  \
+  _("jds",       spx__pb_jds,        SPX__MAP_SORTED, 1, 0, NULL,           SPX__CHAIN_ROW,  1.05) \
+  _("sell",      spx__pb_sell,       SPX__MAP_PADDED, 1, 1, NULL,           SPX__CHAIN_ROW,  1.0)  \
+  _("sell16",    spx__pb_sell16,     SPX__MAP_PADDED, 1, 1, SPX__SPAN_NOTE, SPX__CHAIN_ROW,  1.45) \
+  _("bsr",       spx__pb_bsr,        SPX__MAP_FLAT,   1, 1, NULL,           SPX__CHAIN_ROW,  0.48) \
+  _("hyb",       spx__pb_hyb,        SPX__MAP_PADDED, 2, 0, NULL,           SPX__CHAIN_HYB,  1.0)  \
+  _("rbp_csr",   spx__pb_rbp_csr,    SPX__MAP_ROW,    1, 1, NULL,           SPX__CHAIN_ROW,  0.6)  \
+  _("rbp_ell",   spx__pb_rbp_ell,    SPX__MAP_ROW,    1, 1, NULL,           SPX__CHAIN_ROW,  1.7)  \
+  _("rbp_ell_r", spx__pb_rbp_ell_r,  SPX__MAP_ROW,    1, 1, NULL,           SPX__CHAIN_ROW,  1.75) \
+  _("ss",        spx__pb_ss,         SPX__MAP_FLAT,   2, 0, NULL,           SPX__CHAIN_NONE, 0.0)  \
+  _("sdia",      spx__pb_sdia,       SPX__MAP_PADDED, 1, 1, SPX__FILL_NOTE, SPX__CHAIN_ROW,  1.0)
 
 typedef struct spx__plan_pred {
   const char *name;
-  spx__pred_fn fn, moved;
+  spx__pred_fn fn;
   int map, launches, cols;
   const char *declines;
   int chain;
@@ -650,11 +641,11 @@ typedef struct spx__plan_pred {
 } spx__plan_pred;
 
 static const spx__plan_pred spx__plan_preds[] = {
-#define SPX__PP_ROW(name, fn, moved, map, launches, cols, declines, chain, cf) {name, fn, moved, map, launches, cols, declines, chain, cf},
+#define SPX__PP_ROW(name, fn, map, launches, cols, declines, chain, cf) {name, fn, map, launches, cols, declines, chain, cf},
     SPX__PLAN_PREDICTORS(SPX__PP_ROW)
 #undef SPX__PP_ROW
     /* the sentinel (a registered format without a predictor): a thread per row, the safe guess */
-    {NULL, NULL, NULL, SPX__MAP_FLAT, 1, 0, NULL, SPX__CHAIN_ROW, 1.0}};
+    {NULL, NULL, SPX__MAP_FLAT, 1, 0, NULL, SPX__CHAIN_ROW, 1.0}};
 
 static const spx__plan_pred *spx__plan_pred_of(const char *name) {
   const spx__plan_pred *q;
@@ -755,7 +746,6 @@ spx_status spx_plan_device_default(spx_context *ctx, spx_plan_device *d) {
   _(gather_default,      double)                                         \
   _(chain_ns,            double)                                         \
   _(sms,                 int)                                            \
-  _(cusparse_launch_us,  double)                                         \
   _(calibrated,          int)
 
 /* The calibration file's contents as last loaded or saved by this process, keyed by its path. */
@@ -910,22 +900,13 @@ static void spx__plan_mkdirs(const char *path) {
 }
 
 /* ---- The model ---------------------------------------------------------------------------------- */
-/* Streaming microseconds per SpMV of a format storing `bytes`, with `idle` idle lane-slots: the
- * part of its time that grows with the matrix (the launches come on top). */
-static double spx__plan_stream_us(const spx_plan_device *d, const spx__pprof *p, int64_t vb, int64_t bytes, double idle) {
-  double bpus = d->bandwidth_gbs * 1e3; /* bytes per microsecond */
-  double moved = (double)bytes + (double)(vb * (p->ncols + p->n));
-  if (p->ncols * vb > d->cache_bytes) moved += d->x_miss * (double)(p->nnz * vb);
-  return moved / bpus + d->imbalance_weight * idle * (double)(4 + vb) / bpus;
-}
 /* Predicted microseconds per SpMV for a format storing `bytes`, with `idle` idle lane-slots. */
 static double spx__plan_time_us(const spx_plan_device *d, const spx__pprof *p, int64_t vb, int64_t bytes,
                                 double idle, int launches) {
-  return d->launch_us * launches + spx__plan_stream_us(d, p, vb, bytes, idle);
-}
-/* cuSPARSE CSR's fixed cost per call. */
-static double spx__plan_cs_launch_us(const spx_plan_device *d) {
-  return d->cusparse_launch_us > 0 ? d->cusparse_launch_us : 2 * d->launch_us;
+  double bpus = d->bandwidth_gbs * 1e3; /* bytes per microsecond */
+  double moved = (double)bytes + (double)(vb * (p->ncols + p->n));
+  if (p->ncols * vb > d->cache_bytes) moved += d->x_miss * (double)(p->nnz * vb);
+  return d->launch_us * launches + moved / bpus + d->imbalance_weight * idle * (double)(4 + vb) / bpus;
 }
 
 /* Random-gather microseconds of p at d's bandwidth (see spx_plan_device.format_gather): 0 on the
@@ -989,17 +970,27 @@ static int spx__plan_blocky(const spx__pprof *p, spx__pred_fn fn, int64_t vb) {
  * pays what a cuSPARSE user pays, not our model). */
 /* With params non-NULL, the profile's choices go there for the build: BSR's block size (the build
  * then converts once instead of counting blocks for 8 sizes first). */
+/* columns 0: the profile reads no columns (its cost would outweigh what the choice can save): the
+ * formats whose prediction needs them are not modelled, and say so. */
 static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const spx_plan_device *d, int64_t calls,
                                        int64_t limit, int with_cusparse, int cuda, spx_plan_candidate *out, int max, int *n,
-                                       spx_format_params *params) {
+                                       spx_format_params *params, int columns) {
   spx__pprof p;
   int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype), vec = vb * (a->nrows + a->ncols);
   int f, k = 0;
   spx_status s;
   const int tr = spx__plan_tracing();
   double tc = spx__now(), gather;
-  if ((s = spx__pprof_make(a, d->warp, with_cusparse != 2, rows, &p))) return s;
+  int csr_balanced;
+  if ((s = spx__pprof_make(a, d->warp, with_cusparse == 2 ? 0 : columns || (rows && rows->cols_done) ? 1 : 2, rows, &p)))
+    return s;
   gather = spx__plan_gather_us(d, &p, vb);
+  { /* CSR's stream and merge-path kernels balance by nonzeros: no idle lanes to charge */
+    spx_dmatrix_options co;
+    csr_balanced = d->warp > 1 && p.hist && spx_csr_kernel_options(p.n, p.nnz, p.hist, p.row_max, &co) == SPX_OK &&
+                   (co.stream || co.load_balance);
+    spx_clear_error();
+  }
   if (tr)
     fprintf(stderr, "spx plan:   profile  %8.3f ms (x sectors per nonzero %.4f, window span %.0f columns, gather %.4g us)\n",
             1e3 * (spx__now() - tc), spx__pprof_xsec(&p), p.x_windows ? (double)p.x_span / (double)p.x_windows : 0.0, gather);
@@ -1018,6 +1009,13 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
     c->engine = SPX_PLAN_ENGINE_SPX;
     c->measured_us = -1;
     c->bytes = -1;
+    if (q->cols && !p.cols_done) { /* its bytes need the column counts, which were not worth reading */
+      snprintf(c->note, sizeof c->note, "not modelled: the column profile costs more than %s", "the choice can save here");
+      c->fits = 0;
+      c->predicted_us = c->score_us = c->convert_ms = -1;
+      k++;
+      continue;
+    }
     if (q->fn) c->bytes = q->fn(&p, vt, vb);
     if (params && q->fn == spx__pb_bsr && c->bytes >= 0) params->bsr_r = params->bsr_c = spx__plan_bsr_best(&p, vb, NULL);
     if (c->bytes == -2) { /* the predictor knows the converter declines */
@@ -1049,7 +1047,7 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
     switch (q->map) {
     case SPX__MAP_ROW: idle = p.idle_row; break;
     case SPX__MAP_SORTED: idle = p.idle_sorted; break;
-    case SPX__MAP_CSR: idle = p.idle_csr; break;
+    case SPX__MAP_CSR: idle = csr_balanced ? 0 : p.idle_csr; break;
     default: idle = 0;
     }
     c->idle = p.nnz ? idle / (double)p.nnz : 0;
@@ -1060,20 +1058,18 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
     if (!c->fits)
       snprintf(c->note, sizeof c->note, "%.1f MB + vectors over the %.1f MB limit", 1e-6 * (double)c->bytes,
                1e-6 * (double)limit);
-    { /* launches + the larger of the streaming time (times the format's calibrated factor, plus
-       * its gather cost) and the longest serial walk */
-      int64_t moved = q->moved && c->bytes >= 0 && !c->bytes_exact ? q->moved(&p, vt, vb) : c->bytes;
-      double stream = spx__plan_stream_us(d, &p, vb, moved + spx__plan_scatter(&p, q->map), idle);
-      if (f < SPX_FORMAT_MAX) {
-        double ff = d->format_factor[f];
-        if (d->format_factor_block[f] > 0 && spx__plan_blocky(&p, q->fn, vb)) ff = d->format_factor_block[f];
-        if (ff > 0) stream *= ff;
-        stream += (d->format_gather[f] > 0 ? d->format_gather[f] : d->gather_default) * gather;
-      }
-      c->launch_us = d->launch_us * q->launches;
-      c->chain_us = spx__plan_chain_us(d, &p, q, vt);
-      c->predicted_us = c->launch_us + (c->chain_us > stream ? c->chain_us : stream);
+    /* the streaming model (launches + bytes + idle lanes) times the format's calibrated factor,
+     * plus its gather cost; at least the longest serial walk */
+    c->predicted_us = spx__plan_time_us(d, &p, vb, c->bytes + spx__plan_scatter(&p, q->map), idle, q->launches);
+    if (f < SPX_FORMAT_MAX) {
+      double ff = d->format_factor[f];
+      if (d->format_factor_block[f] > 0 && spx__plan_blocky(&p, q->fn, vb)) ff = d->format_factor_block[f];
+      if (ff > 0) c->predicted_us *= ff;
+      c->predicted_us += (d->format_gather[f] > 0 ? d->format_gather[f] : d->gather_default) * gather;
     }
+    c->launch_us = d->launch_us * q->launches;
+    c->chain_us = spx__plan_chain_us(d, &p, q, vt);
+    if (c->chain_us > c->predicted_us) c->predicted_us = c->chain_us;
     c->convert_ms = spx__plan_conv_ms(d, &p, c->bytes, cuda, f);
     if (rows && cuda && f == SPX_FORMAT_CSR && a->nnz <= INT32_MAX) /* wraps the staged arrays, as cuSPARSE does */
       c->convert_ms = spx__plan_wrap_ms(d, &p, c->bytes, d->jit_ms);
@@ -1098,8 +1094,8 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
     c->padding = 1;
     c->fits = !(limit > 0 && c->bytes + vec > limit);
     if (!c->fits) snprintf(c->note, sizeof c->note, "over the %.1f MB limit", 1e-6 * (double)limit);
-    c->launch_us = spx__plan_cs_launch_us(d);
-    c->predicted_us = c->launch_us + d->cusparse_factor * spx__plan_stream_us(d, &p, vb, c->bytes, 0) + d->gather_cusparse * gather;
+    c->launch_us = d->launch_us;
+    c->predicted_us = d->cusparse_factor * spx__plan_time_us(d, &p, vb, c->bytes, 0, 1) + d->gather_cusparse * gather;
     /* No host conversion besides narrowing the row pointers; a handle and a work buffer. */
     c->convert_ms = spx__plan_wrap_ms(d, &p, c->bytes, 0.5);
     spx__plan_score(c, calls);
@@ -1123,7 +1119,7 @@ spx_status spx_plan_model(const spx_csr *a, const spx_plan_device *dev, int64_t 
   if (expected_calls < 0 || memory_limit < 0)
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_model: negative expected_calls or memory_limit");
   if ((s = spx_csr_validate(a))) return s;
-  return spx__plan_candidates(a, NULL, dev, expected_calls, memory_limit, with_cusparse, dev->h2d_gbs > 0, out, max, n, NULL);
+  return spx__plan_candidates(a, NULL, dev, expected_calls, memory_limit, with_cusparse, dev->h2d_gbs > 0, out, max, n, NULL, 1);
 }
 
 /* ---- Plans --------------------------------------------------------------------------------------- */
@@ -1788,6 +1784,22 @@ static void spx__plan_rowstats(const spx_csr *a, spx_analysis *an) {
   an->seconds = spx__now() - t0;
 }
 
+/* Host nanoseconds per nonzero of the column profile on one thread (runs, 8 block sizes, SELL's
+ * slots, SDIA's offsets, x sectors: measured 26-49 on the build machine's Xeon). */
+#define SPX__PLAN_COLS_NS 30.0
+/* Whether the column profile pays: its priced cost (all windows, one thread) at most trial_share
+ * of the work expected_calls SpMVs do on the CSR baseline as the model prices it from the rows
+ * alone. A forced candidate, the trial and the papers' rules always read them (they convert or
+ * time every candidate anyway, or need no model). */
+static int spx__plan_columns_pay(const spx_csr *a, const spx_plan_device *d, const spx_plan_options *o) {
+  double csr_us, cols_ms, work_ms;
+  if (o->force || o->strategy == SPX_PLAN_TRIAL || o->strategy == SPX_PLAN_KUBOTA || o->strategy == SPX_PLAN_MPS) return 1;
+  csr_us = d->launch_us + (double)(12 * a->nnz + 4 * (a->nrows + 1) + 8 * (a->nrows + a->ncols)) / (d->bandwidth_gbs * 1e3);
+  cols_ms = 1e-6 * SPX__PLAN_COLS_NS * (double)a->nnz;
+  work_ms = 1e-3 * (double)o->expected_calls * csr_us;
+  return cols_ms <= o->trial_share * work_ms;
+}
+
 /* Selection proper: analysis, candidates, strategy. Builds the plan only for trial (and auto's
  * trial). On return p->a holds the (dtype-converted) copy when the plan is not built yet. */
 /* defer: when the choice converts, start on the CSR as it is and keep the choice pending. The start
@@ -1940,7 +1952,8 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   SPX__PLAN_TRACE(rowsp ? "devprofile" : "rowstats");
   if ((s = spx__plan_candidates(use, rowsp, &dev, o->expected_calls, limit,
                                 spx__plan_has_cusparse(p) ? (spx__plan_names_cusparse(o->force) ? 2 : 1) : 0,
-                                p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand, &p->params)))
+                                p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand, &p->params,
+                                spx__plan_columns_pay(use, &dev, o))))
     goto fail;
   SPX__PLAN_TRACE("model");
   if (o->force) s = spx__plan_forced(p, o->force);
@@ -2174,9 +2187,8 @@ static spx_plan *spx__plan_shell(spx_context *ctx, const spx_csr *a, int f) {
 #define SPX__CAL_BLOCK 1
 #define SPX__CAL_GATHER 2
 /* What a calibration pass stores for a kernel measured at us where the model predicted pred. */
-static double spx__cal_value(int mode, double us, double pred, double gather, double fixed) {
-  if (mode != SPX__CAL_GATHER) /* the streaming part's factor: the launches are measured apart */
-    return us - fixed > 0.05 * us && pred - fixed > 0 ? (us - fixed) / (pred - fixed) : us / pred;
+static double spx__cal_value(int mode, double us, double pred, double gather) {
+  if (mode != SPX__CAL_GATHER) return us / pred;
   /* a format at or under its streaming prediction pays nothing for gathers; a tiny positive
    * value keeps it "measured" (0 would mean gather_default) */
   return us > pred ? (us - pred) / gather : 1e-6;
@@ -2237,7 +2249,7 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
   } else if (!(gather > 0)) {
     return SPX_OK; /* no gathers to measure (the host, a matrix within the cache) */
   }
-  if ((s = spx__plan_candidates(a, NULL, &d0, 1, 0, 0, 0, c, SPX_FORMAT_MAX + 1, &n, NULL))) return s;
+  if ((s = spx__plan_candidates(a, NULL, &d0, 1, 0, 0, 0, c, SPX_FORMAT_MAX + 1, &n, NULL, 1))) return s;
   for (k = 0; k < n; k++) {
     int f = (int)c[k].format;
     spx_plan *q;
@@ -2265,7 +2277,7 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
       if (!(q = spx__plan_shell(ctx, a, f))) { spx_dmatrix_destroy(dm); return SPX_OUT_OF_MEMORY; }
       q->dm = dm;
       q->built = 1;
-      if (spx_plan_time(q, 15, &us) == SPX_OK && us > 0) factor[f] = spx__cal_value(mode, us, c[k].predicted_us, gather, c[k].launch_us);
+      if (spx_plan_time(q, 15, &us) == SPX_OK && us > 0) factor[f] = spx__cal_value(mode, us, c[k].predicted_us, gather);
       spx_clear_error();
       spx_plan_destroy(q);
       continue;
@@ -2277,7 +2289,7 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
     if (!(q = spx__plan_shell(ctx, a, f))) { spx_fmt_destroy(m); return SPX_OUT_OF_MEMORY; }
     q->fmt = m; /* built from the conversion just timed */
     if (spx__plan_build_from(q, a) == SPX_OK && spx_plan_time(q, 15, &us) == SPX_OK && us > 0)
-      factor[f] = spx__cal_value(mode, us, c[k].predicted_us, gather, c[k].launch_us);
+      factor[f] = spx__cal_value(mode, us, c[k].predicted_us, gather);
     spx_clear_error();
     spx_plan_destroy(q);
   }
@@ -2314,8 +2326,8 @@ static spx_status spx__plan_cal_gather(spx_context *ctx, spx_plan_device *d) {
   spx_lib_status_get(SPX_LIB_CUSPARSE, &ls);
   if (ls.loaded && d->cusparse_factor > 0 && gather > 0 &&
       spx__plan_probe(ctx, r, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_CUSPARSE, &t_cs) == SPX_OK && t_cs > 0) {
-    double pred = spx__plan_cs_launch_us(d) + d->cusparse_factor * spx__plan_stream_us(d, &pp, 8, spx__pb_csr(&pp, NULL, 8), 0);
-    d->gather_cusparse = spx__cal_value(SPX__CAL_GATHER, t_cs, pred, gather, 0);
+    double pred = d->cusparse_factor * spx__plan_time_us(d, &pp, 8, spx__pb_csr(&pp, NULL, 8), 0, 1);
+    d->gather_cusparse = spx__cal_value(SPX__CAL_GATHER, t_cs, pred, gather);
   }
   spx_clear_error();
   s = SPX_OK;
@@ -2334,7 +2346,7 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
   spx_csr *tiny = NULL, *lap = NULL, *pl = NULL;
   spx__pprof pp;
   double t_launch = 0, t_csr = 0, t_cs = -1, t_er = 0, bal, idle_term, bpus;
-  int cuda = spx_context_backend(ctx) == SPX_BACKEND_CUDA;
+  int cuda = spx_context_backend(ctx) == SPX_BACKEND_CUDA, k;
   spx_status s;
   memset(&pp, 0, sizeof pp);
   if ((s = spx_csr_from_coo(1, 1, 1, &z, &z, &one, SPX_DOUBLE, &tiny)) ||
@@ -2343,9 +2355,14 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
       (s = spx_gen_poisson3d(cuda ? 128 : 40, cuda ? 128 : 40, cuda ? 128 : 40, 7, SPX_DOUBLE, &lap)) ||
       (s = spx_gen_powerlaw(200000, 2.0, 2, 400, 7, SPX_DOUBLE, &pl)))
     goto done;
-  if ((s = spx__plan_probe(ctx, tiny, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_SPX, &t_launch)) ||
-      (s = spx__plan_probe(ctx, lap, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_SPX, &t_csr)))
-    goto done;
+  /* The launch floor: the least of three probes (the first ones of a process can run at idle
+   * clocks: one calibration read twice the floor small matrices then ran at) */
+  for (k = 0; k < 3; k++) {
+    double t = 0;
+    if ((s = spx__plan_probe(ctx, tiny, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_SPX, &t))) goto done;
+    if (k == 0 || t < t_launch) t_launch = t;
+  }
+  if ((s = spx__plan_probe(ctx, lap, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_SPX, &t_csr))) goto done;
   d->launch_us = t_launch;
   if ((s = spx__pprof_make(lap, d->warp, 1, NULL, &pp))) goto done;
   { /* bandwidth from the balanced CSR time: moved bytes / (time - launch) */
@@ -2357,14 +2374,8 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
   if (cuda) {
     spx_lib_status ls;
     spx_lib_status_get(SPX_LIB_CUSPARSE, &ls);
-    double t_cs_launch = 0;
-    if (ls.loaded && spx__plan_probe(ctx, tiny, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_CUSPARSE, &t_cs_launch) == SPX_OK &&
-        t_cs_launch > 0)
-      d->cusparse_launch_us = t_cs_launch;
-    spx_clear_error();
     if (ls.loaded && spx__plan_probe(ctx, lap, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_CUSPARSE, &t_cs) == SPX_OK && t_cs > 0)
-      d->cusparse_factor = t_cs - spx__plan_cs_launch_us(d) > 0.05 * t_cs && t_csr - t_launch > 0
-                               ? (t_cs - spx__plan_cs_launch_us(d)) / (t_csr - t_launch) : t_cs / t_csr;
+      d->cusparse_factor = t_cs / t_csr;
     spx_clear_error();
   }
   /* Idle lanes: ELL-R runs a thread per row; what it loses against the balanced prediction. */
@@ -2373,8 +2384,8 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
     if ((s = spx__plan_probe(ctx, pl, SPX_FORMAT_ELL_R, SPX_PLAN_ENGINE_SPX, &t_er))) goto done;
     bpus = d->bandwidth_gbs * 1e3;
     d->imbalance_weight = 0;
-    /* the bytes the model charges ELL-R: the weight is what its idle lanes cost beyond them */
-    bal = spx__plan_time_us(d, &pp, 8, spx__pm_ell_r(&pp, NULL, 8), 0, 1);
+    /* the same bytes the model charges ELL-R, so the weight absorbs what the padding does not cost */
+    bal = spx__plan_time_us(d, &pp, 8, spx__pb_ell_r(&pp, NULL, 8), 0, 1);
     idle_term = pp.idle_row * 12.0 / bpus;
     d->imbalance_weight = idle_term > 0 ? (t_er - bal) / idle_term : 0;
     d->imbalance_weight = d->imbalance_weight < 0 ? 0 : d->imbalance_weight > 2 ? 2 : d->imbalance_weight;
@@ -2383,7 +2394,6 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
     size_t bytes = 64u << 20;
     void *h = spx__calloc(bytes, 1);
     spx_devptr dp = 0;
-    int k;
     double best = 0;
     if (h && spx_device_alloc(ctx, bytes, &dp) == SPX_OK)
       for (k = 0; k < 3; k++) {
