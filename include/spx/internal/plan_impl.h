@@ -1787,15 +1787,19 @@ static void spx__plan_rowstats(const spx_csr *a, spx_analysis *an) {
 /* Host nanoseconds per nonzero of the column profile on one thread (runs, 8 block sizes, SELL's
  * slots, SDIA's offsets, x sectors: measured 26-49 on the build machine's Xeon). */
 #define SPX__PLAN_COLS_NS 30.0
-/* Whether the column profile pays: its priced cost (all windows, one thread) at most trial_share
+/* Whether the column profile pays: its priced cost (the windows it reads, one thread) at most trial_share
  * of the work expected_calls SpMVs do on the CSR baseline as the model prices it from the rows
  * alone. A forced candidate, the trial and the papers' rules always read them (they convert or
- * time every candidate anyway, or need no model). */
+ * time every candidate anyway, or need no model). A plan staged on the device reads its sample on a
+ * thread beside the upload that both sides pay, hidden there, so always. */
 static int spx__plan_columns_pay(const spx_csr *a, const spx_plan_device *d, const spx_plan_options *o) {
   double csr_us, cols_ms, work_ms;
   if (o->force || o->strategy == SPX_PLAN_TRIAL || o->strategy == SPX_PLAN_KUBOTA || o->strategy == SPX_PLAN_MPS) return 1;
+  int64_t nwin = (a->nrows + 255) / 256, read = a->nnz;
+  if (a->nnz > SPX__PLAN_SAMPLE_NNZ && nwin > 4 * SPX__PLAN_SAMPLE_WINDOWS) /* a sample of windows (spx__pprof_columns) */
+    read = (int64_t)((double)spx__plan_sample_windows(a) * 256.0 * (double)a->nnz / (double)a->nrows);
   csr_us = d->launch_us + (double)(12 * a->nnz + 4 * (a->nrows + 1) + 8 * (a->nrows + a->ncols)) / (d->bandwidth_gbs * 1e3);
-  cols_ms = 1e-6 * SPX__PLAN_COLS_NS * (double)a->nnz;
+  cols_ms = 1e-6 * SPX__PLAN_COLS_NS * (double)read;
   work_ms = 1e-3 * (double)o->expected_calls * csr_us;
   return cols_ms <= o->trial_share * work_ms;
 }
