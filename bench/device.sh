@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU batch behind bench/results: run from the repository root on the device machine after
 # `gn gen out && ninja -C out`. Each part writes its files into DEST and prints a short summary.
-# Usage: bench/device.sh DEST PART...   PART: tests | select | shared | solve | solve-defer | upload | bench | stencil-ab |
+# Usage: bench/device.sh DEST PART...   PART: tests | select | shared | replicated | solve | solve-defer | upload | bench | stencil-ab |
 #                                       memcheck | trace | fig11 | stencil-trace | stencil-2800 | tb-pf
 # select runs the large-set eval twice in one cache directory and keeps both: the first pays every
 # NVRTC compile (cold cache), the second reads the kernels from the disk cache, as a program does
@@ -22,12 +22,14 @@ for part in "$@"; do
         > "$dest/select-large-$run.txt" 2>&1
     done
     sed -n '/^summary/,$p' "$dest/select-large-warm.txt" ;;
-  shared)
-    # every third shared matrix, byte order of the names (about 40 latency-bound matrices)
-    files=$(ls "$shared"/*.mtx.gz | LC_ALL=C sort | awk 'NR % 3 == 1')
-    $spx select --eval $files --json-file "$dest/select-shared.json" --svg "$dest/select-shared.svg" \
-      > "$dest/select-shared.txt" 2>&1
-    sed -n '/^summary/,/^  model/p' "$dest/select-shared.txt" ;;
+  shared|replicated)
+    # the tuner's eval corpus (bench/corpus/split.tsv), each half apart: the shared matrices as they
+    # are, or each replicated block-diagonally to 20M nonzeros (about 3 minutes a half on an H100)
+    for half in fit validation; do
+      $spx select --eval --set $part --half $half --strategies model --json-file "$dest/select-$part-$half.json" \
+        > "$dest/select-$part-$half.txt" 2>&1
+      sed -n '/^summary/,/^  model/p' "$dest/select-$part-$half.txt"
+    done ;;
   solve|solve-defer)
     # solve-defer: the same with `spx solve --defer` (spx's plan starts on the CSR as it is and
     # converts when the residual says it pays), into solve-large-defer.txt
