@@ -5,7 +5,9 @@
  * the end-to-end time of 100 and 500 BiCGSTAB-style iterations (2 SpMVs each, the plan made for
  * that many) including analysis + conversion + compile, against cuSPARSE CSR alone (its setup +
  * the same SpMVs; each setup the median of SEL_SETUP_REPS creations, on both sides; for model and
- * auto, SEL_PAIR_REPS creations each right after a cuSPARSE one, compared with those). Summary:
+ * auto, SEL_PAIR_REPS creations each right after a cuSPARSE one, compared with those). Unless
+ * --no-solve, also the real thing: BiCGSTAB for 100 and 500 iterations on auto's plan and on
+ * cuSPARSE CSR, plan creation included (papers/001 Figures 10-11). Summary:
  * share within 5 % of the oracle, geometric-mean slowdown,
  * worst case; --json F and --svg F write the rows and a slowdown plot. */
 #include <math.h>
@@ -15,6 +17,9 @@
 #include "cli.h"
 
 static const int sel_iters[2] = {100, 500};
+
+/* --no-solve: the SpMV proxy alone, without the BiCGSTAB runs. */
+static int sel_solve = 1;
 
 /* Strategies the eval runs (--strategies); the trial always runs: it is the oracle. */
 static int sel_want[SPX_PLAN_STRATEGY_COUNT] = {1, 1, 1, 1, 1};
@@ -35,6 +40,11 @@ typedef struct sel_row {
    * paired (cs_e2e_ms applies) */
   double cs_pair_e2e_ms[SPX_PLAN_STRATEGY_COUNT][2];
   double select_ms[SPX_PLAN_STRATEGY_COUNT]; /* the choice itself (analysis + model, or + trial) */
+  /* papers/001's protocol for real: BiCGSTAB (b = A 1, x0 = 0, no tolerance) for 100 and 500
+   * iterations, plan creation through the solve's return, auto's plan [0] and cuSPARSE CSR's [1]
+   * (the faster of two runs each, alternating); iterations done (fewer on a breakdown) */
+  double bicg_ms[2][2];
+  int64_t bicg_it[2][2];
   int ncand;                                 /* candidates the oracle's trial timed */
   char cand[SPX_FORMAT_MAX + 1][24];
   double cand_pred_us[SPX_FORMAT_MAX + 1], cand_meas_us[SPX_FORMAT_MAX + 1];
@@ -135,6 +145,66 @@ done:
   return s;
 }
 
+/* BiCGSTAB for `iters` iterations on a plan made for them (force NULL: auto; "cusparse"), setup
+ * included: wall ms from spx_plan_create to the solve's return, and the iterations done. */
+static spx_status sel_bicgstab(spx_context *ctx, const spx_csr *a, const double *b, const char *force, int iters,
+                               double *ms, int64_t *done) {
+  spx_plan_options po;
+  spx_solve_options so;
+  spx_solve_report rep;
+  spx_plan *p = NULL;
+  double *x = (double *)calloc((size_t)a->ncols + 1, sizeof *x), t0;
+  spx_status s;
+  if (!x) return SPX_OUT_OF_MEMORY;
+  spx_plan_options_default(&po);
+  po.force = force;
+  po.expected_calls = 2 * (int64_t)iters + 2;
+  po.eager = 1;
+  po.no_diagonal = 1;
+  spx_solve_options_default(&so);
+  so.rtol = 1e-300; /* no tolerance (its square is 0): the paper's fixed iteration counts */
+  so.maxit = iters;
+  so.host_vectors = 1;
+  memset(&rep, 0, sizeof rep);
+  t0 = spx_cli_now();
+  s = spx_plan_create(ctx, a, &po, &p);
+  if (!s) s = spx_solve_bicgstab(p, b, x, &so, &rep);
+  *ms = 1e3 * (spx_cli_now() - t0);
+  *done = rep.iterations;
+  if (s == SPX_NOT_CONVERGED || s == SPX_BREAKDOWN) {
+    s = SPX_OK;
+    spx_clear_error();
+  }
+  spx_plan_destroy(p);
+  free(x);
+  return s;
+}
+
+/* The BiCGSTAB protocol for row r: each side twice, alternating, the faster kept. */
+static spx_status sel_bicgstab_row(spx_context *ctx, const spx_csr *a, sel_row *r) {
+  double *b = (double *)malloc(sizeof(double) * (size_t)(a->nrows + 1));
+  int it, rep, side;
+  spx_status s = SPX_OK;
+  int64_t i;
+  if (!b) return SPX_OUT_OF_MEMORY;
+  for (i = 0; i < a->nrows; i++) {
+    int64_t k;
+    double v = 0;
+    for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) v += a->val.d[k];
+    b[i] = v;
+  }
+  for (it = 0; it < 2 && !s; it++)
+    for (rep = 0; rep < 2 && !s; rep++)
+      for (side = 1; side >= 0 && !s; side--) {
+        double ms;
+        int64_t done;
+        if ((s = sel_bicgstab(ctx, a, b, side ? "cusparse" : NULL, sel_iters[it], &ms, &done))) break;
+        if (rep == 0 || ms < r->bicg_ms[side][it]) { r->bicg_ms[side][it] = ms; r->bicg_it[side][it] = done; }
+      }
+  free(b);
+  return s;
+}
+
 /* One matrix of the eval. The oracle is a full trial (every candidate converted and timed); its
  * plan is also the trial strategy's (a trial does not depend on expected_calls), timed again like
  * every other plan. kubota and mps do not depend on expected_calls either: one plan serves both
@@ -213,6 +283,7 @@ static spx_status sel_eval_matrix(spx_context *ctx, const char *spec, sel_row *r
       p = NULL;
     }
   }
+  if (sel_solve && a->dtype == SPX_DOUBLE && (s = sel_bicgstab_row(ctx, a, r))) goto done;
   for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
     r->slowdown[st] = sel_want[st] ? r->us[st] / r->oracle_us : 0;
     for (k = 0; k < r->ncand && sel_want[st]; k++)
@@ -280,7 +351,11 @@ static void sel_write_json(const char *file, const sel_row *rows, int nr) {
               k++ ? ", " : "", spx_plan_strategy_name((spx_plan_strategy)st), r->choice100[st], r->choice[st], r->us[st],
               r->slowdown[st], r->choice_slowdown[st], r->select_ms[st], r->e2e_ms[st][0], r->e2e_ms[st][1], sel_cs_e2e(r, st, 0), sel_cs_e2e(r, st, 1));
     }
-    fprintf(f, "}, \"candidates\": [");
+    fprintf(f, "}, \"bicgstab\": {\"iterations\": [%d, %d], \"auto_ms\": [%.6g, %.6g], \"cusparse_ms\": [%.6g, %.6g], "
+               "\"auto_done\": [%lld, %lld], \"cusparse_done\": [%lld, %lld]}",
+            sel_iters[0], sel_iters[1], r->bicg_ms[0][0], r->bicg_ms[0][1], r->bicg_ms[1][0], r->bicg_ms[1][1],
+            (long long)r->bicg_it[0][0], (long long)r->bicg_it[0][1], (long long)r->bicg_it[1][0], (long long)r->bicg_it[1][1]);
+    fprintf(f, ", \"candidates\": [");
     for (k = 0; k < r->ncand; k++)
       fprintf(f, "%s{\"format\": \"%s\", \"predicted_us\": %.6g, \"measured_us\": %.6g}", k ? ", " : "", r->cand[k],
               r->cand_pred_us[k], r->cand_meas_us[k]);
@@ -331,7 +406,7 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
   printf("%-24s %-13s %9s", "matrix", "oracle", "us");
   for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++)
     if (sel_want[st]) printf("  %-13s %6s", spx_plan_strategy_name((spx_plan_strategy)st), "slow");
-  printf("  %s\n", "auto e2e vs cusparse @100/@500");
+  printf("  %s\n", "auto e2e vs cusparse @100/@500 (SpMV proxy; then BiCGSTAB)");
   for (i = 0; i < nfiles; i++) {
     sel_row *r = &rows[nr];
     spx_cli_progress("%s", files[i]);
@@ -344,8 +419,11 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
     printf("%-24.24s %-13s %9.2f", r->matrix, r->oracle, r->oracle_us);
     for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++)
       if (sel_want[st]) printf("  %-13s %5.2fx", r->choice[st], r->slowdown[st]);
-    printf("  %.2fx %.2fx\n", sel_cs_e2e(r, SPX_PLAN_AUTO, 0) / r->e2e_ms[SPX_PLAN_AUTO][0],
+    printf("  %.2fx %.2fx", sel_cs_e2e(r, SPX_PLAN_AUTO, 0) / r->e2e_ms[SPX_PLAN_AUTO][0],
            sel_cs_e2e(r, SPX_PLAN_AUTO, 1) / r->e2e_ms[SPX_PLAN_AUTO][1]);
+    if (r->bicg_ms[0][0] > 0 && r->bicg_ms[0][1] > 0)
+      printf("  bicgstab %.2fx %.2fx", r->bicg_ms[1][0] / r->bicg_ms[0][0], r->bicg_ms[1][1] / r->bicg_ms[0][1]);
+    printf("\n");
     fflush(stdout);
     nr++;
     if (json) sel_write_json(json, rows, nr);
@@ -374,6 +452,24 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
     printf("  %-7s %5.1f%%  %.3fx  %.3fx;  %5.1f%%  %.3fx  %.3fx (%d);  %.3fx  %.3fx\n", spx_plan_strategy_name((spx_plan_strategy)st),
            nr ? 100.0 * within / nr : 0, nr ? exp(lg / nr) : 0, worst, tn ? 100.0 * twithin / tn : 0, tn ? exp(tlg / tn) : 0,
            tworst, tn, nr ? e100 : 0, nr ? e500 : 0);
+  }
+  if (sel_solve && nr) { /* the BiCGSTAB runs: cuSPARSE's wall time / auto's, plan creation included */
+    int it;
+    printf("BiCGSTAB end to end (plan + solve, b = A 1, no tolerance), cuSPARSE CSR time / auto's:");
+    for (it = 0; it < 2; it++) {
+      double lg = 0, mn = 1e30;
+      int m = 0;
+      for (i = 0; i < nr; i++) {
+        double q;
+        if (!(rows[i].bicg_ms[0][it] > 0) || !(rows[i].bicg_ms[1][it] > 0)) continue;
+        q = rows[i].bicg_ms[1][it] / rows[i].bicg_ms[0][it];
+        lg += log(q);
+        if (q < mn) mn = q;
+        m++;
+      }
+      printf("  @%d: geomean %.3fx, min %.3fx (%d)", sel_iters[it], m ? exp(lg / m) : 0, m ? mn : 0, m);
+    }
+    printf("\n");
   }
   /* The choice's own cost (model: analysis + model) and auto's (the same, plus a trial where it pays
    * at 10^6 calls), in SpMVs of the oracle's time, on the large matrices */
@@ -439,6 +535,7 @@ int spx_cli_select(int argc, char **argv) {
   for (i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--eval")) eval = 1;
     else if (!strcmp(argv[i], "--list")) list = 1;
+    else if (!strcmp(argv[i], "--no-solve")) sel_solve = 0;
     else if ((v = spx_cli_opt(argc, argv, &i, "--strategy"))) {
       if (spx_plan_strategy_parse(v, &only)) { free(files); return spx_cli_usage("select", "%s", spx_last_error()); }
       has_strategy = 1;
