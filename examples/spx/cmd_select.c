@@ -283,7 +283,8 @@ static spx_status sel_eval_matrix(spx_context *ctx, const char *spec, sel_row *r
       p = NULL;
     }
   }
-  if (sel_solve && a->dtype == SPX_DOUBLE && (s = sel_bicgstab_row(ctx, a, r))) goto done;
+  /* the solvers need a square matrix: the others keep their SpMV rows without the solve */
+  if (sel_solve && a->dtype == SPX_DOUBLE && a->nrows == a->ncols && (s = sel_bicgstab_row(ctx, a, r))) goto done;
   for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
     r->slowdown[st] = sel_want[st] ? r->us[st] / r->oracle_us : 0;
     for (k = 0; k < r->ncand && sel_want[st]; k++)
@@ -421,8 +422,11 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
       if (sel_want[st]) printf("  %-13s %5.2fx", r->choice[st], r->slowdown[st]);
     printf("  %.2fx %.2fx", sel_cs_e2e(r, SPX_PLAN_AUTO, 0) / r->e2e_ms[SPX_PLAN_AUTO][0],
            sel_cs_e2e(r, SPX_PLAN_AUTO, 1) / r->e2e_ms[SPX_PLAN_AUTO][1]);
-    if (r->bicg_ms[0][0] > 0 && r->bicg_ms[0][1] > 0)
-      printf("  bicgstab %.2fx %.2fx", r->bicg_ms[1][0] / r->bicg_ms[0][0], r->bicg_ms[1][1] / r->bicg_ms[0][1]);
+    for (st = 0; st < 2; st++) /* "-": not run (not square), or a side ended early */
+      if (r->bicg_ms[0][st] > 0 && r->bicg_it[0][st] == sel_iters[st] && r->bicg_it[1][st] == sel_iters[st])
+        printf("%s%.2fx", st ? " " : "  bicgstab ", r->bicg_ms[1][st] / r->bicg_ms[0][st]);
+      else
+        printf("%s-", st ? " " : "  bicgstab ");
     printf("\n");
     fflush(stdout);
     nr++;
@@ -461,13 +465,18 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
       int m = 0;
       for (i = 0; i < nr; i++) {
         double q;
-        if (!(rows[i].bicg_ms[0][it] > 0) || !(rows[i].bicg_ms[1][it] > 0)) continue;
+        /* both sides ran every iteration asked (without a tolerance a solve can still end early on
+         * a breakdown, and the two sides' roundings differ: such a pair compares unequal work) */
+        if (!(rows[i].bicg_ms[0][it] > 0) || !(rows[i].bicg_ms[1][it] > 0) || rows[i].bicg_it[0][it] != sel_iters[it] ||
+            rows[i].bicg_it[1][it] != sel_iters[it])
+          continue;
         q = rows[i].bicg_ms[1][it] / rows[i].bicg_ms[0][it];
         lg += log(q);
         if (q < mn) mn = q;
         m++;
       }
-      printf("  @%d: geomean %.3fx, min %.3fx (%d)", sel_iters[it], m ? exp(lg / m) : 0, m ? mn : 0, m);
+      printf("  @%d: geomean %.3fx, min %.3fx (%d matrices where both ran all %d iterations)", sel_iters[it],
+             m ? exp(lg / m) : 0, m ? mn : 0, m, sel_iters[it]);
     }
     printf("\n");
   }
