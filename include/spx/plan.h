@@ -14,7 +14,10 @@
  *   mps     papers/002 section 5.2.2, formula (5-1): the same rule retuned for small MPS matrices
  *           (B 2.3 / 2.7, R 0.005455 as a fraction); see plan_impl.h for the two printing slips.
  *   trial   the papers' "exam": convert, run and time every candidate, keep the fastest.
- *   model   predicted time = bytes / bandwidth + launch + imbalance, plus conversion / expected_calls.
+ *   model   predicted time = bytes / bandwidth + launch + imbalance, at least the longest serial
+ *           walk one thread of the format's kernel makes (spx_plan_device.chain_ns a step), plus
+ *           conversion / expected_calls; a converted format must score convert_margin below the
+ *           CSR baseline.
  *   auto    model, then a trial of the model's best two when that trial costs little next to the
  *           work expected_calls SpMVs will do.
  * A heuristic's choice that is not a candidate (does not fit the memory limit; cuSPARSE on the
@@ -27,8 +30,10 @@
  *   without one (a new or registered format) is converted on the host once to learn its bytes.
  *   Above 2^20 nonzeros the column-dependent counts (RBP runs, BSR blocks, SELL slots and SELL16
  *   spans) come from 64 evenly spaced windows of 256 rows, scaled up (the candidate's note says
- *   so); row lengths are always read in full. Each candidate's time is scaled by the per-format
- *   factor the calibration measured.
+ *   so); row lengths are always read in full. Below that the column counts are read only when
+ *   their priced cost is at most trial_share of the expected work (else those formats are not
+ *   modelled, and their notes say so). Each candidate's time is scaled by the per-format factor
+ *   the calibration measured.
  *
  * THE DEVICE DESCRIPTION  spx_plan_device holds the constants the model uses. On the CUDA backend
  *   they are measured once per device by spx_plan_calibrate (copy bandwidth, launch latency, probe
