@@ -52,6 +52,17 @@ done
 
 # Header-only: the example builds with nothing but cc, the include path, -ldl and -lz.
 run "plain-cc hello.c" sh -c "build/cc_plain.sh examples/hello.c include $log/hello && $log/hello"
+# The spx command's sources in toolchains without OpenMP (which alone predefines _POSIX_C_SOURCE
+# in gcc): every declaration present, no bare pragma (a missing strtok_r declaration crashed it).
+cli_strict() { # $1 = compiler
+  local f
+  for f in examples/spx/*.c; do
+    "$1" -std=c11 -Wall -Wextra -Wpedantic -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+      -Werror=implicit-function-declaration -Iinclude -fsyntax-only "$f" || return 1
+  done
+}
+run "spx command sources, cc without OpenMP" cli_strict "${CC:-cc}"
+command -v clang >/dev/null && run "spx command sources, clang without OpenMP" cli_strict clang
 # An out-of-tree format (DIA) added with no edit to spx, checked on a few shared matrices.
 run "plain-cc dia example" sh -c "build/cc_plain.sh examples/dia/main.c include $log/dia && $log/dia"
 

@@ -6,6 +6,7 @@
  * sets of issue 4. Times are medians over samples of back-to-back SpMVs timed with events after a
  * warm-up; GB/s use one minimal-bytes model for all formats (spx_cli_spmv_min_bytes: CSR's arrays once,
  * x once, y once); the device's copy bandwidth is measured in the same run. */
+#define _POSIX_C_SOURCE 200809L /* strtok_r: declared in every toolchain, not only where -fopenmp implies it */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -7,6 +7,7 @@
  *
  * --sweep: a Figure-11-like dataset (GStencil/s against the domain edge for normal, mm, mmt, mmtb,
  * overlap, and incore where it fits) under one budget: --json/--csv/--svg files. */
+#define _POSIX_C_SOURCE 200809L /* strtok_r: declared in every toolchain, not only where -fopenmp implies it */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +60,9 @@ static int st_list(const char *v, int64_t *out, int max) {
 /* Deterministic values in [0, 1) (a hash of the index), so that runs of the same size compare. */
 static void st_fill(const spx_stencil *p, void *g) {
   int64_t n = p->nx * p->ny * p->nz, i;
+#if defined(_OPENMP)
 #pragma omp parallel for schedule(static)
+#endif
   for (i = 0; i < n; i++) {
     uint64_t h = (uint64_t)i * 0x9E3779B97F4A7C15ull;
     double v;

@@ -471,6 +471,12 @@ static int64_t spx__stencil_ring(const spx_stencil_plan *pl) {
 #define SPX__NO_CONTRACT
 #define SPX__NO_CONTRACT_FN
 #endif
+/* The host step's rows in parallel where OpenMP is on (a bare pragma warns without it). */
+#if defined(_OPENMP)
+#define SPX__STENCIL_OMP_ROWS _Pragma("omp parallel for schedule(static) if (n * nx > 65536)")
+#else
+#define SPX__STENCIL_OMP_ROWS
+#endif
 /* Slot of plane z in a buffer of cap planes: a ring whose slot 0 holds plane zoff (mod cap); with
  * zoff = the window's first plane and cap >= its planes, the plain linear layout. */
 static int64_t spx__stencil_slot(int64_t z, int64_t zoff, int64_t cap) {
@@ -488,7 +494,7 @@ static int64_t spx__stencil_slot(int64_t z, int64_t zoff, int64_t cap) {
     const T c0 = (T)p->c[0], c1 = (T)p->c[1], c2 = (T)p->c[2], c3 = (T)p->c[3], c4 = (T)p->c[4];   \
     const T c5 = (T)p->c[5], c6 = (T)p->c[6];                                                      \
     int64_t zy;                                                                                    \
-    _Pragma("omp parallel for schedule(static) if (n * nx > 65536)")                               \
+    SPX__STENCIL_OMP_ROWS                                                                          \
     for (zy = 0; zy < n; zy++) {                                                                   \
       const int64_t z = zlo + zy / ny, y = zy % ny, off = y * nx;                                   \
       const int64_t sz = spx__stencil_slot(z, zoff, cap) * P;                                      \
@@ -968,7 +974,9 @@ static spx_status spx__sx_schedule(spx__sx *x, int *final) {
 static void spx__sx_copy_back(spx__sx *x) {
   const int64_t nz = x->p->nz;
   int64_t z;
+#if defined(_OPENMP)
 #pragma omp parallel for schedule(static) if (nz * x->pb > (1 << 22))
+#endif
   for (z = 1; z < nz - 1; z++) memcpy(x->g[0] + z * x->pb, x->g[1] + z * x->pb, (size_t)x->pb);
 }
 
