@@ -57,8 +57,6 @@ typedef struct spx_cli_corpus_entry {
 } spx_cli_corpus_entry;
 int spx_cli_corpus(const char *set, int half, int64_t rep_nnz, spx_cli_corpus_entry **out, int *n);
 void spx_cli_corpus_free(spx_cli_corpus_entry *v, int n);
-int spx_cli_corpus_half(const char *name);
-uint32_t spx_cli_fnv1a(const char *s);
 /* $SPX_SHARED_MATRICES, else ../shared/matrices. */
 const char *spx_cli_shared_dir(void);
 /* Seconds since an arbitrary start. */

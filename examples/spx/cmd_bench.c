@@ -386,16 +386,16 @@ int spx_cli_bench(int argc, char **argv) {
   printf("%-24s %-7s %-10s %9s %8s %7s %7s %8s %9s %9s  %s\n", "matrix", "dtype", "format", "us", "GFLOP/s",
          "GB/s", "%copy", "vs_cusp", "conv_ms", "jit_ms", "kernel");
   if (small) { /* the shared matrices as they are: latency-bound sizes */
-    const char *dir = getenv("SPX_SHARED_MATRICES");
+    const char *dir = spx_cli_shared_dir();
     char path[1024], line[2048], nm[256], field[64];
     FILE *mf;
     static char small_specs[200][1100];
-    snprintf(path, sizeof path, "%s/MANIFEST.tsv", dir && *dir ? dir : "../shared/matrices");
+    snprintf(path, sizeof path, "%s/MANIFEST.tsv", dir);
     if (!(mf = fopen(path, "r"))) { fprintf(stderr, "spx bench: cannot read %s\n", path); goto fail_quiet; }
     while (fgets(line, sizeof line, mf) && nspecs < 250)
       if (sscanf(line, "%255[^\t]\t%*s\t%*s\t%*s\t%63[^\t]", nm, field) == 2 && strcmp(nm, "name") &&
           strcmp(field, "complex")) {
-        snprintf(small_specs[nspecs % 200], sizeof small_specs[0], "%s/%s.mtx.gz", dir && *dir ? dir : "../shared/matrices", nm);
+        snprintf(small_specs[nspecs % 200], sizeof small_specs[0], "%s/%s.mtx.gz", dir, nm);
         specs[nspecs] = small_specs[nspecs % 200];
         nspecs++;
       }

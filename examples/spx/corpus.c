@@ -18,13 +18,12 @@ static const char *const spx_cli_generated[] = {
 
 static const char *const spx_cli_set_names[] = {"shared", "replicated", "generated", "large"};
 
-uint32_t spx_cli_fnv1a(const char *s) {
+/* A name's half: FNV-1a 32 of it, even = fit (0), odd = validation (1). */
+static int spx_cli_corpus_half(const char *name) {
   uint32_t h = 0x811c9dc5u;
-  for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x01000193u;
-  return h;
+  for (; *name; name++) h = (h ^ (uint8_t)*name) * 0x01000193u;
+  return (int)(h & 1u);
 }
-
-int spx_cli_corpus_half(const char *name) { return (int)(spx_cli_fnv1a(name) & 1u); }
 
 const char *spx_cli_shared_dir(void) {
   const char *dir = getenv("SPX_SHARED_MATRICES");

@@ -191,7 +191,6 @@ typedef struct spx_plan_candidate {
   double convert_ms;          /* the model's conversion (+ upload + compile) time */
   double score_us;            /* predicted_us + convert / expected_calls */
   double measured_us;         /* a trial's time per SpMV (-1: not timed) */
-  double launch_us;           /* the kernel launches' part of the streaming model */
   double chain_us;            /* the longest serial walk of one thread: a floor of predicted_us */
   char note[96];              /* why excluded, or what was notable */
 } spx_plan_candidate;

@@ -132,6 +132,11 @@ static void spx__pprof_free(spx__pprof *p) { SPX_FREE(p->hist); p->hist = NULL; 
  * ms beside a 3 ms upload on the H100 host, where Poisson's 64 windows read 115K. */
 #define SPX__PLAN_SAMPLE_BUDGET ((int64_t)1 << 18)
 
+/* Whether the column profile of a reads a sample of windows rather than all of them. */
+static int spx__plan_sampled(const spx_csr *a) {
+  return a->nnz > SPX__PLAN_SAMPLE_NNZ && (a->nrows + 255) / 256 > 4 * SPX__PLAN_SAMPLE_WINDOWS;
+}
+
 /* Windows a sample of a reads: SPX__PLAN_SAMPLE_WINDOWS, fewer for rows past 16 nonzeros. */
 static int spx__plan_sample_windows(const spx_csr *a) {
   int64_t per = a->nrows > 0 ? 256 * ((a->nnz + a->nrows - 1) / a->nrows) : 1, w;
@@ -324,7 +329,7 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
 static spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__pprof *p) {
   int64_t nwin, w, rowmax_nnz = 0;
   nwin = (a->nrows + 255) / 256;
-  p->sampled = a->nnz > SPX__PLAN_SAMPLE_NNZ && nwin > 4 * SPX__PLAN_SAMPLE_WINDOWS;
+  p->sampled = spx__plan_sampled(a);
   {
     int64_t nw = p->sampled ? spx__plan_sample_windows(a) : nwin, rows = 0;
     for (w = 0; w < nw && beside_upload; w++) {
@@ -412,8 +417,8 @@ static int spx__plan_tpr(const spx_csr *a) {
   return t;
 }
 
-/* full 0: row lengths only (what a forced cuSPARSE candidate needs); 2: and the idle-lane terms,
- * without the column counts (a selection that would cost more than it can save). given (may be NULL): the
+/* full 0: row lengths only (what a forced cuSPARSE candidate needs); 1: everything; 2: all but the
+ * column counts (spx__plan_candidates reads them when they pay). given (may be NULL): the
  * row-length part already measured on the device (row_max, hist, ss_runs, sorted_kept, idle_row,
  * idle_csr), and the column counts when given->cols_done. */
 static spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const spx__pprof *given, spx__pprof *p) {
@@ -660,33 +665,50 @@ static const spx__plan_pred *spx__plan_pred_of(const char *name) {
 /* Blocks of 256 threads an SM holds at once (2048 threads): a long row holds its block's slot. */
 #define SPX__PLAN_BLOCK_SLOTS 8
 
+/* What every format's serial walk shares, counted once per selection: the rounds in which the
+ * blocks holding a long row (over half the longest) take the device's block slots, and the steps
+ * of CSR's kernel (0 where it balances by nonzeros; spx_csr_kernel_options' choice). */
+typedef struct spx__plan_walk {
+  int64_t rounds;
+  double csr_steps;
+  int csr_balanced;
+} spx__plan_walk;
+
+static void spx__plan_walk_make(const spx_plan_device *d, const spx__pprof *p, spx__plan_walk *w) {
+  spx_dmatrix_options o;
+  int64_t l, nlong = 0, blocks, slots;
+  memset(w, 0, sizeof *w);
+  w->rounds = 1;
+  if (d->warp <= 1 || !p->hist || p->n == 0) return;
+  if (spx_csr_kernel_options(p->n, p->nnz, p->hist, p->row_max, &o) == SPX_OK) {
+    w->csr_balanced = o.stream || o.load_balance;
+    if (!w->csr_balanced) {
+      int tpr = o.threads_per_row > 0 ? o.threads_per_row : 1;
+      w->csr_steps = (double)((p->row_max + tpr - 1) / tpr);
+      /* a small matrix's kernel widens its lanes per row until the longest takes ~8 steps (kernels_impl.h) */
+      if (p->nnz < SPX__CSR_SMALL_NNZ && w->csr_steps > 8) w->csr_steps = 8;
+    }
+  }
+  spx_clear_error();
+  for (l = p->row_max / 2 + 1; l <= p->row_max; l++) nlong += p->hist[l];
+  blocks = SPX__MIN(nlong, (p->n + 255) / 256);
+  slots = (int64_t)d->sms * SPX__PLAN_BLOCK_SLOTS;
+  if (slots > 0) w->rounds = SPX__MAX(1, (blocks + slots - 1) / slots); /* SM count unknown: one round */
+}
+
 /* Microseconds of the longest serial walk of format q's kernel on p (0 on the host, and for
- * formats that spread nonzeros evenly): its steps x chain_ns, times the rounds in which the blocks
- * holding a long row (over half the longest) take the device's block slots. */
-static double spx__plan_chain_us(const spx_plan_device *d, const spx__pprof *p, const spx__plan_pred *q,
-                                 const spx_format_vtable *vt) {
+ * formats that spread nonzeros evenly): rounds x its steps x chain_ns. */
+static double spx__plan_chain_us(const spx_plan_device *d, const spx__pprof *p, const spx__plan_walk *w,
+                                 const spx__plan_pred *q, const spx_format_vtable *vt) {
   double steps = 0, ns = d->chain_ns > 0 ? d->chain_ns : SPX__PLAN_CHAIN_NS;
-  int64_t l, nlong = 0, blocks, slots, rounds;
   if (d->warp <= 1 || !p->hist || p->n == 0) return 0;
   switch (q->chain) {
   case SPX__CHAIN_ROW: steps = (double)p->row_max; break;
   case SPX__CHAIN_HYB: steps = (double)spx__plan_hyb_k(p, vt); break;
-  case SPX__CHAIN_CSR: {
-    spx_dmatrix_options o;
-    if (spx_csr_kernel_options(p->n, p->nnz, p->hist, p->row_max, &o)) { spx_clear_error(); return 0; }
-    if (o.stream || o.load_balance) return 0;
-    steps = (double)((p->row_max + o.threads_per_row - 1) / (o.threads_per_row > 0 ? o.threads_per_row : 1));
-    /* a small matrix's kernel widens its lanes per row until the longest takes ~8 steps (kernels_impl.h) */
-    if (p->nnz < SPX__CSR_SMALL_NNZ && steps > 8) steps = 8;
-    break;
-  }
+  case SPX__CHAIN_CSR: steps = w->csr_steps; break;
   default: return 0;
   }
-  for (l = p->row_max / 2 + 1; l <= p->row_max; l++) nlong += p->hist[l];
-  blocks = SPX__MIN(nlong, (p->n + 255) / 256);
-  slots = (int64_t)d->sms * SPX__PLAN_BLOCK_SLOTS;
-  rounds = slots > 0 ? SPX__MAX(1, (blocks + slots - 1) / slots) : 1; /* SM count unknown: one round */
-  return 1e-3 * (double)rounds * steps * q->chain_factor * ns;
+  return 1e-3 * (double)w->rounds * steps * q->chain_factor * ns;
 }
 
 /* ---- Device descriptions ------------------------------------------------------------------------ */
@@ -909,6 +931,20 @@ static double spx__plan_time_us(const spx_plan_device *d, const spx__pprof *p, i
   return d->launch_us * launches + moved / bpus + d->imbalance_weight * idle * (double)(4 + vb) / bpus;
 }
 
+/* Host nanoseconds per nonzero of the column profile on one thread (runs, 8 block sizes, SELL's
+ * slots, SDIA's offsets, x sectors: measured 26-49 on the build machine's Xeon). */
+#define SPX__PLAN_COLS_NS 30.0
+/* Whether the column profile pays: its priced cost (the windows it reads, one thread) at most
+ * `share` of the work `calls` SpMVs do on the CSR baseline as the model prices it from the rows. */
+static int spx__plan_columns_pay(const spx_csr *a, const spx_plan_device *d, const spx__pprof *p, int64_t calls,
+                                 double share) {
+  int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype);
+  double read = (double)a->nnz, work_ms;
+  if (spx__plan_sampled(a)) read = (double)spx__plan_sample_windows(a) * 256.0 * (double)a->nnz / (double)a->nrows;
+  work_ms = 1e-3 * (double)calls * spx__plan_time_us(d, p, vb, spx__pb_csr(p, NULL, vb), 0, 1);
+  return 1e-6 * SPX__PLAN_COLS_NS * read <= share * work_ms;
+}
+
 /* Random-gather microseconds of p at d's bandwidth (see spx_plan_device.format_gather): 0 on the
  * host, and on matrices whose windows stay within a small part of the cache. */
 static double spx__plan_gather_us(const spx_plan_device *d, const spx__pprof *p, int64_t vb) {
@@ -970,27 +1006,25 @@ static int spx__plan_blocky(const spx__pprof *p, spx__pred_fn fn, int64_t vb) {
  * pays what a cuSPARSE user pays, not our model). */
 /* With params non-NULL, the profile's choices go there for the build: BSR's block size (the build
  * then converts once instead of counting blocks for 8 sizes first). */
-/* columns 0: the profile reads no columns (its cost would outweigh what the choice can save): the
- * formats whose prediction needs them are not modelled, and say so. */
+/* cols_share < 0: the profile reads the column counts; else only when they cost at most that share
+ * of the expected work (spx__plan_columns_pay), and without them the formats whose prediction
+ * needs them are not modelled, and say so. */
 static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const spx_plan_device *d, int64_t calls,
                                        int64_t limit, int with_cusparse, int cuda, spx_plan_candidate *out, int max, int *n,
-                                       spx_format_params *params, int columns) {
+                                       spx_format_params *params, double cols_share) {
   spx__pprof p;
   int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype), vec = vb * (a->nrows + a->ncols);
   int f, k = 0;
   spx_status s;
   const int tr = spx__plan_tracing();
   double tc = spx__now(), gather;
-  int csr_balanced;
-  if ((s = spx__pprof_make(a, d->warp, with_cusparse == 2 ? 0 : columns || (rows && rows->cols_done) ? 1 : 2, rows, &p)))
-    return s;
+  spx__plan_walk walk;
+  if ((s = spx__pprof_make(a, d->warp, with_cusparse == 2 ? 0 : 2, rows, &p))) return s;
+  if (with_cusparse != 2 && !p.cols_done && (cols_share < 0 || spx__plan_columns_pay(a, d, &p, calls, cols_share)) &&
+      (s = spx__pprof_columns(a, 0, &p)))
+    goto fail;
   gather = spx__plan_gather_us(d, &p, vb);
-  { /* CSR's stream and merge-path kernels balance by nonzeros: no idle lanes to charge */
-    spx_dmatrix_options co;
-    csr_balanced = d->warp > 1 && p.hist && spx_csr_kernel_options(p.n, p.nnz, p.hist, p.row_max, &co) == SPX_OK &&
-                   (co.stream || co.load_balance);
-    spx_clear_error();
-  }
+  spx__plan_walk_make(d, &p, &walk);
   if (tr)
     fprintf(stderr, "spx plan:   profile  %8.3f ms (x sectors per nonzero %.4f, window span %.0f columns, gather %.4g us)\n",
             1e3 * (spx__now() - tc), spx__pprof_xsec(&p), p.x_windows ? (double)p.x_span / (double)p.x_windows : 0.0, gather);
@@ -1047,7 +1081,7 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
     switch (q->map) {
     case SPX__MAP_ROW: idle = p.idle_row; break;
     case SPX__MAP_SORTED: idle = p.idle_sorted; break;
-    case SPX__MAP_CSR: idle = csr_balanced ? 0 : p.idle_csr; break;
+    case SPX__MAP_CSR: idle = walk.csr_balanced ? 0 : p.idle_csr; break;
     default: idle = 0;
     }
     c->idle = p.nnz ? idle / (double)p.nnz : 0;
@@ -1067,8 +1101,7 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
       if (ff > 0) c->predicted_us *= ff;
       c->predicted_us += (d->format_gather[f] > 0 ? d->format_gather[f] : d->gather_default) * gather;
     }
-    c->launch_us = d->launch_us * q->launches;
-    c->chain_us = spx__plan_chain_us(d, &p, q, vt);
+    c->chain_us = spx__plan_chain_us(d, &p, &walk, q, vt);
     if (c->chain_us > c->predicted_us) c->predicted_us = c->chain_us;
     c->convert_ms = spx__plan_conv_ms(d, &p, c->bytes, cuda, f);
     if (rows && cuda && f == SPX_FORMAT_CSR && a->nnz <= INT32_MAX) /* wraps the staged arrays, as cuSPARSE does */
@@ -1094,7 +1127,6 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
     c->padding = 1;
     c->fits = !(limit > 0 && c->bytes + vec > limit);
     if (!c->fits) snprintf(c->note, sizeof c->note, "over the %.1f MB limit", 1e-6 * (double)limit);
-    c->launch_us = d->launch_us;
     c->predicted_us = d->cusparse_factor * spx__plan_time_us(d, &p, vb, c->bytes, 0, 1) + d->gather_cusparse * gather;
     /* No host conversion besides narrowing the row pointers; a handle and a work buffer. */
     c->convert_ms = spx__plan_wrap_ms(d, &p, c->bytes, 0.5);
@@ -1119,7 +1151,7 @@ spx_status spx_plan_model(const spx_csr *a, const spx_plan_device *dev, int64_t 
   if (expected_calls < 0 || memory_limit < 0)
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_model: negative expected_calls or memory_limit");
   if ((s = spx_csr_validate(a))) return s;
-  return spx__plan_candidates(a, NULL, dev, expected_calls, memory_limit, with_cusparse, dev->h2d_gbs > 0, out, max, n, NULL, 1);
+  return spx__plan_candidates(a, NULL, dev, expected_calls, memory_limit, with_cusparse, dev->h2d_gbs > 0, out, max, n, NULL, -1);
 }
 
 /* ---- Plans --------------------------------------------------------------------------------------- */
@@ -1784,26 +1816,6 @@ static void spx__plan_rowstats(const spx_csr *a, spx_analysis *an) {
   an->seconds = spx__now() - t0;
 }
 
-/* Host nanoseconds per nonzero of the column profile on one thread (runs, 8 block sizes, SELL's
- * slots, SDIA's offsets, x sectors: measured 26-49 on the build machine's Xeon). */
-#define SPX__PLAN_COLS_NS 30.0
-/* Whether the column profile pays: its priced cost (the windows it reads, one thread) at most trial_share
- * of the work expected_calls SpMVs do on the CSR baseline as the model prices it from the rows
- * alone. A forced candidate, the trial and the papers' rules always read them (they convert or
- * time every candidate anyway, or need no model). A plan staged on the device reads its sample on a
- * thread beside the upload that both sides pay, hidden there, so always. */
-static int spx__plan_columns_pay(const spx_csr *a, const spx_plan_device *d, const spx_plan_options *o) {
-  double csr_us, cols_ms, work_ms;
-  if (o->force || o->strategy == SPX_PLAN_TRIAL || o->strategy == SPX_PLAN_KUBOTA || o->strategy == SPX_PLAN_MPS) return 1;
-  int64_t nwin = (a->nrows + 255) / 256, read = a->nnz;
-  if (a->nnz > SPX__PLAN_SAMPLE_NNZ && nwin > 4 * SPX__PLAN_SAMPLE_WINDOWS) /* a sample of windows (spx__pprof_columns) */
-    read = (int64_t)((double)spx__plan_sample_windows(a) * 256.0 * (double)a->nnz / (double)a->nrows);
-  csr_us = d->launch_us + (double)(12 * a->nnz + 4 * (a->nrows + 1) + 8 * (a->nrows + a->ncols)) / (d->bandwidth_gbs * 1e3);
-  cols_ms = 1e-6 * SPX__PLAN_COLS_NS * (double)read;
-  work_ms = 1e-3 * (double)o->expected_calls * csr_us;
-  return cols_ms <= o->trial_share * work_ms;
-}
-
 /* Selection proper: analysis, candidates, strategy. Builds the plan only for trial (and auto's
  * trial). On return p->a holds the (dtype-converted) copy when the plan is not built yet. */
 /* defer: when the choice converts, start on the CSR as it is and keep the choice pending. The start
@@ -1957,7 +1969,11 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   if ((s = spx__plan_candidates(use, rowsp, &dev, o->expected_calls, limit,
                                 spx__plan_has_cusparse(p) ? (spx__plan_names_cusparse(o->force) ? 2 : 1) : 0,
                                 p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand, &p->params,
-                                spx__plan_columns_pay(use, &dev, o))))
+                                /* a forced candidate, the trial and the papers' rules read them
+                                 * always (they convert or time every candidate, or need no model);
+                                 * a staged plan has its sample from beside the upload */
+                                o->force || o->strategy == SPX_PLAN_TRIAL || o->strategy == SPX_PLAN_KUBOTA ||
+                                        o->strategy == SPX_PLAN_MPS ? -1.0 : o->trial_share)))
     goto fail;
   SPX__PLAN_TRACE("model");
   if (o->force) s = spx__plan_forced(p, o->force);
@@ -2253,7 +2269,7 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
   } else if (!(gather > 0)) {
     return SPX_OK; /* no gathers to measure (the host, a matrix within the cache) */
   }
-  if ((s = spx__plan_candidates(a, NULL, &d0, 1, 0, 0, 0, c, SPX_FORMAT_MAX + 1, &n, NULL, 1))) return s;
+  if ((s = spx__plan_candidates(a, NULL, &d0, 1, 0, 0, 0, c, SPX_FORMAT_MAX + 1, &n, NULL, -1))) return s;
   for (k = 0; k < n; k++) {
     int f = (int)c[k].format;
     spx_plan *q;
@@ -2448,7 +2464,6 @@ spx_status spx_plan_calibrate(spx_context *ctx, int force, spx_plan_device *out)
     if (hit || (spx_plan_device_load(keep, &c) == SPX_OK && c.calibrated && !strcmp(c.name, d.name))) {
       if (!hit) spx__calib_keep(keep, &c);
       c.memory_bytes = d.memory_bytes; /* free memory is now, not then */
-      if (c.sms <= 0) c.sms = d.sms;     /* a file written before the latency terms */
       *out = c;
       return SPX_OK;
     }
