@@ -85,6 +85,12 @@ typedef struct spx_jit_stats {
 spx_status spx_jit_kernel(spx_context *ctx, const char *template_name, const char *kernel_name,
                           int ndefines, const char *const *defines, void **function);
 
+/* spx_jit_kernel without NVRTC: the kernel when the memory or disk cache holds it, else SPX_OK with
+ * *function NULL (a compile would be needed). A remembered compile failure is still an error. This
+ * is how a caller starts on a kernel it already has while the one it wants compiles elsewhere. */
+spx_status spx_jit_kernel_cached(spx_context *ctx, const char *template_name, const char *kernel_name,
+                                 int ndefines, const char *const *defines, void **function);
+
 /* Compiles (or finds in the caches) without loading anything, so it needs no GPU: fills the
  * disk cache for architecture `arch` ("sm_90", "sm_90a", or "compute_90" for PTX); arch NULL
  * means device 0's, as spx_jit_kernel would choose it. *from_cache (may be NULL) receives an
@@ -94,6 +100,11 @@ spx_status spx_jit_compile_only(const char *template_name, int ndefines, const c
 
 /* The counters; no I/O, so it is cheap enough to wrap every spx_jit_kernel call. */
 void spx_jit_stats_get(spx_jit_stats *out);
+/* Removes one kernel (the key spx_jit_compile_only would use; arch NULL: device 0's) from the
+ * memory and disk caches, so that the next request compiles it: how a benchmark measures a first
+ * run on a shape. Its handles become invalid: no kernel of it may run or be queued meanwhile.
+ * SPX_OK when neither cache held it. */
+spx_status spx_jit_forget(const char *template_name, int ndefines, const char *const *defines, const char *arch);
 /* Scans the cache directory now: bytes and entries in it (0 and 0 when the cache is off). */
 spx_status spx_jit_disk_usage(int64_t *bytes, int64_t *entries);
 /* Unloads every kernel and forgets the in-memory cache (remembered failures too). */

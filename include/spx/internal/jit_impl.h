@@ -785,7 +785,7 @@ static spx_status spx__jit_compile(int ti, const spx_jit_key_inputs *in, void **
 /* The image for key k: from the disk cache when it holds a valid entry (skip_disk: it held one
  * that did not load), else from NVRTC, then written to disk. No lock held. */
 static spx_status spx__jit_obtain(int ti, const spx_jit_key_inputs *in, spx__jit_key k, int skip_disk,
-                                  void **image, size_t *size, int *cubin, spx_jit_origin *origin) {
+                                  int compile, void **image, size_t *size, int *cubin, spx_jit_origin *origin) {
   static atomic_int write_warned;
   char dir[1100], path[1200], hex[33], why[160];
   int disk = spx__jit_subdir(dir, sizeof dir), r;
@@ -807,6 +807,8 @@ static spx_status spx__jit_obtain(int ti, const spx_jit_key_inputs *in, spx__jit
       spx__warn("JIT cache entry %s (template %s) is %s; compiling it again", path, in->template_name, why);
     }
   }
+  *image = NULL;
+  if (!compile) return SPX_OK;
   atomic_fetch_add(&spx__jit_st.misses, 1);
   if ((s = spx__jit_compile(ti, in, image, size, cubin))) return s;
   *origin = SPX_JIT_COMPILED;
@@ -861,7 +863,7 @@ spx_status spx_jit_compile_only(const char *template_name, int ndefines, const c
     if (from_cache) *from_cache = SPX_JIT_MEMORY;
     return SPX_OK;
   }
-  if ((s = spx__jit_obtain(ti, &in, k, 0, &img, &size, &cubin, &origin))) {
+  if ((s = spx__jit_obtain(ti, &in, k, 0, 1, &img, &size, &cubin, &origin))) {
     spx__jit_remember_failure(k, s);
     return s;
   }
@@ -975,8 +977,10 @@ static spx_status spx__jit_bind(spx__jit_entry *e, spx_context *ctx, const char 
   return spx__jit_function(e, m, ctx, tname, kname, f);
 }
 
-spx_status spx_jit_kernel(spx_context *ctx, const char *template_name, const char *kernel_name,
-                          int ndefines, const char *const *defines, void **function) {
+/* spx_jit_kernel, and spx_jit_kernel_cached with compile 0: a miss of both caches is SPX_OK with
+ * *function NULL. */
+static spx_status spx__jit_kernel(spx_context *ctx, const char *template_name, const char *kernel_name,
+                                  int ndefines, const char *const *defines, int compile, void **function) {
   spx_jit_key_inputs in;
   spx__jit_key k;
   spx__jit_entry *e;
@@ -1013,10 +1017,11 @@ spx_status spx_jit_kernel(spx_context *ctx, const char *template_name, const cha
     else s = spx__jit_bind(e, ctx, in.template_name, kernel_name, &f, &found);
     pthread_rwlock_unlock(&spx__jit_lock);
     if (s || found) break;
-    if ((s = spx__jit_obtain(ti, &in, k, attempt, &img, &size, &cubin, &origin))) {
+    if ((s = spx__jit_obtain(ti, &in, k, attempt, compile, &img, &size, &cubin, &origin))) {
       spx__jit_remember_failure(k, s);
       return s;
     }
+    if (!img) return SPX_OK; /* not cached, and compile 0 */
     pthread_rwlock_wrlock(&spx__jit_lock);
     if (!(e = spx__jit_store(k, img, size, cubin))) s = SPX_OUT_OF_MEMORY;
     else s = spx__jit_bind(e, ctx, in.template_name, kernel_name, &f, &found);
@@ -1040,6 +1045,16 @@ spx_status spx_jit_kernel(spx_context *ctx, const char *template_name, const cha
   if (origin != SPX_JIT_COMPILED && origin != SPX_JIT_DISK) atomic_fetch_add(&spx__jit_st.mem_hits, 1);
   *function = (void *)f;
   return SPX_OK;
+}
+
+spx_status spx_jit_kernel(spx_context *ctx, const char *template_name, const char *kernel_name,
+                          int ndefines, const char *const *defines, void **function) {
+  return spx__jit_kernel(ctx, template_name, kernel_name, ndefines, defines, 1, function);
+}
+
+spx_status spx_jit_kernel_cached(spx_context *ctx, const char *template_name, const char *kernel_name,
+                                 int ndefines, const char *const *defines, void **function) {
+  return spx__jit_kernel(ctx, template_name, kernel_name, ndefines, defines, 0, function);
 }
 
 /* ---- Stats and clearing ----------------------------------------------------------------------- */
@@ -1083,27 +1098,57 @@ spx_status spx_jit_disk_usage(int64_t *bytes, int64_t *entries) {
   return SPX_OK;
 }
 
-spx_status spx_jit_clear_memory(void) {
+/* Unloads e's modules and drops its image, handles and remembered failure (write lock): the entry
+ * then stands for a kernel not yet obtained. */
+static void spx__jit_entry_empty(spx__jit_entry *e) {
   const spx__cuda_api *cu = spx__cuda();
   spx__CUcontext old;
-  size_t i;
   int m, j, d;
+  for (m = 0; m < e->nmods && cu; m++)
+    for (d = 0; d < spx__jit.ndevs; d++)
+      if (spx__jit.devs[d].device == e->mods[m].device &&
+          cu->cuCtxPushCurrent(spx__jit.devs[d].cu_ctx) == SPX__CUDA_SUCCESS) {
+        (void)cu->cuModuleUnload(e->mods[m].mod);
+        (void)cu->cuCtxPopCurrent(&old);
+      }
+  for (j = 0; j < e->nfns; j++) SPX_FREE(e->fns[j].name);
+  SPX_FREE(e->fns);
+  SPX_FREE(e->mods);
+  SPX_FREE(e->image);
+  SPX_FREE(e->fail_msg);
+  e->fns = NULL; e->mods = NULL; e->image = NULL; e->fail_msg = NULL;
+  e->nfns = e->nmods = 0;
+  e->size = 0;
+}
+
+spx_status spx_jit_forget(const char *template_name, int ndefines, const char *const *defines, const char *arch) {
+  spx_jit_key_inputs in;
+  spx__jit_key k;
+  spx__jit_entry *e;
+  char dir[1100], path[1200], hex[33];
+  spx_status s;
+  if ((s = spx_jit_key_describe(template_name, ndefines, defines, arch, &in)) || (s = spx__jit_key_make(&in, &k)))
+    return s;
+  pthread_rwlock_wrlock(&spx__jit_lock);
+  if ((e = spx__jit_find(k)) != NULL) spx__jit_entry_empty(e);
+  pthread_rwlock_unlock(&spx__jit_lock);
+  if (!spx__jit_subdir(dir, sizeof dir)) return SPX_OK;
+  spx__jit_hex(k, hex);
+  snprintf(path, sizeof path, "%s/%s", dir, hex);
+  if (unlink(path) != 0 && errno != ENOENT)
+    return spx__fail(SPX_IO, "cannot remove the JIT cache entry %s: %s", path, strerror(errno));
+  return SPX_OK;
+}
+
+spx_status spx_jit_clear_memory(void) {
+  const spx__cuda_api *cu = spx__cuda();
+  size_t i;
+  int d;
   pthread_rwlock_wrlock(&spx__jit_lock);
   for (i = 0; i < spx__jit.cap; i++) {
     spx__jit_entry *e = spx__jit.slots[i];
     if (!e) continue;
-    for (m = 0; m < e->nmods && cu; m++)
-      for (d = 0; d < spx__jit.ndevs; d++)
-        if (spx__jit.devs[d].device == e->mods[m].device &&
-            cu->cuCtxPushCurrent(spx__jit.devs[d].cu_ctx) == SPX__CUDA_SUCCESS) {
-          (void)cu->cuModuleUnload(e->mods[m].mod);
-          (void)cu->cuCtxPopCurrent(&old);
-        }
-    for (j = 0; j < e->nfns; j++) SPX_FREE(e->fns[j].name);
-    SPX_FREE(e->fns);
-    SPX_FREE(e->mods);
-    SPX_FREE(e->image);
-    SPX_FREE(e->fail_msg);
+    spx__jit_entry_empty(e);
     SPX_FREE(e);
   }
   SPX_FREE(spx__jit.slots);
