@@ -13,6 +13,8 @@
 #include <unistd.h>
 #include "spx_test.h"
 #include <spx/internal/cuda_types.h>
+#include <spx/internal/common.h>
+#include <stdatomic.h>
 
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "intercept_tls_get_addr=0:protect_shadow_gap=0"; }
@@ -985,6 +987,163 @@ static void test_gpu_vector_kernels(void **state) {
   spx_context_destroy(ctx2);
 }
 
+/* ---- The tier switch, with a fake slow compiler (host: no GPU, no NVRTC) ----------------------------
+ * The tiered JIT runs a stand-in while a background job compiles; spx__tier_settle is the switch
+ * every tiered dmatrix goes through. Here the job sleeps instead of compiling and the owner's
+ * "kernels" are labels, so the switch's rules are checked where CI runs. */
+enum { RUN_NOTHING = 0, RUN_STANDIN = 1, RUN_FINAL = 2, RUN_FALLBACK = 3 };
+typedef struct fake_owner {
+  int running;          /* RUN_* */
+  int final_binds, fallback_binds;
+} fake_owner;
+typedef struct fake_compile {
+  int ms, fail;
+  int extra_ms;         /* work after publishing the result early (the generic kernel's compile) */
+  atomic_int *finished; /* set as the job ends (it outlives its owner) */
+} fake_compile;
+
+static spx_status fake_compile_run(spx__job *j, void *v) {
+  fake_compile *c = (fake_compile *)v;
+  struct timespec ts = {c->ms / 1000, (long)(c->ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+  if (c->extra_ms > 0) {
+    struct timespec te = {c->extra_ms / 1000, (long)(c->extra_ms % 1000) * 1000000L};
+    spx__job_publish(j, SPX_OK);
+    nanosleep(&te, NULL);
+  }
+  if (c->finished) atomic_store(c->finished, 1);
+  return c->fail ? spx__fail(SPX_NVRTC, "fake compile of the test kernel failed") : SPX_OK;
+}
+
+static spx_status fake_bind(void *v, int final) {
+  fake_owner *o = (fake_owner *)v;
+  if (final) { o->final_binds++; o->running = RUN_FINAL; }
+  else { o->fallback_binds++; o->running = RUN_FALLBACK; }
+  return SPX_OK;
+}
+
+static spx__job *fake_start(int ms, int fail, atomic_int *finished) {
+  fake_compile *c = (fake_compile *)calloc(1, sizeof *c);
+  assert_non_null(c);
+  c->ms = ms; c->fail = fail; c->finished = finished;
+  return spx__job_start(fake_compile_run, c);
+}
+
+/* One "SpMV": what the owner runs after the non-blocking switch (blocking when nothing runs). */
+static int fake_spmv(spx__tier *t, fake_owner *o) {
+  assert_int_equal(spx__tier_settle(t, t->state == SPX__TIER_NONE, fake_bind, o, "test"), SPX_OK);
+  return o->running;
+}
+
+static void wait_done(spx__job *j) {
+  int i;
+  for (i = 0; i < 400 && !spx__job_done(j); i++) {
+    struct timespec ts = {0, 5000000L};
+    nanosleep(&ts, NULL);
+  }
+  assert_true(spx__job_done(j));
+}
+
+static void test_tier_switch_fake_compiler(void **state) {
+  spx__tier t;
+  fake_owner o;
+  double t0;
+  int i;
+  (void)state;
+  setenv("SPX_QUIET", "1", 1);
+  /* a stand-in runs at once, and keeps running while the compile is under way */
+  memset(&t, 0, sizeof t); memset(&o, 0, sizeof o);
+  o.running = RUN_STANDIN;
+  t.state = SPX__TIER_STANDIN;
+  assert_non_null(t.job = fake_start(300, 0, NULL));
+  assert_true(spx__tier_runnable(&t));
+  t0 = spx__now();
+  for (i = 0; i < 5; i++) assert_int_equal(fake_spmv(&t, &o), RUN_STANDIN);
+  assert_true(spx__now() - t0 < 0.2); /* nobody waited for the 300 ms compile */
+  assert_int_equal(t.state, SPX__TIER_STANDIN);
+  /* the first call after the compile ended switches, once */
+  wait_done(t.job);
+  assert_int_equal(fake_spmv(&t, &o), RUN_FINAL);
+  for (i = 0; i < 5; i++) assert_int_equal(fake_spmv(&t, &o), RUN_FINAL);
+  assert_int_equal(o.final_binds, 1);
+  assert_int_equal(o.fallback_binds, 0);
+  assert_int_equal(t.state, SPX__TIER_FINAL);
+  assert_int_equal(t.fell_back, 0);
+  assert_null(t.job);
+
+  /* nothing to run: not runnable until the compile ends, and the first call waits for it */
+  memset(&t, 0, sizeof t); memset(&o, 0, sizeof o);
+  t.state = SPX__TIER_NONE;
+  assert_non_null(t.job = fake_start(150, 0, NULL));
+  assert_false(spx__tier_runnable(&t));
+  t0 = spx__now();
+  assert_int_equal(fake_spmv(&t, &o), RUN_FINAL);
+  assert_true(spx__now() - t0 > 0.1);
+  assert_true(spx__tier_runnable(&t));
+
+  /* a failed compile keeps the stand-in (no bind at all) ... */
+  memset(&t, 0, sizeof t); memset(&o, 0, sizeof o);
+  o.running = RUN_STANDIN;
+  t.state = SPX__TIER_STANDIN;
+  assert_non_null(t.job = fake_start(20, 1, NULL));
+  wait_done(t.job);
+  assert_int_equal(fake_spmv(&t, &o), RUN_STANDIN);
+  assert_int_equal(o.final_binds + o.fallback_binds, 0);
+  assert_int_equal(t.fell_back, 1);
+  assert_int_equal(t.state, SPX__TIER_FINAL);
+  /* ... or, where nothing ran, binds the fallback */
+  memset(&t, 0, sizeof t); memset(&o, 0, sizeof o);
+  t.state = SPX__TIER_NONE;
+  assert_non_null(t.job = fake_start(20, 1, NULL));
+  assert_int_equal(fake_spmv(&t, &o), RUN_FALLBACK);
+  assert_int_equal(o.fallback_binds, 1);
+  assert_int_equal(t.fell_back, 1);
+
+  /* a job that publishes early lets the owner switch while it goes on (and its late return of a
+   * failure counts for nothing) */
+  {
+    static atomic_int finished;
+    fake_compile *c = (fake_compile *)calloc(1, sizeof *c);
+    atomic_store(&finished, 0);
+    c->ms = 10; c->extra_ms = 300; c->fail = 1; c->finished = &finished;
+    memset(&t, 0, sizeof t); memset(&o, 0, sizeof o);
+    t.state = SPX__TIER_NONE;
+    t0 = spx__now();
+    assert_non_null(t.job = spx__job_start(fake_compile_run, c));
+    assert_int_equal(fake_spmv(&t, &o), RUN_FINAL);
+    assert_true(spx__now() - t0 < 0.25);
+    assert_int_equal(t.fell_back, 0);
+    assert_false(atomic_load(&finished));
+    for (i = 0; i < 400 && !atomic_load(&finished); i++) {
+      struct timespec ts = {0, 5000000L};
+      nanosleep(&ts, NULL);
+    }
+    assert_true(atomic_load(&finished));
+  }
+
+  /* an owner that lets go mid-compile does not wait, and the job still finishes (then frees itself:
+   * the sanitizer builds see a leak or a use after free otherwise) */
+  {
+    static atomic_int finished;
+    spx__job *j;
+    atomic_store(&finished, 0);
+    assert_non_null(j = fake_start(100, 0, &finished));
+    t0 = spx__now();
+    spx__job_release(j);
+    assert_true(spx__now() - t0 < 0.05);
+    for (i = 0; i < 400 && !atomic_load(&finished); i++) {
+      struct timespec ts = {0, 5000000L};
+      nanosleep(&ts, NULL);
+    }
+    assert_true(atomic_load(&finished));
+    {
+      struct timespec ts = {0, 20000000L}; /* the thread's last steps after fn returned */
+      nanosleep(&ts, NULL);
+    }
+  }
+  unsetenv("SPX_QUIET");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 int main(void) {
   const struct CMUnitTest tests[] = {
@@ -1006,6 +1165,7 @@ int main(void) {
       T(test_host_context),
       T(test_gpu_axpby),
       T(test_gpu_vector_kernels),
+      T(test_tier_switch_fake_compiler),
   };
   return cmocka_run_group_tests_name("jit", tests, NULL, NULL);
 }

@@ -29,6 +29,15 @@ typedef struct spx_dmatrix_options {
                         * 0 = the spec's choice */
   int plain_loads;     /* 1: matrix arrays read with plain loads instead of cache-streaming ones
                         * (the templates' SPX_LDS), for comparison */
+  int exact_shape;     /* 1: kernels specialized for the exact shape constants (ELL's K, SELL's
+                        * widest slice, ...) instead of their buckets, for comparison */
+  int tiered;          /* 1: never wait for NVRTC at creation. When the JIT caches lack the
+                        * specialized kernel, it compiles on a background thread while SpMVs run
+                        * the format's generic kernel if the caches hold that (else the first SpMV
+                        * waits for the compile; the generic kernel is compiled after, for the next
+                        * new shape); the first SpMV after the compile ended switches (results may
+                        * differ in rounding). spx_dmatrix_wait ends it early. 2: the same without
+                        * the generic kernel (the caller has a stand-in of its own). */
 } spx_dmatrix_options;
 
 /* One kernel launch of an SpMV. Every kernel of a format takes the same arguments: the format's
@@ -87,6 +96,19 @@ spx_status spx_dmatrix_convert(spx_context *ctx, const spx_csr *a, spx_format f,
 /* y = alpha*A*x + beta*y, queued on the context's stream (asynchronous). beta == 0 does not read y. */
 spx_status spx_dmatrix_spmv(spx_dmatrix *d, double alpha, spx_devptr x, double beta, spx_devptr y);
 void spx_dmatrix_destroy(spx_dmatrix *d);
+/* A tiered dmatrix: 1 while its specialized kernel is still to be switched to (compiling, or
+ * compiled and not yet bound), else 0. */
+int spx_dmatrix_compiling(const spx_dmatrix *d);
+/* Removes d's kernels from the JIT's memory and disk caches (spx_jit_forget): `which` is
+ * SPX_KERNELS_SPECIALIZED, SPX_KERNELS_GENERIC or both or'ed. With both, the next matrix of this
+ * shape and format starts as on a machine that never ran it. For benchmarks and tests of a cold
+ * start; d must not run again, nor any other matrix of the same kernels. */
+#define SPX_KERNELS_SPECIALIZED 1
+#define SPX_KERNELS_GENERIC 2
+spx_status spx_dmatrix_forget_kernels(const spx_dmatrix *d, int which);
+/* Waits for a tiered dmatrix's compile and switches to the specialized kernel now (no-op otherwise);
+ * a failed compile keeps the generic kernel, with a warning. */
+spx_status spx_dmatrix_wait(spx_dmatrix *d);
 
 /* Device bytes of the matrix arrays. */
 int64_t spx_dmatrix_bytes(const spx_dmatrix *d);

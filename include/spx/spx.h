@@ -65,6 +65,7 @@
 #error "compile the spx implementation (SPX_IMPLEMENTATION) in a C file; C++ files include spx.h only"
 #endif
 #include "internal/status_impl.h"
+#include "internal/job_impl.h"
 #include "internal/csr_impl.h"
 #include "internal/formats_impl.h"
 #include "internal/mm_impl.h"

@@ -60,6 +60,33 @@ void spx__warn(const char *fmt, ...) SPX__PRINTF(1, 2);
  * untouched); each caller says what a bad value means. */
 int spx__env_count(const char *name, long long *out);
 
+/* A function run once on a detached background thread (job_impl.h): start it (data, heap, is the
+ * job's from then on; NULL only when memory ran out), poll, wait (its status, its message raised on
+ * the waiting thread), release (a running job finishes on its own, then frees itself). fn may
+ * publish its result early and go on with work nobody waits for; its return value then counts
+ * for nothing. */
+typedef struct spx__job spx__job;
+spx__job *spx__job_start(spx_status (*fn)(spx__job *j, void *data), void *data);
+void spx__job_publish(spx__job *j, spx_status s);
+int spx__job_done(spx__job *j);
+spx_status spx__job_wait(spx__job *j);
+void spx__job_release(spx__job *j);
+
+/* A tier switch: the owner runs a stand-in (or nothing) while a job makes what it wants; settle
+ * binds that once the job is done (wait: waits for it), through bind(owner, 1), or, when the job
+ * or that bind failed, warns and keeps the stand-in (binding the fallback, bind(owner, 0), where
+ * none ran). The tiered JIT's kernels switch through it. */
+enum { SPX__TIER_FINAL = 0, SPX__TIER_STANDIN = 1, SPX__TIER_NONE = 2 };
+typedef struct spx__tier {
+  int state;     /* SPX__TIER_*: FINAL once settled */
+  int fell_back; /* 1 when settling kept the stand-in or bound the fallback */
+  spx__job *job;
+} spx__tier;
+typedef spx_status (*spx__tier_bind_fn)(void *owner, int final);
+/* 1 when work can start now (something runs, or the job is done). */
+int spx__tier_runnable(const spx__tier *t);
+spx_status spx__tier_settle(spx__tier *t, int wait, spx__tier_bind_fn bind, void *owner, const char *what);
+
 #define SPX__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define SPX__MAX(a, b) ((a) > (b) ? (a) : (b))
 #define SPX__ABS(a) ((a) < 0 ? -(a) : (a))

@@ -16,6 +16,9 @@ struct spx_dmatrix {
   void *fn[3];                /* CUfunction per launch */
   double jit_ms;
   int compiled, generic;
+  /* tiered (spx_dmatrix_options.tiered): the specialized kernels compile on tier.job while fn holds
+   * the generic ones (SPX__TIER_STANDIN) or nothing (SPX__TIER_NONE: the next SpMV waits) */
+  spx__tier tier;
   char describe[256];
 };
 
@@ -66,6 +69,7 @@ static void spx__dmatrix_free_arrays(spx_dmatrix *d) {
 
 void spx_dmatrix_destroy(spx_dmatrix *d) {
   if (!d) return;
+  spx__job_release(d->tier.job); /* a compile still running finishes into the JIT cache */
   spx__dmatrix_free_arrays(d);
   SPX_FREE(d);
 }
@@ -96,6 +100,151 @@ static spx_status spx__dmatrix_jit(spx_dmatrix *d, int generic) {
     if (s) return s;
   }
   return SPX_OK;
+}
+
+/* ---- Tiered JIT --------------------------------------------------------------------------------
+ * A specialized kernel the caches lack costs an NVRTC compile (tens to hundreds of ms). A tiered
+ * dmatrix does not wait for it: it binds what the caches hold (the format's generic kernels, which
+ * read the shape at run time), compiles the specialized kernels into the JIT cache on a background
+ * thread, and the first SpMV after the compile ended binds them (a memory-cache hit and a module
+ * load) and runs them from then on. Launches keep their order on the stream, so the switch is
+ * invisible but for rounding: the generic kernel may sum a row in another order. */
+typedef struct spx__kernel_job {
+  char arch[32];
+  int nlaunch;
+  int also_generic;   /* then the generic kernels, when missing: the next new shape starts on them */
+  spx_dtype dtype;
+  spx_kernel_launch launch[3];
+} spx__kernel_job;
+
+static spx_status spx__kernel_job_run(spx__job *j, void *v) {
+  const spx__kernel_job *t = (const spx__kernel_job *)v;
+  spx_dmatrix shape; /* what spx__kdefines reads: the value type */
+  int i;
+  memset(&shape, 0, sizeof shape);
+  shape.dtype = t->dtype;
+  for (i = 0; i < t->nlaunch; i++) {
+    const char *defs[SPX_KERNEL_DEFINES_MAX + 2];
+    int n = spx__kdefines(&shape, &t->launch[i], 0, defs);
+    spx_status s = spx_jit_compile_only(t->launch[i].template_name, n, defs, t->arch, NULL);
+    if (s) return s;
+  }
+  spx__job_publish(j, SPX_OK); /* the owner may switch now; the rest is for matrices to come */
+  for (i = 0; i < t->nlaunch && t->also_generic; i++) { /* errors stay here */
+    const char *defs[SPX_KERNEL_DEFINES_MAX + 2];
+    int n = spx__kdefines(&shape, &t->launch[i], 1, defs);
+    if (spx_jit_compile_only(t->launch[i].template_name, n, defs, t->arch, NULL)) spx_clear_error();
+  }
+  return SPX_OK;
+}
+
+/* Binds the kernels of d's plan the caches hold without a compile (generic: the shape-free ones);
+ * *all = 1 when every launch got one (d->fn set), else d->fn is left untouched. */
+static spx_status spx__dmatrix_bind_cached(spx_dmatrix *d, int generic, int *all) {
+  void *fn[3] = {NULL, NULL, NULL};
+  int i;
+  *all = 0;
+  for (i = 0; i < d->plan.nlaunch; i++) {
+    const char *defs[SPX_KERNEL_DEFINES_MAX + 2];
+    const spx_kernel_launch *l = &d->plan.launch[i];
+    int n = spx__kdefines(d, l, generic, defs);
+    double t0 = spx__now();
+    spx_status s = spx_jit_kernel_cached(d->ctx, l->template_name, l->kernel, n, defs, &fn[i]);
+    d->jit_ms += 1e3 * (spx__now() - t0);
+    if (s) return s;
+    if (!fn[i]) return SPX_OK;
+  }
+  for (i = 0; i < d->plan.nlaunch; i++) d->fn[i] = fn[i];
+  *all = 1;
+  return SPX_OK;
+}
+
+static void spx__dmatrix_describe(spx_dmatrix *d) {
+  snprintf(d->describe, sizeof d->describe, "%s%s", d->plan.summary,
+           d->tier.state == SPX__TIER_STANDIN ? " (generic while the specialized kernel compiles)"
+           : d->tier.state == SPX__TIER_NONE  ? " (compiling)"
+           : d->generic                 ? " (generic)"
+                                        : "");
+}
+
+/* The tiered start: the specialized kernels if cached; else the generic ones if cached (and
+ * allowed: tiered 1), or none, with the specialized compile started on a background thread.
+ * *done = 0 when the caller is to bind kernels the plain way. */
+static spx_status spx__dmatrix_tier_start(spx_dmatrix *d, int tiered, int *done) {
+  spx__kernel_job *t;
+  spx_status s;
+  int all;
+  *done = 0;
+  if ((s = spx__dmatrix_bind_cached(d, 0, &all)) == SPX_NVRTC) { /* failed before: the plain fallback */
+    spx_clear_error();
+    return SPX_OK;
+  }
+  if (s) return s;
+  if (all) { *done = 1; return SPX_OK; }
+  all = 0;
+  if (tiered == 1 && (s = spx__dmatrix_bind_cached(d, 1, &all))) return s;
+  if (!(t = (spx__kernel_job *)spx__calloc(1, sizeof *t))) return SPX_OUT_OF_MEMORY;
+  t->also_generic = tiered == 1;
+  if ((s = spx__jit_device_arch(d->ctx->info.cc_major, d->ctx->info.cc_minor, t->arch))) { SPX_FREE(t); return s; }
+  t->nlaunch = d->plan.nlaunch;
+  t->dtype = d->dtype;
+  memcpy(t->launch, d->plan.launch, sizeof t->launch);
+  if (!(d->tier.job = spx__job_start(spx__kernel_job_run, t))) return SPX_OUT_OF_MEMORY;
+  d->tier.state = all ? SPX__TIER_STANDIN : SPX__TIER_NONE;
+  d->generic = all;
+  d->compiled = 1;
+  *done = 1;
+  return SPX_OK;
+}
+
+/* The tier switch's bind: the specialized kernels (from the memory cache the job filled), or the
+ * generic ones where the compile failed and none ran. */
+static spx_status spx__dmatrix_tier_bind(void *v, int final) {
+  spx_dmatrix *d = (spx_dmatrix *)v;
+  spx_status s;
+  int all;
+  if (!final) {
+    d->generic = 1;
+    return spx__dmatrix_jit(d, 1);
+  }
+  if (!(s = spx__dmatrix_bind_cached(d, 0, &all)) && !all) s = spx__dmatrix_jit(d, 0); /* evicted meanwhile */
+  if (!s) d->generic = 0;
+  return s;
+}
+
+/* Moves a tiered dmatrix to its specialized kernels once their compile ended (wait: until it has). */
+static spx_status spx__dmatrix_settle(spx_dmatrix *d, int wait) {
+  spx_status s;
+  if (d->tier.state == SPX__TIER_FINAL) return SPX_OK;
+  s = spx__tier_settle(&d->tier, wait, spx__dmatrix_tier_bind, d, spx_format_name(d->format));
+  if (d->tier.state == SPX__TIER_FINAL) spx__dmatrix_describe(d);
+  return s;
+}
+
+int spx_dmatrix_compiling(const spx_dmatrix *d) { return d && d->tier.state != SPX__TIER_FINAL; }
+
+/* 1 when an SpMV can start at once (no compile to wait for). */
+static int spx__dmatrix_runnable(spx_dmatrix *d) { return spx__tier_runnable(&d->tier); }
+
+spx_status spx_dmatrix_forget_kernels(const spx_dmatrix *d, int which) {
+  char arch[32];
+  int i, g;
+  spx_status s;
+  if (!d) return spx__fail(SPX_INVALID_ARGUMENT, "spx_dmatrix_forget_kernels: NULL matrix");
+  if ((s = spx__jit_device_arch(d->ctx->info.cc_major, d->ctx->info.cc_minor, arch))) return s;
+  for (i = 0; i < d->plan.nlaunch; i++)
+    for (g = 0; g < 2; g++) {
+      const char *defs[SPX_KERNEL_DEFINES_MAX + 2];
+      if (!(which & (g ? SPX_KERNELS_GENERIC : SPX_KERNELS_SPECIALIZED))) continue;
+      int n = spx__kdefines(d, &d->plan.launch[i], g, defs);
+      if ((s = spx_jit_forget(d->plan.launch[i].template_name, n, defs, arch))) return s;
+    }
+  return SPX_OK;
+}
+
+spx_status spx_dmatrix_wait(spx_dmatrix *d) {
+  if (!d) return spx__fail(SPX_INVALID_ARGUMENT, "spx_dmatrix_wait: NULL matrix");
+  return spx__dmatrix_settle(d, 1);
 }
 
 /* Builds a dmatrix for m: uploads its arrays, or, with `given` non-NULL, uses those device arrays
@@ -141,6 +290,15 @@ static spx_status spx__dmatrix_build(spx_context *ctx, const spx_fmt *m, const s
     if ((s = spx_fmt_kernel_args(m, ptrs, &d->args))) goto fail;
   }
   d->generic = o.generic;
+  if (o.tiered && !o.generic) {
+    int done;
+    if ((s = spx__dmatrix_tier_start(d, o.tiered, &done))) goto fail;
+    if (done) {
+      spx__dmatrix_describe(d);
+      *out = d;
+      return SPX_OK;
+    }
+  }
   if ((s = spx__dmatrix_jit(d, o.generic)) == SPX_NVRTC && !o.generic) {
     /* The specialized kernel did not compile (the log is in the message): the generic one reads
      * the shape at run time, slower but correct. */
@@ -149,7 +307,7 @@ static spx_status spx__dmatrix_build(spx_context *ctx, const spx_fmt *m, const s
     s = spx__dmatrix_jit(d, 1);
   }
   if (s) goto fail;
-  snprintf(d->describe, sizeof d->describe, "%s%s", d->plan.summary, d->generic ? " (generic)" : "");
+  spx__dmatrix_describe(d);
   *out = d;
   return SPX_OK;
 fail:
@@ -836,6 +994,7 @@ spx_status spx_dmatrix_spmv(spx_dmatrix *d, double alpha, spx_devptr x, double b
   if (!d || (!x && d->ncols) || (!y && d->nrows))
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_dmatrix_spmv: NULL argument");
   if (!cu) return spx__fail(SPX_NOT_AVAILABLE, "spx_dmatrix_spmv: no CUDA driver");
+  if (d->tier.state && (s = spx__dmatrix_settle(d, d->tier.state == SPX__TIER_NONE))) return s;
   for (i = 0; i < d->args.count; i++) params[i] = d->args.ptrs[i];
   params[i++] = &alpha;
   params[i++] = &beta;
