@@ -1023,6 +1023,119 @@ static void check_diag(const spx_plan *p, const double *want, int64_t n, const c
   free(d);
 }
 
+/* A dmatrix's y = A x against the host CSR's (the dmatrix of a's conversion). */
+static void check_dmatrix_spmv(spx_context *g, spx_dmatrix *d, const spx_csr *a, const char *what) {
+  int64_t n = a->nrows, m = a->ncols;
+  double *x = malloc((size_t)m * 8), *y = malloc((size_t)n * 8), *yr = malloc((size_t)n * 8);
+  spx_devptr dx, dy;
+  assert_true(x && y && yr);
+  spx_test_fill(x, m);
+  assert_int_equal(spx_device_alloc(g, (size_t)m * 8, &dx), SPX_OK);
+  assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dy), SPX_OK);
+  assert_int_equal(spx_device_upload(g, dx, x, (size_t)m * 8), SPX_OK);
+  assert_int_equal(spx_dmatrix_spmv(d, 1.0, dx, 0.0, dy), SPX_OK);
+  assert_int_equal(spx_device_download(g, y, dy, (size_t)n * 8), SPX_OK);
+  assert_int_equal(spx_csr_spmv(a, 1.0, x, 0.0, yr), SPX_OK);
+  if (spx_test_relerr(y, yr, n) > 1e-12) fail_msg("%s: %s gives relative error %g", what, spx_dmatrix_describe(d), spx_test_relerr(y, yr, n));
+  spx_device_free(g, dx); spx_device_free(g, dy);
+  free(x); free(y); free(yr);
+}
+
+/* a converted to f, uploaded (tiered 0, 1 or 2). */
+static spx_dmatrix *dmatrix_of(spx_context *g, const spx_csr *a, spx_format f, int tiered) {
+  spx_fmt *m = NULL;
+  spx_dmatrix *d = NULL;
+  spx_dmatrix_options o;
+  memset(&o, 0, sizeof o);
+  o.tiered = tiered;
+  assert_int_equal(spx_fmt_from_csr(a, f, NULL, &m), SPX_OK);
+  if (spx_dmatrix_create(g, m, &o, &d)) fail_msg("%s: %s", spx_format_name(f), spx_last_error());
+  spx_fmt_destroy(m);
+  return d;
+}
+
+/* The tiered JIT on the GPU: a shape the caches lack starts without waiting for NVRTC (on the
+ * generic kernel, on cuSPARSE, or, for a bare dmatrix with neither, waiting at its first SpMV),
+ * gives A x all along, and switches to the specialized kernel. Cold starts are made by removing
+ * the kernels from the caches (spx_dmatrix_forget_kernels), so the test holds with a warm cache. */
+static void test_gpu_tiered_jit(void **state) {
+  spx_context *g = NULL;
+  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_csr *a7, *a27, *big;
+  spx_dmatrix *d;
+  const char *forced[2] = {"sell", "csr"};
+  int k;
+  (void)state;
+  if (spx_device_count() < 1 || spx_context_create(&co, &g) != SPX_OK) {
+    spx_clear_error();
+    skip();
+  }
+  assert_int_equal(spx_gen_poisson3d(24, 24, 24, 7, SPX_DOUBLE, &a7), SPX_OK);
+  assert_int_equal(spx_gen_poisson3d(24, 24, 24, 27, SPX_DOUBLE, &a27), SPX_OK);
+  /* ELL of K = 7, made cold: nothing runs until the compile ends, and the first SpMV waits */
+  d = dmatrix_of(g, a7, SPX_FORMAT_ELL, 0);
+  assert_int_equal(spx_dmatrix_forget_kernels(d, SPX_KERNELS_SPECIALIZED | SPX_KERNELS_GENERIC), SPX_OK);
+  spx_dmatrix_destroy(d);
+  d = dmatrix_of(g, a7, SPX_FORMAT_ELL, 1);
+  assert_int_equal(spx_dmatrix_compiling(d), 1);
+  assert_non_null(strstr(spx_dmatrix_describe(d), "(compiling)"));
+  check_dmatrix_spmv(g, d, a7, "ell K=7, cold");
+  assert_int_equal(spx_dmatrix_compiling(d), 0);
+  assert_null(strstr(spx_dmatrix_describe(d), "generic"));
+  spx_dmatrix_destroy(d);
+  /* that compile left the generic ELL kernel behind: K = 27, cold, starts on it at once */
+  d = dmatrix_of(g, a27, SPX_FORMAT_ELL, 0);
+  assert_int_equal(spx_dmatrix_forget_kernels(d, SPX_KERNELS_SPECIALIZED), SPX_OK);
+  spx_dmatrix_destroy(d);
+  d = dmatrix_of(g, a27, SPX_FORMAT_ELL, 1);
+  assert_int_equal(spx_dmatrix_compiling(d), 1);
+  assert_non_null(strstr(spx_dmatrix_describe(d), "generic while"));
+  check_dmatrix_spmv(g, d, a27, "ell K=27 on the generic kernel");
+  assert_int_equal(spx_dmatrix_wait(d), SPX_OK);
+  assert_int_equal(spx_dmatrix_compiling(d), 0);
+  assert_null(strstr(spx_dmatrix_describe(d), "generic"));
+  check_dmatrix_spmv(g, d, a27, "ell K=27 specialized");
+  spx_dmatrix_destroy(d);
+  /* tiered 2 never takes the generic kernel */
+  d = dmatrix_of(g, a27, SPX_FORMAT_ELL, 0);
+  assert_int_equal(spx_dmatrix_forget_kernels(d, SPX_KERNELS_SPECIALIZED), SPX_OK);
+  spx_dmatrix_destroy(d);
+  d = dmatrix_of(g, a27, SPX_FORMAT_ELL, 2);
+  assert_non_null(strstr(spx_dmatrix_describe(d), "(compiling)"));
+  spx_dmatrix_destroy(d); /* mid-compile: the job finishes on its own */
+
+  /* plans: a staged matrix (>= 1M nonzeros) whose chosen kernel is cold runs on cuSPARSE over the
+   * staged CSR, then on the chosen kernel; a converted format (SELL) and spx's CSR kernel (which
+   * runs on the staged arrays themselves) */
+  assert_int_equal(spx_gen_poisson3d(64, 64, 64, 7, SPX_DOUBLE, &big), SPX_OK);
+  for (k = 0; k < 2; k++) {
+    spx_plan_options o;
+    spx_plan *p = NULL;
+    spx_plan_options_default(&o);
+    o.eager = 1;
+    o.force = forced[k];
+    o.no_tiered_jit = 1;
+    if (spx_plan_create(g, big, &o, &p)) fail_msg("%s: %s", forced[k], spx_last_error());
+    assert_int_equal(spx_plan_compiling(p), 0);
+    assert_non_null(spx_plan_dmatrix(p));
+    assert_int_equal(spx_dmatrix_forget_kernels(spx_plan_dmatrix(p), SPX_KERNELS_SPECIALIZED | SPX_KERNELS_GENERIC),
+                     SPX_OK);
+    spx_plan_destroy(p);
+    o.no_tiered_jit = 0;
+    if (spx_plan_create(g, big, &o, &p)) fail_msg("%s: %s", forced[k], spx_last_error());
+    assert_int_equal(spx_plan_compiling(p), 1);
+    if (!strstr(spx_plan_reason(p), "cuSPARSE runs until then")) fail_msg("%s: %s", forced[k], spx_plan_reason(p));
+    check_plan_spmv(g, p, big, forced[k]); /* on cuSPARSE, or the chosen kernel if it is done */
+    assert_int_equal(spx_plan_wait(p), SPX_OK);
+    assert_int_equal(spx_plan_compiling(p), 0);
+    assert_null(strstr(spx_dmatrix_describe(spx_plan_dmatrix(p)), "generic"));
+    check_plan_spmv(g, p, big, forced[k]);
+    spx_plan_destroy(p);
+  }
+  spx_csr_destroy(a7); spx_csr_destroy(a27); spx_csr_destroy(big);
+  spx_context_destroy(g);
+}
+
 static void test_gpu_device_profile(void **state) {
   spx_context *g = NULL;
   spx_context_options co = {SPX_BACKEND_CUDA, 0};
@@ -1165,7 +1278,7 @@ int main(void) {
       cmocka_unit_test(test_model_latency),    cmocka_unit_test(test_convert_margin), cmocka_unit_test(test_columns_priced),
       cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_auto_trial_gap), cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_device_file),      cmocka_unit_test(test_reselect_ordering),
-      cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_device_profile),
+      cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_device_profile), cmocka_unit_test(test_gpu_tiered_jit),
   };
   setenv("SPX_QUIET", "1", 0);
   return cmocka_run_group_tests(tests, NULL, NULL);

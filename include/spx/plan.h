@@ -173,6 +173,12 @@ typedef struct spx_plan_options {
                                * the residual says enough iterations remain to repay it. The
                                * matrix given to spx_plan_create must then stay alive and unchanged
                                * until spx_plan_upgrade or spx_plan_destroy. */
+  int no_tiered_jit;          /* 1: the build waits for NVRTC when the JIT caches lack the chosen
+                               * kernel. 0 (default): it never does: SpMVs run the format's generic
+                               * kernel, or cuSPARSE on the CSR staged for the choice, while the
+                               * kernel compiles on a background thread, and move to it at the
+                               * first SpMV after (results may differ in rounding; spx_plan_wait
+                               * ends this early, and the solvers call it). */
 } spx_plan_options;
 
 void spx_plan_options_default(spx_plan_options *o);
@@ -249,6 +255,16 @@ int spx_plan_pending(const spx_plan *p, spx_plan_pending_info *info);
  * first); SPX_OK and nothing done when nothing is pending. On failure the plan keeps running what
  * it ran, and the choice stays pending. */
 spx_status spx_plan_upgrade(spx_plan *p);
+/* Tiered JIT (options.no_tiered_jit 0): 1 while the plan's chosen kernel is compiling in the
+ * background and SpMVs run on a stand-in (the generic kernel, or cuSPARSE), else 0. */
+int spx_plan_compiling(const spx_plan *p);
+/* The device matrix a built plan runs on spx's kernels (NULL for cuSPARSE, the host backend, or
+ * before the build): its kernels (spx_dmatrix_describe), bytes and JIT time. */
+const spx_dmatrix *spx_plan_dmatrix(const spx_plan *p);
+/* Waits for that compile and runs the chosen kernel from now on (SpMVs queued before finish first);
+ * SPX_OK at once when nothing compiles. spx_plan_time and the solvers call it, so timings and
+ * bit-for-bit reproducible solves always see the chosen kernel. */
+spx_status spx_plan_wait(spx_plan *p);
 /* Wall milliseconds spx_plan_build took (conversion, upload, kernel compile or cache), plus the
  * allocation and upload of the CSR arrays staged on the device while choosing (the build's input);
  * 0 before it ran, and for trial plans, which are built during the choice (spx_plan_select_ms). */

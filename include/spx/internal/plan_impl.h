@@ -1190,6 +1190,10 @@ struct spx_plan {
   int csr_staged;          /* 1: a CSR plan wraps the staged arrays (csr_opt set) */
   int want_ddiag;          /* 1: the build takes the diagonal from the staged arrays (spx__plan_ddiag) */
   int dc_borrowed;         /* 1: dc is the parent plan's (a trial candidate): never freed here */
+  int tiered;              /* the build's dmatrix is tiered (options.no_tiered_jit 0, CUDA, not a trial) */
+  int64_t limit;           /* the selection's memory limit in bytes (0: none) */
+  spx_cusparse_plan *start; /* tiered: cuSPARSE on the staged CSR while dm has no kernel to run */
+  int start_keeps_dc;      /* 1: dm runs on dc's arrays (spx's CSR kernel): they stay when start goes */
   char reason[768];
 };
 
@@ -1201,6 +1205,7 @@ static void spx__plan_drop_dc(spx_plan *p) {
 }
 
 static void spx__plan_unbuild(spx_plan *p) {
+  spx_cusparse_plan_destroy(p->start); p->start = NULL;
   spx_dmatrix_destroy(p->dm); p->dm = NULL;
   spx_cusparse_plan_destroy(p->cs); p->cs = NULL;
   spx_fmt_destroy(p->fmt); p->fmt = NULL;
@@ -1233,9 +1238,65 @@ static void spx__plan_ddiag(spx_plan *p) {
   }
 }
 
+static int spx__plan_has_cusparse(const spx_plan *p);
+
+/* ---- Tiered JIT at the plan: nothing waits for NVRTC -----------------------------------------------
+ * A tiered build (spx_dmatrix_options.tiered) never compiles in the caller's way: the dmatrix runs
+ * its format's generic kernel while the specialized one compiles, or, with neither in the JIT
+ * caches, has nothing to run. Then SpMVs go to cuSPARSE on the CSR staged for the device profile
+ * (no compile, nothing copied: the values go up if they are not yet), and the first SpMV after the
+ * compile ended moves to the chosen kernel. The staged CSR and the chosen format live side by side
+ * meanwhile, so this start is taken only where both fit the memory limit. */
+static int spx__plan_start_fits(const spx_plan *p) {
+  const spx_plan_candidate *c = &p->cand[p->chosen];
+  int64_t vb = (int64_t)SPX_DTYPE_SIZE(p->dtype);
+  int64_t csr = 4 * (p->dc.nrows + 1) + p->dc.nnz * (4 + vb), vec = vb * (p->nrows + p->ncols);
+  return p->limit <= 0 || c->bytes + csr + vec <= p->limit;
+}
+
+/* Starts SpMVs on cuSPARSE over the staged arrays when the built dmatrix has no kernel yet; 1 when
+ * it did. Any failure here only means no start (the first SpMV waits for the compile). */
+static int spx__plan_start(spx_plan *p, const spx_csr *a) {
+  spx_cusparse_device_csr w;
+  size_t n;
+  if (!p->tiered || !p->dm || spx__dmatrix_runnable(p->dm) || !p->dc.ci || !p->dc.rp32 ||
+      !spx__plan_has_cusparse(p) || !spx__plan_start_fits(p))
+    return 0;
+  if (spx__dcsr_values(&p->dc, a)) { spx_clear_error(); return 0; }
+  memset(&w, 0, sizeof w);
+  w.nrows = p->dc.nrows; w.ncols = p->dc.ncols; w.nnz = p->dc.nnz; w.dtype = p->dc.dtype;
+  w.row_ptr = p->dc.rp32; w.col_idx = p->dc.ci; w.val = p->dc.va;
+  if (spx_cusparse_plan_create_device_csr(p->ctx, &w, SPX_CUSPARSE_CSR_ALG1, NULL, &p->start)) {
+    spx_clear_error();
+    p->start = NULL;
+    return 0;
+  }
+  n = strlen(p->reason);
+  snprintf(p->reason + n, sizeof p->reason - n, "; its kernel compiles in the background: cuSPARSE runs until then");
+  return 1;
+}
+
+/* Ends the start once the dmatrix can run (wait: waits for its compile): SpMVs already queued on
+ * cuSPARSE finish before its buffer and the staged arrays go. */
+static spx_status spx__plan_start_end(spx_plan *p, int wait) {
+  spx_status s;
+  if (!p->start || (!wait && !spx__dmatrix_runnable(p->dm))) return SPX_OK;
+  if ((s = spx_dmatrix_wait(p->dm)) || (s = spx_context_synchronize(p->ctx))) return s;
+  spx_cusparse_plan_destroy(p->start);
+  p->start = NULL;
+  if (!p->start_keeps_dc) spx__plan_drop_dc(p);
+  return SPX_OK;
+}
+
 /* Converts a to the plan's choice and makes it runnable on the backend. */
 static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
+  spx_dmatrix_options dmo;
   spx_status s;
+  memset(&dmo, 0, sizeof dmo);
+  dmo.tiered = p->tiered;
+  /* where the plan has cuSPARSE on the staged arrays to start on, the generic CSR kernel (one
+   * thread a row) would be the slower stand-in */
+  if (p->tiered && p->format == SPX_FORMAT_CSR) dmo.tiered = 2;
   if (p->built) return SPX_OK;
   if (spx__plan_staged(p)) {
     /* first: it allocates va. A conversion reads the pattern while the values go up (it waits for
@@ -1261,47 +1322,62 @@ static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
       /* the staged arrays are a CSR already: spx's kernel wraps them (nothing converted or copied),
        * with the kernel the host rule would pick; they live as long as the plan */
       spx_dmatrix_options o = p->csr_opt;
+      o.tiered = dmo.tiered;
       if ((s = spx_dmatrix_wrap_csr(p->ctx, p->dc.nrows, p->dc.ncols, p->dc.nnz, p->dc.rp32, p->dc.ci, p->dc.va,
                                     p->dc.dtype, &o, &p->dm)))
         return s;
       spx__plan_ddiag(p);
+      p->start_keeps_dc = 1;
+      (void)spx__plan_start(p, a);
       p->built = 1;
       return SPX_OK;
     }
     /* converted from the staged arrays: no second upload (BSR with the profile's block size) */
-    s = spx__dmatrix_convert_device(p->ctx, a, p->format, &p->params, NULL, &p->dc, &p->dm);
+    s = spx__dmatrix_convert_device(p->ctx, a, p->format, &p->params, &dmo, &p->dc, &p->dm);
     spx__conv_mark(tr, "plan", "convert", &tm);
     if (!s && p->dm) {
       spx__plan_ddiag(p);
       spx__conv_mark(tr, "plan", "diagonal", &tm);
     }
-    spx__plan_drop_dc(p);
+    if (s || !p->dm || !spx__plan_start(p, a)) spx__plan_drop_dc(p);
     spx__conv_mark(tr, "plan", "free staged", &tm);
     if (s) return s;
     if (p->dm) { p->built = 1; return SPX_OK; }
   }
-  spx__plan_drop_dc(p); /* the rest converts from the host CSR */
+  /* The rest converts from the host CSR. The staged arrays stay only for a tiered build's start. */
+  if (!p->tiered || p->engine == SPX_PLAN_ENGINE_CUSPARSE || !spx__plan_start_fits(p)) spx__plan_drop_dc(p);
   if (p->engine == SPX_PLAN_ENGINE_CUSPARSE) {
     if ((s = spx_cusparse_plan_create(p->ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
   } else {
     /* On a GPU, SELL, SELL16, SDIA and BSR convert on the device (spx_dmatrix_convert); the
      * re-selection worker may have converted on its thread already. */
     if (p->backend == SPX_BACKEND_CUDA && !p->fmt) {
-      if ((s = spx_dmatrix_convert(p->ctx, a, p->format, &p->params, NULL, &p->dm))) return s;
-      p->built = 1;
-      return SPX_OK;
+      s = spx_dmatrix_convert(p->ctx, a, p->format, &p->params, &dmo, &p->dm);
+    } else {
+      if (!p->fmt && (s = spx_fmt_from_csr(a, p->format, &p->params, &p->fmt))) return s;
+      if (p->backend == SPX_BACKEND_CUDA) {
+        s = spx_dmatrix_create(p->ctx, p->fmt, &dmo, &p->dm);
+        spx_fmt_destroy(p->fmt);
+        p->fmt = NULL;
+      }
     }
-    if (!p->fmt && (s = spx_fmt_from_csr(a, p->format, &p->params, &p->fmt))) return s;
-    if (p->backend == SPX_BACKEND_CUDA) {
-      s = spx_dmatrix_create(p->ctx, p->fmt, NULL, &p->dm);
-      spx_fmt_destroy(p->fmt);
-      p->fmt = NULL;
-      if (s) return s;
-    }
+    if (s || !p->dm || !spx__plan_start(p, a)) spx__plan_drop_dc(p);
+    if (s) return s;
   }
   p->built = 1;
   return SPX_OK;
 }
+
+spx_status spx_plan_wait(spx_plan *p) {
+  if (!p) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_wait: NULL plan");
+  if (!p->built) return SPX_OK;
+  if (p->start) return spx__plan_start_end(p, 1);
+  return p->dm ? spx_dmatrix_wait(p->dm) : SPX_OK;
+}
+
+const spx_dmatrix *spx_plan_dmatrix(const spx_plan *p) { return p && p->built ? p->dm : NULL; }
+
+int spx_plan_compiling(const spx_plan *p) { return p && (p->start || spx_dmatrix_compiling(p->dm)); }
 
 spx_status spx_plan_build(spx_plan *p) {
   spx_status s;
@@ -1321,6 +1397,8 @@ spx_status spx_plan_spmv(spx_plan *p, double alpha, const void *x, double beta, 
   spx_status s;
   if (!p || !x || !y) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_spmv: NULL argument");
   if (!p->built && (s = spx_plan_build(p))) return s;
+  if (p->start && (s = spx__plan_start_end(p, 0))) return s;
+  if (p->start) return spx_cusparse_spmv(p->start, alpha, (spx_devptr)(uintptr_t)x, beta, (spx_devptr)(uintptr_t)y);
   if (p->cs) return spx_cusparse_spmv(p->cs, alpha, (spx_devptr)(uintptr_t)x, beta, (spx_devptr)(uintptr_t)y);
   if (p->dm) return spx_dmatrix_spmv(p->dm, alpha, (spx_devptr)(uintptr_t)x, beta, (spx_devptr)(uintptr_t)y);
   if (p->fmt) return spx_fmt_spmv(p->fmt, alpha, x, beta, y);
@@ -1357,7 +1435,7 @@ spx_status spx_plan_time(spx_plan *p, int reps, double *us) {
   int k, inner = 1, ns;
   spx_status s;
   if (!p || !us || reps < 1) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_time: NULL argument or reps < 1");
-  if (!p->built && (s = spx_plan_build(p))) return s;
+  if ((!p->built && (s = spx_plan_build(p))) || (s = spx_plan_wait(p))) return s;
   ns = reps < 64 ? reps : 64;
   vs = (int64_t)SPX_DTYPE_SIZE(p->dtype);
   if (p->backend == SPX_BACKEND_CUDA) {
@@ -1931,6 +2009,7 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   p->strategy = o->strategy;
   p->calls = o->expected_calls;
   p->margin = o->convert_margin;
+  p->tiered = !o->no_tiered_jit && p->backend == SPX_BACKEND_CUDA;
   p->dtype = o->dtype == -1 ? a0->dtype : (spx_dtype)o->dtype;
   p->nrows = a0->nrows; p->ncols = a0->ncols;
   spx_format_params_default(&p->params);
@@ -1947,6 +2026,7 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
     if (spx_context_device_info(p->ctx, &info) == SPX_OK && info.free_mem > 0) limit = info.free_mem;
     spx_clear_error();
   }
+  p->limit = limit;
   SPX__PLAN_TRACE("memory");
   {
     int staged = 0;

@@ -901,8 +901,9 @@ static spx_status spx__solve(int method, spx_plan *A, const void *b, void *x, co
   s.rep->analysis_ms = spx_plan_select_ms(A);
   build0 = spx_plan_build_ms(A);
   s.jacobi = method == SPX__SOLVE_PCG_JACOBI;
-  /* the GPU inverts the plan's diagonal itself (spx__g_setup) */
-  if (!(st = spx_plan_build(A)) && (!s.jacobi || s.cuda || !(st = spx__solve_diag(&s, fns[method])))) {
+  /* the GPU inverts the plan's diagonal itself (spx__g_setup); a kernel still compiling in the
+   * background is waited for: a stand-in that rounds otherwise would make x depend on timing */
+  if (!(st = spx_plan_build(A)) && !(st = spx_plan_wait(A)) && (!s.jacobi || s.cuda || !(st = spx__solve_diag(&s, fns[method])))) {
     double tm = t0;
     spx__conv_mark(spx__plan_tracing(), "solve", "build, diag", &tm);
     s.rep->build_ms = spx_plan_build_ms(A);
