@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU batch behind bench/results: run from the repository root on the device machine after
 # `gn gen out && ninja -C out`. Each part writes its files into DEST and prints a short summary.
-# Usage: bench/device.sh DEST PART...   PART: tests | select | shared | replicated | solve | solve-defer | upload | bench | stencil-ab |
+# Usage: bench/device.sh DEST PART...   PART: tests | select | shared | replicated | tiered | buckets | solve | solve-defer | upload | bench | stencil-ab |
 #                                       memcheck | trace | fig11 | stencil-trace | stencil-2800 | tb-pf
 # select runs the large-set eval twice in one cache directory and keeps both: the first pays every
 # NVRTC compile (cold cache), the second reads the kernels from the disk cache, as a program does
@@ -30,6 +30,28 @@ for part in "$@"; do
         > "$dest/select-$part-$half.txt" 2>&1
       sed -n '/^summary/,/^  model/p' "$dest/select-$part-$half.txt"
     done ;;
+  tiered)
+    # the tiered JIT: auto end to end for real (plan + SpMVs, synchronized) against cuSPARSE CSR,
+    # with warm JIT caches and with auto's kernels (specialized and generic) removed from them
+    # first; the shared validation half and the large set
+    $spx select --eval --set shared --half validation --strategies model --no-solve --cold \
+      --json-file "$dest/select-cold-shared-validation.json" > "$dest/select-cold-shared-validation.txt" 2>&1
+    $spx select --eval --set large --strategies model --no-solve --cold \
+      --json-file "$dest/select-cold-large.json" > "$dest/select-cold-large.txt" 2>&1
+    grep -A3 "^end to end for real" "$dest/select-cold-shared-validation.txt" "$dest/select-cold-large.txt" ;;
+  buckets)
+    # the shape buckets' cost: the unrolled formats with bucketed and with exact shape constants,
+    # interleaved (bucketed, exact, bucketed, exact) so that clock drift hits both
+    for run in 1 2; do
+      for mode in bucketed exact; do
+        flag=""; [ $mode = exact ] && flag="--exact-shape"
+        # shellcheck disable=SC2086
+        $spx bench poisson27:100 rep:cage10:4000000 rep:bcsstk16:4000000 \
+          --formats ell,hyb,jds,sell,sdia --reps 15 $flag \
+          --json "$dest/buckets-$mode-$run.json" > "$dest/buckets-$mode-$run.txt" 2>&1
+      done
+    done
+    tail -2 "$dest"/buckets-*-1.txt ;;
   solve|solve-defer)
     # solve-defer: the same with `spx solve --defer` (spx's plan starts on the CSR as it is and
     # converts when the residual says it pays), into solve-large-defer.txt

@@ -7,7 +7,9 @@
  * the same SpMVs; each setup the median of SEL_SETUP_REPS creations, on both sides; for model and
  * auto, SEL_PAIR_REPS creations each right after a cuSPARSE one, compared with those). Unless
  * --no-solve, also the real thing: BiCGSTAB for 100 and 500 iterations on auto's plan and on
- * cuSPARSE CSR, plan creation included (papers/001 Figures 10-11). Summary:
+ * cuSPARSE CSR, plan creation included (papers/001 Figures 10-11). With --cold, also plan creation +
+ * the SpMVs for real, auto with warm JIT caches and with its kernels removed from them first (the
+ * tiered JIT's case), against cuSPARSE CSR. Summary:
  * share within 5 % of the oracle, geometric-mean slowdown,
  * worst case; --json F and --svg F write the rows and a slowdown plot. */
 #include <math.h>
@@ -20,6 +22,8 @@ static const int sel_iters[2] = {100, 500};
 
 /* --no-solve: the SpMV proxy alone, without the BiCGSTAB runs. */
 static int sel_solve = 1;
+/* --cold: also end to end for real with the JIT caches cold for auto's kernels (sel_real_row). */
+static int sel_cold = 0;
 
 /* Strategies the eval runs (--strategies); the trial always runs: it is the oracle. */
 static int sel_want[SPX_PLAN_STRATEGY_COUNT] = {1, 1, 1, 1, 1};
@@ -45,6 +49,11 @@ typedef struct sel_row {
    * (the faster of two runs each, alternating); iterations done (fewer on a breakdown) */
   double bicg_ms[2][2];
   int64_t bicg_it[2][2];
+  /* --cold: plan creation + 2 x iterations real SpMVs, synchronized, ms (the faster of two runs):
+   * [0] cuSPARSE CSR, [1] auto with warm JIT caches, [2] auto with its kernels (specialized and
+   * generic) removed from the caches first; cold_standin: the cold plan started on a stand-in */
+  double real_ms[3][2];
+  int cold_standin[2];
   int ncand;                                 /* candidates the oracle's trial timed */
   char cand[SPX_FORMAT_MAX + 1][24];
   double cand_pred_us[SPX_FORMAT_MAX + 1], cand_meas_us[SPX_FORMAT_MAX + 1];
@@ -205,6 +214,61 @@ static spx_status sel_bicgstab_row(spx_context *ctx, const spx_csr *a, sel_row *
   return s;
 }
 
+/* calls SpMVs on p (or on cp when p is NULL) into y, then a synchronize. */
+static spx_status sel_spmvs(spx_context *ctx, spx_plan *p, spx_cusparse_plan *cp, int64_t calls, spx_devptr x,
+                            spx_devptr y) {
+  int64_t k;
+  spx_status s = SPX_OK;
+  for (k = 0; k < calls && !s; k++)
+    s = p ? spx_plan_spmv(p, 1.0, (const void *)(uintptr_t)x, 0.0, (void *)(uintptr_t)y)
+          : spx_cusparse_spmv(cp, 1.0, x, 0.0, y);
+  return s ? s : spx_context_synchronize(ctx);
+}
+
+/* --cold: end to end for real, plan creation through the last of 2 x iterations SpMVs: cuSPARSE
+ * CSR, auto with warm JIT caches, and auto on a shape the machine has not run (its kernels,
+ * specialized and generic, removed from the memory and disk caches first: what the tiered JIT
+ * hides). The faster of two runs each; between runs the cold plan's compile is waited for, outside
+ * the timed window, so every run starts from the same caches. */
+static spx_status sel_real_row(spx_context *ctx, const spx_csr *a, sel_row *r) {
+  const size_t vb = SPX_DTYPE_SIZE(a->dtype);
+  spx_devptr x = 0, y = 0;
+  spx_status s;
+  int it, rep, side;
+  if ((s = spx_device_alloc(ctx, (size_t)a->ncols * vb + vb, &x)) || (s = spx_device_alloc(ctx, (size_t)a->nrows * vb + vb, &y)) ||
+      (s = spx_device_memset(ctx, x, 0x3f, (size_t)a->ncols * vb)))
+    goto done;
+  for (it = 0; it < 2 && !s; it++)
+    for (rep = 0; rep < 2 && !s; rep++)
+      for (side = 0; side < 3 && !s; side++) {
+        const int64_t calls = 2 * (int64_t)sel_iters[it];
+        spx_plan_options o;
+        spx_plan *p = NULL;
+        spx_cusparse_plan *cp = NULL;
+        double t0, ms;
+        spx_plan_options_default(&o);
+        o.expected_calls = calls;
+        o.eager = 1;
+        o.no_diagonal = 1;
+        t0 = spx_cli_now();
+        if (side == 0) s = spx_cusparse_plan_create(ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &cp);
+        else s = spx_plan_create(ctx, a, &o, &p);
+        if (!s && side == 2 && rep == 0) r->cold_standin[it] = spx_plan_compiling(p);
+        if (!s) s = sel_spmvs(ctx, p, cp, calls, x, y);
+        ms = 1e3 * (spx_cli_now() - t0);
+        if (!s && (rep == 0 || ms < r->real_ms[side][it])) r->real_ms[side][it] = ms;
+        if (!s && p) s = spx_plan_wait(p); /* the cold plan's compile, done before the next run */
+        if (!s && side == 1 && spx_plan_dmatrix(p)) /* the next run (side 2) finds the kernels gone */
+          s = spx_dmatrix_forget_kernels(spx_plan_dmatrix(p), SPX_KERNELS_SPECIALIZED | SPX_KERNELS_GENERIC);
+        spx_plan_destroy(p);
+        spx_cusparse_plan_destroy(cp);
+      }
+done:
+  spx_device_free(ctx, x);
+  spx_device_free(ctx, y);
+  return s;
+}
+
 /* One matrix of the eval. The oracle is a full trial (every candidate converted and timed); its
  * plan is also the trial strategy's (a trial does not depend on expected_calls), timed again like
  * every other plan. kubota and mps do not depend on expected_calls either: one plan serves both
@@ -285,6 +349,7 @@ static spx_status sel_eval_matrix(spx_context *ctx, const char *spec, sel_row *r
   }
   /* the solvers need a square matrix: the others keep their SpMV rows without the solve */
   if (sel_solve && a->dtype == SPX_DOUBLE && a->nrows == a->ncols && (s = sel_bicgstab_row(ctx, a, r))) goto done;
+  if (sel_cold && (s = sel_real_row(ctx, a, r))) goto done;
   for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
     r->slowdown[st] = sel_want[st] ? r->us[st] / r->oracle_us : 0;
     for (k = 0; k < r->ncand && sel_want[st]; k++)
@@ -356,6 +421,11 @@ static void sel_write_json(const char *file, const sel_row *rows, int nr) {
                "\"auto_done\": [%lld, %lld], \"cusparse_done\": [%lld, %lld]}",
             sel_iters[0], sel_iters[1], r->bicg_ms[0][0], r->bicg_ms[0][1], r->bicg_ms[1][0], r->bicg_ms[1][1],
             (long long)r->bicg_it[0][0], (long long)r->bicg_it[0][1], (long long)r->bicg_it[1][0], (long long)r->bicg_it[1][1]);
+    if (sel_cold)
+      fprintf(f, ", \"real_e2e_ms\": {\"calls\": [%d, %d], \"cusparse\": [%.6g, %.6g], \"auto_warm\": [%.6g, %.6g], "
+                 "\"auto_cold\": [%.6g, %.6g], \"cold_started_on_standin\": [%d, %d]}",
+              2 * sel_iters[0], 2 * sel_iters[1], r->real_ms[0][0], r->real_ms[0][1], r->real_ms[1][0], r->real_ms[1][1],
+              r->real_ms[2][0], r->real_ms[2][1], r->cold_standin[0], r->cold_standin[1]);
     fprintf(f, ", \"candidates\": [");
     for (k = 0; k < r->ncand; k++)
       fprintf(f, "%s{\"format\": \"%s\", \"predicted_us\": %.6g, \"measured_us\": %.6g}", k ? ", " : "", r->cand[k],
@@ -480,6 +550,29 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
     }
     printf("\n");
   }
+  if (sel_cold && nr) { /* real end to end: cuSPARSE's wall time / auto's, warm and cold JIT caches */
+    int it, side;
+    printf("end to end for real (plan + SpMVs, synchronized), cuSPARSE CSR time / auto's:");
+    for (side = 1; side <= 2; side++)
+      for (it = 0; it < 2; it++) {
+        double lg = 0, mn = 1e30;
+        int m = 0, standin = 0, below = 0;
+        for (i = 0; i < nr; i++) {
+          double q;
+          if (!(rows[i].real_ms[0][it] > 0) || !(rows[i].real_ms[side][it] > 0)) continue;
+          q = rows[i].real_ms[0][it] / rows[i].real_ms[side][it];
+          lg += log(q);
+          if (q < mn) mn = q;
+          below += q < 0.95;
+          standin += rows[i].cold_standin[it];
+          m++;
+        }
+        printf("%s%s JIT @%d: geomean %.3fx, min %.3fx, %d of %d below 0.95x", it ? "; " : "\n  ", side == 1 ? "warm" : "cold",
+               sel_iters[it], m ? exp(lg / m) : 0, m ? mn : 0, below, m);
+        if (side == 2) printf(" (%d started on a stand-in)", standin);
+      }
+    printf("\n");
+  }
   /* The choice's own cost (model: analysis + model) and auto's (the same, plus a trial where it pays
    * at 10^6 calls), in SpMVs of the oracle's time, on the large matrices */
   for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
@@ -545,6 +638,7 @@ int spx_cli_select(int argc, char **argv) {
     if (!strcmp(argv[i], "--eval")) eval = 1;
     else if (!strcmp(argv[i], "--list")) list = 1;
     else if (!strcmp(argv[i], "--no-solve")) sel_solve = 0;
+    else if (!strcmp(argv[i], "--cold")) sel_cold = 1;
     else if ((v = spx_cli_opt(argc, argv, &i, "--strategy"))) {
       if (spx_plan_strategy_parse(v, &only)) { free(files); return spx_cli_usage("select", "%s", spx_last_error()); }
       has_strategy = 1;
