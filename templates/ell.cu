@@ -2,12 +2,12 @@
  *
  * MAPPING  one thread per row; thread i reads slot j of its row at i + j*nrows, so a warp reads
  *          32 consecutive slots per j (coalesced). ELL runs all K slots with no branch (padding
- *          multiplies x at a valid column by -0.0); with SPX_K defined the loop is fully unrolled.
+ *          multiplies x at a valid column by -0.0); with SPX_K (a bucket >= K) it is fully unrolled.
  *          ELL-R stops at the row's length rl[i] (fewer reads on ragged rows, one more array).
  * BYTES    per slot: 4 (col) + sizeof(T) (val) + x gathered (cached); per row: y read (beta != 0)
  *          and written; ELL-R adds 4 per row (rl).
  *
- * CONSTANTS  SPX_VALUE_T (double|float), SPX_K (row width; absent: read k at run time),
+ * CONSTANTS  SPX_VALUE_T (double|float), SPX_K (a bucket of the row width, >= k; absent: k's loop),
  *            SPX_SLOT_T (int, or long long when nrows*K >= 2^31), SPX_BLOCK (launch bound).
  * ARGUMENTS  the descriptor's scalars and arrays in order, then alpha, beta, x, y. */
 #ifndef SPX_VALUE_T
@@ -35,14 +35,20 @@ spx_ell_spmv(long long nrows, long long ncols, long long nnz, int k, const int *
   (void)ncols; (void)nnz; (void)k;
   if (i >= nrows) return;
 #ifdef SPX_K
+  /* SPX_K is a bucket >= k: slots past k read slot k-1 again (an L1 hit) and add -0.0, so every
+   * load stays unconditional and in flight at once (a guard that skips them serializes them) */
 #pragma unroll
   for (int j = 0; j < SPX_K; j++) {
+    const SPX_SLOT_T s = i + (SPX_SLOT_T)(j < k ? j : k - 1) * (SPX_SLOT_T)nrows;
+    const spx_value_t t = SPX_LDS(val + s) * __ldg(x + SPX_LDS(col + s));
+    sum += j < k ? t : (spx_value_t)-0.0;
+  }
 #else
   for (int j = 0; j < k; j++) {
-#endif
     const SPX_SLOT_T s = i + (SPX_SLOT_T)j * (SPX_SLOT_T)nrows;
     sum += SPX_LDS(val + s) * __ldg(x + SPX_LDS(col + s));
   }
+#endif
   SPX_STORE(y, i, sum, alpha, beta);
 }
 

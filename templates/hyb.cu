@@ -12,7 +12,7 @@
  *          when beta != 0). COO part, per entry: 4 (row) + 4 (col) + sizeof(T) (val) + x gathered,
  *          and one y read-modify-write per row run per warp.
  *
- * CONSTANTS  SPX_VALUE_T, SPX_K (ELL width; absent: k read at run time), SPX_SLOT_T (int, or
+ * CONSTANTS  SPX_VALUE_T, SPX_K (a bucket of the ELL width, >= k; absent: k's loop), SPX_SLOT_T (int, or
  *            long long when nrows*K >= 2^31), SPX_BLOCK (launch bound).
  * ARGUMENTS  nrows, ncols, nnz, k, ncoo, ell_col, ell_val, coo_row, coo_col, coo_val, alpha, beta,
  *            x, y. */
@@ -39,14 +39,19 @@ spx_hyb_ell(long long nrows, long long ncols, long long nnz, int k, long long nc
   (void)ncols; (void)nnz; (void)k; (void)ncoo; (void)coo_row; (void)coo_col; (void)coo_val;
   if (i >= nrows) return;
 #ifdef SPX_K
+  /* SPX_K is a bucket >= k: slots past k read slot k-1 again and add -0.0 (as ell.cu) */
 #pragma unroll
   for (int j = 0; j < SPX_K; j++) {
+    const SPX_SLOT_T s = i + (SPX_SLOT_T)(j < k ? j : k - 1) * (SPX_SLOT_T)nrows;
+    const spx_value_t t = SPX_LDS(ell_val + s) * __ldg(x + SPX_LDS(ell_col + s));
+    sum += j < k ? t : (spx_value_t)-0.0;
+  }
 #else
   for (int j = 0; j < k; j++) {
-#endif
     const SPX_SLOT_T s = i + (SPX_SLOT_T)j * (SPX_SLOT_T)nrows;
     sum += SPX_LDS(ell_val + s) * __ldg(x + SPX_LDS(ell_col + s));
   }
+#endif
   y[i] = beta == 0.0 ? (spx_value_t)(alpha * sum) : (spx_value_t)(alpha * sum + beta * y[i]);
 }
 

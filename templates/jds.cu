@@ -12,8 +12,8 @@
  * BYTES    per nonzero: 4 (col) + sizeof(T) (val) + x gathered (cached); per row: 4 (perm), y
  *          written (read too when beta != 0) at perm[p]; per diagonal: 4 (jd_ptr, broadcast).
  *
- * CONSTANTS  SPX_VALUE_T (double|float), SPX_NJD (the number of jagged diagonals = the longest
- *            row; absent: njd read at run time), SPX_BLOCK (launch bound).
+ * CONSTANTS  SPX_VALUE_T (double|float), SPX_NJD (a bucket >= the number of jagged diagonals =
+ *            the longest row; absent: njd read at run time), SPX_BLOCK (launch bound).
  * ARGUMENTS  nrows, ncols, nnz, njd, perm, jd_ptr, col, val, alpha, beta, x, y.
  *            (jd_ptr is 32-bit, so every slot index fits in int.) */
 #ifndef SPX_VALUE_T
@@ -37,7 +37,8 @@ spx_jds_spmv(long long nrows, long long ncols, long long nnz, int njd, const int
   const int q = (int)p;
 #ifdef SPX_NJD
 #pragma unroll
-  for (int d = 0; d < SPX_NJD; d++) {
+  for (int d = 0; d < SPX_NJD; d++) { /* SPX_NJD: a bucket >= njd */
+    if (d >= njd) break;
     const int b = __ldg(jd_ptr + d), e = __ldg(jd_ptr + d + 1);
     if (q >= e - b) break; /* diagonals only get shorter */
     sum += SPX_LDS(val + b + q) * __ldg(x + SPX_LDS(col + b + q));

@@ -24,7 +24,7 @@
  *
  * CONSTANTS  SPX_VALUE_T, SPX_RUN (the common block length, unrolled; absent: every block loops),
  *            SPX_RUN_ALL (defined: every block has SPX_RUN columns; RBP-CSR then skips the scan),
- *            SPX_KC (Kc, the pair-column width of RBP-ELL(-R); absent: kc read at run time),
+ *            SPX_KC (a bucket >= Kc, the pair-column width of RBP-ELL(-R); absent: kc read at run time),
  *            SPX_TPR (RBP-CSR lanes per row, a power of two <= 32; default 1),
  *            SPX_SLOT_T (int, or long long when nrows * max(kv, kc) >= 2^31), SPX_BLOCK.
  * ARGUMENTS  RBP-CSR: nrows, ncols, nnz, nblocks, nval, nnon, comp_val, comp_col, val_ptr, col_ptr,

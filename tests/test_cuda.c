@@ -134,6 +134,57 @@ static int has_define(const spx_kernel_launch *l, const char *d) {
   return 0;
 }
 
+/* n rows of exactly w entries each (a band that wraps around): ELL's K and JDS's diagonals are w. */
+static spx_csr *rows_of_width(int64_t n, int w) {
+  int32_t *r = malloc(sizeof(int32_t) * (size_t)(n * w)), *c = malloc(sizeof(int32_t) * (size_t)(n * w));
+  spx_csr *a = NULL;
+  int64_t i, k = 0;
+  int j;
+  assert_true(r && c);
+  for (i = 0; i < n; i++)
+    for (j = 0; j < w; j++) { r[k] = (int32_t)i; c[k++] = (int32_t)((i + 3 * j) % n); }
+  assert_int_equal(spx_csr_from_coo(n, n, k, r, c, NULL, SPX_DOUBLE, &a), SPX_OK);
+  free(r); free(c);
+  return a;
+}
+
+/* The shape constants go to buckets: every value up to 8, then four per doubling; nearby widths
+ * share one kernel (the same define list, so the same JIT key), exact_shape keeps the value. */
+static void test_shape_buckets(void **state) {
+  static const int width[] = {1, 7, 8, 9, 10, 11, 17, 20, 33, 37, 40, 41, 48, 60, 64};
+  static const int want[] = {1, 7, 8, 10, 10, 12, 20, 20, 40, 40, 40, 48, 48, 64, 64};
+  static const spx_format fmts[] = {SPX_FORMAT_ELL, SPX_FORMAT_JDS}; /* HYB's K is its own rule's */
+  static const char *const cname[] = {"SPX_K", "SPX_NJD"};
+  spx_dmatrix_options exact;
+  size_t i, f;
+  (void)state;
+  memset(&exact, 0, sizeof exact);
+  exact.exact_shape = 1;
+  for (i = 0; i < sizeof width / sizeof *width; i++) {
+    spx_csr *a = rows_of_width(600, width[i]);
+    for (f = 0; f < sizeof fmts / sizeof *fmts; f++) {
+      char d[48];
+      spx_kernel_plan p = plan_of(a, fmts[f], NULL), q = plan_of(a, fmts[f], &exact);
+      snprintf(d, sizeof d, "%s=%d", cname[f], want[i]);
+      if (!has_define(&p.launch[0], d)) fail_msg("%s width %d: %s missing", spx_format_name(fmts[f]), width[i], d);
+      snprintf(d, sizeof d, "%s=%d", cname[f], width[i]);
+      if (!has_define(&q.launch[0], d)) fail_msg("%s width %d exact: %s missing", spx_format_name(fmts[f]), width[i], d);
+    }
+    spx_csr_destroy(a);
+  }
+  { /* 37 and 40 wide: one kernel */
+    spx_csr *a = rows_of_width(600, 37), *b = rows_of_width(600, 40);
+    for (f = 0; f < sizeof fmts / sizeof *fmts; f++) {
+      spx_kernel_plan p = plan_of(a, fmts[f], NULL), q = plan_of(b, fmts[f], NULL);
+      int k;
+      assert_int_equal(p.launch[0].ndefines, q.launch[0].ndefines);
+      for (k = 0; k < p.launch[0].ndefines; k++) assert_string_equal(p.launch[0].defines[k], q.launch[0].defines[k]);
+    }
+    spx_csr_destroy(a);
+    spx_csr_destroy(b);
+  }
+}
+
 /* The kernel choices, decided on the host, so CI (no GPU) checks them: every format plans kernels
  * its templates define; ELL specializes K; CSR picks threads per row from the row lengths, one
  * wide vector launch for small matrices with a few long rows, merge path for large skewed ones. */
@@ -524,7 +575,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_host_refuses),
       cmocka_unit_test(test_every_format_has_a_kernel),
-      cmocka_unit_test(test_kernel_plans),
+      cmocka_unit_test(test_kernel_plans), cmocka_unit_test(test_shape_buckets),
       cmocka_unit_test(test_generated),
       cmocka_unit_test(test_variants),
       cmocka_unit_test(test_shared_matrices),

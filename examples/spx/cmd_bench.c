@@ -24,7 +24,7 @@ typedef struct bench_row {
 typedef struct bench_state {
   spx_context *ctx;
   double copy_gbs, launch_us; /* measured in this run */
-  int reps, plain_loads;
+  int reps, plain_loads, exact_shape;
   spx_dtype dtypes[2];
   int ndtypes;
   int formats[SPX_FORMAT_MAX], nformats;
@@ -161,6 +161,7 @@ static spx_status bench_matrix(bench_state *st, const spx_csr *a64, const char *
       o.load_balance = variant == 4;
       o.stream = variant == 7;
       o.plain_loads = st->plain_loads;
+      o.exact_shape = st->exact_shape;
       s = spx_dmatrix_create(st->ctx, m, &o, &d);
       if (s == SPX_DEVICE_OUT_OF_MEMORY) { s = SPX_OK; break; }
       if (s) break;
@@ -350,6 +351,7 @@ int spx_cli_bench(int argc, char **argv) {
     else if ((v = spx_cli_opt(argc, argv, &i, "--csv"))) st.csv = v;
     else if ((v = spx_cli_opt(argc, argv, &i, "--svg"))) st.svg = v;
     else if (!strcmp(argv[i], "--plain-loads")) st.plain_loads = 1; /* A/B of the cache-streaming loads */
+    else if (!strcmp(argv[i], "--exact-shape")) st.exact_shape = 1; /* A/B of the shape buckets */
     else if ((v = spx_cli_opt(argc, argv, &i, "--reps"))) { st.reps = atoi(v); if (st.reps < 3) st.reps = 3; }
     else if ((v = spx_cli_opt(argc, argv, &i, "--dtype"))) {
       if (!strcmp(v, "float")) st.dtypes[0] = SPX_FLOAT;

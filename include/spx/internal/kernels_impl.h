@@ -4,6 +4,18 @@
 #include "common.h"
 #include "../cuda.h"
 
+/* A shape constant as the kernels are specialized for it: rounded up to a bucket, so that nearby
+ * matrices share one compiled kernel (the templates take it as a bound of the run-time width).
+ * Up to 8 every value is its own bucket; above, four buckets per doubling (9-10, 11-12, ..., 33-40,
+ * 41-48, ...): an unrolled loop runs at most a quarter more steps than the width, each a load the
+ * L1 serves and an add of nothing. options.exact_shape: no bucket (for comparison). */
+static int64_t spx__shape_bucket(int64_t v, const spx_dmatrix_options *o) {
+  int64_t step = 1;
+  if (v <= 8 || o->exact_shape) return v;
+  while (step * 8 < v) step *= 2; /* 2^(floor(log2(v-1)) - 2) */
+  return (v + step - 1) / step * step;
+}
+
 /* "ell K=27 unrolled, 256 threads" and the like. */
 #define SPX__KSUM(plan, ...) snprintf((plan)->summary, sizeof (plan)->summary, __VA_ARGS__)
 
@@ -20,7 +32,7 @@ static spx_status spx__ks_ell(const spx_fmt *m, const spx_dmatrix_options *o, co
   p->nlaunch = 1;
   spx__klaunch(l, "ell", "spx_ell_spmv", m->nrows, b, b);
   if (e->k <= SPX__UNROLL_MAX) {
-    spx__kdef(l, "SPX_K=%d", (int)e->k);
+    spx__kdef(l, "SPX_K=%d", (int)spx__shape_bucket(e->k, o));
     l->nshape = 1;
   }
   spx__kdef(l, "SPX_BLOCK=%u", b);
@@ -249,7 +261,7 @@ static spx_status spx__ks_sellx(const spx_fmt *m, const spx_dmatrix_options *o, 
   p->nlaunch = 1;
   spx__klaunch(l, "sell", kernel, m->nrows, b, b);
   spx__kdef(l, "SPX_C=%d", (int)c);
-  if (wmax <= SPX__SELL_UNROLL_MAX) spx__kdef(l, "SPX_WMAX=%d", (int)wmax);
+  if (wmax <= SPX__SELL_UNROLL_MAX) spx__kdef(l, "SPX_WMAX=%d", (int)SPX__MIN(spx__shape_bucket(wmax, o), SPX__SELL_UNROLL_MAX));
   l->nshape = l->ndefines;
   spx__kdef(l, "SPX_BLOCK=%u", b);
   SPX__KSUM(p, "%s: %s C=%d sigma=%d, widest slice %d%s, %u threads/block", name, kernel, (int)c, (int)sigma,
@@ -283,7 +295,7 @@ static spx_status spx__ks_sdia(const spx_fmt *m, const spx_dmatrix_options *o, c
   p->nlaunch = 1;
   spx__klaunch(l, "sdia", "spx_sdia_spmv", m->nrows, b, b);
   spx__kdef(l, "SPX_C=%d", (int)e->c);
-  if (wmax <= SPX__SELL_UNROLL_MAX) spx__kdef(l, "SPX_WMAX=%d", (int)wmax);
+  if (wmax <= SPX__SELL_UNROLL_MAX) spx__kdef(l, "SPX_WMAX=%d", (int)SPX__MIN(spx__shape_bucket(wmax, o), SPX__SELL_UNROLL_MAX));
   l->nshape = l->ndefines;
   spx__kdef(l, "SPX_BLOCK=%u", b);
   if (e->ndiags * (int64_t)e->c >= INT32_MAX || m->nrows + m->ncols >= INT32_MAX) spx__kdef(l, "SPX_SLOT_T=long long");
@@ -316,7 +328,7 @@ static spx_status spx__ks_jds(const spx_fmt *m, const spx_dmatrix_options *o, co
   p->nlaunch = 1;
   spx__klaunch(l, "jds", "spx_jds_spmv", m->nrows, b, b);
   if (unroll) {
-    spx__kdef(l, "SPX_NJD=%d", (int)e->njd);
+    spx__kdef(l, "SPX_NJD=%d", (int)spx__shape_bucket(e->njd, o));
     l->nshape = 1;
   }
   spx__kdef(l, "SPX_BLOCK=%u", b);
@@ -336,7 +348,7 @@ static spx_status spx__ks_hyb(const spx_fmt *m, const spx_dmatrix_options *o, co
   p->nlaunch = 1;
   spx__klaunch(l, "hyb", "spx_hyb_ell", m->nrows, b, b);
   if (unroll) {
-    spx__kdef(l, "SPX_K=%d", (int)e->k);
+    spx__kdef(l, "SPX_K=%d", (int)spx__shape_bucket(e->k, o));
     l->nshape = 1;
   }
   spx__kdef(l, "SPX_BLOCK=%u", b);
@@ -473,7 +485,7 @@ static spx_status spx__ks_rbpe(const spx_fmt *m, const spx_dmatrix_options *o, s
   run = spx__rbp_run(&h, &all);
   p->nlaunch = 1;
   spx__klaunch(l, "rbp", kernel, n, b, b);
-  if (unroll) spx__kdef(l, "SPX_KC=%d", (int)kc);
+  if (unroll) spx__kdef(l, "SPX_KC=%d", (int)spx__shape_bucket(kc, o)); /* pairs: even, as kc is */
   if (run) spx__kdef(l, "SPX_RUN=%d", run);
   l->nshape = l->ndefines;
   spx__kdef(l, "SPX_BLOCK=%u", b);

@@ -1182,17 +1182,17 @@ static const char *const spx__template_csr_lb[] = {
 
 /* templates/ell.cu */
 static const char *const spx__template_ell[] = {
-    /* chunk 0: bytes 0..3503 */
+    /* chunk 0: bytes 0..3913 */
     ("/* ell.cu: SpMV on ELL and ELL-R (column-major n x K slots, padding -0.0 with a valid column).\n"
     " *\n"
     " * MAPPING  one thread per row; thread i reads slot j of its row at i + j*nrows, so a warp reads\n"
     " *          32 consecutive slots per j (coalesced). ELL runs all K slots with no branch (padding\n"
-    " *          multiplies x at a valid column by -0.0); with SPX_K defined the loop is fully unrolled.\n"
+    " *          multiplies x at a valid column by -0.0); with SPX_K (a bucket >= K) it is fully unrolled.\n"
     " *          ELL-R stops at the row's length rl[i] (fewer reads on ragged rows, one more array).\n"
     " * BYTES    per slot: 4 (col) + sizeof(T) (val) + x gathered (cached); per row: y read (beta != 0)\n"
     " *          and written; ELL-R adds 4 per row (rl).\n"
     " *\n"
-    " * CONSTANTS  SPX_VALUE_T (double|float), SPX_K (row width; absent: read k at run time),\n"
+    " * CONSTANTS  SPX_VALUE_T (double|float), SPX_K (a bucket of the row width, >= k; absent: k's loop),\n"
     " *            SPX_SLOT_T (int, or long long when nrows*K >= 2^31), SPX_BLOCK (launch bound).\n"
     " * ARGUMENTS  the descriptor's scalars and arrays in order, then alpha, beta, x, y. */\n"
     "#ifndef SPX_VALUE_T\n"
@@ -1233,14 +1233,20 @@ static const char *const spx__template_ell[] = {
     "  (void)ncols; (void)nnz; (void)k;\n"
     "  if (i >= nrows) return;\n"
     "#ifdef SPX_K\n"
+    "  /* SPX_K is a bucket >= k: slots past k read slot k-1 again (an L1 hit) and add -0.0, so every\n"
+    "   * load stays unconditional and in flight at once (a guard that skips them serializes them) */\n"
     "#pragma unroll\n"
     "  for (int j = 0; j < SPX_K; j++) {\n"
+    "    const SPX_SLOT_T s = i + (SPX_SLOT_T)(j < k ? j : k - 1) * (SPX_SLOT_T)nrows;\n"
+    "    const spx_value_t t = SPX_LDS(val + s) * __ldg(x + SPX_LDS(col + s));\n"
+    "    sum += j < k ? t : (spx_value_t)-0.0;\n"
+    "  }\n"
     "#else\n"
     "  for (int j = 0; j < k; j++) {\n"
-    "#endif\n"
     "    const SPX_SLOT_T s = i + (SPX_SLOT_T)j * (SPX_SLOT_T)nrows;\n"
     "    sum += SPX_LDS(val + s) * __ldg(x + SPX_LDS(col + s));\n"
     "  }\n"
+    "#endif\n"
     "  SPX_STORE(y, i, sum, alpha, beta);\n"
     "}\n"
     "\n"
@@ -1264,7 +1270,7 @@ static const char *const spx__template_ell[] = {
 
 /* templates/hyb.cu */
 static const char *const spx__template_hyb[] = {
-    /* chunk 0: bytes 0..3920 */
+    /* chunk 0: bytes 0..3975 */
     ("/* hyb.cu: SpMV on HYB (Bell and Garland): an ELL part of width K (column-major, padding -0.0 with\n"
     " * a valid column) plus a row-sorted COO part with the entries past K. Two launches.\n"
     " *\n"
@@ -1279,7 +1285,7 @@ static const char *const spx__template_hyb[] = {
     " *          when beta != 0). COO part, per entry: 4 (row) + 4 (col) + sizeof(T) (val) + x gathered,\n"
     " *          and one y read-modify-write per row run per warp.\n"
     " *\n"
-    " * CONSTANTS  SPX_VALUE_T, SPX_K (ELL width; absent: k read at run time), SPX_SLOT_T (int, or\n"
+    " * CONSTANTS  SPX_VALUE_T, SPX_K (a bucket of the ELL width, >= k; absent: k's loop), SPX_SLOT_T (int, or\n"
     " *            long long when nrows*K >= 2^31), SPX_BLOCK (launch bound).\n"
     " * ARGUMENTS  nrows, ncols, nnz, k, ncoo, ell_col, ell_val, coo_row, coo_col, coo_val, alpha, beta,\n"
     " *            x, y. */\n"
@@ -1319,14 +1325,19 @@ static const char *const spx__template_hyb[] = {
     "  (void)ncols; (void)nnz; (void)k; (void)ncoo; (void)coo_row; (void)coo_col; (void)coo_val;\n"
     "  if (i >= nrows) return;\n"
     "#ifdef SPX_K\n"
+    "  /* SPX_K is a bucket >= k: slots past k read slot k-1 again and add -0.0 (as ell.cu) */\n"
     "#pragma unroll\n"
     "  for (int j = 0; j < SPX_K; j++) {\n"
+    "    const SPX_SLOT_T s = i + (SPX_SLOT_T)(j < k ? j : k - 1) * (SPX_SLOT_T)nrows;\n"
+    "    const spx_value_t t = SPX_LDS(ell_val + s) * __ldg(x + SPX_LDS(ell_col + s));\n"
+    "    sum += j < k ? t : (spx_value_t)-0.0;\n"
+    "  }\n"
     "#else\n"
     "  for (int j = 0; j < k; j++) {\n"
-    "#endif\n"
     "    const SPX_SLOT_T s = i + (SPX_SLOT_T)j * (SPX_SLOT_T)nrows;\n"
     "    sum += SPX_LDS(ell_val + s) * __ldg(x + SPX_LDS(ell_col + s));\n"
     "  }\n"
+    "#endif\n"
     "  y[i] = beta == 0.0 ? (spx_value_t)(alpha * sum) : (spx_value_t)(alpha * sum + beta * y[i]);\n"
     "}\n"
     "\n"
@@ -1334,14 +1345,14 @@ static const char *const spx__template_hyb[] = {
     "spx_hyb_coo(long long nrows, long long ncols, long long nnz, int k, long long ncoo,\n"
     "            const int *__restrict__ ell_col, const spx_value_t *__restrict__ ell_val,\n"
     "            const int *__restrict__ coo_row, const int *__restrict__ coo_col,\n"
-    "            const spx_value_t *__restrict__ coo_val, double alpha, double beta,\n"
-    "            const spx_value_t *__restrict__ x, spx_value_t *__restrict__ y) {\n"
+    "            const spx_value_t *__restrict__ coo_val, double alpha, double beta,\n"),
+    /* chunk 1: bytes 3975..4964 */
+    ("            const spx_value_t *__restrict__ x, spx_value_t *__restrict__ y) {\n"
     "  const long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
     "  const int lane = threadIdx.x & 31;\n"
     "  const bool live = q < ncoo;\n"
-    "  const int r = live ? coo_row[q] : -1;\n"),
-    /* chunk 1: bytes 3920..4652 */
-    ("  spx_value_t v = live ? SPX_LDS(coo_val + q) * __ldg(x + SPX_LDS(coo_col + q)) : (spx_value_t)0;\n"
+    "  const int r = live ? coo_row[q] : -1;\n"
+    "  spx_value_t v = live ? SPX_LDS(coo_val + q) * __ldg(x + SPX_LDS(coo_col + q)) : (spx_value_t)0;\n"
     "  (void)nrows; (void)ncols; (void)nnz; (void)k; (void)ell_col; (void)ell_val; (void)beta;\n"
     "  /* Inclusive segmented scan over the warp (rows sorted: equal rows are contiguous). Every lane\n"
     "   * takes part: the grid is a whole number of warps (blockDim is a multiple of 32). */\n"
@@ -1358,7 +1369,7 @@ static const char *const spx__template_hyb[] = {
 
 /* templates/jds.cu */
 static const char *const spx__template_jds[] = {
-    /* chunk 0: bytes 0..3760 */
+    /* chunk 0: bytes 0..3828 */
     ("/* jds.cu: SpMV on JDS (rows sorted by decreasing length; jagged diagonal d holds entry d of every\n"
     " * sorted position p < its length, at jd_ptr[d] + p; no padding).\n"
     " *\n"
@@ -1373,8 +1384,8 @@ static const char *const spx__template_jds[] = {
     " * BYTES    per nonzero: 4 (col) + sizeof(T) (val) + x gathered (cached); per row: 4 (perm), y\n"
     " *          written (read too when beta != 0) at perm[p]; per diagonal: 4 (jd_ptr, broadcast).\n"
     " *\n"
-    " * CONSTANTS  SPX_VALUE_T (double|float), SPX_NJD (the number of jagged diagonals = the longest\n"
-    " *            row; absent: njd read at run time), SPX_BLOCK (launch bound).\n"
+    " * CONSTANTS  SPX_VALUE_T (double|float), SPX_NJD (a bucket >= the number of jagged diagonals =\n"
+    " *            the longest row; absent: njd read at run time), SPX_BLOCK (launch bound).\n"
     " * ARGUMENTS  nrows, ncols, nnz, njd, perm, jd_ptr, col, val, alpha, beta, x, y.\n"
     " *            (jd_ptr is 32-bit, so every slot index fits in int.) */\n"
     "#ifndef SPX_VALUE_T\n"
@@ -1411,7 +1422,8 @@ static const char *const spx__template_jds[] = {
     "  const int q = (int)p;\n"
     "#ifdef SPX_NJD\n"
     "#pragma unroll\n"
-    "  for (int d = 0; d < SPX_NJD; d++) {\n"
+    "  for (int d = 0; d < SPX_NJD; d++) { /* SPX_NJD: a bucket >= njd */\n"
+    "    if (d >= njd) break;\n"
     "    const int b = __ldg(jd_ptr + d), e = __ldg(jd_ptr + d + 1);\n"
     "    if (q >= e - b) break; /* diagonals only get shorter */\n"
     "    sum += SPX_LDS(val + b + q) * __ldg(x + SPX_LDS(col + b + q));\n"
@@ -1959,7 +1971,7 @@ static const char *const spx__template_krylov[] = {
 
 /* templates/rbp.cu */
 static const char *const spx__template_rbp[] = {
-    /* chunk 0: bytes 0..3999 */
+    /* chunk 0: bytes 0..3915 */
     ("/* rbp.cu: SpMV on the row block packing formats of papers/000: RBP-CSR (Algorithm 2), RBP-ELL and\n"
     " * RBP-ELL-R. A block is a run of >= 2 consecutive columns of a row, stored as its values and only\n"
     " * its first and last column; isolated nonzeros sit in a CSR part (row_ptr, csr_col, csr_val).\n"
@@ -1986,7 +1998,7 @@ static const char *const spx__template_rbp[] = {
     " *\n"
     " * CONSTANTS  SPX_VALUE_T, SPX_RUN (the common block length, unrolled; absent: every block loops),\n"
     " *            SPX_RUN_ALL (defined: every block has SPX_RUN columns; RBP-CSR then skips the scan),\n"
-    " *            SPX_KC (Kc, the pair-column width of RBP-ELL(-R); absent: kc read at run time),\n"
+    " *            SPX_KC (a bucket >= Kc, the pair-column width of RBP-ELL(-R); absent: kc read at run time),\n"
     " *            SPX_TPR (RBP-CSR lanes per row, a power of two <= 32; default 1),\n"
     " *            SPX_SLOT_T (int, or long long when nrows * max(kv, kc) >= 2^31), SPX_BLOCK.\n"
     " * ARGUMENTS  RBP-CSR: nrows, ncols, nnz, nblocks, nval, nnon, comp_val, comp_col, val_ptr, col_ptr,\n"
@@ -2024,10 +2036,10 @@ static const char *const spx__template_rbp[] = {
     "/* y[i] = alpha*sum + beta*y[i]; beta == 0 does not read y (it may hold NaN). */\n"
     "#define SPX_RBP_STORE(y, i, sum, alpha, beta) \\\n"
     "  (y)[i] = (beta) == 0.0 ? (spx_value_t)((alpha) * (sum)) : (spx_value_t)((alpha) * (sum) + (beta) * (y)[i])\n"
-    "\n"
-    "/* One block's products: len values a[0], a[stride], ... times x[f ..]; unrolled when the block\n"),
-    /* chunk 1: bytes 3999..7988 */
-    (" * has the common length SPX_RUN. */\n"
+    "\n"),
+    /* chunk 1: bytes 3915..7906 */
+    ("/* One block's products: len values a[0], a[stride], ... times x[f ..]; unrolled when the block\n"
+    " * has the common length SPX_RUN. */\n"
     "static __device__ __forceinline__ spx_value_t spx_rbp_block(const spx_value_t *__restrict__ a, SPX_SLOT_T stride,\n"
     "                                                            int f, int len, const spx_value_t *__restrict__ x) {\n"
     "  spx_value_t s = 0;\n"
@@ -2107,11 +2119,11 @@ static const char *const spx__template_rbp[] = {
     "/* Row i's blocks in the ELL layout: at most npairs pairs, stopping at the first padding pair. */\n"
     "static __device__ __forceinline__ spx_value_t\n"
     "spx_rbpe_blocks(SPX_SLOT_T i, SPX_SLOT_T n, int npairs, const spx_value_t *__restrict__ comp_val,\n"
-    "                const int *__restrict__ comp_col, const spx_value_t *__restrict__ x) {\n"
-    "  spx_value_t sum = 0;\n"
-    "  SPX_SLOT_T v = i; /* the next value slot: i + (values so far) * n */\n"),
-    /* chunk 2: bytes 7988..10681 */
-    ("#ifdef SPX_KC\n"
+    "                const int *__restrict__ comp_col, const spx_value_t *__restrict__ x) {\n"),
+    /* chunk 2: bytes 7906..10693 */
+    ("  spx_value_t sum = 0;\n"
+    "  SPX_SLOT_T v = i; /* the next value slot: i + (values so far) * n */\n"
+    "#ifdef SPX_KC\n"
     "#pragma unroll\n"
     "  for (int q = 0; q < SPX_KC / 2; q++) {\n"
     "    if (q >= npairs) break;\n"
@@ -3027,11 +3039,11 @@ static const spx__template spx__templates[] = {
     {"coo", spx__template_coo, 1, 3227, UINT64_C(0x5a5b51c933d8e1bc)},
     {"csr", spx__template_csr, 2, 7926, UINT64_C(0x4b5bf8ae13e4409b)},
     {"csr_lb", spx__template_csr_lb, 3, 9293, UINT64_C(0x2559228cbd9a25c9)},
-    {"ell", spx__template_ell, 1, 3503, UINT64_C(0x6c6711f80c9d3e5d)},
-    {"hyb", spx__template_hyb, 2, 4652, UINT64_C(0x0d94f4dc9b8a87fa)},
-    {"jds", spx__template_jds, 1, 3760, UINT64_C(0x59dc72ac1ea26d04)},
+    {"ell", spx__template_ell, 1, 3913, UINT64_C(0x5d0017f8f5843ef1)},
+    {"hyb", spx__template_hyb, 2, 4964, UINT64_C(0xd9b0ffd1c986c720)},
+    {"jds", spx__template_jds, 1, 3828, UINT64_C(0x75d25247bd1abd7f)},
     {"krylov", spx__template_krylov, 6, 21526, UINT64_C(0xea8ad99dfa8312f5)},
-    {"rbp", spx__template_rbp, 3, 10681, UINT64_C(0xfee21728528096e8)},
+    {"rbp", spx__template_rbp, 3, 10693, UINT64_C(0xf9e252f6c4703450)},
     {"sdia", spx__template_sdia, 2, 4925, UINT64_C(0x6790173e671b8355)},
     {"sell", spx__template_sell, 2, 5273, UINT64_C(0xb0129532ed42fb9b)},
     {"ss", spx__template_ss, 3, 9444, UINT64_C(0x80d83f35f813eb11)},
