@@ -1083,7 +1083,38 @@ static void test_gpu_tiered_jit(void **state) {
   assert_int_equal(spx_dmatrix_compiling(d), 0);
   assert_null(strstr(spx_dmatrix_describe(d), "generic"));
   spx_dmatrix_destroy(d);
-  /* that compile left the generic ELL kernel behind: K = 27, cold, starts on it at once */
+  /* after the switch that job goes on to compile the generic ELL kernel, for shapes to come: two
+   * compiles in all, the second within seconds */
+  {
+    spx_jit_stats before, now;
+    int i;
+    d = dmatrix_of(g, a7, SPX_FORMAT_ELL, 0);
+    assert_int_equal(spx_dmatrix_forget_kernels(d, SPX_KERNELS_SPECIALIZED | SPX_KERNELS_GENERIC), SPX_OK);
+    spx_dmatrix_destroy(d);
+    spx_jit_stats_get(&before);
+    d = dmatrix_of(g, a7, SPX_FORMAT_ELL, 1);
+    check_dmatrix_spmv(g, d, a7, "ell K=7, cold again");
+    spx_dmatrix_destroy(d);
+    for (i = 0; i < 400; i++) {
+      struct timespec ts = {0, 50000000L};
+      spx_jit_stats_get(&now);
+      if (now.compiles >= before.compiles + 2) break;
+      nanosleep(&ts, NULL);
+    }
+    assert_true(now.compiles >= before.compiles + 2);
+  }
+  /* a new width of a format whose generic kernel is cached (made sure of here: the counter above
+   * moves before the job stores the image): K = 27, cold, starts on it at once */
+  {
+    spx_fmt *m = NULL;
+    spx_dmatrix_options go;
+    memset(&go, 0, sizeof go);
+    go.generic = 1;
+    assert_int_equal(spx_fmt_from_csr(a27, SPX_FORMAT_ELL, NULL, &m), SPX_OK);
+    assert_int_equal(spx_dmatrix_create(g, m, &go, &d), SPX_OK);
+    spx_dmatrix_destroy(d);
+    spx_fmt_destroy(m);
+  }
   d = dmatrix_of(g, a27, SPX_FORMAT_ELL, 0);
   assert_int_equal(spx_dmatrix_forget_kernels(d, SPX_KERNELS_SPECIALIZED), SPX_OK);
   spx_dmatrix_destroy(d);
