@@ -148,11 +148,11 @@ static spx_csr *rows_of_width(int64_t n, int w) {
   return a;
 }
 
-/* The shape constants go to buckets: every value up to 8, then four per doubling; nearby widths
+/* The shape constants go to buckets: every value up to 32, then eight per doubling; nearby widths
  * share one kernel (the same define list, so the same JIT key), exact_shape keeps the value. */
 static void test_shape_buckets(void **state) {
-  static const int width[] = {1, 7, 8, 9, 10, 11, 17, 20, 33, 37, 40, 41, 48, 60, 64};
-  static const int want[] = {1, 7, 8, 10, 10, 12, 20, 20, 40, 40, 40, 48, 48, 64, 64};
+  static const int width[] = {1, 7, 9, 25, 27, 32, 33, 36, 37, 40, 41, 47, 57, 64};
+  static const int want[] = {1, 7, 9, 25, 27, 32, 36, 36, 40, 40, 44, 48, 60, 64};
   static const spx_format fmts[] = {SPX_FORMAT_ELL, SPX_FORMAT_JDS}; /* HYB's K is its own rule's */
   static const char *const cname[] = {"SPX_K", "SPX_NJD"};
   spx_dmatrix_options exact;

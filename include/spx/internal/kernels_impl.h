@@ -4,15 +4,16 @@
 #include "common.h"
 #include "../cuda.h"
 
-/* A shape constant as the kernels are specialized for it: rounded up to a bucket, so that nearby
- * matrices share one compiled kernel (the templates take it as a bound of the run-time width).
- * Up to 8 every value is its own bucket; above, four buckets per doubling (9-10, 11-12, ..., 33-40,
- * 41-48, ...): an unrolled loop runs at most a quarter more steps than the width, each a load the
- * L1 serves and an add of nothing. options.exact_shape: no bucket (for comparison). */
+/* A shape constant as the kernels are specialized for it: above 32 rounded up to a bucket, so that
+ * nearby matrices share one compiled kernel (the templates take it as a bound of the run-time
+ * width). Eight buckets per doubling (33-36, 37-40, ..., 61-64): at most 3 extra steps of an
+ * unrolled loop, each a load the L1 serves and an add of nothing. Up to 32 each value is its own:
+ * there one extra step is 3% or more of a row's work, and the A/B (bench/results/buckets.txt)
+ * found rounding 25 up to 28 cost 2-3%. options.exact_shape: no bucket (for comparison). */
 static int64_t spx__shape_bucket(int64_t v, const spx_dmatrix_options *o) {
   int64_t step = 1;
-  if (v <= 8 || o->exact_shape) return v;
-  while (step * 8 < v) step *= 2; /* 2^(floor(log2(v-1)) - 2) */
+  if (v <= 32 || o->exact_shape) return v;
+  while (step * 16 < v) step *= 2; /* 2^(floor(log2(v-1)) - 3) */
   return (v + step - 1) / step * step;
 }
 
