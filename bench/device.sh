@@ -52,7 +52,8 @@ for part in "$@"; do
           --json "$dest/buckets-$mode-$run.json" > "$dest/buckets-$mode-$run.txt" 2>&1
       done
     done
-    for f in "$dest"/buckets-*-1.txt; do tail -n 2 "$f"; done ;;
+    python3 bench/buckets_table.py "$dest" > "$dest/buckets.txt"
+    cat "$dest/buckets.txt" ;;
   solve|solve-defer)
     # solve-defer: the same with `spx solve --defer` (spx's plan starts on the CSR as it is and
     # converts when the residual says it pays), into solve-large-defer.txt

@@ -17,6 +17,14 @@ static int64_t spx__shape_bucket(int64_t v, const spx_dmatrix_options *o) {
   return (v + step - 1) / step * step;
 }
 
+/* " unrolled", or " unrolled to 40" where the bucket is past the value, for the summaries. */
+static const char *spx__unrolled(int64_t v, const spx_dmatrix_options *o, char buf[40]) {
+  int64_t b = spx__shape_bucket(v, o);
+  if (b == v) return " unrolled";
+  snprintf(buf, 40, " unrolled to %lld", (long long)b);
+  return buf;
+}
+
 /* "ell K=27 unrolled, 256 threads" and the like. */
 #define SPX__KSUM(plan, ...) snprintf((plan)->summary, sizeof (plan)->summary, __VA_ARGS__)
 
@@ -29,6 +37,7 @@ static spx_status spx__ks_ell(const spx_fmt *m, const spx_dmatrix_options *o, co
   const spx_fmt_ell *e = (const spx_fmt_ell *)m->impl;
   unsigned b = o->block ? (unsigned)o->block : 256;
   spx_kernel_launch *l = &p->launch[0];
+  char ub[40];
   (void)dev;
   p->nlaunch = 1;
   spx__klaunch(l, "ell", "spx_ell_spmv", m->nrows, b, b);
@@ -38,7 +47,7 @@ static spx_status spx__ks_ell(const spx_fmt *m, const spx_dmatrix_options *o, co
   }
   spx__kdef(l, "SPX_BLOCK=%u", b);
   if (m->nrows * (int64_t)e->k >= INT32_MAX) spx__kdef(l, "SPX_SLOT_T=long long");
-  SPX__KSUM(p, "ell: spx_ell_spmv K=%d%s, %u threads/block", (int)e->k, e->k <= SPX__UNROLL_MAX ? " unrolled" : "", b);
+  SPX__KSUM(p, "ell: spx_ell_spmv K=%d%s, %u threads/block", (int)e->k, e->k <= SPX__UNROLL_MAX ? spx__unrolled(e->k, o, ub) : "", b);
   return SPX_OK;
 }
 
@@ -324,6 +333,7 @@ static spx_status spx__ks_jds(const spx_fmt *m, const spx_dmatrix_options *o, co
   const spx_fmt_jds *e = (const spx_fmt_jds *)m->impl;
   unsigned b = o->block ? (unsigned)o->block : 256;
   spx_kernel_launch *l = &p->launch[0];
+  char ub[40];
   int unroll = e->njd <= SPX__UNROLL_MAX;
   (void)dev;
   p->nlaunch = 1;
@@ -333,7 +343,7 @@ static spx_status spx__ks_jds(const spx_fmt *m, const spx_dmatrix_options *o, co
     l->nshape = 1;
   }
   spx__kdef(l, "SPX_BLOCK=%u", b);
-  SPX__KSUM(p, "jds: spx_jds_spmv %d diagonals%s, %u threads/block", (int)e->njd, unroll ? " unrolled" : "", b);
+  SPX__KSUM(p, "jds: spx_jds_spmv %d diagonals%s, %u threads/block", (int)e->njd, unroll ? spx__unrolled(e->njd, o, ub) : "", b);
   return SPX_OK;
 }
 
@@ -344,6 +354,7 @@ static spx_status spx__ks_hyb(const spx_fmt *m, const spx_dmatrix_options *o, co
   const spx_fmt_hyb *e = (const spx_fmt_hyb *)m->impl;
   unsigned b = spx__kblock(o);
   spx_kernel_launch *l = &p->launch[0];
+  char ub[40];
   int unroll = e->k <= SPX__UNROLL_MAX;
   (void)dev;
   p->nlaunch = 1;
@@ -359,7 +370,7 @@ static spx_status spx__ks_hyb(const spx_fmt *m, const spx_dmatrix_options *o, co
     spx__klaunch(l, "hyb", "spx_hyb_coo", e->ncoo, b, b);
     spx__kdef(l, "SPX_BLOCK=%u", b);
   }
-  SPX__KSUM(p, "hyb: spx_hyb_ell K=%d%s%s, %u threads/block", (int)e->k, unroll ? " unrolled" : "",
+  SPX__KSUM(p, "hyb: spx_hyb_ell K=%d%s%s, %u threads/block", (int)e->k, unroll ? spx__unrolled(e->k, o, ub) : "",
             e->ncoo > 0 ? " + spx_hyb_coo warp-segmented atomics" : "", b);
   return SPX_OK;
 }
@@ -478,6 +489,7 @@ static spx_status spx__ks_rbpe(const spx_fmt *m, const spx_dmatrix_options *o, s
                                const int32_t *rl) {
   unsigned b = o->block ? (unsigned)o->block : 256;
   spx_kernel_launch *l = &p->launch[0];
+  char ub[40];
   int run, all, unroll = kc <= SPX__UNROLL_MAX;
   int64_t i, n = m->nrows;
   spx__rbp_runs h;
@@ -492,8 +504,8 @@ static spx_status spx__ks_rbpe(const spx_fmt *m, const spx_dmatrix_options *o, s
   spx__kdef(l, "SPX_BLOCK=%u", b);
   if (n * (int64_t)(kv > kc ? kv : kc) >= INT32_MAX) spx__kdef(l, "SPX_SLOT_T=long long");
   if (run) SPX__KSUM(p, "%s: %s Kv=%d Kc=%d%s, runs of %d unrolled (%s), %u threads/block", name, kernel, (int)kv,
-                     (int)kc, unroll ? " unrolled" : "", run, all ? "all" : "most", b);
-  else SPX__KSUM(p, "%s: %s Kv=%d Kc=%d%s, %u threads/block", name, kernel, (int)kv, (int)kc, unroll ? " unrolled" : "", b);
+                     (int)kc, unroll ? spx__unrolled(kc, o, ub) : "", run, all ? "all" : "most", b);
+  else SPX__KSUM(p, "%s: %s Kv=%d Kc=%d%s, %u threads/block", name, kernel, (int)kv, (int)kc, unroll ? spx__unrolled(kc, o, ub) : "", b);
   return SPX_OK;
 }
 
