@@ -1167,6 +1167,60 @@ static void test_gpu_tiered_jit(void **state) {
   spx_context_destroy(g);
 }
 
+/* The shortcut for matrices where no conversion can pay back: auto takes cuSPARSE without the
+ * profile only where the full model, with the same constants, would have chosen it too (every
+ * converted candidate scores above cuSPARSE's less the margin), and not at 10^6 calls. */
+static void test_gpu_nothing_pays_shortcut(void **state) {
+  static const char *const names[] = {"bcsstk08", "ct2010", "luxembourg", "cage10", "bcsstk16", "EX5", "rajat11"};
+  spx_context *g = NULL;
+  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_plan_device dev;
+  size_t i;
+  int fired = 0, k;
+  (void)state;
+  if (spx_device_count() < 1 || spx_context_create(&co, &g) != SPX_OK) {
+    spx_clear_error();
+    skip();
+  }
+  assert_int_equal(spx_plan_calibrate(g, 0, &dev), SPX_OK);
+  for (i = 0; i < sizeof names / sizeof *names; i++) {
+    static const int64_t calls[] = {100, 200, 1000, 1000000};
+    char path[1024];
+    spx_csr *a = NULL;
+    spx_test_matrix_path(names[i], path, sizeof path);
+    if (spx_mm_read(path, SPX_DOUBLE, &a, NULL) != SPX_OK) { spx_clear_error(); continue; }
+    for (k = 0; k < 4; k++) {
+      spx_plan_options o;
+      spx_plan *p = NULL;
+      spx_plan_candidate c[SPX_FORMAT_MAX + 1];
+      int n = 0, j, cs = -1;
+      spx_plan_options_default(&o);
+      o.expected_calls = calls[k];
+      o.no_diagonal = 1;
+      if (spx_plan_create(g, a, &o, &p)) fail_msg("%s: %s", names[i], spx_last_error());
+      if (strstr(spx_plan_reason(p), "no profile")) {
+        fired++;
+        assert_true(calls[k] < 1000000);
+        assert_int_equal(spx_plan_engine_of(p), SPX_PLAN_ENGINE_CUSPARSE);
+        assert_int_equal(spx_plan_model(a, &dev, calls[k], 0, 1, c, SPX_FORMAT_MAX + 1, &n), SPX_OK);
+        for (j = 0; j < n; j++)
+          if (c[j].engine == SPX_PLAN_ENGINE_CUSPARSE) cs = j;
+        assert_true(cs >= 0);
+        for (j = 0; j < n; j++)
+          if (c[j].fits && c[j].engine == SPX_PLAN_ENGINE_SPX && c[j].format != SPX_FORMAT_CSR &&
+              c[j].score_us < c[cs].score_us * (1 - o.convert_margin))
+            fail_msg("%s at %lld calls: the shortcut took cuSPARSE (%.3g us) where the model would take %s (%.3g us)",
+                     names[i], (long long)calls[k], c[cs].score_us, spx_format_name(c[j].format), c[j].score_us);
+      }
+      spx_plan_destroy(p);
+    }
+    spx_csr_destroy(a);
+  }
+  print_message("the shortcut fired on %d (matrix, calls) pairs\n", fired);
+  assert_true(fired > 0);
+  spx_context_destroy(g);
+}
+
 static void test_gpu_device_profile(void **state) {
   spx_context *g = NULL;
   spx_context_options co = {SPX_BACKEND_CUDA, 0};
@@ -1309,7 +1363,7 @@ int main(void) {
       cmocka_unit_test(test_model_latency),    cmocka_unit_test(test_convert_margin), cmocka_unit_test(test_columns_priced),
       cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_auto_trial_gap), cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_device_file),      cmocka_unit_test(test_reselect_ordering),
-      cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_device_profile), cmocka_unit_test(test_gpu_tiered_jit),
+      cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_device_profile), cmocka_unit_test(test_gpu_tiered_jit), cmocka_unit_test(test_gpu_nothing_pays_shortcut),
   };
   setenv("SPX_QUIET", "1", 0);
   return cmocka_run_group_tests(tests, NULL, NULL);

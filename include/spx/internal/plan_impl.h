@@ -1991,6 +1991,30 @@ spx_status spx_plan_upgrade(spx_plan *p) {
   return SPX_OK;
 }
 
+/* Whether no conversion can pay back on a: even a format as fast as reading the values once (at the
+ * smallest calibrated factor, one launch, no imbalance) would save at most half the model's
+ * per-kernel price (jit_ms) over expected_calls against cuSPARSE as the model prices it without its
+ * column profile (skipped there too: it would not pay). Then the model's ranking is known before
+ * it is made: auto and model take cuSPARSE CSR as it is, without the profile. *cs_us: cuSPARSE's
+ * prediction. Setup on small matrices used to spend 0.5-2 ms on a profile whose answer this was. */
+static int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, int64_t calls, double share,
+                                  double *cs_us) {
+  spx__pprof q;
+  int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype);
+  double fmin = 1, lb;
+  int f;
+  memset(&q, 0, sizeof q);
+  q.n = a->nrows; q.ncols = a->ncols; q.nnz = a->nnz;
+  for (f = 0; f < SPX_FORMAT_MAX; f++) {
+    if (d->format_factor[f] > 0) fmin = SPX__MIN(fmin, d->format_factor[f]);
+    if (d->format_factor_block[f] > 0) fmin = SPX__MIN(fmin, d->format_factor_block[f]);
+  }
+  if (!(d->jit_ms > 0) || spx__plan_columns_pay(a, d, &q, calls, share)) return 0;
+  *cs_us = d->cusparse_factor * spx__plan_time_us(d, &q, vb, spx__pb_csr(&q, NULL, vb), 0, 1);
+  lb = fmin * spx__plan_time_us(d, &q, vb, a->nnz * vb, 0, 1);
+  return (double)calls * (*cs_us - lb) <= 0.5 * 1e3 * d->jit_ms;
+}
+
 static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_options *o) {
   spx_plan_device dev;
   spx_csr *a = NULL;
@@ -2028,6 +2052,37 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   }
   p->limit = limit;
   SPX__PLAN_TRACE("memory");
+  if ((o->strategy == SPX_PLAN_AUTO || o->strategy == SPX_PLAN_MODEL) && !o->force && spx__plan_has_cusparse(p)) {
+    spx_plan_candidate *c = &p->cand[0];
+    double cs_us = 0;
+    int64_t vb = (int64_t)SPX_DTYPE_SIZE(p->dtype), bytes = 4 * (use->nrows + 1) + use->nnz * (4 + vb);
+    if (spx__plan_nothing_pays(use, &dev, o->expected_calls, o->trial_share, &cs_us) &&
+        !(limit > 0 && bytes + vb * (use->nrows + use->ncols) > limit)) {
+      spx__pprof q;
+      memset(&q, 0, sizeof q);
+      q.n = use->nrows; q.ncols = use->ncols; q.nnz = use->nnz;
+      if (spx__plan_stage_wanted(a0, o) && (s = spx_csr_validate(a0))) goto fail; /* not staged: validated here */
+      spx__plan_rowstats(use, &p->an);
+      memset(c, 0, sizeof *c);
+      c->format = SPX_FORMAT_CSR;
+      c->engine = SPX_PLAN_ENGINE_CUSPARSE;
+      c->measured_us = -1;
+      c->bytes = bytes;
+      c->padding = 1;
+      c->fits = 1;
+      c->predicted_us = cs_us;
+      c->convert_ms = spx__plan_wrap_ms(&dev, &q, bytes, 0.5);
+      spx__plan_score(c, o->expected_calls);
+      p->ncand = 1;
+      p->chosen = 0;
+      snprintf(p->reason, sizeof p->reason,
+               "%s: cusparse_csr, no profile: over %lld calls no format could save half the %.3g ms a kernel "
+               "costs against its predicted %.3g us/SpMV",
+               spx_plan_strategy_name(p->strategy), (long long)o->expected_calls, dev.jit_ms, cs_us);
+      SPX__PLAN_TRACE("shortcut");
+      goto chosen;
+    }
+  }
   {
     int staged = 0;
     if (p->stage && p->backend == SPX_BACKEND_CUDA && dev.warp == 32 && spx__plan_stage_wanted(a0, o) &&
@@ -2099,6 +2154,7 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   }
   }
   if (s) goto fail;
+chosen:
   if (o->defer && !p->built && (s = spx__plan_defer(p, use, use == a0 ? NULL : &a))) goto fail;
   if (p->pending) p->pend_staged_ns = dev.format_staged_convert_ns[p->cand[p->pend_idx].format];
   p->format = p->cand[p->chosen].format;
