@@ -299,7 +299,7 @@ spx_status spx_csr_validate(const spx_csr *a) {
   {
     int64_t bad = a->nrows;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 4096) reduction(min : bad) if (a->nrows > 65536)
+#pragma omp parallel for schedule(static, 4096) reduction(min : bad) if (a->nrows > 16384)
 #endif
     for (i = 0; i < a->nrows; i++)
       if (a->row_ptr[i + 1] < a->row_ptr[i] || a->row_ptr[i + 1] > a->nnz) bad = SPX__MIN(bad, i);
@@ -307,7 +307,7 @@ spx_status spx_csr_validate(const spx_csr *a) {
       return spx__fail(SPX_INVALID_ARGUMENT, "CSR: row_ptr[%lld] = %lld is out of order or past nnz",
                        (long long)bad + 1, (long long)a->row_ptr[bad + 1]);
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 1024) reduction(min : bad) if (a->nnz > 262144)
+#pragma omp parallel for schedule(static, 1024) reduction(min : bad) if (a->nnz > 32768)
 #endif
     for (i = 0; i < a->nrows; i++)
       if (!spx__csr_rows_ok(a, i, i + 1)) bad = SPX__MIN(bad, i);

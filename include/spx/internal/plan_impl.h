@@ -1879,7 +1879,7 @@ static void spx__plan_rowstats(const spx_csr *a, spx_analysis *an) {
   {
     int64_t mn = a->nrows ? INT64_MAX : 0, mx = 0, empty = 0;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 8192) reduction(min : mn) reduction(max : mx) reduction(+ : empty, sq) if (a->nrows > 65536)
+#pragma omp parallel for schedule(static, 4096) reduction(min : mn) reduction(max : mx) reduction(+ : empty, sq) if (a->nrows > 16384)
 #endif
     for (i = 0; i < a->nrows; i++) {
       int64_t l = a->row_ptr[i + 1] - a->row_ptr[i];
