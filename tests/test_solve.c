@@ -780,6 +780,120 @@ static void host_spread(const spx_csr *a, solve_fn fn, const double *b, double r
   spx_csr_destroy(rev);
 }
 
+/* a with every value times 2^e (exact: a power of two). */
+static spx_csr *scaled_copy(const spx_csr *a, int e) {
+  spx_csr *c = NULL;
+  double f = 1;
+  int64_t k;
+  for (k = 0; k < (e < 0 ? -e : e); k++) f = e < 0 ? f * 0.5 : f * 2;
+  assert_int_equal(spx_csr_copy(a, SPX_DOUBLE, &c), SPX_OK);
+  for (k = 0; k < c->nnz; k++) ((double *)c->val.p)[k] *= f;
+  return c;
+}
+
+/* One solve of a x = b (x0 = 0) on ctx (NULL: host), x returned (host memory). */
+static double *solve_on(spx_context *g, const spx_csr *a, solve_fn fn, const double *b, spx_solve_report *rep,
+                        spx_status *st) {
+  spx_plan_options o;
+  spx_plan *p = NULL;
+  spx_solve_options so;
+  double *x = calloc((size_t)a->nrows + 1, 8);
+  spx_devptr db = 0, dx = 0;
+  assert_non_null(x);
+  spx_plan_options_default(&o);
+  o.no_calibrate = 1;
+  o.force = "csr";
+  if (!g) o.backend = SPX_BACKEND_HOST;
+  if (spx_plan_create(g, a, &o, &p)) fail_msg("plan: %s", spx_last_error());
+  spx_solve_options_default(&so);
+  so.maxit = 200;
+  if (g) {
+    assert_int_equal(spx_device_alloc(g, (size_t)a->nrows * 8, &db), SPX_OK);
+    assert_int_equal(spx_device_alloc(g, (size_t)a->nrows * 8, &dx), SPX_OK);
+    assert_int_equal(spx_device_upload(g, db, b, (size_t)a->nrows * 8), SPX_OK);
+    assert_int_equal(spx_device_memset(g, dx, 0, (size_t)a->nrows * 8), SPX_OK);
+    *st = fn(p, (const void *)(uintptr_t)db, (void *)(uintptr_t)dx, &so, rep);
+    assert_int_equal(spx_device_download(g, x, dx, (size_t)a->nrows * 8), SPX_OK);
+    spx_device_free(g, db);
+    spx_device_free(g, dx);
+  } else {
+    *st = fn(p, b, x, &so, rep);
+  }
+  spx_plan_destroy(p);
+  return x;
+}
+
+/* Systems whose b is far from 1: the recurrences' squares would underflow or overflow (CG stopped
+ * at x = 0 on diag(1e-200, 2e-200, 3e-200); diagonals of 1e-160 were "not SPD", of 1e200 "the
+ * residual became inf"). Solved as A (s x) = s b with s a power of two, they give every iterate of
+ * the unscaled system exactly: the same x to the bit, the same iteration count, the report in the
+ * caller's units. On the host, and on the GPU when there is one. (BiCGSTAB also squares A's scale:
+ * its range is narrower, as solve.h says.) */
+static void check_scaled_solves(spx_context *g) {
+  static const solve_fn fns[] = {spx_solve_cg, spx_solve_pcg_jacobi, spx_solve_bicgstab};
+  /* BiCGSTAB's omega divides by (A s).(A s): A's scale squared must stay in range too */
+  static const int exps[3][4] = {{-664, -532, 664, 0}, {-664, -532, 664, 0}, {-300, 300, -150, 0}};
+  spx_csr *base, *d3;
+  double *b, *x0;
+  int m, k;
+  int32_t r[3] = {0, 1, 2}, c[3] = {0, 1, 2};
+  double v[3] = {1e-200, 2e-200, 3e-200}, bd[3] = {1e-200, 2e-200, 3e-200};
+  spx_solve_report rep;
+  spx_status st;
+  /* the issue's reproducer: diag(1e-200, 2e-200, 3e-200), b = A 1 */
+  assert_int_equal(spx_csr_from_coo(3, 3, 3, r, c, v, SPX_DOUBLE, &d3), SPX_OK);
+  for (m = 0; m < 2; m++) {
+    double *x = solve_on(g, d3, fns[m], bd, &rep, &st);
+    if (st != SPX_OK) fail_msg("diag(1e-200..): %s", rep.message);
+    assert_true(rep.iterations >= 1);
+    for (k = 0; k < 3; k++) assert_true(fabs(x[k] - 1) < 1e-12);
+    assert_true(rep.bnorm > 3e-200 && rep.bnorm < 4e-200); /* sqrt(14) 1e-200, in the caller's units */
+    assert_non_null(strstr(rep.message, "solved as A (s x) = s b"));
+    free(x);
+  }
+  spx_csr_destroy(d3);
+  /* Poisson 2-D scaled by 2^e, b = A 1 scaled alike: the same bits as the unscaled solve */
+  assert_int_equal(spx_gen_poisson3d(12, 12, 1, 7, SPX_DOUBLE, &base), SPX_OK);
+  b = malloc((size_t)base->nrows * 8);
+  x0 = malloc((size_t)base->nrows * 8);
+  for (k = 0; k < base->nrows; k++) x0[k] = 1;
+  for (m = 0; m < 3; m++) {
+    spx_solve_report r0;
+    double *ref;
+    assert_int_equal(spx_csr_spmv(base, 1.0, x0, 0.0, b), SPX_OK);
+    ref = solve_on(g, base, fns[m], b, &r0, &st);
+    assert_int_equal(st, SPX_OK);
+    for (k = 0; k < 4; k++) {
+      spx_csr *a = scaled_copy(base, exps[m][k]);
+      double *bs = malloc((size_t)base->nrows * 8), *x;
+      assert_int_equal(spx_csr_spmv(a, 1.0, x0, 0.0, bs), SPX_OK);
+      x = solve_on(g, a, fns[m], bs, &rep, &st);
+      if (st != SPX_OK) fail_msg("2^%d: %s", exps[m][k], rep.message);
+      assert_int_equal(rep.iterations, r0.iterations);
+      if (memcmp(x, ref, (size_t)base->nrows * 8)) fail_msg("2^%d (method %d): x differs from the unscaled solve's", exps[m][k], m);
+      assert_true(fabs(rep.rel_resid - r0.rel_resid) <= 1e-12 * (r0.rel_resid + 1e-300));
+      free(x); free(bs);
+      spx_csr_destroy(a);
+    }
+    free(ref);
+  }
+  free(b); free(x0);
+  spx_csr_destroy(base);
+}
+
+static void test_badly_scaled_b(void **state) {
+  (void)state;
+  check_scaled_solves(NULL);
+}
+
+static void test_gpu_badly_scaled_b(void **state) {
+  spx_context *g = gpu_ctx();
+  (void)state;
+  if (!g) skip();
+  check_scaled_solves(g);
+  spx_context_destroy(g);
+}
+
 static void test_gpu_solvers(void **state) {
   static const char *const plans[] = {"ell", "sell", "csr", "cusparse"};
   static const solve_fn fns[] = {spx_solve_cg, spx_solve_pcg_jacobi, spx_solve_bicgstab};
@@ -948,6 +1062,7 @@ int main(void) {
       cmocka_unit_test(test_any_plan),            cmocka_unit_test(test_deferred_plan), cmocka_unit_test(test_report_print),
       cmocka_unit_test(test_kernels_compile),     cmocka_unit_test(test_gpu_solvers),
       cmocka_unit_test(test_gpu_deferred), cmocka_unit_test(test_gpu_endings),
+      cmocka_unit_test(test_badly_scaled_b), cmocka_unit_test(test_gpu_badly_scaled_b),
   };
   setenv("SPX_QUIET", "1", 0);
   return cmocka_run_group_tests(tests, NULL, NULL);

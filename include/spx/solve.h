@@ -36,6 +36,12 @@
  *   non-square plan, rtol and atol both <= 0, negative tolerances, maxit < 1, a bad history.
  *   In every case with a report, the report is filled as far as the solve got.
  *
+ * SCALE  The recurrences square residuals, so a b far from 1 (entries below 2^-100 or above 2^100)
+ *   is solved as A (s x) = s b with s a power of two that brings b's largest entry near 1: exact
+ *   (exponents only), the same iterates and x to the bit, the report in the caller's units and
+ *   its message saying so. A's own scale matters where it is squared: CG's p.Ap is fine for any A
+ *   in double range; BiCGSTAB's (A s).(A s) needs A's entries within about 1e+-150.
+ *
  * GPU  The vector operations are NVRTC kernels from templates/krylov.cu, fused so that CG moves
  *   10 vectors of n per iteration besides its SpMV (p.Ap: 2; r -= alpha Ap with ||r||^2: 3;
  *   x += alpha p and p = r + beta p: 5), Jacobi PCG 12, BiCGSTAB 18 besides two SpMVs. The

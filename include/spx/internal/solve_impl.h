@@ -118,6 +118,9 @@ typedef struct spx__solver {
   void *fn[SPX__K_COUNT];
   unsigned grid;
   spx_devptr dv[9], part, st, hist, bd, xd;
+  void *hb, *hx;             /* host: b and x scaled, when they had to be (spx__scale_of) */
+  spx_devptr sb, sx;         /* the same on the GPU */
+  double scale;              /* the power of two b and x were multiplied by (1: none) */
   int64_t hcap;
   double hst[SPX__ST_COUNT];
   int64_t it0;               /* iterations before this run (restarts) */
@@ -128,6 +131,54 @@ typedef struct spx__solver {
 
 static int spx__finite(double x) { return x - x == 0.0; }
 static double spx__fabs(double x) { return x < 0 ? -x : x; }
+
+/* ---- Scaling: the system times a power of two when b is far from 1 ------------------------------
+ * The recurrences square the residual: for ||b|| of 1e-160 or 1e200 those squares underflow or
+ * overflow (CG then stops at x = 0 as if b were 0, or calls an SPD matrix indefinite). A (s x) = s b
+ * with s = 2^k bringing b's largest entry near 1 is the same system, scaled exactly (only exponents
+ * change), so every iterate is the unscaled run's times s wherever that one stayed in range: same
+ * iterations, same determinism. The report is scaled back. b's largest entry within
+ * [2^-100, 2^100] (on the GPU: b.b within [2^-200, 2^200]) needs nothing. */
+#define SPX__SCALE_LO 0x1p-100
+#define SPX__SCALE_HI 0x1p100
+
+/* The power of two that brings m (> 0, finite) into [0.5, 2), within the double range. */
+static double spx__scale_for(double m) {
+  double sc = 1;
+  while (m * sc >= 2 && sc > 0x1p-1020) sc *= 0.5;
+  while (m * sc < 0.5 && sc < 0x1p1020) sc *= 2;
+  return sc;
+}
+
+/* 1, or the scale for a b whose largest entry is m. */
+static double spx__scale_of(double m) {
+  return m > 0 && m - m == 0.0 && (m < SPX__SCALE_LO || m > SPX__SCALE_HI) ? spx__scale_for(m) : 1;
+}
+
+static double spx__vmaxabs(const void *v, int f, int64_t n) {
+  double m = 0;
+  int64_t i;
+  for (i = 0; i < n; i++) {
+    double a = f ? (double)((const float *)v)[i] : ((const double *)v)[i];
+    a = a < 0 ? -a : a;
+    if (a > m || a != a) m = a; /* NaN stays: no scale then, the solver reports it */
+  }
+  return m;
+}
+
+/* The report in the caller's units: norms and the history divided by the scale, and a note. */
+static void spx__solve_unscale(spx__solver *s) {
+  spx_solve_report *r = s->rep;
+  const double u = 1.0 / s->scale;
+  int64_t i, nh = s->o.history_len > 0 ? SPX__MIN(r->iterations + 1, s->o.history_len) : 0;
+  size_t m;
+  if (s->scale == 1) return;
+  r->bnorm *= u; r->tol *= u; r->resid *= u; r->true_resid *= u;
+  for (i = 0; i < nh && s->o.history; i++) s->o.history[i] *= u;
+  m = strlen(r->message);
+  snprintf(r->message + m, sizeof r->message - m, " (solved as A (s x) = s b, s = %.3g, since b's entries are of %.3g)",
+           s->scale, u);
+}
 
 /* ---- The end of a solve: status, message, report ------------------------------------------------ */
 static spx_status spx__solve_end(spx__solver *s, int why, double bad, int64_t it) {
@@ -518,10 +569,23 @@ static spx_status spx__solve_host(spx__solver *s, const void *b, void *x) {
   int nv = s->method == SPX__SOLVE_BICGSTAB ? 7 : 4, k;
   spx_status st = SPX_OK, st2;
   double t0 = spx__now(), t1;
+  void *xu = x; /* the caller's x, when the solve runs on a scaled copy */
   s->nchunks = (s->n + SPX__HCHUNK - 1) / SPX__HCHUNK;
   if (!(s->hpart = (double *)spx__calloc((size_t)(3 * s->nchunks + 3), sizeof(double)))) return SPX_OUT_OF_MEMORY;
   for (k = 0; k < nv; k++)
     if (!(s->hv[k] = spx__alloc((size_t)s->n + 1, s->vs))) return SPX_OUT_OF_MEMORY;
+  if ((s->scale = spx__scale_of(spx__vmaxabs(b, s->f, s->n))) != 1) {
+    int64_t i;
+    if (!(s->hb = spx__alloc((size_t)s->n + 1, s->vs)) || !(s->hx = spx__alloc((size_t)s->n + 1, s->vs)))
+      return SPX_OUT_OF_MEMORY;
+    for (i = 0; i < s->n; i++) {
+      spx__vst(s->hb, s->f, i, s->scale * spx__vld(b, s->f, i));
+      spx__vst(s->hx, s->f, i, s->scale * spx__vld(x, s->f, i));
+    }
+    b = s->hb;
+    x = s->hx;
+    s->o.atol *= s->scale;
+  }
   t1 = spx__now();
   rep->setup_ms += 1e3 * (t1 - t0);
   do {
@@ -539,6 +603,10 @@ static spx_status spx__solve_host(spx__solver *s, const void *b, void *x) {
     }
     rep->check_ms += 1e3 * (spx__now() - t0);
   } while (spx__solve_restart(s, &st));
+  if (s->scale != 1) {
+    int64_t i;
+    for (i = 0; i < s->n; i++) spx__vst(xu, s->f, i, spx__vld(x, s->f, i) / s->scale);
+  }
   return st;
 }
 
@@ -774,15 +842,75 @@ static void spx__g_free(spx__solver *s) {
   spx_device_free(s->ctx, s->hist);
   spx_device_free(s->ctx, s->bd);
   spx_device_free(s->ctx, s->xd);
+  spx_device_free(s->ctx, s->sb);
+  spx_device_free(s->ctx, s->sx);
+}
+
+/* b.b on the device (the residual kernel against a zeroed vector), then, only where it leaves
+ * [2^-200, 2^200], b's largest entry on the host and scaled copies of b and x in s->sb, s->sx. */
+static spx_status spx__g_scale(spx__solver *s, spx_devptr *db, spx_devptr *dx) {
+  long long n = s->n;
+  int g = (int)s->grid, one = 1;
+  spx_devptr z = s->dv[2];
+  void *a1[] = {&n, db, &z, &s->part};
+  void *a2[] = {&g, &one, &s->part, &s->st};
+  double hs[SPX__ST_COUNT], bb;
+  size_t bytes = (size_t)s->n * s->vs;
+  void *hb = NULL, *hx = NULL;
+  int64_t i;
+  spx_status st;
+  if ((st = spx_device_memset(s->ctx, z, 0, bytes)) || (st = spx__k(s, SPX__K_RESID, s->grid, a1)) ||
+      (st = spx__k(s, SPX__K_SUM, 1, a2)) || (st = spx_device_download(s->ctx, hs, s->st, sizeof hs)))
+    return st;
+  bb = hs[SPX__ST_OUT];
+  if (bb >= SPX__SCALE_LO * SPX__SCALE_LO && bb <= SPX__SCALE_HI * SPX__SCALE_HI) return SPX_OK;
+  if (!(hb = spx__alloc((size_t)s->n + 1, s->vs)) || !(hx = spx__alloc((size_t)s->n + 1, s->vs))) {
+    st = SPX_OUT_OF_MEMORY;
+    goto done;
+  }
+  if ((st = spx_device_download(s->ctx, hb, *db, bytes))) goto done;
+  if ((s->scale = spx__scale_of(spx__vmaxabs(hb, s->f, s->n))) == 1) goto done;
+  if ((st = spx_device_download(s->ctx, hx, *dx, bytes))) goto done;
+  for (i = 0; i < s->n; i++) {
+    spx__vst(hb, s->f, i, s->scale * spx__vld(hb, s->f, i));
+    spx__vst(hx, s->f, i, s->scale * spx__vld(hx, s->f, i));
+  }
+  if ((st = spx_device_alloc(s->ctx, bytes + s->vs, &s->sb)) || (st = spx_device_alloc(s->ctx, bytes + s->vs, &s->sx)) ||
+      (st = spx_device_upload(s->ctx, s->sb, hb, bytes)) || (st = spx_device_upload(s->ctx, s->sx, hx, bytes)))
+    goto done;
+  *db = s->sb;
+  *dx = s->sx;
+  s->o.atol *= s->scale;
+done:
+  SPX_FREE(hb);
+  SPX_FREE(hx);
+  return st;
+}
+
+/* x = the scaled solution sx / scale, into the caller's x (or its upload). */
+static spx_status spx__g_unscale(spx__solver *s, spx_devptr dx) {
+  size_t bytes = (size_t)s->n * s->vs;
+  void *h = spx__alloc((size_t)s->n + 1, s->vs);
+  spx_status st;
+  int64_t i;
+  if (!h) return SPX_OUT_OF_MEMORY;
+  if (!(st = spx_device_download(s->ctx, h, s->sx, bytes))) {
+    for (i = 0; i < s->n; i++) spx__vst(h, s->f, i, spx__vld(h, s->f, i) / s->scale);
+    st = spx_device_upload(s->ctx, dx, h, bytes);
+  }
+  SPX_FREE(h);
+  return st;
 }
 
 static spx_status spx__solve_gpu(spx__solver *s, const void *b, void *x) {
   spx_solve_report *rep = s->rep;
-  spx_devptr db = 0, dx = 0;
+  spx_devptr db = 0, dx = 0, ux;
   double t0 = spx__now(), t1;
   spx_status st;
   if (!s->o.poll) s->o.poll = s->o.precond ? 1 : 8;
   if ((st = spx__g_setup(s, b, x, &db, &dx))) return st;
+  ux = dx;
+  if ((st = spx__g_scale(s, &db, &dx))) return st;
   t1 = spx__now();
   rep->setup_ms += 1e3 * (t1 - t0);
   do {
@@ -817,8 +945,12 @@ static spx_status spx__solve_gpu(spx__solver *s, const void *b, void *x) {
                                         (size_t)SPX__MIN(rep->iterations + 1, s->hcap) * sizeof(double));
     if (s2) return s2;
   }
+  if (s->scale != 1) {
+    spx_status s2 = spx__g_unscale(s, ux);
+    if (s2) return s2;
+  }
   if (s->o.host_vectors) {
-    spx_status s2 = spx_device_download(s->ctx, x, dx, (size_t)s->n * s->vs);
+    spx_status s2 = spx_device_download(s->ctx, x, ux, (size_t)s->n * s->vs);
     if (s2) return s2;
   }
   return st;
@@ -876,6 +1008,7 @@ static spx_status spx__solve(int method, spx_plan *A, const void *b, void *x, co
   spx_status st;
   int k;
   memset(&s, 0, sizeof s);
+  s.scale = 1;
   s.method = method;
   s.A = A;
   s.rep = report ? report : &scratch;
@@ -913,8 +1046,10 @@ static spx_status spx__solve(int method, spx_plan *A, const void *b, void *x, co
     if (s.n == 0) {
       s.rep->status = SPX_OK;
       snprintf(s.rep->message, sizeof s.rep->message, "%s: empty system", spx__solve_names[method]);
-    } else
+    } else {
       st = s.cuda ? spx__solve_gpu(&s, b, x) : spx__solve_host(&s, b, x);
+      spx__solve_unscale(&s);
+    }
   }
   if (s.rep->bnorm > 0) {
     s.rep->rel_resid = s.rep->resid / s.rep->bnorm;
@@ -932,6 +1067,8 @@ static spx_status spx__solve(int method, spx_plan *A, const void *b, void *x, co
   }
   /* Free everything (the error message survives: frees record nothing). */
   for (k = 0; k < 8; k++) SPX_FREE(s.hv[k]);
+  SPX_FREE(s.hb);
+  SPX_FREE(s.hx);
   SPX_FREE(s.hpart);
   SPX_FREE(s.diag);
   if (s.cuda) spx__g_free(&s);
