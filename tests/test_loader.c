@@ -769,7 +769,6 @@ int main(void) {
       cmocka_unit_test(test_env_override_missing),
       cmocka_unit_test(test_stub_driver),
       cmocka_unit_test(test_threads),
-      cmocka_unit_test(test_gpu_context),
   };
   return cmocka_run_group_tests_name("loader", tests, NULL, NULL);
 }

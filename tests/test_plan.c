@@ -1023,6 +1023,84 @@ static void check_diag(const spx_plan *p, const double *want, int64_t n, const c
   free(d);
 }
 
+/* A kernel spec for the registered copy of ELL below: one launch of ELL's kernel, a marked summary. */
+static spx_status copy_spec(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
+                            spx_kernel_plan *p) {
+  (void)o; (void)dev;
+  memset(p, 0, sizeof *p);
+  p->nlaunch = 1;
+  snprintf(p->launch[0].template_name, sizeof p->launch[0].template_name, "ell");
+  snprintf(p->launch[0].kernel, sizeof p->launch[0].kernel, "spx_ell_spmv");
+  p->launch[0].grid[0] = (unsigned)((m->nrows + 255) / 256); p->launch[0].grid[1] = p->launch[0].grid[2] = 1;
+  p->launch[0].block[0] = 256; p->launch[0].block[1] = p->launch[0].block[2] = 1;
+  snprintf(p->summary, sizeof p->summary, "the test's own spec");
+  return SPX_OK;
+}
+
+/* The public getters and printers no other test reaches: each returns what its header says. */
+static void test_public_getters(void **state) {
+  static spx_format_vtable vt;
+  spx_csr *a;
+  spx_plan *p;
+  spx_plan_options o;
+  spx_format id;
+  spx_fmt *m = NULL;
+  spx_kernel_plan kp;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f;
+  int k, compiled = 7;
+  (void)state;
+  for (k = 0; k < SPX_STATUS_COUNT; k++) {
+    const char *d = spx_status_description((spx_status)k);
+    assert_true(d && *d && strcmp(d, "unknown status"));
+  }
+  assert_string_equal(spx_status_description((spx_status)-1), "unknown status");
+  for (k = 0; k < SPX_PLAN_STRATEGY_COUNT; k++) {
+    const char *d = spx_plan_strategy_description((spx_plan_strategy)k);
+    assert_true(d && *d);
+    if (k) assert_string_not_equal(d, spx_plan_strategy_description((spx_plan_strategy)(k - 1)));
+  }
+  assert_string_equal(spx_plan_strategy_description((spx_plan_strategy)99), "");
+  assert_int_equal(spx_gen_poisson3d(10, 10, 10, 7, SPX_DOUBLE, &a), SPX_OK);
+  spx_plan_options_default(&o);
+  o.backend = SPX_BACKEND_HOST;
+  o.no_calibrate = 1;
+  o.strategy = SPX_PLAN_MODEL;
+  assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+  assert_int_equal(spx_plan_strategy_of(p), SPX_PLAN_MODEL);
+  assert_true(spx_plan_predicted_us(p) > 0);
+  assert_true(spx_plan_convert_ms(p) >= 0);
+  for (k = 0; k < 2; k++) {
+    assert_non_null(f = open_memstream(&buf, &len));
+    assert_int_equal(spx_plan_print(p, f, k), SPX_OK);
+    fclose(f);
+    assert_non_null(strstr(buf, spx_format_name(spx_plan_format(p))));
+    if (k) assert_true(buf[0] == '{' && strstr(buf, "\"strategy\""));
+    else assert_non_null(strstr(buf, "strategy"));
+    free(buf);
+    buf = NULL;
+  }
+  spx_plan_destroy(p);
+  /* the dmatrix getters on NULL (their GPU values: test_gpu_tiered_jit) */
+  assert_int_equal((int)spx_dmatrix_format(NULL), -1);
+  assert_int_equal(spx_dmatrix_dtype(NULL), SPX_DOUBLE);
+  assert_true(spx_dmatrix_jit_ms(NULL, &compiled) == 0 && compiled == 0);
+  /* spx_format_set_kernel: a registered copy of ELL has no kernel until given one, then plans it */
+  vt = *spx_format_info(SPX_FORMAT_ELL);
+  vt.name = "ell_copy_for_a_test";
+  assert_int_equal(spx_format_register(&vt, &id), SPX_OK);
+  assert_int_equal(spx_format_has_kernel(id), 0);
+  assert_int_equal(spx_format_set_kernel((spx_format)SPX_FORMAT_MAX + 3, copy_spec), SPX_INVALID_ARGUMENT);
+  assert_int_equal(spx_format_set_kernel(id, copy_spec), SPX_OK);
+  assert_int_equal(spx_format_has_kernel(id), 1);
+  assert_int_equal(spx_fmt_from_csr(a, id, NULL, &m), SPX_OK);
+  assert_int_equal(spx_dmatrix_plan(m, NULL, &kp), SPX_OK);
+  assert_string_equal(kp.summary, "the test's own spec");
+  spx_fmt_destroy(m);
+  spx_csr_destroy(a);
+}
+
 /* A dmatrix's y = A x against the host CSR's (the dmatrix of a's conversion). */
 static void check_dmatrix_spmv(spx_context *g, spx_dmatrix *d, const spx_csr *a, const char *what) {
   int64_t n = a->nrows, m = a->ncols;
@@ -1126,6 +1204,12 @@ static void test_gpu_tiered_jit(void **state) {
   assert_int_equal(spx_dmatrix_compiling(d), 0);
   assert_null(strstr(spx_dmatrix_describe(d), "generic"));
   check_dmatrix_spmv(g, d, a27, "ell K=27 specialized");
+  {
+    int compiled = -1;
+    assert_int_equal(spx_dmatrix_format(d), SPX_FORMAT_ELL);
+    assert_int_equal(spx_dmatrix_dtype(d), SPX_DOUBLE);
+    assert_true(spx_dmatrix_jit_ms(d, &compiled) >= 0 && compiled == 1); /* its kernel was compiled */
+  }
   spx_dmatrix_destroy(d);
   /* tiered 2 never takes the generic kernel */
   d = dmatrix_of(g, a27, SPX_FORMAT_ELL, 0);
@@ -1363,7 +1447,7 @@ int main(void) {
       cmocka_unit_test(test_model_latency),    cmocka_unit_test(test_convert_margin), cmocka_unit_test(test_columns_priced),
       cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_auto_trial_gap), cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_device_file),      cmocka_unit_test(test_reselect_ordering),
-      cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_device_profile), cmocka_unit_test(test_gpu_tiered_jit), cmocka_unit_test(test_gpu_nothing_pays_shortcut),
+      cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_device_profile), cmocka_unit_test(test_gpu_tiered_jit), cmocka_unit_test(test_public_getters), cmocka_unit_test(test_gpu_nothing_pays_shortcut),
   };
   setenv("SPX_QUIET", "1", 0);
   return cmocka_run_group_tests(tests, NULL, NULL);
