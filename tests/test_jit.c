@@ -4,10 +4,12 @@
  * the cache with the times of a cold compile, a disk hit and a memory hit.
  * Without NVRTC the compile tests skip; without a GPU the GPU tests skip. Each test that touches
  * the disk cache runs in a fresh temporary directory (SPX_CACHE_DIR) and removes it. */
-#define _POSIX_C_SOURCE 200809L /* mkdtemp, setenv, fork, pipe, utimensat, pthread */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp, setenv, fork, pipe, utimensat, pthread, mkfifo, symlink */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,15 +46,20 @@ static int setup(void **state) {
   return 0;
 }
 
-static void rm_dir_files(const char *dir) {
-  DIR *d = opendir(dir);
+/* rm -rf dir, never following a symbolic link (some tests plant them, and make directories that
+ * others could write to: chmod back first). */
+static void rm_tree(const char *dir) {
+  DIR *d;
   struct dirent *de;
+  struct stat st;
   char p[600];
-  if (!d) return;
+  (void)chmod(dir, 0700);
+  if (!(d = opendir(dir))) return;
   while ((de = readdir(d)) != NULL) {
     if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
     snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-    unlink(p);
+    if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) rm_tree(p);
+    else unlink(p);
   }
   closedir(d);
   rmdir(dir);
@@ -61,8 +68,7 @@ static void rm_dir_files(const char *dir) {
 static int teardown(void **state) {
   fixture *f = (fixture *)*state;
   spx_jit_clear_memory();
-  rm_dir_files(f->dir);
-  rm_dir_files(f->root);
+  rm_tree(f->root);
   env_unset_all();
   free(f);
   return 0;
@@ -119,6 +125,72 @@ static char *slurp(const char *path, size_t *n) {
   fclose(fp);
   if (b) { b[sz] = 0; *n = (size_t)sz; }
   return b;
+}
+
+/* lstat's permission bits (-1: no such path). */
+static int mode_of(const char *path) {
+  struct stat st;
+  return lstat(path, &st) == 0 ? (int)(st.st_mode & 07777) : -1;
+}
+
+static int is_regular(const char *path) {
+  struct stat st;
+  return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* cp src dst, mode 0600. */
+static void copy_file(const char *src, const char *dst) {
+  size_t n = 0;
+  char *b = slurp(src, &n);
+  int fd;
+  assert_non_null(b);
+  assert_true((fd = open(dst, O_CREAT | O_TRUNC | O_WRONLY, 0600)) >= 0);
+  assert_int_equal(write(fd, b, n), (ssize_t)n);
+  close(fd);
+  free(b);
+}
+
+/* Capture what spx writes to stderr (fd 2) between cap_begin and cap_end, with SPX_QUIET unset
+ * meanwhile (warnings are what is checked). */
+typedef struct capture { FILE *tmp; int saved_fd; char *quiet; } capture;
+
+static capture cap_begin(void) {
+  capture c;
+  c.quiet = getenv("SPX_QUIET") ? strdup(getenv("SPX_QUIET")) : NULL;
+  unsetenv("SPX_QUIET");
+  fflush(stderr);
+  c.tmp = tmpfile();
+  assert_non_null(c.tmp);
+  c.saved_fd = dup(2);
+  assert_true(c.saved_fd >= 0);
+  assert_true(dup2(fileno(c.tmp), 2) >= 0);
+  return c;
+}
+
+static char *cap_end(capture *c) {
+  long n;
+  char *buf;
+  fflush(stderr);
+  dup2(c->saved_fd, 2);
+  close(c->saved_fd);
+  if (c->quiet) setenv("SPX_QUIET", c->quiet, 1);
+  free(c->quiet);
+  fseek(c->tmp, 0, SEEK_END);
+  n = ftell(c->tmp);
+  rewind(c->tmp);
+  buf = (char *)calloc((size_t)n + 1, 1);
+  assert_non_null(buf);
+  if (n > 0) assert_int_equal(fread(buf, 1, (size_t)n, c->tmp), (size_t)n);
+  fclose(c->tmp);
+  fputs(buf, stderr); /* still shown in the test's log */
+  return buf;
+}
+
+static int count_substr(const char *hay, const char *needle) {
+  int n = 0;
+  const char *p = hay;
+  while ((p = strstr(p, needle)) != NULL) { n++; p += strlen(needle); }
+  return n;
 }
 
 static double now_s(void) {
@@ -808,6 +880,374 @@ static void test_concurrent_threads(void **state) {
   assert_int_equal(count_entries(f->dir, NULL), 2);
 }
 
+/* ---- the disk cache: what may stand in an entry's place, and whom it trusts -------------------- */
+static void on_alarm(int sig) {
+  static const char msg[] = "test_jit: a JIT cache lookup hung (a FIFO in an entry's place?)\n";
+  (void)sig;
+  if (write(2, msg, sizeof msg - 1) < 0) {}
+  _exit(3);
+}
+
+/* A FIFO in an entry's place neither blocks the lookup (open() of a FIFO waits for a writer) nor is
+ * read: it counts as a corrupt entry, is compiled again and replaced. A symbolic link in an entry's
+ * place is not followed, even to a valid entry: also compiled again and replaced (the link, not its
+ * target). */
+static void test_disk_entry_not_a_file(void **state) {
+  fixture *f = (fixture *)*state;
+  char hex[33], path[600], elsewhere[600], *before, *after;
+  size_t nb, na;
+  spx_jit_stats s0, s1;
+  int origin;
+  if (!spx_test_have_nvrtc()) skip();
+  key_of("vector", 1, dbl, "sm_80", hex);
+  entry_path(f, hex, path, sizeof path);
+  assert_int_equal(mkdir(f->dir, 0700), 0);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  signal(SIGALRM, on_alarm);
+  alarm(120); /* generous: a compile under the sanitizers; a hang never returns */
+  spx_jit_stats_get(&s0);
+  assert_int_equal(spx_jit_compile_only("vector", 1, dbl, "sm_80", &origin), SPX_OK);
+  alarm(0);
+  signal(SIGALRM, SIG_DFL);
+  spx_jit_stats_get(&s1);
+  assert_int_equal(origin, SPX_JIT_COMPILED);
+  assert_int_equal(s1.disk_corrupt - s0.disk_corrupt, 1);
+  assert_int_equal(s1.disk_writes - s0.disk_writes, 1);
+  assert_true(is_regular(path));
+  spx_jit_clear_memory();
+  assert_int_equal(spx_jit_compile_only("vector", 1, dbl, "sm_80", &origin), SPX_OK);
+  assert_int_equal(origin, SPX_JIT_DISK);
+  /* A link to a valid entry (a copy outside the entry directory). */
+  snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere", f->root);
+  copy_file(path, elsewhere);
+  assert_non_null(before = slurp(elsewhere, &nb));
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(symlink(elsewhere, path), 0);
+  spx_jit_clear_memory();
+  spx_jit_stats_get(&s0);
+  assert_int_equal(spx_jit_compile_only("vector", 1, dbl, "sm_80", &origin), SPX_OK);
+  spx_jit_stats_get(&s1);
+  assert_int_equal(origin, SPX_JIT_COMPILED);
+  assert_int_equal(s1.disk_corrupt - s0.disk_corrupt, 1);
+  assert_int_equal(s1.disk_hits, s0.disk_hits);
+  assert_true(is_regular(path)); /* the link was replaced ... */
+  assert_non_null(after = slurp(elsewhere, &na)); /* ... and its target left as it was */
+  assert_int_equal(na, nb);
+  assert_memory_equal(after, before, nb);
+  free(before);
+  free(after);
+}
+
+/* Directories the cache creates are 0700 and entries 0600, whatever the umask. */
+static void test_disk_private_modes(void **state) {
+  fixture *f = (fixture *)*state;
+  char root[300], dir[400], hex[33], path[500];
+  mode_t old;
+  int origin;
+  spx_status s;
+  if (!spx_test_have_nvrtc()) skip();
+  snprintf(root, sizeof root, "%s/new/cache", f->root); /* two levels that do not exist yet */
+  snprintf(dir, sizeof dir, "%s/%s", root, SPX_JIT_CACHE_SUBDIR);
+  setenv("SPX_CACHE_DIR", root, 1);
+  key_of("vector", 1, flt, "sm_80", hex);
+  snprintf(path, sizeof path, "%s/%s", dir, hex);
+  old = umask(0);
+  s = spx_jit_compile_only("vector", 1, flt, "sm_80", &origin);
+  umask(old);
+  assert_int_equal(s, SPX_OK);
+  assert_int_equal(origin, SPX_JIT_COMPILED);
+  assert_int_equal(mode_of(root), 0700);
+  assert_int_equal(mode_of(dir), 0700);
+  assert_true(is_regular(path));
+  assert_int_equal(mode_of(path), 0600);
+  spx_jit_clear_memory();
+  assert_int_equal(spx_jit_compile_only("vector", 1, flt, "sm_80", &origin), SPX_OK);
+  assert_int_equal(origin, SPX_JIT_DISK);
+}
+
+/* One refused cache: one notice naming `bad` and `reason`, disk_enabled 0, nothing read or written
+ * (an entry planted in `dir`, when given, is not served) however often the cache is asked. */
+static void expect_refused(const char *dir, const char *bad, const char *reason, const char *planted) {
+  spx_jit_stats s0, s1, st;
+  int64_t bytes = -1, entries = -1;
+  char *err, want[600], *before = NULL, *after;
+  size_t nb = 0, na;
+  int origin, ntmp, n0 = count_entries(dir, NULL);
+  capture c;
+  if (planted) assert_non_null(before = slurp(planted, &nb));
+  c = cap_begin();
+  spx_jit_stats_get(&s0);
+  assert_int_equal(s0.disk_enabled, 0);
+  assert_int_equal(spx_jit_disk_usage(&bytes, &entries), SPX_OK);
+  assert_int_equal(bytes, 0);
+  assert_int_equal(entries, 0);
+  if (spx_test_have_nvrtc()) {
+    assert_int_equal(spx_jit_compile_only("vector", 1, dbl, "sm_80", &origin), SPX_OK);
+    assert_int_equal(origin, SPX_JIT_COMPILED);
+    spx_jit_clear_memory();
+    assert_int_equal(spx_jit_compile_only("vector", 1, dbl, "sm_80", &origin), SPX_OK);
+    assert_int_equal(origin, SPX_JIT_COMPILED); /* memory only: no disk hit */
+    assert_int_equal(spx_jit_forget("vector", 1, dbl, "sm_80"), SPX_OK);
+  }
+  assert_int_equal(spx_jit_clear(), SPX_OK);
+  spx_jit_stats_get(&s1);
+  err = cap_end(&c);
+  assert_int_equal(s1.disk_enabled, 0);
+  assert_int_equal(s1.disk_writes, s0.disk_writes);
+  assert_int_equal(s1.disk_hits, s0.disk_hits);
+  assert_int_equal(s1.disk_corrupt, s0.disk_corrupt);
+  assert_int_equal(count_entries(dir, &ntmp), n0); /* nothing written, nothing removed */
+  assert_int_equal(ntmp, 0);
+  snprintf(want, sizeof want, "JIT cache directory %s %s", bad, reason);
+  if (count_substr(err, want) != 1 || count_substr(err, "JIT cache directory") != 1)
+    fail_msg("want one notice \"%s\", got:\n%s", want, err);
+  assert_non_null(strstr(err, "running without the disk cache"));
+  free(err);
+  if (planted) {
+    assert_non_null(after = slurp(planted, &na));
+    assert_int_equal(na, nb);
+    assert_memory_equal(after, before, nb);
+    free(after);
+    free(before);
+  }
+  spx_jit_stats_get(&st); /* and the verdict stays for the path: still off, no second notice */
+  assert_int_equal(st.disk_enabled, 0);
+}
+
+/* A cache directory (or its v1) that others can write to, a symbolic link, or another user's:
+ * refused with one notice, and the process runs on the memory cache alone. */
+static void test_disk_untrusted_dir(void **state) {
+  fixture *f = (fixture *)*state;
+  char good[300], gdir[400], bad[400], bdir[500], link[300], hex[33], gpath[500], bpath[600];
+  spx_jit_stats st;
+  int origin;
+  snprintf(good, sizeof good, "%s/good", f->root);
+  snprintf(gdir, sizeof gdir, "%s/%s", good, SPX_JIT_CACHE_SUBDIR);
+  /* The cache directory itself writable by everyone. */
+  assert_int_equal(chmod(f->root, 0777), 0);
+  expect_refused(f->dir, f->root, "is writable by others (mode 0777)", NULL);
+  assert_int_equal(access(f->dir, F_OK), -1); /* not even v1 was made */
+  assert_int_equal(chmod(f->root, 0700), 0);
+  /* A trusted one, with an entry (by NVRTC when it loads), for the cases below to plant. */
+  assert_int_equal(mkdir(good, 0700), 0);
+  setenv("SPX_CACHE_DIR", good, 1);
+  spx_jit_stats_get(&st);
+  assert_int_equal(st.disk_enabled, 1);
+  if (spx_test_have_nvrtc()) {
+    key_of("vector", 1, dbl, "sm_80", hex);
+    snprintf(gpath, sizeof gpath, "%s/%s", gdir, hex);
+    spx_jit_clear_memory();
+    assert_int_equal(spx_jit_compile_only("vector", 1, dbl, "sm_80", &origin), SPX_OK);
+    assert_true(is_regular(gpath));
+    spx_jit_clear_memory();
+  }
+  /* v1 group-writable (the cache directory fine), holding a planted valid entry. */
+  snprintf(bad, sizeof bad, "%s/groupv1", f->root);
+  snprintf(bdir, sizeof bdir, "%s/%s", bad, SPX_JIT_CACHE_SUBDIR);
+  assert_int_equal(mkdir(bad, 0700), 0);
+  assert_int_equal(mkdir(bdir, 0700), 0);
+  assert_int_equal(chmod(bdir, 0770), 0);
+  if (spx_test_have_nvrtc()) {
+    snprintf(bpath, sizeof bpath, "%s/%s", bdir, hex);
+    copy_file(gpath, bpath);
+  }
+  setenv("SPX_CACHE_DIR", bad, 1);
+  expect_refused(bdir, bdir, "is writable by its group (mode 0770)", spx_test_have_nvrtc() ? bpath : NULL);
+  /* A symbolic link to the trusted directory. */
+  snprintf(link, sizeof link, "%s/link", f->root);
+  assert_int_equal(symlink(good, link), 0);
+  setenv("SPX_CACHE_DIR", link, 1);
+  expect_refused(gdir, link, "is a symbolic link", spx_test_have_nvrtc() ? gpath : NULL);
+  snprintf(bad, sizeof bad, "%s/", link); /* a trailing slash: lstat would follow the link */
+  setenv("SPX_CACHE_DIR", bad, 1);
+  expect_refused(gdir, link, "is a symbolic link", spx_test_have_nvrtc() ? gpath : NULL);
+  /* Another user's (root can make one; others skip this case). */
+  if (geteuid() == 0) {
+    char other[300], odir[400];
+    snprintf(other, sizeof other, "%s/nobodys", f->root);
+    snprintf(odir, sizeof odir, "%s/%s", other, SPX_JIT_CACHE_SUBDIR);
+    assert_int_equal(mkdir(other, 0700), 0);
+    assert_int_equal(chown(other, 65534, 65534), 0);
+    setenv("SPX_CACHE_DIR", other, 1);
+    expect_refused(odir, other, "is owned by uid 65534", NULL);
+  } else {
+    print_message("not root: the other user's directory case is skipped\n");
+  }
+  /* The trusted one still works. */
+  setenv("SPX_CACHE_DIR", good, 1);
+  spx_jit_stats_get(&st);
+  assert_int_equal(st.disk_enabled, 1);
+  if (spx_test_have_nvrtc()) {
+    assert_int_equal(spx_jit_compile_only("vector", 1, dbl, "sm_80", &origin), SPX_OK);
+    assert_int_equal(origin, SPX_JIT_DISK);
+  }
+}
+
+/* An entry others could have written is not served: a compile happens instead (not a corruption).
+ * This user's is then replaced by a private one; another user's is left alone, by lookups,
+ * spx_jit_forget and spx_jit_clear alike. */
+static void test_disk_untrusted_entry(void **state) {
+  fixture *f = (fixture *)*state;
+  char hex[33], path[600], *err, *before, *after;
+  size_t nb, na;
+  spx_jit_stats s0, s1;
+  int64_t bytes, entries;
+  int origin;
+  capture c;
+  if (!spx_test_have_nvrtc()) skip();
+  key_of("vector", 1, flt, "sm_80", hex);
+  entry_path(f, hex, path, sizeof path);
+  assert_int_equal(spx_jit_compile_only("vector", 1, flt, "sm_80", &origin), SPX_OK);
+  assert_int_equal(mode_of(path), 0600);
+  /* Writable by everyone: a miss. */
+  assert_int_equal(chmod(path, 0666), 0);
+  spx_jit_clear_memory();
+  spx_jit_stats_get(&s0);
+  c = cap_begin();
+  assert_int_equal(spx_jit_compile_only("vector", 1, flt, "sm_80", &origin), SPX_OK);
+  err = cap_end(&c);
+  spx_jit_stats_get(&s1);
+  assert_int_equal(origin, SPX_JIT_COMPILED);
+  assert_int_equal(s1.compiles - s0.compiles, 1);
+  assert_int_equal(s1.misses - s0.misses, 1);
+  assert_int_equal(s1.disk_hits, s0.disk_hits);
+  assert_int_equal(s1.disk_corrupt, s0.disk_corrupt);
+  if (!strstr(err, path) || !strstr(err, "writable by others (mode 0666)"))
+    fail_msg("no warning about %s:\n%s", path, err);
+  free(err);
+  assert_int_equal(mode_of(path), 0600); /* replaced by a private one, served from now on */
+  spx_jit_clear_memory();
+  assert_int_equal(spx_jit_compile_only("vector", 1, flt, "sm_80", &origin), SPX_OK);
+  assert_int_equal(origin, SPX_JIT_DISK);
+  /* Group-writable: a miss too. */
+  assert_int_equal(chmod(path, 0620), 0);
+  spx_jit_clear_memory();
+  assert_int_equal(spx_jit_compile_only("vector", 1, flt, "sm_80", &origin), SPX_OK);
+  assert_int_equal(origin, SPX_JIT_COMPILED);
+  assert_int_equal(mode_of(path), 0600);
+  if (geteuid() != 0) {
+    print_message("not root: the other user's entry case is skipped\n");
+    return;
+  }
+  /* Another user's (mode 0600): a miss, and the file stays as it was. */
+  assert_non_null(before = slurp(path, &nb));
+  assert_int_equal(chown(path, 65534, 65534), 0);
+  spx_jit_clear_memory();
+  spx_jit_stats_get(&s0);
+  assert_int_equal(spx_jit_compile_only("vector", 1, flt, "sm_80", &origin), SPX_OK);
+  spx_jit_stats_get(&s1);
+  assert_int_equal(origin, SPX_JIT_COMPILED);
+  assert_int_equal(s1.disk_hits, s0.disk_hits);
+  assert_int_equal(s1.disk_corrupt, s0.disk_corrupt);
+  assert_int_equal(s1.disk_writes, s0.disk_writes);
+  assert_int_equal(spx_jit_disk_usage(&bytes, &entries), SPX_OK);
+  assert_int_equal(entries, 0); /* not one of ours */
+  assert_int_equal(spx_jit_forget("vector", 1, flt, "sm_80"), SPX_OK);
+  assert_int_equal(spx_jit_clear(), SPX_OK);
+  {
+    struct stat st;
+    assert_int_equal(lstat(path, &st), 0);
+    assert_int_equal(st.st_uid, 65534);
+  }
+  assert_non_null(after = slurp(path, &na));
+  assert_int_equal(na, nb);
+  assert_memory_equal(after, before, nb);
+  free(before);
+  free(after);
+}
+
+/* spx_jit_clear and spx_jit_forget remove this user's entries and temporary files only: not
+ * symbolic links (nor what they point to), FIFOs, other names; and nothing at all through a
+ * symbolic link in the entry directory's place. */
+static void test_clear_and_forget_stay_inside(void **state) {
+  fixture *f = (fixture *)*state;
+  static const char key1[] = "0123456789abcdef0123456789abcdef", key2[] = "fedcba9876543210fedcba9876543210",
+                    key3[] = "00000000000000000000000000000000", key4[] = "11111111111111111111111111111111";
+  char out[300], p[600], q[600], hex[33], *err;
+  int origin, fd;
+  capture c;
+  snprintf(out, sizeof out, "%s/outside", f->root);
+  assert_int_equal(mkdir(out, 0700), 0);
+  /* outside/: a key-named file, a temporary-named one, another */
+#define OUTFILE(name)                                                         \
+  do {                                                                        \
+    snprintf(p, sizeof p, "%s/%s", out, name);                                \
+    assert_true((fd = open(p, O_CREAT | O_WRONLY | O_TRUNC, 0600)) >= 0);     \
+    assert_int_equal(write(fd, "x", 1), 1);                                   \
+    close(fd);                                                                \
+  } while (0)
+  OUTFILE(key1);
+  OUTFILE(".tmp-" "0123456789abcdef0123456789abcdef-AAAAAA");
+  OUTFILE("notes");
+  /* v1 is a link to outside/: refused, nothing removed. */
+  assert_int_equal(symlink(out, f->dir), 0);
+  c = cap_begin();
+  assert_int_equal(spx_jit_clear(), SPX_OK);
+  if (spx_test_have_nvrtc()) {
+    snprintf(p, sizeof p, "%s/%s", out, key1);
+    key_of("vector", 1, dbl, "sm_90", hex);
+    snprintf(q, sizeof q, "%s/%s", out, hex);
+    copy_file(p, q); /* what forget would remove through the link */
+    assert_int_equal(spx_jit_forget("vector", 1, dbl, "sm_90"), SPX_OK);
+    assert_int_equal(access(q, F_OK), 0);
+  }
+  err = cap_end(&c);
+  assert_non_null(strstr(err, "is a symbolic link"));
+  free(err);
+  assert_int_equal(count_entries(out, &fd), spx_test_have_nvrtc() ? 2 : 1);
+  assert_int_equal(fd, 1);
+  snprintf(p, sizeof p, "%s/notes", out);
+  assert_int_equal(access(p, F_OK), 0);
+  /* A real v1 (another path: the first's verdict stays) with links, a FIFO and one real entry. */
+  {
+    char root2[300], dir2[400];
+    snprintf(root2, sizeof root2, "%s/real", f->root);
+    snprintf(dir2, sizeof dir2, "%s/%s", root2, SPX_JIT_CACHE_SUBDIR);
+    assert_int_equal(mkdir(root2, 0700), 0);
+    assert_int_equal(mkdir(dir2, 0700), 0);
+    setenv("SPX_CACHE_DIR", root2, 1);
+    snprintf(p, sizeof p, "%s/%s", out, key1);
+    snprintf(q, sizeof q, "%s/%s", dir2, key1);
+    assert_int_equal(symlink(p, q), 0);                           /* a key-named link out */
+    snprintf(p, sizeof p, "%s/.tmp-0123456789abcdef0123456789abcdef-AAAAAA", out);
+    snprintf(q, sizeof q, "%s/.tmp-0123456789abcdef0123456789abcdef-BBBBBB", dir2);
+    assert_int_equal(symlink(p, q), 0);                           /* a temporary-named link out */
+    snprintf(q, sizeof q, "%s/%s", dir2, key2);
+    assert_int_equal(mkfifo(q, 0600), 0);                         /* a key-named FIFO */
+    snprintf(q, sizeof q, "%s/%s", dir2, key3);
+    copy_file(p, q);                                              /* a real entry: removed */
+    snprintf(q, sizeof q, "%s/%s", dir2, key4);
+    assert_int_equal(symlink(out, q), 0);                         /* a key-named link to a directory */
+    assert_int_equal(spx_jit_clear(), SPX_OK);
+    snprintf(q, sizeof q, "%s/%s", dir2, key3);
+    assert_int_equal(access(q, F_OK), -1);
+    snprintf(q, sizeof q, "%s/%s", dir2, key1);
+    assert_int_equal(mode_of(q) >= 0, 1);                         /* the link itself stays */
+    snprintf(q, sizeof q, "%s/%s", dir2, key2);
+    assert_int_equal(mode_of(q) >= 0, 1);
+    snprintf(q, sizeof q, "%s/.tmp-0123456789abcdef0123456789abcdef-BBBBBB", dir2);
+    assert_int_equal(mode_of(q) >= 0, 1);
+    assert_int_equal(access(dir2, F_OK), 0);                      /* not empty: stays */
+    /* spx_jit_forget of a key whose place holds a link out: the link and its target stay. */
+    if (spx_test_have_nvrtc()) {
+      assert_int_equal(spx_jit_compile_only("vector", 1, dbl, "sm_90", &origin), SPX_OK);
+      key_of("vector", 1, dbl, "sm_90", hex);
+      snprintf(q, sizeof q, "%s/%s", dir2, hex);
+      assert_true(is_regular(q));
+      assert_int_equal(spx_jit_forget("vector", 1, dbl, "sm_90"), SPX_OK); /* a real entry goes */
+      assert_int_equal(access(q, F_OK), -1);
+      snprintf(p, sizeof p, "%s/%s", out, hex);
+      assert_int_equal(symlink(p, q), 0);
+      assert_int_equal(spx_jit_forget("vector", 1, dbl, "sm_90"), SPX_OK);
+      assert_int_equal(mode_of(q) >= 0, 1);
+      assert_true(is_regular(p));
+    }
+  }
+  assert_int_equal(count_entries(out, &fd), spx_test_have_nvrtc() ? 2 : 1);
+  assert_int_equal(fd, 1);
+#undef OUTFILE
+}
+
 /* ---- with a GPU ------------------------------------------------------------------------------ */
 static spx_context *gpu_ctx(void) {
   spx_context_options o = {SPX_BACKEND_CUDA, 0};
@@ -1162,6 +1602,11 @@ int main(void) {
       T(test_cache_dir_resolution),
       T(test_concurrent_processes),
       T(test_concurrent_threads),
+      T(test_disk_entry_not_a_file),
+      T(test_disk_private_modes),
+      T(test_disk_untrusted_dir),
+      T(test_disk_untrusted_entry),
+      T(test_clear_and_forget_stay_inside),
       T(test_host_context),
       T(test_gpu_axpby),
       T(test_gpu_vector_kernels),

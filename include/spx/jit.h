@@ -31,6 +31,13 @@
  *            write the least recently used entries go first (modification time, refreshed on
  *            every hit) until the rest fit.
  *   SPX_CACHE=off (or 0, no, false) disables the disk cache; nothing is written.
+ *   trust    the GPU runs what the cache holds, and the checksums catch accidents, not forgeries:
+ *            the cache directory and its SPX_JIT_CACHE_SUBDIR must each be a directory (not a
+ *            symbolic link) of the effective user, not writable by group or others (spx makes
+ *            them 0700, entries 0600). Otherwise one notice, and the process runs as with
+ *            SPX_CACHE=off (disk_enabled 0; the verdict is kept per path). An entry of another user
+ *            or writable by others is not used; a link, FIFO or device in an entry's place is never
+ *            followed or waited on. Clearing and eviction remove only this user's regular files.
  *
  * ERRORS  A define without the SPX_ prefix is SPX_INVALID_ARGUMENT: NVRTC's built-in headers use
  *   short template-parameter names and -DT=float breaks them. A compile error is SPX_NVRTC with
@@ -71,7 +78,8 @@ typedef struct spx_jit_stats {
   double compile_ms_total;             /* NVRTC wall time */
   double load_ms_total;                /* cuModuleLoadDataEx wall time */
   double disk_read_ms_total;           /* reading and checking entries */
-  int disk_enabled;                    /* 0: SPX_CACHE=off or no directory could be found */
+  int disk_enabled;                    /* 0: SPX_CACHE=off, no directory could be found, or it
+                                        * was refused as untrusted (see DISK CACHE above) */
   double disk_cap_mb;                  /* the size cap in MiB */
   int64_t disk_bytes, disk_entries;    /* in the cache directory as of this process's last scan
                                         * (after each write, spx_jit_clear, spx_jit_disk_usage);
@@ -98,7 +106,8 @@ spx_status spx_jit_kernel_cached(spx_context *ctx, const char *template_name, co
 spx_status spx_jit_compile_only(const char *template_name, int ndefines, const char *const *defines,
                                 const char *arch, int *from_cache);
 
-/* The counters; no I/O, so it is cheap enough to wrap every spx_jit_kernel call. */
+/* The counters; no I/O (but for the trust check of a cache directory not yet judged in this
+ * process: an lstat or two), so it is cheap enough to wrap every spx_jit_kernel call. */
 void spx_jit_stats_get(spx_jit_stats *out);
 /* Removes one kernel (the key spx_jit_compile_only would use; arch NULL: device 0's) from the
  * memory and disk caches, so that the next request compiles it: how a benchmark measures a first
@@ -113,8 +122,9 @@ spx_status spx_jit_clear_memory(void);
  * directory and its files; nothing else in the cache directory). SPX_IO if one stays. */
 spx_status spx_jit_clear(void);
 /* The cache directory the next disk access will use (entries are in its SPX_JIT_CACHE_SUBDIR
- * subdirectory); NULL when the disk cache is off. Thread-local storage, valid until the next
- * call on this thread. */
+ * subdirectory); NULL when the disk cache is off. A directory refused as untrusted is still named
+ * (disk_enabled of spx_jit_stats says whether it is used). Thread-local storage, valid until the
+ * next call on this thread. */
 const char *spx_jit_cache_dir(void);
 
 /* The embedded templates, sorted by name. */

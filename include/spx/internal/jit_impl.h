@@ -463,6 +463,7 @@ static int spx__jit_root(char *root, size_t len) {
   return 1;
 }
 
+/* The entry directory (root/SPX_JIT_CACHE_SUBDIR) whatever its verdict; 0 when the disk cache is off. */
 static int spx__jit_subdir(char *dir, size_t len) {
   char root[1024];
   if (!spx__jit_root(root, sizeof root)) return 0;
@@ -472,6 +473,110 @@ static int spx__jit_subdir(char *dir, size_t len) {
 const char *spx_jit_cache_dir(void) {
   static SPX__THREAD_LOCAL char root[1024];
   return spx__jit_root(root, sizeof root) ? root : NULL;
+}
+
+/* ---- Trust ------------------------------------------------------------------------------------
+ * The disk cache holds code the GPU runs, and its checksums (public seeds) catch accidents, not
+ * forgeries. So the cache directory and its entry directory must each be a directory (not a
+ * symbolic link) owned by the effective user and writable by nobody else; otherwise the process
+ * runs on the memory cache alone, as with SPX_CACHE=off, after one notice. A directory not yet
+ * there is fine: spx__jit_mkdirs creates it 0700 and it is checked again before the first write.
+ * Each entry is checked too, on its open descriptor (spx__jit_disk_read). */
+enum { SPX__JIT_DIR_UNKNOWN = 0, SPX__JIT_DIR_OK, SPX__JIT_DIR_ABSENT, SPX__JIT_DIR_REFUSED };
+#define SPX__JIT_NVERDICTS 8
+
+/* Verdicts per entry-directory path for the process (SPX_CACHE_DIR may change between calls; a
+ * refused directory keeps its verdict, so its notice is printed once). */
+static pthread_mutex_t spx__jit_trust_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  char dir[1100];
+  int verdict; /* SPX__JIT_DIR_* */
+} spx__jit_verdicts[SPX__JIT_NVERDICTS];
+static int spx__jit_verdict_next;
+
+/* Mode bits that let someone else than the owner change a file or a directory's names. */
+#define SPX__JIT_OTHERS_WRITE ((mode_t)(S_IWGRP | S_IWOTH))
+
+static const char *spx__jit_writers(mode_t m) {
+  return (m & S_IWOTH) ? "others" : "its group";
+}
+
+/* One directory: SPX__JIT_DIR_OK, _ABSENT, or _REFUSED with `why`. */
+static int spx__jit_dir_check(const char *dir, char *why, size_t wlen) {
+  struct stat st;
+  if (lstat(dir, &st) != 0) {
+    if (errno == ENOENT) return SPX__JIT_DIR_ABSENT;
+    snprintf(why, wlen, "cannot be examined (%s)", strerror(errno));
+  } else if (S_ISLNK(st.st_mode)) {
+    snprintf(why, wlen, "is a symbolic link");
+  } else if (!S_ISDIR(st.st_mode)) {
+    snprintf(why, wlen, "is not a directory");
+  } else if (st.st_uid != geteuid()) {
+    snprintf(why, wlen, "is owned by uid %u, not by this process's user (uid %u)", (unsigned)st.st_uid,
+             (unsigned)geteuid());
+  } else if (st.st_mode & SPX__JIT_OTHERS_WRITE) {
+    snprintf(why, wlen, "is writable by %s (mode %04o)", spx__jit_writers(st.st_mode),
+             (unsigned)(st.st_mode & 07777));
+  } else {
+    return SPX__JIT_DIR_OK;
+  }
+  return SPX__JIT_DIR_REFUSED;
+}
+
+/* Whether the disk cache in entry directory dir may be used (its parent, the cache directory, is
+ * checked with it). A kept verdict is reused, except that one saying "absent" is checked again
+ * unless `kept_absent_ok` (spx_jit_stats_get: no I/O once a path has a verdict). */
+static int spx__jit_trusted(const char *dir, int kept_absent_ok) {
+  char root[1100], why[160];
+  const char *bad = dir, *slash = strrchr(dir, '/');
+  int i, v, slot = -1;
+  pthread_mutex_lock(&spx__jit_trust_lock);
+  for (i = 0; i < SPX__JIT_NVERDICTS && slot < 0; i++)
+    if (spx__jit_verdicts[i].verdict != SPX__JIT_DIR_UNKNOWN && !strcmp(spx__jit_verdicts[i].dir, dir)) slot = i;
+  if (slot >= 0 && (spx__jit_verdicts[slot].verdict != SPX__JIT_DIR_ABSENT || kept_absent_ok)) {
+    v = spx__jit_verdicts[slot].verdict;
+    pthread_mutex_unlock(&spx__jit_trust_lock);
+    return v != SPX__JIT_DIR_REFUSED;
+  }
+  snprintf(root, sizeof root, "%.*s", slash && slash > dir ? (int)(slash - dir) : (int)strlen(dir), dir);
+  for (i = (int)strlen(root); i > 1 && root[i - 1] == '/'; i--) root[i - 1] = 0; /* "d/" would follow a link */
+  if ((v = spx__jit_dir_check(root, why, sizeof why)) == SPX__JIT_DIR_REFUSED) bad = root;
+  else if (v == SPX__JIT_DIR_OK) v = spx__jit_dir_check(dir, why, sizeof why);
+  if (slot < 0 && strlen(dir) < sizeof spx__jit_verdicts[0].dir) {
+    slot = spx__jit_verdict_next;
+    spx__jit_verdict_next = (spx__jit_verdict_next + 1) % SPX__JIT_NVERDICTS;
+    memcpy(spx__jit_verdicts[slot].dir, dir, strlen(dir) + 1);
+  }
+  if (slot >= 0) spx__jit_verdicts[slot].verdict = v;
+  if (v == SPX__JIT_DIR_REFUSED)
+    spx__warn("JIT cache directory %s %s; running without the disk cache (GPU code is loaded from it: it must "
+              "be this user's directory, writable by nobody else)", bad, why);
+  pthread_mutex_unlock(&spx__jit_trust_lock);
+  return v != SPX__JIT_DIR_REFUSED;
+}
+
+/* The entry directory when the disk cache is on and its directories pass spx__jit_trusted. */
+static int spx__jit_disk_dir(char *dir, size_t len, int kept_absent_ok) {
+  return spx__jit_subdir(dir, len) && spx__jit_trusted(dir, kept_absent_ok);
+}
+
+/* Opens directory `dir` for listing without following a symbolic link in its place. */
+static DIR *spx__jit_opendir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), e;
+  DIR *d;
+  if (fd < 0) return NULL;
+  if (!(d = fdopendir(fd))) {
+    e = errno;
+    close(fd);
+    errno = e;
+  }
+  return d;
+}
+
+/* Whether `name` in the open directory d is a regular file of this user: what spx may remove
+ * (spx_jit_clear, spx_jit_forget, eviction); *st receives its status. Symbolic links are not followed. */
+static int spx__jit_is_mine(DIR *d, const char *name, struct stat *st) {
+  return fstatat(dirfd(d), name, st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st->st_mode) && st->st_uid == geteuid();
 }
 
 static double spx__jit_cap_mb(void) {
@@ -555,8 +660,18 @@ static int spx__jit_write_all(int fd, const void *buf, size_t n) {
   return 1;
 }
 
-/* Reads entry `path` for key k. 1: valid, *image allocated; 0: no such file; -1: present but
- * unusable (corrupt, truncated, another key or format; `why` says which). */
+/* What spx__jit_disk_read found. */
+enum {
+  SPX__JIT_READ_FOREIGN = -3, /* another user's file: not used, and left alone */
+  SPX__JIT_READ_UNSAFE = -2,  /* this user's, but writable by others: not used, replaced */
+  SPX__JIT_READ_BAD = -1,     /* corrupt, truncated, another key or format, not a regular file */
+  SPX__JIT_READ_ABSENT = 0,
+  SPX__JIT_READ_OK = 1
+};
+
+/* Reads entry `path` for key k: SPX__JIT_READ_OK with *image allocated, or what was wrong (`why`
+ * says it). A FIFO, device or symbolic link in an entry's place is refused without blocking or
+ * following it; a file another user could have written is refused as if absent. */
 static int spx__jit_disk_read(const char *path, spx__jit_key k, void **image, size_t *size, int *cubin,
                               char *why, size_t wlen) {
   unsigned char h[SPX__JIT_HEADER];
@@ -564,15 +679,25 @@ static int spx__jit_disk_read(const char *path, spx__jit_key k, void **image, si
   uint64_t n;
   uint32_t kind = 0;
   void *img = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC), ok = -1;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC), ok = SPX__JIT_READ_BAD, fl;
   *image = NULL;
   if (fd < 0) {
-    if (errno == ENOENT) return 0;
-    snprintf(why, wlen, "unreadable (%s)", strerror(errno));
-    return -1;
+    if (errno == ENOENT) return SPX__JIT_READ_ABSENT;
+    if (errno == ELOOP || errno == EMLINK) snprintf(why, wlen, "a symbolic link"); /* O_NOFOLLOW */
+    else snprintf(why, wlen, "unreadable (%s)", strerror(errno));
+    return SPX__JIT_READ_BAD;
   }
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     snprintf(why, wlen, "not a regular file");
+  } else if (st.st_uid != geteuid()) {
+    snprintf(why, wlen, "owned by uid %u, not by this process's user (uid %u)", (unsigned)st.st_uid,
+             (unsigned)geteuid());
+    ok = SPX__JIT_READ_FOREIGN;
+  } else if (st.st_mode & SPX__JIT_OTHERS_WRITE) {
+    snprintf(why, wlen, "writable by %s (mode %04o)", spx__jit_writers(st.st_mode), (unsigned)(st.st_mode & 07777));
+    ok = SPX__JIT_READ_UNSAFE;
+  } else if ((fl = fcntl(fd, F_GETFL)) < 0 || ((fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)) {
+    snprintf(why, wlen, "unreadable (%s)", strerror(errno));
   } else if ((uint64_t)st.st_size < SPX__JIT_HEADER || !spx__jit_read_all(fd, h, sizeof h)) {
     snprintf(why, wlen, "truncated (%lld bytes, less than its header)", (long long)st.st_size);
   } else if (memcmp(h + SPX__JH_MAGIC, spx__jit_magic, 8)) {
@@ -597,7 +722,7 @@ static int spx__jit_disk_read(const char *path, spx__jit_key k, void **image, si
   } else if (kind == 2 && (n == 0 || ((const char *)img)[n - 1] != 0)) {
     snprintf(why, wlen, "corrupt (PTX without its terminating NUL)");
   } else {
-    ok = 1;
+    ok = SPX__JIT_READ_OK;
     *image = img;
     *size = (size_t)n;
     *cubin = kind == 1;
@@ -609,7 +734,8 @@ static int spx__jit_disk_read(const char *path, spx__jit_key k, void **image, si
   return ok;
 }
 
-/* mkdir -p with mode 0700: compiled code loaded from here must not be writable by others. */
+/* mkdir -p with mode 0700: compiled code loaded from here must not be writable by others (a
+ * directory that exists already keeps its mode: spx__jit_trusted judges it). */
 static int spx__jit_mkdirs(const char *dir) {
   char p[1100];
   size_t i, n = strlen(dir);
@@ -625,19 +751,42 @@ static int spx__jit_mkdirs(const char *dir) {
   return 0;
 }
 
-/* Writes the entry atomically: a temporary file in the same directory, renamed over the name. */
-static spx_status spx__jit_disk_write(const char *dir, spx__jit_key k, const spx_jit_key_inputs *in,
-                                      const void *image, size_t size, int cubin) {
+/* Writes the entry atomically, mode 0600: a temporary file in the same directory, renamed over the
+ * name. 1: written; 0: not, the directories (created now) were refused by spx__jit_trusted, which
+ * said why; -1: not, an I/O error (spx_last_error says which). */
+static int spx__jit_disk_write(const char *dir, spx__jit_key k, const spx_jit_key_inputs *in,
+                               const void *image, size_t size, int cubin) {
   unsigned char h[SPX__JIT_HEADER];
   char hex[33], tmp[1200], path[1200];
+  struct stat st;
   int fd, ok;
   spx__jit_hex(k, hex);
   snprintf(path, sizeof path, "%s/%s", dir, hex);
   snprintf(tmp, sizeof tmp, "%s/" SPX__JIT_TMP_PREFIX "%s-XXXXXX", dir, hex);
-  if (spx__jit_mkdirs(dir) != 0)
-    return spx__fail(SPX_IO, "cannot create the JIT cache directory %s: %s", dir, strerror(errno));
-  if ((fd = mkstemp(tmp)) < 0)
-    return spx__fail(SPX_IO, "cannot create a file in the JIT cache directory %s: %s", dir, strerror(errno));
+  if (spx__jit_mkdirs(dir) != 0) {
+    spx__fail(SPX_IO, "cannot create the JIT cache directory %s: %s", dir, strerror(errno));
+    return -1;
+  }
+  if (!spx__jit_trusted(dir, 0)) return 0; /* it was absent when the lookup began: judge what is there now */
+  if ((fd = mkstemp(tmp)) < 0) {
+    spx__fail(SPX_IO, "cannot create a file in the JIT cache directory %s: %s", dir, strerror(errno));
+    return -1;
+  }
+  /* mkstemp makes it 0600 already; say so, and check, whatever the C library did. */
+  if (fchmod(fd, 0600) != 0 || fstat(fd, &st) != 0) {
+    ok = errno;
+  } else if ((st.st_mode & 07777) != 0600 || st.st_uid != geteuid()) {
+    ok = EPERM;
+  } else {
+    ok = 0;
+  }
+  if (ok) {
+    spx__fail(SPX_IO, "cannot make the JIT cache file %s private (mode 0600, owned by uid %u): %s", tmp,
+              (unsigned)geteuid(), strerror(ok));
+    close(fd);
+    unlink(tmp);
+    return -1;
+  }
   memset(h, 0, sizeof h);
   memcpy(h + SPX__JH_MAGIC, spx__jit_magic, 8);
   spx__jit_put32(h + SPX__JH_FORMAT, SPX__JIT_FORMAT);
@@ -658,10 +807,11 @@ static spx_status spx__jit_disk_write(const char *dir, spx__jit_key k, const spx
   if (!ok || rename(tmp, path) != 0) {
     int e = errno;
     unlink(tmp);
-    return spx__fail(SPX_IO, "cannot write the JIT cache entry %s: %s", path, strerror(e));
+    spx__fail(SPX_IO, "cannot write the JIT cache entry %s: %s", path, strerror(e));
+    return -1;
   }
   atomic_fetch_add(&spx__jit_st.disk_writes, 1);
-  return SPX_OK;
+  return 1;
 }
 
 typedef struct spx__jit_file {
@@ -677,26 +827,26 @@ static int spx__jit_is_key_name(const char *s) {
   return s[32] == 0;
 }
 
-/* The entries of dir (*files allocated, may be NULL when none) and their total size. Temporary
- * files older than SPX__JIT_STALE_TMP_S are removed when `sweep` is set. */
+/* The entries of dir (*files allocated, may be NULL when none) and their total size: key-named
+ * regular files of this user (symbolic links are not followed). This user's temporary files older
+ * than SPX__JIT_STALE_TMP_S are removed when `sweep` is set. */
 static int spx__jit_scan(const char *dir, spx__jit_file **files, int64_t *nfiles, int64_t *total, int sweep) {
-  DIR *d = opendir(dir);
+  DIR *d = spx__jit_opendir(dir);
   struct dirent *de;
   spx__jit_file *f = NULL, *nf;
   int64_t n = 0, cap = 0;
-  char path[1400]; /* dir (< 1100) + "/" + d_name (< 256) */
   struct stat st;
   time_t now = time(NULL);
   *files = NULL;
   *nfiles = *total = 0;
   if (!d) return errno == ENOENT ? 0 : -1;
   while ((de = readdir(d)) != NULL) {
-    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
     if (!strncmp(de->d_name, SPX__JIT_TMP_PREFIX, strlen(SPX__JIT_TMP_PREFIX))) {
-      if (sweep && lstat(path, &st) == 0 && now - st.st_mtime > SPX__JIT_STALE_TMP_S) unlink(path);
+      if (sweep && spx__jit_is_mine(d, de->d_name, &st) && now - st.st_mtime > SPX__JIT_STALE_TMP_S)
+        (void)unlinkat(dirfd(d), de->d_name, 0);
       continue;
     }
-    if (!spx__jit_is_key_name(de->d_name) || lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (!spx__jit_is_key_name(de->d_name) || !spx__jit_is_mine(d, de->d_name, &st)) continue;
     if (n == cap) {
       cap = cap ? 2 * cap : 64;
       if (!(nf = (spx__jit_file *)SPX_REALLOC(f, (size_t)cap * sizeof *f))) break;
@@ -786,9 +936,9 @@ static spx_status spx__jit_compile(int ti, const spx_jit_key_inputs *in, void **
  * that did not load), else from NVRTC, then written to disk. No lock held. */
 static spx_status spx__jit_obtain(int ti, const spx_jit_key_inputs *in, spx__jit_key k, int skip_disk,
                                   int compile, void **image, size_t *size, int *cubin, spx_jit_origin *origin) {
-  static atomic_int write_warned;
+  static atomic_int write_warned, unsafe_warned;
   char dir[1100], path[1200], hex[33], why[160];
-  int disk = spx__jit_subdir(dir, sizeof dir), r;
+  int disk = spx__jit_disk_dir(dir, sizeof dir, 0), r;
   double t0;
   spx_status s;
   spx__jit_hex(k, hex);
@@ -797,14 +947,20 @@ static spx_status spx__jit_obtain(int ti, const spx_jit_key_inputs *in, spx__jit
     t0 = spx__now();
     r = spx__jit_disk_read(path, k, image, size, cubin, why, sizeof why);
     spx__jit_add_ns(&spx__jit_st.read_ns, t0);
-    if (r == 1) {
+    if (r == SPX__JIT_READ_OK) {
       atomic_fetch_add(&spx__jit_st.disk_hits, 1);
       *origin = SPX_JIT_DISK;
       return SPX_OK;
     }
-    if (r < 0) {
+    if (r == SPX__JIT_READ_BAD) {
       atomic_fetch_add(&spx__jit_st.disk_corrupt, 1);
       spx__warn("JIT cache entry %s (template %s) is %s; compiling it again", path, in->template_name, why);
+    } else if (r == SPX__JIT_READ_UNSAFE || r == SPX__JIT_READ_FOREIGN) {
+      /* Treated as absent: someone else may have written it. Another user's file stays. */
+      if (!atomic_exchange(&unsafe_warned, 1))
+        spx__warn("JIT cache entry %s (template %s) is %s; not using it%s (warned once)", path, in->template_name,
+                  why, r == SPX__JIT_READ_FOREIGN ? " nor replacing it" : "");
+      if (r == SPX__JIT_READ_FOREIGN) disk = 0;
     }
   }
   *image = NULL;
@@ -813,10 +969,10 @@ static spx_status spx__jit_obtain(int ti, const spx_jit_key_inputs *in, spx__jit
   if ((s = spx__jit_compile(ti, in, image, size, cubin))) return s;
   *origin = SPX_JIT_COMPILED;
   if (disk) {
-    if (spx__jit_disk_write(dir, k, in, *image, *size, *cubin) != SPX_OK) {
+    if ((r = spx__jit_disk_write(dir, k, in, *image, *size, *cubin)) < 0) {
       if (!atomic_exchange(&write_warned, 1)) spx__warn("%s (warned once; kernels still work)", spx_last_error());
       spx_clear_error();
-    } else {
+    } else if (r > 0) {
       spx__jit_evict(dir);
     }
   }
@@ -1074,7 +1230,7 @@ void spx_jit_stats_get(spx_jit_stats *out) {
   out->load_ms_total = (double)atomic_load(&spx__jit_st.load_ns) * 1e-6;
   out->disk_read_ms_total = (double)atomic_load(&spx__jit_st.read_ns) * 1e-6;
   out->disk_cap_mb = spx__jit_cap_mb();
-  out->disk_enabled = spx__jit_subdir(dir, sizeof dir);
+  out->disk_enabled = spx__jit_disk_dir(dir, sizeof dir, 1); /* I/O only for a path not judged yet */
   out->disk_bytes = out->disk_entries = -1;
   if (atomic_load(&spx__jit_st.scanned)) {
     out->disk_bytes = atomic_load(&spx__jit_st.disk_bytes);
@@ -1088,7 +1244,7 @@ spx_status spx_jit_disk_usage(int64_t *bytes, int64_t *entries) {
   int64_t n = 0, total = 0;
   if (bytes) *bytes = 0;
   if (entries) *entries = 0;
-  if (!spx__jit_subdir(dir, sizeof dir)) return SPX_OK;
+  if (!spx__jit_disk_dir(dir, sizeof dir, 0)) return SPX_OK;
   if (spx__jit_scan(dir, &f, &n, &total, 0) != 0)
     return spx__fail(SPX_IO, "cannot list the JIT cache directory %s: %s", dir, strerror(errno));
   SPX_FREE(f);
@@ -1125,19 +1281,26 @@ spx_status spx_jit_forget(const char *template_name, int ndefines, const char *c
   spx_jit_key_inputs in;
   spx__jit_key k;
   spx__jit_entry *e;
-  char dir[1100], path[1200], hex[33];
-  spx_status s;
+  char dir[1100], hex[33];
+  struct stat st;
+  spx_status s = SPX_OK;
+  DIR *d;
   if ((s = spx_jit_key_describe(template_name, ndefines, defines, arch, &in)) || (s = spx__jit_key_make(&in, &k)))
     return s;
   pthread_rwlock_wrlock(&spx__jit_lock);
   if ((e = spx__jit_find(k)) != NULL) spx__jit_entry_empty(e);
   pthread_rwlock_unlock(&spx__jit_lock);
-  if (!spx__jit_subdir(dir, sizeof dir)) return SPX_OK;
+  if (!spx__jit_disk_dir(dir, sizeof dir, 0)) return SPX_OK;
+  if (!(d = spx__jit_opendir(dir))) {
+    if (errno == ENOENT) return SPX_OK;
+    return spx__fail(SPX_IO, "cannot open the JIT cache directory %s: %s", dir, strerror(errno));
+  }
   spx__jit_hex(k, hex);
-  snprintf(path, sizeof path, "%s/%s", dir, hex);
-  if (unlink(path) != 0 && errno != ENOENT)
-    return spx__fail(SPX_IO, "cannot remove the JIT cache entry %s: %s", path, strerror(errno));
-  return SPX_OK;
+  /* Only this user's regular file: anything else in its place is not spx's (and is not read). */
+  if (spx__jit_is_mine(d, hex, &st) && unlinkat(dirfd(d), hex, 0) != 0 && errno != ENOENT)
+    s = spx__fail(SPX_IO, "cannot remove the JIT cache entry %s/%s: %s", dir, hex, strerror(errno));
+  closedir(d);
+  return s;
 }
 
 spx_status spx_jit_clear_memory(void) {
@@ -1164,19 +1327,21 @@ spx_status spx_jit_clear_memory(void) {
 }
 
 spx_status spx_jit_clear(void) {
-  char dir[1100], path[1400];
+  char dir[1100];
   DIR *d;
   struct dirent *de;
+  struct stat st;
   int failed = 0;
   spx_jit_clear_memory();
-  if (!spx__jit_subdir(dir, sizeof dir) || !(d = opendir(dir))) return SPX_OK;
+  if (!spx__jit_disk_dir(dir, sizeof dir, 0) || !(d = spx__jit_opendir(dir))) return SPX_OK;
   while ((de = readdir(d)) != NULL) {
-    if (!spx__jit_is_key_name(de->d_name) &&
-        strncmp(de->d_name, SPX__JIT_TMP_PREFIX, strlen(SPX__JIT_TMP_PREFIX)))
+    /* Entries and temporary files, as this user's regular files: never a link, never another's. */
+    if ((!spx__jit_is_key_name(de->d_name) &&
+         strncmp(de->d_name, SPX__JIT_TMP_PREFIX, strlen(SPX__JIT_TMP_PREFIX))) ||
+        !spx__jit_is_mine(d, de->d_name, &st))
       continue;
-    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-    if (unlink(path) != 0 && errno != ENOENT && !failed++)
-      spx__fail(SPX_IO, "cannot remove the JIT cache entry %s: %s", path, strerror(errno));
+    if (unlinkat(dirfd(d), de->d_name, 0) != 0 && errno != ENOENT && !failed++)
+      spx__fail(SPX_IO, "cannot remove the JIT cache entry %s/%s: %s", dir, de->d_name, strerror(errno));
   }
   closedir(d);
   if (failed) return SPX_IO;
