@@ -42,6 +42,7 @@
 #define SPX_VERSION_STRING "0.1.0"
 
 #include "status.h"
+#include "io.h"
 #include "types.h"
 #include "csr.h"
 #include "mm.h"
@@ -66,6 +67,7 @@
 #endif
 #include "internal/status_impl.h"
 #include "internal/job_impl.h"
+#include "internal/io_impl.h"
 #include "internal/csr_impl.h"
 #include "internal/formats_impl.h"
 #include "internal/mm_impl.h"

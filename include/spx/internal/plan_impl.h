@@ -785,15 +785,16 @@ static void spx__calib_keep(const char *path, const spx_plan_device *d) {
 
 spx_status spx_plan_device_save(const char *path, const spx_plan_device *d) {
   FILE *f;
-  char tmp[1200];
+  spx_file *out;
   const char *c;
-  int ok;
+  spx_status s;
   if (!path || !d) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_device_save: NULL argument");
   pthread_mutex_lock(&spx__calib_lock); /* a file rewritten is read again */
   spx__calib_have = 0;
   pthread_mutex_unlock(&spx__calib_lock);
-  snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)clock());
-  if (!(f = fopen(tmp, "w"))) return spx__fail(SPX_IO, "%s: cannot write: %s", tmp, strerror(errno));
+  /* private: a link planted at path is replaced, never written through */
+  if ((s = spx_file_create(path, 1, &out))) return s;
+  f = spx_file_stream(out);
   fprintf(f, "{\n  \"name\": \"");
   for (c = d->name; *c; c++) fputc(*c == '"' || *c == '\\' ? '_' : *c, f);
   fprintf(f, "\"");
@@ -812,13 +813,7 @@ spx_status spx_plan_device_save(const char *path, const spx_plan_device *d) {
     }
   }
   fprintf(f, "\n}\n");
-  ok = !ferror(f);
-  ok &= fclose(f) == 0;
-  if (!ok || rename(tmp, path) != 0) {
-    remove(tmp);
-    return spx__fail(SPX_IO, "%s: cannot write", path);
-  }
-  return SPX_OK;
+  return spx_file_commit(out);
 }
 
 /* The number after "key": in text, or 0 when absent. */
