@@ -1,7 +1,22 @@
 /* Tests of spx/status.h and spx/csr.h. */
-#define _POSIX_C_SOURCE 200809L /* setenv */
+#define _POSIX_C_SOURCE 200809L /* setenv, fork, setrlimit */
 #include "spx_test.h"
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <spx/internal/common.h> /* spx__env_count */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CORE_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CORE_ASAN 1
+#endif
+#endif
+#ifndef CORE_ASAN
+#define CORE_ASAN 0
+#endif
 
 static void test_status_names(void **state) {
   int s;
@@ -209,6 +224,132 @@ static void test_env_count(void **state) {
   unsetenv("SPX_TEST_COUNT");
 }
 
+/* A CSR's readers check it first: a corrupt one is a status that names the function and the
+ * violation, never an out-of-bounds read (the clang_san build watches). Rows out of order are a
+ * transpose's error only: a product reads them as they are. A copy checks what it relies on (the
+ * sizes, arrays, dtype, row_ptr's ends) and copies rows as they are. */
+static void test_invalid_csr(void **state) {
+  const int32_t r[] = {0, 0, 2, 2}, c[] = {0, 2, 1, 3};
+  const double v[] = {1, 2, 3, 4}, x[4] = {1, 10, 100, 1000};
+  double y[3];
+  spx_csr *a, *b = (spx_csr *)&b;
+  int k;
+  (void)state;
+  assert_int_equal(spx_csr_from_coo(3, 4, 4, r, c, v, SPX_DOUBLE, &a), SPX_OK);
+  for (k = 0; k < 2; k++) { /* a column past ncols, then a negative one */
+    char want[96];
+    a->col_idx[1] = k ? -7 : 1000000;
+    snprintf(want, sizeof want, "CSR: row 0 has column %d outside [0, 4)", a->col_idx[1]);
+    assert_int_equal(spx_csr_transpose(a, &b), SPX_INVALID_ARGUMENT);
+    assert_null(b);
+    assert_non_null(strstr(spx_last_error(), "spx_csr_transpose: "));
+    assert_non_null(strstr(spx_last_error(), want));
+    assert_int_equal(spx_csr_copy(a, SPX_FLOAT, &b), SPX_OK);
+    assert_int_equal(b->col_idx[1], a->col_idx[1]);
+    spx_csr_destroy(b);
+    assert_int_equal(spx_csr_spmv(a, 1.0, x, 0.0, y), SPX_INVALID_ARGUMENT);
+    assert_non_null(strstr(spx_last_error(), "spx_csr_spmv: CSR: row 0 has column"));
+  }
+  a->col_idx[1] = 2;
+  a->row_ptr[1] = 9; /* past nnz */
+  assert_int_equal(spx_csr_transpose(a, &b), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "spx_csr_transpose: CSR: row_ptr[1] = 9 is out of order or past nnz"));
+  assert_int_equal(spx_csr_spmv(a, 1.0, x, 0.0, y), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "spx_csr_spmv: CSR: row_ptr[1] = 9"));
+  a->row_ptr[1] = 3; /* then row 1 runs backwards, 3 to 2 */
+  assert_int_equal(spx_csr_transpose(a, &b), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "row_ptr[2] = 2 is out of order"));
+  assert_int_equal(spx_csr_spmv(a, 1.0, x, 0.0, y), SPX_INVALID_ARGUMENT);
+  a->row_ptr[1] = 2;
+  a->col_idx[0] = 2; a->col_idx[1] = 0; /* row 0 unsorted, inside the matrix */
+  assert_int_equal(spx_csr_transpose(a, &b), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "spx_csr_transpose: CSR: row 0 columns not strictly increasing"));
+  assert_int_equal(spx_csr_spmv(a, 1.0, x, 0.0, y), SPX_OK);
+  assert_true(y[0] == 102 && y[1] == 0 && y[2] == 4030);
+  assert_int_equal(spx_csr_copy(a, SPX_DOUBLE, &b), SPX_OK);
+  assert_int_equal(b->col_idx[0], 2);
+  spx_csr_destroy(b);
+  a->col_idx[0] = 0; a->col_idx[1] = 2;
+  a->dtype = (spx_dtype)9;
+  assert_int_equal(spx_csr_transpose(a, &b), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "unknown dtype 9"));
+  assert_int_equal(spx_csr_copy(a, SPX_DOUBLE, &b), SPX_INVALID_ARGUMENT);
+  assert_null(b);
+  assert_non_null(strstr(spx_last_error(), "spx_csr_copy: CSR: unknown dtype 9"));
+  assert_int_equal(spx_csr_spmv(a, 1.0, x, 0.0, y), SPX_INVALID_ARGUMENT);
+  a->dtype = SPX_DOUBLE;
+  a->row_ptr[3] = 5; /* past nnz at the end */
+  assert_int_equal(spx_csr_copy(a, SPX_DOUBLE, &b), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "spx_csr_copy: CSR: row_ptr[0] = 0 and row_ptr[n] = 5"));
+  assert_int_equal(spx_csr_spmv(a, 1.0, x, 0.0, y), SPX_INVALID_ARGUMENT);
+  a->row_ptr[3] = 4;
+  assert_int_equal(spx_csr_transpose(a, &b), SPX_OK);
+  spx_csr_destroy(b);
+  spx_csr_destroy(a);
+  { /* past the parallel thresholds: the first bad row is named */
+    double *xv, *yv;
+    int64_t i;
+    assert_int_equal(spx_gen_poisson3d(64, 64, 32, 7, SPX_DOUBLE, &a), SPX_OK);
+    xv = (double *)malloc((size_t)a->ncols * sizeof *xv);
+    yv = (double *)malloc((size_t)a->nrows * sizeof *yv);
+    for (i = 0; i < a->ncols; i++) xv[i] = 1;
+    a->col_idx[a->row_ptr[120000] + 1] = (int32_t)a->ncols + 5;
+    a->col_idx[a->row_ptr[70001] + 2] = -1;
+    assert_int_equal(spx_csr_spmv(a, 1.0, xv, 0.0, yv), SPX_INVALID_ARGUMENT);
+    assert_non_null(strstr(spx_last_error(), "spx_csr_spmv: CSR: row 70001 has column -1"));
+    assert_int_equal(spx_csr_transpose(a, &b), SPX_INVALID_ARGUMENT);
+    assert_non_null(strstr(spx_last_error(), "row 70001 has column -1"));
+    free(xv);
+    free(yv);
+    spx_csr_destroy(a);
+  }
+}
+
+static int from_coo_huge_rows(void) {
+  const int32_t z = 0;
+  const double one = 1;
+  spx_csr *a = (spx_csr *)&a;
+  spx_status s = spx_csr_from_coo(INT32_MAX, 1, 1, &z, &z, &one, SPX_DOUBLE, &a);
+  if (s != SPX_OUT_OF_MEMORY || a || !strstr(spx_last_error(), "spx_csr_from_coo: 2147483647 rows need 32.0 GiB")) {
+    fprintf(stderr, "got %s \"%s\"\n", spx_status_string(s), spx_last_error());
+    return 1;
+  }
+  return 0;
+}
+
+/* 2^31-1 rows need 32 GiB while the CSR is built: refused before anything is allocated when that
+ * is more than the process can get. In a child with 1 GiB of address space to spare (not under
+ * ASan, whose shadow memory takes terabytes of it), and here where the machine is short of it. */
+static void test_from_coo_huge_rows(void **state) {
+  FILE *f;
+  char line[128];
+  double kb, av = 0;
+  (void)state;
+  if (!CORE_ASAN) {
+    pid_t pid;
+    int st;
+    fflush(stdout);
+    assert_true((pid = fork()) >= 0);
+    if (pid == 0) {
+      unsigned long long pages = 0;
+      struct rlimit rl;
+      alarm(30);
+      if (!(f = fopen("/proc/self/statm", "r")) || fscanf(f, "%llu", &pages) != 1) _exit(90);
+      fclose(f);
+      rl.rlim_cur = rl.rlim_max = (rlim_t)(pages * (unsigned long long)sysconf(_SC_PAGESIZE) + (1ull << 30));
+      _exit(setrlimit(RLIMIT_AS, &rl) ? 91 : from_coo_huge_rows());
+    }
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+  }
+  f = fopen("/proc/meminfo", "r");
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %lf", &kb) == 1 || sscanf(line, "SwapFree: %lf", &kb) == 1) av += kb * 1024;
+  if (f) fclose(f);
+  if (av > 0 && av < 34e9) assert_int_equal(from_coo_huge_rows(), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_names),     cmocka_unit_test(test_last_error),
@@ -216,6 +357,7 @@ int main(void) {
       cmocka_unit_test(test_from_coo_parallel_duplicates),
       cmocka_unit_test(test_transpose_and_float), cmocka_unit_test(test_validate_catches),
       cmocka_unit_test(test_validate_parallel), cmocka_unit_test(test_empty), cmocka_unit_test(test_env_count),
+      cmocka_unit_test(test_invalid_csr),      cmocka_unit_test(test_from_coo_huge_rows),
   };
   return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }

@@ -696,13 +696,49 @@ static void test_nonfinite(void **state) {
   spx_csr_destroy(a);
 }
 
+/* Every converter gets its CSR checked first: row pointers out of order or past nnz, columns
+ * outside the matrix are a status naming spx_fmt_from_csr, never an out-of-bounds read (the
+ * clang_san build watches). BSR names a bad column in its own words, as its device converter
+ * does. spx_rbp_paper_bytes checks the same. */
+static void test_invalid_csr(void **state) {
+  static const int32_t r[] = {0, 0, 1, 1, 1, 2, 3, 4, 5, 5}, c[] = {0, 1, 1, 2, 3, 2, 3, 4, 4, 5};
+  static const double v[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  spx_rbp_paper o;
+  int f, k;
+  (void)state;
+  for (f = 0; f < spx_format_count(); f++) {
+    spx_csr *a = from_triplets(6, 6, 10, r, c, v, SPX_DOUBLE);
+    for (k = 0; k < 4; k++) {
+      spx_fmt *m = (spx_fmt *)&m;
+      const char *want = "spx_fmt_from_csr: CSR: row_ptr[2]";
+      spx_status s;
+      if (k == 0) a->col_idx[3] = INT32_MAX; /* row 1 */
+      if (k == 1) a->col_idx[3] = -2;
+      if (k == 2) a->row_ptr[2] = a->nnz + 3;
+      if (k == 3) a->row_ptr[2] = a->row_ptr[1] - 1;
+      if (k < 2) want = f == SPX_FORMAT_BSR ? "bsr: a row's columns" : "spx_fmt_from_csr: CSR: row 1 has column";
+      s = spx_fmt_from_csr(a, (spx_format)f, NULL, &m);
+      if (s != SPX_INVALID_ARGUMENT || m || !strstr(spx_last_error(), want))
+        fail_msg("%s, case %d: %s \"%s\", want \"%s\"", spx_format_name((spx_format)f), k, spx_status_string(s),
+                 s ? spx_last_error() : "", want);
+      if (f == 0) {
+        assert_int_equal(spx_rbp_paper_bytes(a, &o), SPX_INVALID_ARGUMENT);
+        assert_non_null(strstr(spx_last_error(), "spx_rbp_paper_bytes: CSR: row"));
+      }
+      a->col_idx[3] = 2;
+      a->row_ptr[2] = 5;
+    }
+    spx_csr_destroy(a);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_registry),    cmocka_unit_test(test_params),
       cmocka_unit_test(test_edge_cases),  cmocka_unit_test(test_rbp_figure3),
       cmocka_unit_test(test_generic_ops), cmocka_unit_test(test_nonfinite),
       cmocka_unit_test(test_elasticity),  cmocka_unit_test(test_sell16), cmocka_unit_test(test_sdia),
-      cmocka_unit_test(test_shared_matrices),
+      cmocka_unit_test(test_shared_matrices), cmocka_unit_test(test_invalid_csr),
   };
   if (dia_register(&dia_id)) {
     fprintf(stderr, "registering dia: %s\n", spx_last_error());

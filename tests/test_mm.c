@@ -1,10 +1,16 @@
 /* Tests of spx/mm.h: every shared matrix loads, SpMV against an independent dense reading, exact
  * round trips, correctly rounded values (against strtod/strtof), the bad-input corpus with its
  * messages, multi-chunk files (errors keep exact line numbers), the writer's checks. */
-#define _POSIX_C_SOURCE 200809L /* getpid, mkdtemp */
+#define _POSIX_C_SOURCE 200809L /* getpid, mkdtemp, mkfifo, fork, setrlimit */
 #include "spx_test.h"
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <spx/internal/common.h> /* spx__now, SPX__MIN */
 
 static char tmpdir[256];
 
@@ -687,11 +693,11 @@ static void test_write_errors(void **state) {
   assert_non_null(strstr(spx_last_error(), "A[0][1] is stored but A[1][0] is not"));
   /* I/O and argument errors. */
   assert_int_equal(spx_mm_write("/nonexistent-dir/x.mtx", a, SPX_MM_GENERAL), SPX_IO);
-  assert_non_null(strstr(spx_last_error(), "/nonexistent-dir/x.mtx: cannot open for writing"));
+  assert_non_null(strstr(spx_last_error(), "cannot write /nonexistent-dir/x.mtx"));
   if (access("/dev/full", W_OK) == 0) {
     assert_int_equal(spx_mm_write("/dev/full", a, SPX_MM_GENERAL), SPX_IO);
-    assert_non_null(strstr(spx_last_error(), "/dev/full: write failed"));
-    assert_int_equal(access("/dev/full", W_OK), 0); /* a failed write removes regular files only */
+    assert_non_null(strstr(spx_last_error(), "cannot write /dev/full"));
+    assert_int_equal(access("/dev/full", W_OK), 0); /* a device is written in place, never replaced */
   }
   assert_int_equal(spx_mm_write(NULL, a, SPX_MM_GENERAL), SPX_INVALID_ARGUMENT);
   assert_int_equal(spx_mm_write(path, NULL, SPX_MM_GENERAL), SPX_INVALID_ARGUMENT);
@@ -723,6 +729,357 @@ static void test_read_errors(void **state) {
   assert_int_equal(info.entries, 2);
 }
 
+/* ---- Inputs that must not hang, crash or fill memory. What could hang or die runs in a child
+ * process (no cmocka asserts there: it answers with its exit code), under alarm() so that a hang
+ * fails the test instead of blocking the suite. */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define MM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MM_ASAN 1
+#endif
+#endif
+#ifndef MM_ASAN
+#define MM_ASAN 0
+#endif
+
+static const char small_text[] = "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.5\n3 2 -2\n";
+
+/* fn(arg) in a child process under alarm(seconds) and, where headroom > 0, under an RLIMIT_AS of
+ * the address space in use plus headroom bytes, so that a larger allocation fails there (not
+ * under ASan, whose shadow memory alone takes terabytes of address space). Returns fn's exit
+ * code; a child that dies of a signal fails the test. */
+static int in_child(int (*fn)(void *), void *arg, unsigned seconds, size_t headroom) {
+  pid_t pid;
+  int st;
+  fflush(stdout);
+  fflush(stderr);
+  assert_true((pid = fork()) >= 0);
+  if (pid == 0) {
+    alarm(seconds);
+    if (headroom && !MM_ASAN) {
+      FILE *f = fopen("/proc/self/statm", "r");
+      unsigned long long pages = 0;
+      struct rlimit rl;
+      if (!f || fscanf(f, "%llu", &pages) != 1) _exit(90);
+      fclose(f);
+      rl.rlim_cur = rl.rlim_max = (rlim_t)(pages * (unsigned long long)sysconf(_SC_PAGESIZE) + headroom);
+      if (setrlimit(RLIMIT_AS, &rl)) _exit(91);
+    }
+    _exit(fn(arg));
+  }
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  if (WIFSIGNALED(st))
+    fail_msg("the child died of signal %d%s", WTERMSIG(st), WTERMSIG(st) == SIGALRM ? " (it hung)" : "");
+  return WEXITSTATUS(st);
+}
+
+/* A child that opens path for writing and writes text, then, when endless, fill bytes until the
+ * reader goes away. */
+static pid_t pipe_writer(const char *path, const char *text, int endless, char fill) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    static char buf[1 << 16];
+    size_t n = strlen(text);
+    int fd;
+    signal(SIGPIPE, SIG_IGN);
+    alarm(60);
+    if ((fd = open(path, O_WRONLY)) < 0 || write(fd, text, n) != (ssize_t)n) _exit(1);
+    memset(buf, fill, sizeof buf);
+    while (endless && write(fd, buf, sizeof buf) > 0) {}
+    close(fd);
+    _exit(0);
+  }
+  return pid;
+}
+
+static void reap(pid_t pid) {
+  int st;
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+}
+
+static int read_small_fifo(void *path) {
+  spx_csr *a;
+  int ok;
+  if (spx_mm_read((const char *)path, SPX_DOUBLE, &a, NULL)) {
+    fprintf(stderr, "%s\n", spx_last_error());
+    return 2;
+  }
+  ok = a->nnz == 2 && at(a, 2, 1) == -2 && at(a, 0, 0) == 1.5;
+  spx_csr_destroy(a);
+  return ok ? 0 : 3;
+}
+
+typedef struct bounded_case {
+  const char *path, *want;
+  spx_status status;
+} bounded_case;
+
+/* A read that must stop with the given status and message. */
+static int read_bounded(void *arg) {
+  const bounded_case *c = (const bounded_case *)arg;
+  spx_csr *a = (spx_csr *)&a;
+  spx_status s = spx_mm_read(c->path, SPX_DOUBLE, &a, NULL);
+  if (s != c->status || a || !strstr(spx_last_error(), c->want)) {
+    fprintf(stderr, "got %s \"%s\", want %s \"%s\"\n", spx_status_string(s), spx_last_error(),
+            spx_status_string(c->status), c->want);
+    return 1;
+  }
+  return 0;
+}
+
+/* A FIFO is opened once: its writer meets that open (a second one would wait forever). A stream
+ * without end stops where the header says it must: after the size line, at what its entries can
+ * need; before it, at 64 MiB of header. */
+static void test_fifo(void **state) {
+  char path[512];
+  bounded_case c;
+  pid_t w;
+  int rc;
+  (void)state;
+  tmp_path(path, sizeof path, "pipe.mtx");
+  assert_int_equal(mkfifo(path, 0600), 0);
+  w = pipe_writer(path, small_text, 0, 0);
+  rc = in_child(read_small_fifo, path, 20, 0);
+  reap(w);
+  assert_int_equal(rc, 0);
+  c.path = path;
+  c.status = SPX_PARSE;
+  c.want = ":2: the text runs past 16777524 bytes, more than 1 entry can need";
+  w = pipe_writer(path, "%%MatrixMarket matrix coordinate real general\n2 2 1\n", 1, '\n');
+  rc = in_child(read_bounded, &c, 30, (size_t)512 << 20);
+  reap(w);
+  assert_int_equal(rc, 0);
+  c.want = "no size line in the first 64 MiB";
+  w = pipe_writer(path, "%%MatrixMarket matrix coordinate real general\n% a comment without end", 1, 'x');
+  rc = in_child(read_bounded, &c, 30, (size_t)512 << 20);
+  reap(w);
+  assert_int_equal(rc, 0);
+  assert_int_equal(unlink(path), 0);
+  { /* the same rule in a buffer: a size line that ends past 64 MiB */
+    static const char banner[] = "%%MatrixMarket matrix coordinate real general\n";
+    size_t n = strlen(banner) + ((size_t)64 << 20) + 6;
+    char *text = (char *)malloc(n);
+    spx_csr *a = (spx_csr *)&a;
+    memcpy(text, banner, strlen(banner));
+    memset(text + strlen(banner), '\n', (size_t)64 << 20);
+    memcpy(text + n - 6, "2 2 0\n", 6);
+    assert_int_equal(spx_mm_read_buffer(text, n, "long.mtx", SPX_DOUBLE, &a, NULL), SPX_PARSE);
+    assert_null(a);
+    assert_non_null(strstr(spx_last_error(), "long.mtx: no size line in the first 64 MiB"));
+    free(text);
+  }
+}
+
+/* A device that never ends and is no Matrix Market file: refused from its first bytes. */
+static void test_endless_device(void **state) {
+  bounded_case c = {"/dev/zero", "/dev/zero:1: header: expected '%%MatrixMarket", SPX_PARSE};
+  (void)state;
+  if (access("/dev/zero", R_OK)) skip();
+  assert_int_equal(in_child(read_bounded, &c, 20, (size_t)256 << 20), 0);
+}
+
+/* gzip of head followed by n newlines, deflated 1 MiB at a time into a malloc'd buffer. */
+static unsigned char *gzip_newlines(const char *head, size_t n, size_t *len) {
+  static char nl[1 << 20];
+  z_stream z;
+  size_t cap = 1 << 20, fed = 0;
+  unsigned char *out = (unsigned char *)malloc(cap);
+  int r, first = 1;
+  memset(nl, '\n', sizeof nl);
+  memset(&z, 0, sizeof z);
+  assert_int_equal(deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY), Z_OK);
+  z.next_out = out;
+  z.avail_out = (uInt)cap;
+  do {
+    size_t m = first ? strlen(head) : SPX__MIN(n - fed, sizeof nl);
+    z.next_in = (Bytef *)(uintptr_t)(first ? head : nl);
+    z.avail_in = (uInt)m;
+    if (!first) fed += m;
+    first = 0;
+    do {
+      if (!z.avail_out) {
+        size_t used = cap - z.avail_out;
+        out = (unsigned char *)realloc(out, cap *= 2);
+        z.next_out = out + used;
+        z.avail_out = (uInt)(cap - used);
+      }
+      r = deflate(&z, fed == n ? Z_FINISH : Z_NO_FLUSH);
+    } while (z.avail_in || !z.avail_out || (fed == n && r != Z_STREAM_END));
+  } while (fed < n);
+  *len = cap - z.avail_out;
+  deflateEnd(&z);
+  return out;
+}
+
+static int read_bomb_buffer(void *arg) {
+  const unsigned char *b = *(const unsigned char *const *)arg;
+  size_t n = *(const size_t *)((const unsigned char *const *)arg + 1);
+  spx_csr *a = (spx_csr *)&a;
+  spx_status s = spx_mm_read_buffer((const char *)b, n, "bomb.mtx.gz", SPX_DOUBLE, &a, NULL);
+  if (s != SPX_PARSE || a || !strstr(spx_last_error(), "bomb.mtx.gz:2: the gzip data inflates past")) {
+    fprintf(stderr, "got %s \"%s\"\n", spx_status_string(s), spx_last_error());
+    return 1;
+  }
+  return 0;
+}
+
+/* A gzip bomb: a size line of one entry, then 64 MiB of newlines (65 KiB compressed). Inflation
+ * stops at what one entry can need, fast and without the 64 MiB; a 2 GiB one (concatenated
+ * members, as `cat` makes) stops the same way inside 256 MiB of address space. */
+static void test_gzip_bomb(void **state) {
+  static const char head[] = "%%MatrixMarket matrix coordinate real general\n2 2 1\n";
+  char path[512];
+  size_t n, ln, i;
+  unsigned char *bomb = gzip_newlines(head, (size_t)64 << 20, &n), *nl, *big;
+  struct { unsigned char *b; size_t n; } arg;
+  spx_csr *a = (spx_csr *)&a;
+  double t0;
+  FILE *f;
+  (void)state;
+  assert_true(n < (1 << 20));
+  t0 = spx__now();
+  assert_int_equal(spx_mm_read_buffer((const char *)bomb, n, "bomb.mtx.gz", SPX_DOUBLE, &a, NULL), SPX_PARSE);
+  assert_null(a);
+  if (!strstr(spx_last_error(), "bomb.mtx.gz:2: the gzip data inflates past 16777524 bytes, more than 1 entry can need"))
+    fail_msg("got \"%s\"", spx_last_error());
+  assert_true(spx__now() - t0 < 5);
+  /* The same from a file. */
+  tmp_path(path, sizeof path, "bomb.mtx.gz");
+  assert_non_null(f = fopen(path, "wb"));
+  assert_int_equal(fwrite(bomb, 1, n, f), n);
+  assert_int_equal(fclose(f), 0);
+  t0 = spx__now();
+  assert_int_equal(spx_mm_read(path, SPX_FLOAT, &a, NULL), SPX_PARSE);
+  assert_non_null(strstr(spx_last_error(), ":2: the gzip data inflates past"));
+  assert_true(spx__now() - t0 < 5);
+  free(bomb);
+  /* 2 GiB: the header member, then 2048 members of 1 MiB of newlines. */
+  bomb = gzip_newlines(head, 0, &n);
+  nl = gzip_newlines("", (size_t)1 << 20, &ln);
+  big = (unsigned char *)malloc(n + 2048 * ln);
+  memcpy(big, bomb, n);
+  for (i = 0; i < 2048; i++) memcpy(big + n + i * ln, nl, ln);
+  arg.b = big;
+  arg.n = n + 2048 * ln;
+  assert_int_equal(in_child(read_bomb_buffer, &arg, 30, (size_t)256 << 20), 0);
+  free(bomb);
+  free(nl);
+  free(big);
+}
+
+/* MemAvailable plus SwapFree in bytes (0 if unknown). */
+static double mem_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  char line[128];
+  double av = 0, kb;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %lf", &kb) == 1 || sscanf(line, "SwapFree: %lf", &kb) == 1) av += kb * 1024;
+  if (f) fclose(f);
+  return av;
+}
+
+static const char huge_rows_text[] = "%%MatrixMarket matrix coordinate real general\n2147483647 2147483647 1\n1 1 1\n";
+
+static int read_huge_rows(void *arg) {
+  spx_csr *a = (spx_csr *)&a;
+  spx_status s = read_str(huge_rows_text, SPX_DOUBLE, &a, NULL);
+  (void)arg;
+  if (s != SPX_OUT_OF_MEMORY || a || !strstr(spx_last_error(), "test.mtx:2: 2147483647 rows need 32.0 GiB of row pointers")) {
+    fprintf(stderr, "got %s \"%s\"\n", spx_status_string(s), spx_last_error());
+    return 1;
+  }
+  return 0;
+}
+
+/* 70 bytes announce 2^31-1 rows: their row pointers (32 GiB while the CSR is built) are checked
+ * against the memory there is before anything is allocated (and not zeroed page by page until the
+ * kernel kills the process). In a child with 1 GiB of address space to spare, and here where this
+ * machine cannot hold them. */
+static void test_huge_rows(void **state) {
+  spx_csr *a = (spx_csr *)&a;
+  double t0;
+  (void)state;
+  if (!MM_ASAN) assert_int_equal(in_child(read_huge_rows, NULL, 30, (size_t)1 << 30), 0);
+  if (mem_available() > 34e9) {
+    print_message("this machine has room for 2^31 row pointers: the in-process read is left out\n");
+    return;
+  }
+  t0 = spx__now();
+  assert_int_equal(read_huge_rows(NULL), 0);
+  assert_true(spx__now() - t0 < 2);
+  (void)a;
+}
+
+/* The writer of test_file_changes: rewrites path over and over (truncated to nothing, refilled in
+ * pieces, left whole for a moment), or appends comment lines until it has grown by 8 MiB. */
+static void mutate(const char *path, const char *text, size_t n, int append_only) {
+  const struct timespec pause = {0, append_only ? 250000 : 2000000};
+  size_t grown = 0;
+  for (;;) {
+    int fd = open(path, O_WRONLY | (append_only ? O_APPEND : 0));
+    size_t o;
+    if (fd < 0) _exit(1);
+    if (append_only) {
+      for (o = 0; o < 64 && grown < ((size_t)8 << 20); o++, grown += 19)
+        if (write(fd, "% grown while read\n", 19) != 19) _exit(2);
+    } else {
+      if (ftruncate(fd, 0)) _exit(3);
+      for (o = 0; o < n; o += 1 << 16)
+        if (write(fd, text + o, SPX__MIN(n - o, (size_t)1 << 16)) < 0) _exit(4);
+    }
+    close(fd);
+    nanosleep(&pause, NULL);
+  }
+}
+
+/* A file another process changes while it is read. Truncated and rewritten under the reader: a
+ * status (the file as it was then cannot be parsed, or it shrank) or the matrix, never a crash
+ * (a mapping of the file raised SIGBUS). Growing by comment lines: the matrix every time. */
+static void test_file_changes(void **state) {
+  enum { N = 2000, NNZ = 120000 };
+  char path[512], *text = (char *)malloc((size_t)NNZ * 32 + 128);
+  size_t n;
+  int k, mode;
+  FILE *f;
+  (void)state;
+  n = (size_t)sprintf(text, "%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n", N, N, NNZ);
+  for (k = 0; k < NNZ; k++) n += (size_t)sprintf(text + n, "%d %d %.6f\n", k % N + 1, k / N + 1, 1.0 + k);
+  tmp_path(path, sizeof path, "changing.mtx");
+  for (mode = 0; mode < 2; mode++) {
+    int ok = 0, failed = 0;
+    pid_t w;
+    double t0;
+    assert_non_null(f = fopen(path, "wb"));
+    assert_int_equal(fwrite(text, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+    fflush(stdout);
+    assert_true((w = fork()) >= 0);
+    if (w == 0) mutate(path, text, n, mode);
+    for (t0 = spx__now(), k = 0; k < 400 && (k < 20 || spx__now() - t0 < 2); k++) {
+      spx_csr *a = NULL;
+      spx_status s = spx_mm_read(path, SPX_DOUBLE, &a, NULL);
+      if (s == SPX_OK) {
+        ok++;
+        if (a->nnz != NNZ || at(a, 1, 0) != 2.0) { reap(w); fail_msg("read %d: a wrong matrix", k); }
+        spx_csr_destroy(a);
+        continue;
+      }
+      failed++;
+      if (mode == 1 || a || !spx_last_error()[0] || (s != SPX_PARSE && s != SPX_RANGE && s != SPX_IO)) {
+        reap(w);
+        fail_msg("read %d (%s): %s \"%s\"", k, mode ? "growing" : "rewritten", spx_status_string(s), spx_last_error());
+      }
+    }
+    reap(w);
+    print_message("%s file: %d reads gave the matrix, %d a status\n", mode ? "growing" : "rewritten", ok, failed);
+  }
+  free(text);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_names),           cmocka_unit_test(test_manifest),
@@ -733,6 +1090,9 @@ int main(void) {
       cmocka_unit_test(test_bad_corpus),      cmocka_unit_test(test_chunks),
       cmocka_unit_test(test_gzip),            cmocka_unit_test(test_write_errors),
       cmocka_unit_test(test_read_errors),
+      cmocka_unit_test(test_fifo),            cmocka_unit_test(test_endless_device),
+      cmocka_unit_test(test_gzip_bomb),       cmocka_unit_test(test_huge_rows),
+      cmocka_unit_test(test_file_changes),
   };
   return cmocka_run_group_tests_name("mm", tests, setup, teardown);
 }

@@ -342,7 +342,10 @@ typedef struct spx_fmt {
 } spx_fmt;
 
 /* Converts a valid CSR (spx_csr_validate) to format f; params NULL means all defaults.
- * SPX_INVALID_ARGUMENT for bad parameters, SPX_RANGE when a 32-bit offset would overflow. */
+ * SPX_INVALID_ARGUMENT for bad parameters, SPX_RANGE when a 32-bit offset would overflow. The CSR
+ * is checked first: row pointers out of order or past nnz and columns outside [0, ncols) give
+ * SPX_INVALID_ARGUMENT naming the first bad row (rows merely unsorted are the format's to take or
+ * refuse; BSR refuses them, and bad columns, in its own words). */
 spx_status spx_fmt_from_csr(const spx_csr *a, spx_format f, const spx_format_params *params,
                             spx_fmt **out);
 /* Back to CSR; CSR -> format -> CSR is exact (see PADDING). */
@@ -398,6 +401,7 @@ typedef struct spx_rbp_paper {
   int64_t n, nz, k, nnon, nval, ncol, nblocks, kv, kc, vb;
   int64_t csr, ell, rbp_csr, rbp_ell; /* (1) 8Nz+4Nz+4(N+1), (2) 12NK, (3), (4) with 8 -> vb */
 } spx_rbp_paper;
+/* SPX_INVALID_ARGUMENT for a CSR whose row pointers or columns are out of bounds (out zeroed). */
 spx_status spx_rbp_paper_bytes(const spx_csr *a, spx_rbp_paper *out);
 
 /* ---- Value helpers for converters (bit-exact moves, the padding mark) ----------------------- */

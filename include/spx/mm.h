@@ -6,7 +6,17 @@
  *   SPX_UNSUPPORTED. Header keywords are case-insensitive; comment lines ('%') and blank lines may
  *   appear anywhere after the header line.
  *   - gzip input is recognized by its magic bytes (not the file name) and inflated in memory.
- *     Plain files are mapped (mmap), not copied; a file must not shrink while it is being read.
+ *   - files are opened once and read (FIFOs, pipes and devices too), never mapped: a mapping of a
+ *     file that another process truncates would kill the reader with SIGBUS. A file that changes
+ *     while it is read gives the matrix or a status (SPX_IO when it shrank under the reader).
+ *   - what the text may hold is bounded as it arrives, so no input fills memory: the header line,
+ *     comments and blank lines before the size line at most 64 MiB, then at most 256 bytes per
+ *     entry the size line announces plus 16 MiB for comments and blank lines among the entries.
+ *     Past that (a gzip bomb, an endless stream) the read stops with SPX_PARSE; a first line that
+ *     cannot be a Matrix Market header stops it at once (spx_mm_read("/dev/zero") included).
+ *   - sizes whose CSR cannot fit in the memory the process can get (2^31 rows need 32 GiB of row
+ *     pointers while the CSR is built) are SPX_OUT_OF_MEMORY, naming the sizes, before anything
+ *     proportional to them is allocated.
  *   - symmetric: each off-diagonal entry (i,j) also gives (j,i); skew-symmetric gives (j,i) = -a_ij,
  *     and a diagonal entry in a skew-symmetric file is a parse error. Entries above the diagonal
  *     (the spec wants the lower triangle; some files differ) are mirrored the same way.
@@ -26,9 +36,10 @@
  *   OpenMP; results and messages do not depend on the thread count. Numbers are parsed by hand;
  *   strtod/strtof decide only the rare values the exact fast paths cannot (more than 19 digits,
  *   exponents past +-27, exact ties). strtod follows the locale's decimal point: a program that
- *   calls setlocale() must keep LC_NUMERIC "C". Memory: the inflated text of gzip input (plain
- *   files are mapped), triplets of 16 bytes per entry (8 for pattern; twice that for symmetric
- *   files, for the mirrored half), then the CSR build (spx_csr_from_coo) after the text is freed.
+ *   calls setlocale() must keep LC_NUMERIC "C". Memory: the text (the file's bytes, or the
+ *   inflated gzip data; a large file is read in parallel slices), triplets of 16 bytes per entry (8
+ *   for pattern; twice that for symmetric files, for the mirrored half), then the CSR build
+ *   (spx_csr_from_coo) after the text is freed.
  *
  * WRITING  spx_mm_write(path, a, SPX_MM_GENERAL)
  *   Coordinate real, 1-based, general (every entry), symmetric (the lower triangle; the matrix must

@@ -4,6 +4,13 @@
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/resource.h>
+#include <unistd.h>
+#define SPX__CSR_POSIX 1
+#else
+#define SPX__CSR_POSIX 0
+#endif
 
 const char *spx_dtype_name(spx_dtype t) {
   return t == SPX_DOUBLE ? "double" : t == SPX_FLOAT ? "float" : "unknown";
@@ -13,6 +20,100 @@ static spx_status spx__check_dtype(spx_dtype t) {
   if (t != SPX_DOUBLE && t != SPX_FLOAT)
     return spx__fail(SPX_INVALID_ARGUMENT, "unknown dtype %d (use SPX_DOUBLE or SPX_FLOAT)", (int)t);
   return SPX_OK;
+}
+
+/* ---- Memory headroom. A build whose O(rows) arrays cannot fit is refused before it allocates:
+ * calloc of pages nobody touched yet succeeds, so the failure would otherwise come later, as the
+ * kernel killing the process part-way through the build. */
+
+static const char *spx__mem_str(double b, char buf[24]) {
+  if (b >= 1073741824.0) snprintf(buf, 24, "%.1f GiB", b / 1073741824.0);
+  else if (b >= 1048576.0) snprintf(buf, 24, "%.1f MiB", b / 1048576.0);
+  else if (b >= 1024.0) snprintf(buf, 24, "%.1f KiB", b / 1024.0);
+  else snprintf(buf, 24, "%.0f bytes", b);
+  return buf;
+}
+
+/* The smaller of two byte counts where a negative one is unknown. */
+static double spx__mem_min(double a, double b) { return a < 0 ? b : b < 0 ? a : SPX__MIN(a, b); }
+
+#if defined(__linux__)
+/* MemAvailable plus SwapFree of /proc/meminfo in bytes; -1 when it cannot be read. */
+static double spx__meminfo_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  char line[128];
+  double av = -1, sw = 0, kb;
+  if (!f) return -1;
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "MemAvailable: %lf", &kb) == 1) av = kb * 1024;
+    else if (sscanf(line, "SwapFree: %lf", &kb) == 1) sw = kb * 1024;
+  }
+  fclose(f);
+  return av < 0 ? -1 : av + sw;
+}
+
+/* A number in a file (a cgroup's memory.max, "max" meaning none; a /proc/self/statm field);
+ * -1 when absent. field counts the numbers on the line from 0. */
+static double spx__file_number(const char *path, int field) {
+  FILE *f = fopen(path, "r");
+  double v = -1;
+  int i, ok = 1;
+  if (!f) return -1;
+  for (i = 0; ok && i <= field; i++) ok = fscanf(f, "%lf", &v) == 1;
+  fclose(f);
+  return ok ? v : -1;
+}
+#endif
+
+/* Bytes this process can still fill: the least of what the system has available (Linux:
+ * MemAvailable plus free swap; elsewhere physical memory), the room under the cgroup (v2) limit
+ * it runs in, and the room under RLIMIT_AS and RLIMIT_DATA. Negative when nothing is known. */
+static double spx__mem_available(void) {
+  double av = -1, page = 4096, vm = 0, data = 0;
+#if SPX__CSR_POSIX
+  struct rlimit rl;
+  long ps = sysconf(_SC_PAGESIZE);
+  if (ps > 0) page = (double)ps;
+#endif
+#if defined(__linux__)
+  {
+    double lim = spx__file_number("/sys/fs/cgroup/memory.max", 0);
+    double cur = spx__file_number("/sys/fs/cgroup/memory.current", 0);
+    av = spx__meminfo_available();
+    if (lim >= 0 && cur >= 0) av = spx__mem_min(av, SPX__MAX(lim - cur, 0.0));
+    vm = SPX__MAX(spx__file_number("/proc/self/statm", 0), 0.0) * page;   /* what RLIMIT_AS counts */
+    data = SPX__MAX(spx__file_number("/proc/self/statm", 5), 0.0) * page; /* and RLIMIT_DATA */
+  }
+#elif SPX__CSR_POSIX && defined(_SC_PHYS_PAGES)
+  {
+    long n = sysconf(_SC_PHYS_PAGES);
+    if (n > 0) av = (double)n * page;
+  }
+#endif
+#if SPX__CSR_POSIX
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    av = spx__mem_min(av, SPX__MAX((double)rl.rlim_cur - vm, 0.0));
+  if (getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    av = spx__mem_min(av, SPX__MAX((double)rl.rlim_cur - data, 0.0));
+#endif
+  (void)page; (void)vm; (void)data;
+  return av;
+}
+
+/* 1 when building a CSR of nrows rows from nnz triplets (extra: bytes the caller holds on top, as
+ * the reader's triplets) needs more memory than spx__mem_available reports, with the sentence
+ * saying so in msg. What spx_csr_from_coo holds at its peak: row pointers and a cursor (16 bytes
+ * a row), bucketed columns and values (12 an entry), and for float the CSR it copies into. Needs
+ * under 64 MiB are not checked: reading /proc costs more than they do, and malloc reports theirs. */
+static int spx__coo_short(int64_t nrows, int64_t nnz, spx_dtype dtype, double extra, char *msg, size_t len) {
+  double rows = 16.0 * ((double)nrows + 1), ent = 12.0 * (double)nnz + extra, av;
+  char b1[24], b2[24], b3[24];
+  if (dtype == SPX_FLOAT) { rows += 8.0 * ((double)nrows + 1); ent += 8.0 * (double)nnz; }
+  if (rows + ent < 67108864.0 || (av = spx__mem_available()) < 0 || rows + ent <= av) return 0;
+  snprintf(msg, len, "%lld rows need %s of row pointers and %lld entr%s %s more; only %s of memory are available",
+           (long long)nrows, spx__mem_str(rows, b1), (long long)nnz, nnz == 1 ? "y" : "ies", spx__mem_str(ent, b2),
+           spx__mem_str(av, b3));
+  return 1;
 }
 
 spx_status spx_csr_create(int64_t nrows, int64_t ncols, int64_t nnz, spx_dtype dtype, spx_csr **out) {
@@ -51,11 +152,21 @@ void spx_csr_destroy(spx_csr *a) {
   SPX_FREE(a);
 }
 
+/* What spx__csr_verify checks: row pointers, then column bounds, then column order. */
+enum { SPX__CSR_PTRS = 0, SPX__CSR_BOUNDS = 1, SPX__CSR_SORTED = 2 };
+static spx_status spx__csr_verify(const spx_csr *a, int level);
+static spx_status spx__csr_in_bounds(const spx_csr *a);
+static spx_status spx__csr_validate_head(const spx_csr *a);
+
 spx_status spx_csr_copy(const spx_csr *a, spx_dtype dtype, spx_csr **out) {
   spx_csr *b;
   spx_status s;
   int64_t k;
   if (!a || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_copy: NULL argument");
+  *out = NULL;
+  /* The arrays are copied by their sizes, never indexed through their contents: the O(1) checks
+   * are all a copy needs, and a plan copies matrices whose rows the device validates. */
+  if ((s = spx__csr_validate_head(a))) return spx__wrap(s, "spx_csr_copy");
   if ((s = spx_csr_create(a->nrows, a->ncols, a->nnz, dtype, &b))) return s;
   memcpy(b->row_ptr, a->row_ptr, (size_t)(a->nrows + 1) * sizeof(int64_t));
   memcpy(b->col_idx, a->col_idx, (size_t)a->nnz * sizeof(int32_t));
@@ -166,6 +277,11 @@ spx_status spx_csr_from_coo(int64_t nrows, int64_t ncols, int64_t nnz, const int
   if (nrows > INT32_MAX || ncols > INT32_MAX)
     return spx__fail(SPX_RANGE, "matrix %lld x %lld exceeds the 32-bit index limit (2^31-1)",
                      (long long)nrows, (long long)ncols);
+  {
+    char msg[256];
+    if (spx__coo_short(nrows, nnz, dtype, 0, msg, sizeof msg))
+      return spx__fail(SPX_OUT_OF_MEMORY, "spx_csr_from_coo: %s", msg);
+  }
 #if defined(_OPENMP)
 #pragma omp parallel for reduction(| : bad) if (nnz > (1 << 16))
 #endif
@@ -239,6 +355,9 @@ spx_status spx_csr_transpose(const spx_csr *a, spx_csr **out) {
   int64_t i, k, *next;
   if (!a || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_transpose: NULL argument");
   *out = NULL;
+  /* The counts below index by column and the walk by row pointer: an invalid CSR is refused, not
+   * read out of bounds (and only a valid one transposes to a valid one). */
+  if ((s = spx_csr_validate(a))) return spx__wrap(s, "spx_csr_transpose");
   if ((s = spx_csr_create(a->ncols, a->nrows, a->nnz, a->dtype, &t))) return s;
   next = (int64_t *)spx__alloc((size_t)a->ncols + 1, sizeof *next);
   if (!next) { spx_csr_destroy(t); return SPX_OUT_OF_MEMORY; }
@@ -267,6 +386,8 @@ static spx_status spx__csr_validate_head(const spx_csr *a) {
                      (long long)a->ncols, (long long)a->nnz);
   if (!a->row_ptr || (a->nnz > 0 && (!a->col_idx || !a->val.p)))
     return spx__fail(SPX_INVALID_ARGUMENT, "CSR: missing arrays");
+  if (a->dtype != SPX_DOUBLE && a->dtype != SPX_FLOAT)
+    return spx__fail(SPX_INVALID_ARGUMENT, "CSR: unknown dtype %d (SPX_DOUBLE or SPX_FLOAT)", (int)a->dtype);
   if (a->row_ptr[0] != 0 || a->row_ptr[a->nrows] != a->nnz)
     return spx__fail(SPX_INVALID_ARGUMENT, "CSR: row_ptr[0] = %lld and row_ptr[n] = %lld (want 0 and nnz = %lld)",
                      (long long)a->row_ptr[0], (long long)a->row_ptr[a->nrows], (long long)a->nnz);
@@ -289,72 +410,104 @@ static int spx__csr_rows_ok(const spx_csr *a, int64_t r0, int64_t r1) {
   return 1;
 }
 
-spx_status spx_csr_validate(const spx_csr *a) {
-  int64_t i, k;
+/* Row i's columns inside [0, ncols) (its pointers checked before). */
+static int spx__csr_cols_in(const spx_csr *a, int64_t i) {
+  int64_t k;
+  for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++)
+    if (a->col_idx[k] < 0 || a->col_idx[k] >= a->ncols) return 0;
+  return 1;
+}
+
+/* spx_csr_validate's checks up to level (SPX__CSR_*); the message names the first violation.
+ * Pointers first, so the entry checks never read past nnz. Both passes run in parallel
+ * and keep the first bad row (a min reduction), which the serial loop then names: the same message
+ * as a serial walk, at the cost of one pass on 16 cores (validation sits on every plan's setup). */
+static spx_status spx__csr_verify(const spx_csr *a, int level) {
+  int64_t i, k, bad = a ? a->nrows : 0;
   spx_status s;
   if ((s = spx__csr_validate_head(a))) return s;
-  /* Pointers first, so the entry checks below never read past nnz. Both passes run in parallel and
-   * keep the first bad row (a min reduction), which the serial loop then names: the same message as
-   * a serial walk, at the cost of one pass on 16 cores (validation sits on every plan's setup). */
-  {
-    int64_t bad = a->nrows;
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(static, 4096) reduction(min : bad) if (a->nrows > 16384)
 #endif
-    for (i = 0; i < a->nrows; i++)
-      if (a->row_ptr[i + 1] < a->row_ptr[i] || a->row_ptr[i + 1] > a->nnz) bad = SPX__MIN(bad, i);
-    if (bad < a->nrows)
-      return spx__fail(SPX_INVALID_ARGUMENT, "CSR: row_ptr[%lld] = %lld is out of order or past nnz",
-                       (long long)bad + 1, (long long)a->row_ptr[bad + 1]);
+  for (i = 0; i < a->nrows; i++)
+    if (a->row_ptr[i + 1] < a->row_ptr[i] || a->row_ptr[i + 1] > a->nnz) bad = SPX__MIN(bad, i);
+  if (bad < a->nrows)
+    return spx__fail(SPX_INVALID_ARGUMENT, "CSR: row_ptr[%lld] = %lld is out of order or past nnz",
+                     (long long)bad + 1, (long long)a->row_ptr[bad + 1]);
+  if (level == SPX__CSR_PTRS) return SPX_OK;
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(static, 1024) reduction(min : bad) if (a->nnz > 32768)
 #endif
-    for (i = 0; i < a->nrows; i++)
-      if (!spx__csr_rows_ok(a, i, i + 1)) bad = SPX__MIN(bad, i);
-    for (i = bad; i < a->nrows; i++) {
-      for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
-        if (a->col_idx[k] < 0 || a->col_idx[k] >= a->ncols)
-          return spx__fail(SPX_INVALID_ARGUMENT, "CSR: row %lld has column %d outside [0, %lld)",
-                           (long long)i, (int)a->col_idx[k], (long long)a->ncols);
-        if (k > a->row_ptr[i] && a->col_idx[k] <= a->col_idx[k - 1])
-          return spx__fail(SPX_INVALID_ARGUMENT, "CSR: row %lld columns not strictly increasing at entry %lld",
-                           (long long)i, (long long)k);
-      }
+  for (i = 0; i < a->nrows; i++)
+    if (!(level == SPX__CSR_SORTED ? spx__csr_rows_ok(a, i, i + 1) : spx__csr_cols_in(a, i))) bad = SPX__MIN(bad, i);
+  for (i = bad; i < a->nrows; i++) {
+    for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
+      if (a->col_idx[k] < 0 || a->col_idx[k] >= a->ncols)
+        return spx__fail(SPX_INVALID_ARGUMENT, "CSR: row %lld has column %d outside [0, %lld)",
+                         (long long)i, (int)a->col_idx[k], (long long)a->ncols);
+      if (level == SPX__CSR_SORTED && k > a->row_ptr[i] && a->col_idx[k] <= a->col_idx[k - 1])
+        return spx__fail(SPX_INVALID_ARGUMENT, "CSR: row %lld columns not strictly increasing at entry %lld",
+                         (long long)i, (long long)k);
     }
   }
   return SPX_OK;
 }
 
+spx_status spx_csr_validate(const spx_csr *a) { return spx__csr_verify(a, SPX__CSR_SORTED); }
+
+/* What reading a CSR through its row pointers and columns needs: spx_csr_validate less the column
+ * order. Functions that only read the arrays that way check this much, so that no CSR makes them
+ * read out of bounds: the converters take rows unsorted and with duplicates (SDIA keeps the last;
+ * BSR refuses them in its own words, as its device converter does). */
+static spx_status spx__csr_in_bounds(const spx_csr *a) { return spx__csr_verify(a, SPX__CSR_BOUNDS); }
+
 /* One SpMV body per value type; accumulation in the value type's precision for float is what a
- * GPU kernel does too, but the oracle accumulates in double so it is the more accurate side. */
+ * GPU kernel does too, but the oracle accumulates in double so it is the more accurate side. Each
+ * row's pointers and columns are checked as they are read (a validation pass first would cost as
+ * much as the product, which host benchmarks time): a bad row is skipped and reported, never read
+ * out of bounds. */
 #define SPX__CSR_SPMV_BODY(T)                                                         \
   {                                                                                   \
     const T *xv = (const T *)x;                                                       \
     T *yv = (T *)y;                                                                   \
     const T *av = (const T *)a->val.p;                                                \
+    const int64_t nnz = a->nnz;                                                       \
+    const uint32_t nc = (uint32_t)a->ncols;                                           \
     int64_t i;                                                                        \
     SPX__OMP_FOR                                                                      \
     for (i = 0; i < a->nrows; i++) {                                                  \
       double sum = 0;                                                                 \
-      int64_t k;                                                                      \
-      for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++)                             \
-        sum += (double)av[k] * (double)xv[a->col_idx[k]];                             \
+      int64_t k, b = a->row_ptr[i], e = a->row_ptr[i + 1];                            \
+      if (b < 0 || e < b || e > nnz) { bad = SPX__MIN(bad, i); continue; }           \
+      for (k = b; k < e; k++) {                                                       \
+        uint32_t c = (uint32_t)a->col_idx[k]; /* a negative column wraps past nc */   \
+        if (c >= nc) { bad = SPX__MIN(bad, i); break; }                              \
+        sum += (double)av[k] * (double)xv[c];                                         \
+      }                                                                               \
       yv[i] = (T)(beta == 0 ? alpha * sum : alpha * sum + beta * (double)yv[i]);      \
     }                                                                                 \
   }
 
 #if defined(_OPENMP)
 /* Threads only where there is enough work: a parallel region costs microseconds. */
-#define SPX__OMP_FOR _Pragma("omp parallel for schedule(static, 256) if (a->nnz > 32768)")
+#define SPX__OMP_FOR _Pragma("omp parallel for schedule(static, 256) reduction(min : bad) if (a->nnz > 32768)")
 #else
 #define SPX__OMP_FOR
 #endif
 
 spx_status spx_csr_spmv(const spx_csr *a, double alpha, const void *x, double beta, void *y) {
+  spx_status s;
+  int64_t bad;
   if (!a || (a->ncols > 0 && !x) || (a->nrows > 0 && !y))
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_spmv: NULL argument");
+  if ((s = spx__csr_validate_head(a))) return spx__wrap(s, "spx_csr_spmv");
+  bad = a->nrows;
   if (a->dtype == SPX_DOUBLE) SPX__CSR_SPMV_BODY(double)
-  else if (a->dtype == SPX_FLOAT) SPX__CSR_SPMV_BODY(float)
-  else return spx__check_dtype(a->dtype);
+  else SPX__CSR_SPMV_BODY(float)
+  if (bad < a->nrows) {
+    if (!(s = spx__csr_in_bounds(a))) /* only if another thread changed the matrix meanwhile */
+      s = spx__fail(SPX_INVALID_ARGUMENT, "CSR: row %lld changed while it was read", (long long)bad);
+    return spx__wrap(s, "spx_csr_spmv");
+  }
   return SPX_OK;
 }

@@ -458,6 +458,12 @@ spx_status spx_fmt_from_csr(const spx_csr *a, spx_format f, const spx_format_par
   if (a->nrows > INT32_MAX || a->ncols > INT32_MAX || a->nnz > INT32_MAX)
     return spx__fail(SPX_RANGE, "%s: a %lld x %lld matrix with %lld nonzeros passes the 32-bit indices "
                      "spx formats use", vt->name, (long long)a->nrows, (long long)a->ncols, (long long)a->nnz);
+  /* The converters read a's arrays through its row pointers and columns: a CSR that would make
+   * them read out of bounds is refused here (rows unsorted or with duplicates are theirs to take or
+   * refuse). BSR's merge checks each row's columns itself, in the words of its device converter,
+   * which sees no host check: the two must fail alike, so only the pointers are checked for it. */
+  if ((s = spx__csr_verify(a, f == SPX_FORMAT_BSR ? SPX__CSR_PTRS : SPX__CSR_BOUNDS)))
+    return spx__wrap(s, "spx_fmt_from_csr");
   L = vt->layout;
   if (!(m = (spx_fmt *)spx__calloc(1, sizeof *m))) return SPX_OUT_OF_MEMORY;
   for (j = 0; j < SPX_FORMAT_MAX_PARAMS; j++) m->params[j] = SPX_AUTO;
@@ -643,8 +649,10 @@ spx_status spx_fmt_dump(const spx_fmt *m, FILE *f, int64_t max_entries) {
 
 spx_status spx_rbp_paper_bytes(const spx_csr *a, spx_rbp_paper *o) {
   int64_t i, vb;
+  spx_status s;
   if (!a || !o) return spx__fail(SPX_INVALID_ARGUMENT, "spx_rbp_paper_bytes: NULL argument");
   memset(o, 0, sizeof *o);
+  if ((s = spx__csr_in_bounds(a))) return spx__wrap(s, "spx_rbp_paper_bytes"); /* runs read col + 1 */
   o->n = a->nrows;
   o->nz = a->nnz;
   o->vb = vb = (int64_t)SPX_DTYPE_SIZE(a->dtype);

@@ -1,9 +1,10 @@
 /* Implementation of spx/mm.h.
  *
- * Reading, in order: the file into memory (mapped; inflated when it starts with the gzip magic),
- * the header and size line, pass 1 (count lines and entries per chunk; chunks end at line
- * boundaries), pass 2 (parse each chunk into its own slice of preallocated triplet arrays), the
- * mirrored half of symmetric files, then spx_csr_from_coo. Chunks run in parallel under OpenMP;
+ * Reading, in order: the file into memory (read, never mapped; inflated when it starts with the
+ * gzip magic; bounded as it arrives by what its header allows), the header and size line, pass 1
+ * (count lines and entries per chunk; chunks end at line boundaries), pass 2 (parse each chunk
+ * into its own slice of preallocated triplet arrays), the mirrored half of symmetric files, then
+ * spx_csr_from_coo. Chunks run in parallel under OpenMP;
  * each keeps its first error and the earliest one in the file is reported, so messages (and
  * results) do not depend on the thread count. */
 #include <errno.h>
@@ -12,7 +13,6 @@
 #include <zlib.h>
 #if defined(__unix__) || defined(__APPLE__)
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #define SPX__MM_POSIX 1
@@ -50,169 +50,18 @@ const char *spx_mm_symmetry_name(spx_mm_symmetry s) {
   return (unsigned)s < SPX__MM_NSYM ? spx__mm_syms[s] : "unknown";
 }
 
-/* ---------------------------------------------------------------- input into memory */
-
 /* The text to parse. It is empty or ends in '\n', so every scan stops at a '\n' without bounds
- * checks and nothing reads past the end. It lives in the caller's buffer, a read-only file
- * mapping (no copy: on some systems the first touch of fresh memory costs more than the parse),
- * or the heap. */
+ * checks and nothing reads past the end. It lives in the caller's buffer or on the heap (the
+ * loader's, after the header parser: see "input into memory"). */
 typedef struct spx__mm_src {
   const char *p;
   size_t n;
-  char *heap;  /* SPX_FREE'd on release */
-  void *map;   /* munmap'ed on release */
-  size_t maplen;
+  char *heap; /* SPX_FREE'd on release */
 } spx__mm_src;
 
 static void spx__mm_release(spx__mm_src *s) {
   SPX_FREE(s->heap);
-#if SPX__MM_POSIX
-  if (s->map) munmap(s->map, s->maplen);
-#endif
   memset(s, 0, sizeof *s);
-}
-
-/* Grows *b (capacity *cap) to at least want bytes. */
-static spx_status spx__mm_grow(char **b, size_t *cap, size_t want) {
-  size_t c = *cap ? *cap : 4096;
-  char *nb;
-  while (c < want) {
-    if (c > (size_t)-1 / 2) return spx__fail(SPX_OUT_OF_MEMORY, "input too large for memory");
-    c *= 2;
-  }
-  if (c == *cap) return SPX_OK;
-  if (!(nb = (char *)SPX_REALLOC(*b, c)))
-    return spx__fail(SPX_OUT_OF_MEMORY, "out of host memory reading %zu bytes", c);
-  *b = nb; *cap = c;
-  return SPX_OK;
-}
-
-/* Pre-fault the mapping in one kernel call rather than one minor fault per 4 KiB page while the
- * threads parse. MAP_POPULATE is Linux-only and hidden by strict POSIX feature macros; its value
- * is fixed by the kernel ABI on x86-64 and arm64. */
-#if defined(MAP_POPULATE)
-#define SPX__MAP_POPULATE MAP_POPULATE
-#elif defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__))
-#define SPX__MAP_POPULATE 0x8000
-#else
-#define SPX__MAP_POPULATE 0
-#endif
-
-/* The raw bytes of a file: mapped when it is a regular file, else read to EOF (pipes, /proc).
- * A mapped file must not shrink while it is read (that would be SIGBUS, as for any mapping). */
-static spx_status spx__mm_load(const char *path, spx__mm_src *src) {
-  FILE *f;
-  char *b = NULL;
-  size_t n = 0, cap = 0;
-  spx_status s = SPX_OK;
-#if SPX__MM_POSIX
-  struct stat st;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return spx__fail(SPX_IO, "%s: cannot open: %s", path, strerror(errno));
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-      (uint64_t)st.st_size < (uint64_t)SIZE_MAX / 2) {
-    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | SPX__MAP_POPULATE, fd, 0);
-    if (m != MAP_FAILED) {
-      close(fd);
-      /* Threads parse chunks all over the file at once: ask for all of it, not sequential. */
-      posix_madvise(m, (size_t)st.st_size, POSIX_MADV_WILLNEED);
-      src->p = (const char *)m; src->n = (size_t)st.st_size;
-      src->map = m; src->maplen = (size_t)st.st_size;
-      return SPX_OK;
-    }
-  }
-  close(fd);
-#endif
-  if (!(f = fopen(path, "rb"))) return spx__fail(SPX_IO, "%s: cannot open: %s", path, strerror(errno));
-  while (!(s = spx__mm_grow(&b, &cap, n + (1 << 16)))) {
-    size_t got = fread(b + n, 1, cap - n, f);
-    n += got;
-    if (!got) break;
-  }
-  if (!s && ferror(f)) s = spx__fail(SPX_IO, "%s: read error: %s", path, strerror(errno));
-  fclose(f);
-  if (s) { SPX_FREE(b); return s; }
-  src->p = src->heap = b; src->n = n;
-  return SPX_OK;
-}
-
-static int spx__mm_is_gzip(const char *p, size_t n) {
-  return n >= 2 && (unsigned char)p[0] == 0x1f && (unsigned char)p[1] == 0x8b;
-}
-
-/* Inflates a gzip stream (concatenated members too, as `cat a.gz b.gz` makes) into a new buffer
- * with a spare byte at the end. Truncated or corrupt data is SPX_PARSE. */
-static spx_status spx__mm_gunzip(const char *in, size_t n, const char *name, char **out, size_t *len) {
-  z_stream z;
-  char *b = NULL;
-  size_t cap = 0, used = 0, pos = 0, hint;
-  spx_status s;
-  int r;
-  *out = NULL; *len = 0;
-  /* The trailer's size (mod 2^32) is a hint; a forged one is capped by deflate's ratio limit. */
-  hint = n >= 18 ? ((size_t)(unsigned char)in[n - 4] | (size_t)(unsigned char)in[n - 3] << 8 |
-                    (size_t)(unsigned char)in[n - 2] << 16 | (size_t)(unsigned char)in[n - 1] << 24)
-                 : 0;
-  if (hint < n || hint / 1100 > n) hint = 4 * n;
-  if ((s = spx__mm_grow(&b, &cap, hint + 2))) return s;
-  memset(&z, 0, sizeof z);
-  if (inflateInit2(&z, 15 + 16) != Z_OK) {
-    SPX_FREE(b);
-    return spx__fail(SPX_OUT_OF_MEMORY, "%s: cannot initialize zlib", name);
-  }
-  for (;;) {
-    size_t ain = SPX__MIN(n - pos, (size_t)1 << 30), aout;
-    if (cap - used < 1024 && (s = spx__mm_grow(&b, &cap, cap + 1))) break;
-    aout = SPX__MIN(cap - used - 1, (size_t)1 << 30);
-    z.next_in = (Bytef *)(uintptr_t)(in + pos); /* zlib's API is not const-correct */
-    z.avail_in = (uInt)ain;
-    z.next_out = (Bytef *)(b + used);
-    z.avail_out = (uInt)aout;
-    r = inflate(&z, Z_NO_FLUSH);
-    pos += ain - z.avail_in;
-    used += aout - z.avail_out;
-    if (r == Z_STREAM_END) {
-      if (pos == n) break;
-      if (spx__mm_is_gzip(in + pos, n - pos) && inflateReset(&z) == Z_OK) continue;
-      s = spx__fail_at(SPX_PARSE, name, 0, "%zu bytes of trailing junk after the gzip data", n - pos);
-      break;
-    }
-    if (r == Z_MEM_ERROR) { s = spx__fail(SPX_OUT_OF_MEMORY, "%s: out of memory in zlib", name); break; }
-    if (r != Z_OK && r != Z_BUF_ERROR) {
-      s = spx__fail_at(SPX_PARSE, name, 0, "corrupt gzip data (%s)", z.msg ? z.msg : "bad stream");
-      break;
-    }
-    if (pos == n && z.avail_out > 0) {
-      s = spx__fail_at(SPX_PARSE, name, 0,
-                       "truncated gzip data: the compressed stream ends early (%zu bytes inflated)", used);
-      break;
-    }
-  }
-  inflateEnd(&z);
-  if (s) { SPX_FREE(b); return s; }
-  *out = b; *len = used;
-  return SPX_OK;
-}
-
-/* The text of raw bytes [data, data + n): inflated when gzip, else data itself when it ends in
- * '\n' (no copy), else a copy with the '\n' added. On success src owns what it allocated. */
-static spx_status spx__mm_text(const char *data, size_t n, const char *name, spx__mm_src *src) {
-  char *b;
-  size_t m = n;
-  spx_status s;
-  memset(src, 0, sizeof *src);
-  if (spx__mm_is_gzip(data, n)) {
-    if ((s = spx__mm_gunzip(data, n, name, &b, &m))) return s;
-  } else if (n == 0 || data[n - 1] == '\n') {
-    src->p = data; src->n = n;
-    return SPX_OK;
-  } else {
-    if (!(b = (char *)spx__alloc(n + 1, 1))) return SPX_OUT_OF_MEMORY;
-    memcpy(b, data, n);
-  }
-  if (m && b[m - 1] != '\n') b[m++] = '\n';
-  src->p = src->heap = b; src->n = m;
-  return SPX_OK;
 }
 
 /* ---------------------------------------------------------------- lexing */
@@ -497,14 +346,12 @@ typedef struct spx__mm_hdr {
 
 #define SPX__MM_BANNER "%%%%MatrixMarket matrix coordinate real general"
 
-static spx_status spx__mm_header(const char *b, size_t n, const char *name, spx__mm_hdr *h) {
+/* Line 1 (b holds it, '\n' included): "%%MatrixMarket matrix <format> <field> <symmetry>". */
+static spx_status spx__mm_banner(const char *b, size_t n, const char *name, spx__mm_hdr *h) {
   spx__mm_tok t[6];
   char s1[48];
-  const char *p = b, *what;
-  int nt, nf, i;
-  int64_t line = 1;
-  uint64_t sz[3];
-  nt = spx__mm_tokens(p, t, 6);
+  const char *p = b;
+  int nt = spx__mm_tokens(p, t, 6);
   if (nt < 1 || !spx__mm_kw(t[0], "%%matrixmarket"))
     return spx__fail_at(SPX_PARSE, name, 1, "header: expected '" SPX__MM_BANNER "', got '%s'",
                         spx__mm_show(p, (size_t)((const char *)memchr(p, '\n', n) - p), s1));
@@ -535,6 +382,19 @@ static spx_status spx__mm_header(const char *b, size_t n, const char *name, spx_
     return spx__fail_at(SPX_PARSE, name, 1, "header: an array cannot have the field 'pattern'");
   if (h->field == SPX_MM_PATTERN && h->sym == SPX_MM_SKEW_SYMMETRIC)
     return spx__fail_at(SPX_PARSE, name, 1, "header: a pattern matrix cannot be skew-symmetric");
+  return SPX_OK;
+}
+
+/* Line 1, comments and blank lines, the size line (b holds at least up to its '\n'). */
+static spx_status spx__mm_header(const char *b, size_t n, const char *name, spx__mm_hdr *h) {
+  spx__mm_tok t[3];
+  char s1[48];
+  const char *p = b, *what;
+  int nt, nf, i;
+  int64_t line = 1;
+  uint64_t sz[3];
+  spx_status s;
+  if ((s = spx__mm_banner(b, n, name, h))) return s;
   /* Comments and blank lines, then the size line. */
   for (;;) {
     p = (const char *)memchr(p, '\n', (size_t)(b + n - p)) + 1;
@@ -576,14 +436,458 @@ static spx_status spx__mm_header(const char *b, size_t n, const char *name, spx_
   p = (const char *)memchr(p, '\n', (size_t)(b + n - p)) + 1;
   h->data = (size_t)(p - b);
   h->data_line = line + 1;
-  /* Every entry takes at least 2 bytes per field ("1 1 1\n"): refuse counts the rest of the file
-   * cannot hold before allocating for them. */
-  nf = h->format == SPX_MM_ARRAY ? 1 : h->field == SPX_MM_PATTERN ? 2 : 3;
+  return SPX_OK;
+}
+
+/* What a text may hold, so that no input makes the reader take more memory than its size line
+ * can use: the lines up to the size line within SPX__MM_HEAD_MAX bytes, then SPX__MM_ENTRY_BYTES
+ * per announced entry and SPX__MM_SLACK for comments and blank lines among the entries. A gzip
+ * bomb or an endless stream (a pipe, /dev/zero) stops there with SPX_PARSE rather than filling
+ * memory, and a plain file or buffer past the bound fails alike: a result never depends on where
+ * the text came from. */
+#define SPX__MM_HEAD_MAX ((size_t)64 << 20)
+#define SPX__MM_ENTRY_BYTES 256
+#define SPX__MM_SLACK ((size_t)16 << 20)
+
+static size_t spx__mm_limit(const spx__mm_hdr *h) {
+  size_t fixed = h->data + SPX__MM_SLACK; /* data is at most SPX__MM_HEAD_MAX */
+  if ((uint64_t)h->nnz >= (uint64_t)((SIZE_MAX - fixed) / SPX__MM_ENTRY_BYTES)) return SIZE_MAX;
+  return fixed + (size_t)h->nnz * SPX__MM_ENTRY_BYTES;
+}
+
+/* The text ran past limit (size_line 0: no size line yet, limit SPX__MM_HEAD_MAX). */
+static spx_status spx__mm_too_long(const char *name, int64_t size_line, int64_t nnz, size_t limit, int gz) {
+  if (!size_line)
+    return spx__fail_at(SPX_PARSE, name, 0, "no size line in the first %d MiB%s (the header line, comments and "
+                        "blank lines before it may take no more)", (int)(limit >> 20), gz ? " of the inflated data" : "");
+  return spx__fail_at(SPX_PARSE, name, size_line,
+                      "%s past %zu bytes, more than %lld entr%s can need (%d bytes an entry, %d MiB of comments "
+                      "and blank lines)", gz ? "the gzip data inflates" : "the text runs", limit, (long long)nnz,
+                      nnz == 1 ? "y" : "ies", SPX__MM_ENTRY_BYTES, (int)(SPX__MM_SLACK >> 20));
+}
+
+/* The text against its header: the size line ends within SPX__MM_HEAD_MAX; every entry takes at
+ * least 2 bytes per field ("1 1 1\n"), so counts the rest cannot hold are refused before anything
+ * is allocated for them (SPX_RANGE); and no more than spx__mm_limit. */
+static spx_status spx__mm_fits(const spx__mm_hdr *h, size_t n, const char *name) {
+  int nf = h->format == SPX_MM_ARRAY ? 1 : h->field == SPX_MM_PATTERN ? 2 : 3;
+  if (h->data > SPX__MM_HEAD_MAX) return spx__mm_too_long(name, 0, 0, SPX__MM_HEAD_MAX, 0);
   if ((uint64_t)h->nnz > (uint64_t)(n - h->data) / (uint64_t)(2 * nf))
-    return spx__fail_at(SPX_RANGE, name, line,
+    return spx__fail_at(SPX_RANGE, name, h->data_line - 1,
                         "size line: %lld entries cannot fit in the %zu bytes after it (%d or more each): "
                         "a wrong size line or a truncated file",
                         (long long)h->nnz, n - h->data, 2 * nf);
+  if (n > spx__mm_limit(h)) return spx__mm_too_long(name, h->data_line - 1, h->nnz, spx__mm_limit(h), 0);
+  return SPX_OK;
+}
+
+/* ---------------------------------------------------------------- input into memory */
+
+/* The text as it is read or inflated, checked as it grows (spx__mm_sink_check): a first line that
+ * cannot be a header is refused from its first bytes, and once the size line is in, spx__mm_limit
+ * bounds the rest. */
+typedef struct spx__mm_sink {
+  const char *name;
+  char *b;            /* the text so far (heap), with room for one more byte: the final '\n' */
+  size_t n, cap;
+  size_t hint;        /* the size it will likely reach (a file's size, a gzip trailer's); 0: unknown */
+  size_t limit;       /* the most it may reach: SPX__MM_HEAD_MAX until the size line is in */
+  size_t scan, seen;  /* header search: start of the first line not passed, bytes of it searched */
+  size_t skip;        /* blanks before the first word of line 1, passed */
+  int64_t line;       /* the number of the line at scan */
+  int64_t size_line;  /* 0 until the size line is in */
+  int64_t nnz;        /* the entries it announces */
+  int gz;             /* inflated text (for the messages) */
+} spx__mm_sink;
+
+static void spx__mm_sink_init(spx__mm_sink *k, const char *name) {
+  memset(k, 0, sizeof *k);
+  k->name = name;
+  k->limit = SPX__MM_HEAD_MAX;
+  k->line = 1;
+}
+
+/* Room for want bytes and the final '\n': doubling, or the hint at once (with 64 KiB to spare for
+ * the read that finds the end) where the size line allows that much; never far past the limit,
+ * which the next check enforces. */
+static spx_status spx__mm_sink_room(spx__mm_sink *k, size_t want) {
+  size_t c = SPX__MAX(k->cap, (size_t)1 << 16);
+  char *nb;
+  if (want < k->cap) return SPX_OK;
+  if (want > SIZE_MAX / 4) return spx__fail(SPX_OUT_OF_MEMORY, "%s: input too large for memory", k->name);
+  while (c <= want) c *= 2;
+  if (k->size_line && k->hint > want && k->hint <= k->limit) c = k->hint + ((size_t)1 << 16);
+  if (k->limit < SIZE_MAX / 4) c = SPX__MIN(c, SPX__MAX(want + 1, k->limit + 2));
+  if (!(nb = (char *)SPX_REALLOC(k->b, c)))
+    return spx__fail(SPX_OUT_OF_MEMORY, "%s: out of host memory reading %zu bytes", k->name, c);
+  spx__advise_huge(nb + k->cap, c - k->cap);
+  k->b = nb;
+  k->cap = c;
+  return SPX_OK;
+}
+
+/* Line 1 before its end has arrived: refused as soon as it cannot be the header line (the same
+ * message spx__mm_banner gives for the whole line). */
+static spx_status spx__mm_banner_prefix(spx__mm_sink *k) {
+  static const char kw[] = "%%matrixmarket";
+  const char *p = k->b + k->skip, *e = k->b + k->n;
+  size_t i;
+  char s1[48];
+  while (p < e && spx__mm_blank(*p)) p++;
+  k->skip = (size_t)(p - k->b);
+  for (i = 0; i < sizeof kw - 1 && p + i < e; i++)
+    if ((p[i] >= 'A' && p[i] <= 'Z' ? p[i] + 32 : p[i]) != kw[i]) break;
+  if (p + i == e || (i == sizeof kw - 1 && spx__mm_blank(p[i]))) return SPX_OK; /* a header so far */
+  return spx__fail_at(SPX_PARSE, k->name, 1, "header: expected '" SPX__MM_BANNER "', got '%s'",
+                      spx__mm_show(k->b, k->n, s1));
+}
+
+/* The header search over the lines that have arrived: line 1 as soon as it is whole (before that,
+ * its first bytes), then comments and blank lines, then the size line, which sets the limit. Each
+ * byte is searched once, however the text arrives. */
+static spx_status spx__mm_sink_head(spx__mm_sink *k) {
+  spx__mm_hdr h;
+  spx_status s;
+  if (!k->n) return SPX_OK;
+  for (;;) {
+    const char *p = k->b + k->scan, *nl = (const char *)memchr(k->b + k->seen, '\n', k->n - k->seen);
+    if (!nl) {
+      k->seen = k->n;
+      return k->line == 1 ? spx__mm_banner_prefix(k) : SPX_OK;
+    }
+    k->seen = (size_t)(nl - k->b) + 1;
+    if (k->line == 1) {
+      if ((s = spx__mm_banner(k->b, k->seen, k->name, &h))) return s;
+    } else {
+      while (spx__mm_blank(*p)) p++;
+      if (*p != '%' && *p != '\n') {
+        if ((s = spx__mm_header(k->b, k->seen, k->name, &h))) return s;
+        if (k->seen > SPX__MM_HEAD_MAX) return spx__mm_too_long(k->name, 0, 0, SPX__MM_HEAD_MAX, k->gz);
+        k->size_line = k->line;
+        k->nnz = h.nnz;
+        k->limit = spx__mm_limit(&h);
+        return SPX_OK;
+      }
+    }
+    k->scan = k->seen;
+    k->line++;
+  }
+}
+
+/* After every arrival: the header search until the size line is in, then the limit, on the
+ * length the text will have at least (a '\n' is added where it lacks one, as spx__mm_fits sees
+ * it). total: the whole text's size where it is known ahead (a regular file's), so that a file
+ * past the limit is refused before the rest of it is read. */
+static spx_status spx__mm_sink_check(spx__mm_sink *k, size_t total) {
+  spx_status s;
+  if (!k->size_line && (s = spx__mm_sink_head(k))) return s;
+  if (k->n + (k->n && k->b[k->n - 1] != '\n') > k->limit || (k->size_line && total > k->limit))
+    return spx__mm_too_long(k->name, k->size_line, k->nnz, k->limit, k->gz);
+  return SPX_OK;
+}
+
+/* The text, ended by '\n', to src, which owns it from here. */
+static void spx__mm_sink_done(spx__mm_sink *k, spx__mm_src *src) {
+  if (k->n && k->b[k->n - 1] != '\n') k->b[k->n++] = '\n'; /* the byte room() kept */
+  src->p = src->heap = k->b;
+  src->n = k->n;
+  if (!src->p) src->p = "";
+}
+
+static int spx__mm_is_gzip(const char *p, size_t n) {
+  return n >= 2 && (unsigned char)p[0] == 0x1f && (unsigned char)p[1] == 0x8b;
+}
+
+/* The inflated size a gzip trailer (the last 4 bytes t of n) gives, when plausible: a hint only
+ * (mod 2^32, and the last member's); a forged one costs no more than the limit allows. */
+static size_t spx__mm_gz_hint(const unsigned char *t, uint64_t n) {
+  uint64_t h = (uint64_t)t[0] | (uint64_t)t[1] << 8 | (uint64_t)t[2] << 16 | (uint64_t)t[3] << 24;
+  return n >= 18 && h >= n && h / 1100 <= n && h < SIZE_MAX / 4 ? (size_t)h : 0;
+}
+
+/* A file as read() (POSIX) or stdio sees it. */
+#if SPX__MM_POSIX
+typedef int spx__mm_fd;
+#define SPX__MM_NOFD (-1)
+#else
+typedef FILE *spx__mm_fd;
+#define SPX__MM_NOFD NULL
+#endif
+
+/* One read of up to n bytes: how many, 0 at the end, -1 on an error (errno says which). */
+static long long spx__mm_sysread(spx__mm_fd fd, void *b, size_t n) {
+#if SPX__MM_POSIX
+  ssize_t r;
+  do r = read(fd, b, SPX__MIN(n, (size_t)1 << 30)); while (r < 0 && errno == EINTR);
+  return (long long)r;
+#else
+  size_t r = fread(b, 1, n, fd);
+  return r ? (long long)r : ferror(fd) ? -1 : 0;
+#endif
+}
+
+/* Compressed input: the caller's bytes, or a file read in chunks into buf. */
+typedef struct spx__mm_in {
+  const unsigned char *p; /* bytes [pos, n) are not inflated yet */
+  size_t n, pos;
+  uint64_t off;           /* input bytes before p */
+  uint64_t total;         /* the input's size where known ahead (a buffer, a regular file), else 0 */
+  spx__mm_fd fd;          /* SPX__MM_NOFD: p is all there is (eof set) */
+  int eof;
+  unsigned char *buf;
+  size_t cap;
+} spx__mm_in;
+
+/* At least want bytes at p + pos, unless the input ends first. */
+static spx_status spx__mm_in_fill(spx__mm_in *in, size_t want, const char *name) {
+  if (in->n - in->pos >= want || in->eof) return SPX_OK;
+  memmove(in->buf, in->buf + in->pos, in->n - in->pos);
+  in->off += in->pos;
+  in->n -= in->pos;
+  in->pos = 0;
+  in->p = in->buf;
+  while (in->n < want && !in->eof) {
+    long long got = spx__mm_sysread(in->fd, in->buf + in->n, in->cap - in->n);
+    if (got < 0) return spx__fail(SPX_IO, "%s: read error: %s", name, strerror(errno));
+    in->eof = got == 0;
+    in->n += (size_t)got;
+  }
+  return SPX_OK;
+}
+
+/* Inflates the gzip stream of in (concatenated members too, as `cat a.gz b.gz` makes) into k,
+ * checked as it grows: a bomb stops at the limit its header allows. Truncated or corrupt data
+ * is SPX_PARSE. */
+static spx_status spx__mm_inflate(spx__mm_in *in, spx__mm_sink *k) {
+  z_stream z;
+  spx_status s = SPX_OK;
+  int r;
+  k->gz = 1;
+  memset(&z, 0, sizeof z);
+  if (inflateInit2(&z, 15 + 16) != Z_OK) return spx__fail(SPX_OUT_OF_MEMORY, "%s: cannot initialize zlib", k->name);
+  for (;;) {
+    size_t ain, aout;
+    if ((s = spx__mm_in_fill(in, 1, k->name)) || (s = spx__mm_sink_room(k, k->n + ((size_t)1 << 16)))) break;
+    ain = SPX__MIN(in->n - in->pos, (size_t)1 << 30);
+    aout = SPX__MIN(k->cap - k->n - 1, (size_t)1 << 30);
+    z.next_in = (Bytef *)(uintptr_t)(in->p + in->pos); /* zlib's API is not const-correct */
+    z.avail_in = (uInt)ain;
+    z.next_out = (Bytef *)(k->b + k->n);
+    z.avail_out = (uInt)aout;
+    r = inflate(&z, Z_NO_FLUSH);
+    in->pos += ain - z.avail_in;
+    k->n += aout - z.avail_out;
+    if ((s = spx__mm_sink_check(k, 0))) break;
+    if (r == Z_STREAM_END) { /* the end, or another member: its first two bytes say */
+      uint64_t at;
+      if ((s = spx__mm_in_fill(in, 2, k->name)) || in->pos == in->n) break;
+      if (spx__mm_is_gzip((const char *)in->p + in->pos, in->n - in->pos) && inflateReset(&z) == Z_OK) continue;
+      at = in->off + in->pos;
+      if (in->total > at)
+        s = spx__fail_at(SPX_PARSE, k->name, 0, "%llu bytes of trailing junk after the gzip data",
+                         (unsigned long long)(in->total - at));
+      else
+        s = spx__fail_at(SPX_PARSE, k->name, 0, "trailing junk after the gzip data (from byte %llu on)",
+                         (unsigned long long)at);
+      break;
+    }
+    if (r == Z_MEM_ERROR) { s = spx__fail(SPX_OUT_OF_MEMORY, "%s: out of memory in zlib", k->name); break; }
+    if (r != Z_OK && r != Z_BUF_ERROR) {
+      s = spx__fail_at(SPX_PARSE, k->name, 0, "corrupt gzip data (%s)", z.msg ? z.msg : "bad stream");
+      break;
+    }
+    if (in->pos == in->n && z.avail_out > 0) { /* inflate wants more input: is there any? */
+      if ((s = spx__mm_in_fill(in, 1, k->name))) break;
+      if (in->pos == in->n) {
+        s = spx__fail_at(SPX_PARSE, k->name, 0,
+                         "truncated gzip data: the compressed stream ends early (%zu bytes inflated)", k->n);
+        break;
+      }
+    }
+  }
+  inflateEnd(&z);
+  return s;
+}
+
+/* The text of n bytes in memory: data itself when it ends in '\n' (no copy), else a copy with the
+ * '\n' added, or the inflated gzip data. On success src owns what it allocated. (A plain buffer
+ * is in memory already: spx__mm_fits applies the limit to it.) */
+static spx_status spx__mm_text(const char *data, size_t n, const char *name, spx__mm_src *src) {
+  spx__mm_sink k;
+  spx__mm_in in;
+  spx_status s;
+  memset(src, 0, sizeof *src);
+  if (!spx__mm_is_gzip(data, n)) {
+    if (n == 0 || data[n - 1] == '\n') {
+      src->p = data;
+      src->n = n;
+      return SPX_OK;
+    }
+    if (!(src->heap = (char *)spx__alloc(n + 1, 1))) return SPX_OUT_OF_MEMORY;
+    memcpy(src->heap, data, n);
+    src->heap[n] = '\n';
+    src->p = src->heap;
+    src->n = n + 1;
+    return SPX_OK;
+  }
+  memset(&in, 0, sizeof in);
+  in.p = (const unsigned char *)data;
+  in.n = in.total = n;
+  in.fd = SPX__MM_NOFD;
+  in.eof = 1;
+  spx__mm_sink_init(&k, name);
+  if (n >= 18) k.hint = spx__mm_gz_hint(in.p + n - 4, n);
+  if ((s = spx__mm_inflate(&in, &k))) {
+    SPX_FREE(k.b);
+    return s;
+  }
+  spx__mm_sink_done(&k, src);
+  return SPX_OK;
+}
+
+#if SPX__MM_POSIX
+#define SPX__MM_PREAD_MIN ((size_t)32 << 20) /* below this, one read() is as fast */
+
+/* Bytes [k->n, size) of a regular file, one pread loop per thread: the copies and the first touch
+ * of the fresh buffer run in parallel (on one core they, not the parse, bound a large read). A
+ * slice that ends early means the file shrank meanwhile: SPX_IO. */
+static spx_status spx__mm_pread(int fd, size_t size, spx__mm_sink *k) {
+  const size_t from = k->n, align = (size_t)2 << 20;
+  size_t piece;
+  int64_t t, nt = 1;
+  int err = 0, shrank = 0;
+#if defined(_OPENMP)
+  nt = omp_get_max_threads();
+#endif
+  piece = ((size - from) / (size_t)nt + align - 1) / align * align;
+  nt = (int64_t)((size - from + piece - 1) / piece);
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 1) reduction(max : err, shrank) if (nt > 1)
+#endif
+  for (t = 0; t < nt; t++) {
+    size_t o = from + (size_t)t * piece, e = SPX__MIN(o + piece, size);
+    while (o < e) {
+      ssize_t got = pread(fd, k->b + o, SPX__MIN(e - o, (size_t)1 << 30), (off_t)o);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) { err = errno; break; }
+      if (got == 0) { shrank = 1; break; }
+      o += (size_t)got;
+    }
+  }
+  if (err) return spx__fail(SPX_IO, "%s: read error: %s", k->name, strerror(err));
+  if (shrank) return spx__fail(SPX_IO, "%s: the file shrank while it was being read (it had %zu bytes)", k->name, size);
+  if (lseek(fd, (off_t)size, SEEK_SET) < 0) /* pread leaves the offset where read() stopped */
+    return spx__fail(SPX_IO, "%s: cannot seek: %s", k->name, strerror(errno));
+  k->n = size;
+  return SPX_OK;
+}
+#endif
+
+/* Plain text from fd (size: a regular file's, else 0): read serially until the size line is in
+ * (it bounds the rest; a foreign first line stops the read at once), then the rest of a regular
+ * file in parallel slices, then serially to the end (a file that grew, a pipe, a device). */
+static spx_status spx__mm_read_plain(spx__mm_fd fd, size_t size, spx__mm_sink *k) {
+  spx_status s;
+  for (;;) {
+    long long got;
+    if ((s = spx__mm_sink_check(k, size))) return s;
+#if SPX__MM_POSIX
+    if (k->size_line && size > k->n + SPX__MM_PREAD_MIN) {
+      if ((s = spx__mm_sink_room(k, size)) || (s = spx__mm_pread(fd, size, k))) return s;
+      size = 0; /* read; what follows, if anything, was appended meanwhile */
+      continue;
+    }
+#endif
+    if ((s = spx__mm_sink_room(k, k->n + ((size_t)1 << 16)))) return s;
+    if ((got = spx__mm_sysread(fd, k->b + k->n, k->cap - 1 - k->n)) < 0)
+      return spx__fail(SPX_IO, "%s: read error: %s", k->name, strerror(errno));
+    if (!got) return SPX_OK;
+    k->n += (size_t)got;
+  }
+}
+
+/* The file's first bytes decide: gzip (they start the compressed input) or plain text. */
+static spx_status spx__mm_read_fd(spx__mm_fd fd, size_t size, spx__mm_sink *k) {
+  spx__mm_in in;
+  spx_status s;
+  unsigned char *nb;
+  if ((s = spx__mm_sink_room(k, (size_t)1 << 16))) return s;
+  while (k->n < 2) {
+    long long got = spx__mm_sysread(fd, k->b + k->n, k->cap - 1 - k->n);
+    if (got < 0) return spx__fail(SPX_IO, "%s: read error: %s", k->name, strerror(errno));
+    if (!got) break;
+    k->n += (size_t)got;
+  }
+  if (!spx__mm_is_gzip(k->b, k->n)) return spx__mm_read_plain(fd, size, k);
+  memset(&in, 0, sizeof in);
+  in.buf = (unsigned char *)k->b;
+  in.n = k->n;
+  in.cap = k->cap;
+  in.fd = fd;
+  in.total = size;
+  k->b = NULL;
+  k->n = k->cap = 0;
+  k->hint = 0;
+  if (!(nb = (unsigned char *)SPX_REALLOC(in.buf, (size_t)4 << 20))) {
+    SPX_FREE(in.buf);
+    return spx__fail(SPX_OUT_OF_MEMORY, "%s: out of host memory for the compressed input", k->name);
+  }
+  in.buf = nb;
+  in.p = nb;
+  in.cap = (size_t)4 << 20;
+#if SPX__MM_POSIX
+  if (size >= 18) {
+    unsigned char t[4];
+    if (pread(fd, t, 4, (off_t)(size - 4)) == 4) k->hint = spx__mm_gz_hint(t, size);
+  }
+#endif
+  s = spx__mm_inflate(&in, k);
+  SPX_FREE(in.buf);
+  return s;
+}
+
+/* The text of the file at path. Opened once and read, never mapped: a FIFO has one writer to meet
+ * (a second open would wait for another forever), and a mapped file that another process
+ * truncates raises SIGBUS in the reader, which a library cannot survive; reading costs a copy, in
+ * parallel for large files. */
+static spx_status spx__mm_load(const char *path, spx__mm_src *src) {
+  spx__mm_sink k;
+  spx_status s;
+  size_t size = 0;
+  spx__mm_fd fd;
+#if SPX__MM_POSIX
+  struct stat st;
+  if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+    return spx__fail(SPX_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (fstat(fd, &st) != 0) {
+    s = spx__fail(SPX_IO, "%s: cannot stat: %s", path, strerror(errno));
+    close(fd);
+    return s;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    close(fd);
+    return spx__fail(SPX_IO, "%s: cannot read: it is a directory", path);
+  }
+  if (S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size < (uint64_t)SIZE_MAX / 4) {
+    size = (size_t)st.st_size;
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  }
+#else
+  if (!(fd = fopen(path, "rb"))) return spx__fail(SPX_IO, "%s: cannot open: %s", path, strerror(errno));
+#endif
+  spx__mm_sink_init(&k, path);
+  k.hint = size;
+  s = spx__mm_read_fd(fd, size, &k);
+#if SPX__MM_POSIX
+  close(fd);
+#else
+  fclose(fd);
+#endif
+  if (s) {
+    SPX_FREE(k.b);
+    return s;
+  }
+  spx__mm_sink_done(&k, src);
   return SPX_OK;
 }
 
@@ -779,6 +1083,7 @@ static spx_status spx__mm_read_text(spx__mm_src *src, const char *name, spx_dtyp
   info->nrows = cx.h.nrows;
   info->ncols = cx.h.ncols;
   info->entries = cx.h.nnz;
+  if ((s = spx__mm_fits(&cx.h, n, name))) goto done;
   /* Chunks of about 1 MiB, at most 8 per thread, each starting at a line start. */
   dlen = n - cx.h.data;
 #if defined(_OPENMP)
@@ -806,6 +1111,14 @@ static spx_status spx__mm_read_text(spx__mm_src *src, const char *name, spx_dtyp
   /* Room for what the file has (at most what it announces), twice for the mirrored half. */
   ntrip = SPX__MIN(total, cx.h.nnz);
   ntrip *= cx.h.sym == SPX_MM_GENERAL ? 1 : 2;
+  { /* a tiny file may announce 2^31 rows: their row pointers must fit before anything is allocated */
+    char msg[256];
+    if (spx__coo_short(cx.h.nrows, ntrip, dtype, (double)ntrip * (cx.h.field == SPX_MM_PATTERN ? 8 : 16), msg,
+                       sizeof msg)) {
+      s = spx__fail_at(SPX_OUT_OF_MEMORY, name, cx.h.data_line - 1, "%s", msg);
+      goto done;
+    }
+  }
   cx.ri = (int32_t *)spx__alloc((size_t)ntrip, sizeof(int32_t));
   cx.ci = (int32_t *)spx__alloc((size_t)ntrip, sizeof(int32_t));
   if (cx.h.field != SPX_MM_PATTERN) cx.v = (double *)spx__alloc((size_t)ntrip, sizeof(double));
@@ -870,17 +1183,14 @@ static spx_status spx__mm_check_args(spx_dtype dtype, spx_csr **out, spx_mm_info
 
 spx_status spx_mm_read(const char *path, spx_dtype dtype, spx_csr **out, spx_mm_info *info) {
   spx_mm_info tmp;
-  spx__mm_src raw, src;
+  spx__mm_src src;
   spx_status s;
   double t0 = spx__now();
   if (!info) info = &tmp;
   if ((s = spx__mm_check_args(dtype, out, info, "spx_mm_read"))) return s;
   if (!path) return spx__fail(SPX_INVALID_ARGUMENT, "spx_mm_read: path is NULL");
-  memset(&raw, 0, sizeof raw);
-  if ((s = spx__mm_load(path, &raw))) return s;
-  if ((s = spx__mm_text(raw.p, raw.n, path, &src))) { spx__mm_release(&raw); return s; }
-  if (src.p == raw.p) src = raw; /* the text is the file itself: it owns the mapping now */
-  else spx__mm_release(&raw);
+  memset(&src, 0, sizeof src);
+  if ((s = spx__mm_load(path, &src))) return s;
   s = spx__mm_read_text(&src, path, dtype, out, info);
   info->seconds = spx__now() - t0;
   return s;
@@ -999,20 +1309,10 @@ static int spx__mm_put(spx__mm_out *w, const char *b, size_t n) {
   return 1;
 }
 
-/* No half-written matrix is left behind; but only a regular file is removed, never what else a
- * path may name (a device such as /dev/full, a pipe). */
-static void spx__mm_remove_partial(const char *path) {
-#if SPX__MM_POSIX
-  struct stat st;
-  if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) remove(path);
-#else
-  (void)path;
-#endif
-}
-
 spx_status spx_mm_write(const char *path, const spx_csr *a, spx_mm_symmetry symmetry) {
   enum { BATCH = 1 << 15 };
   spx__mm_out w = {NULL, NULL};
+  spx_file *file = NULL;
   spx_status s = SPX_OK;
   char head[256], *buf = NULL;
   size_t pl = path ? strlen(path) : 0, *len = NULL;
@@ -1035,9 +1335,19 @@ spx_status spx_mm_write(const char *path, const spx_csr *a, spx_mm_symmetry symm
   buf = (char *)spx__alloc((size_t)nth * BATCH, SPX__MM_LINE_MAX);
   len = (size_t *)spx__alloc((size_t)nth, sizeof *len);
   if (!buf || !len) { s = SPX_OUT_OF_MEMORY; goto done; }
-  if (pl > 3 && !strcmp(path + pl - 3, ".gz")) w.g = gzopen(path, "wb");
-  else w.f = fopen(path, "wb");
-  if (!w.f && !w.g) { s = spx__fail(SPX_IO, "%s: cannot open for writing: %s", path, strerror(errno)); goto done; }
+  /* into a temporary beside path, renamed over it only once complete: a failed write (a full
+   * disk) leaves an existing file as it was, even when it is the matrix being read */
+  if ((s = spx_file_create(path, 0, &file))) goto done;
+  if (pl > 3 && !strcmp(path + pl - 3, ".gz")) {
+    int fd = dup(spx_file_fd(file));
+    if (fd < 0 || !(w.g = gzdopen(fd, "wb"))) {
+      if (fd >= 0) close(fd);
+      s = spx__fail(SPX_OUT_OF_MEMORY, "%s: cannot start the gzip stream", path);
+      goto done;
+    }
+  } else {
+    w.f = spx_file_stream(file);
+  }
   snprintf(head, sizeof head, "%%%%MatrixMarket matrix coordinate real %s\n%% written by spx %s (%s values)\n%lld %lld %lld\n",
            spx__mm_syms[symmetry], SPX_VERSION_STRING, spx_dtype_name(a->dtype), (long long)a->nrows,
            (long long)a->ncols, (long long)nw);
@@ -1054,11 +1364,13 @@ spx_status spx_mm_write(const char *path, const spx_csr *a, spx_mm_symmetry symm
     }
     for (t = 0; ok && t < nth; t++) ok = spx__mm_put(&w, buf + (size_t)t * BATCH * SPX__MM_LINE_MAX, len[t]);
   }
-  if (!ok) s = spx__fail(SPX_IO, "%s: write failed: %s", path, strerror(errno));
-  if (w.f && fclose(w.f) != 0 && !s) s = spx__fail(SPX_IO, "%s: write failed on close: %s", path, strerror(errno));
-  if (w.g && gzclose(w.g) != Z_OK && !s) s = spx__fail(SPX_IO, "%s: write failed on close", path);
-  if (s) spx__mm_remove_partial(path);
+  if (!ok) s = spx__fail(SPX_IO, "cannot write %s: %s (the file is unchanged)", path, strerror(errno ? errno : EIO));
+  if (w.g && gzclose(w.g) != Z_OK && !s) s = spx__fail(SPX_IO, "cannot write %s: the gzip stream failed on close (the file is unchanged)", path);
+  if (!s) s = spx_file_commit(file);
+  else spx_file_abort(file);
+  file = NULL;
 done:
+  spx_file_abort(file);
   SPX_FREE(buf);
   SPX_FREE(len);
   return s;
