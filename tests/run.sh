@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test the build made: the cmocka programs of each toolchain (gcc, clang, clang with
 # ASan+UBSan), the header-only build check, the C++17 check, the CLI checks and the fuzzer for a
-# bounded time. Prints one summary line "spx-tests: N passed, N failed, N skipped".
-# Usage: tests/run.sh [OUTDIR]     Env: SPX_FUZZ_SECONDS (default 60), SPX_TEST_FILTER (glob).
+# bounded time. Prints one summary line "spx-tests: N passed, N failed, N skipped". A skip counts as
+# a failure unless it is listed below (skip_allowed_*) for the reason given there.
+# Usage: tests/run.sh [OUTDIR]     Env: SPX_FUZZ_SECONDS (default 60), SPX_TEST_FILTER (glob),
+#   SPX_SHARED_MATRICES (default ../shared/matrices, exported as an absolute path when it exists).
 set -u
 cd "$(dirname "$0")/.."
 out=${1:-out}
@@ -17,18 +19,75 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 export SPX_BIN="$PWD/$out/spx"
 export SPX_GEN_DIR="$PWD/$out/gen"     # the generated template table, for the staleness test
+# The shared matrices, named: a test that cannot find them skips, and that skip fails the run below.
+if [ -z "${SPX_SHARED_MATRICES:-}" ] && [ -d ../shared/matrices ]; then
+  SPX_SHARED_MATRICES=$(cd ../shared/matrices && pwd)
+  export SPX_SHARED_MATRICES
+fi
 # A private JIT disk cache: tests must not depend on (or fill) the user's ~/.cache/spx.
 export SPX_CACHE_DIR=${SPX_CACHE_DIR:-$log/cache}
 
+# A skip is a failure unless it is one of these, each for the reason given; a test that skips for
+# anything else (shared matrices not found, a file missing, a library that did not load) fails CI.
+# Patterns are PROGRAM:TEST (PROGRAM without its toolchain directory; the non-cmocka programs that
+# exit 77 are PROGRAM:-).
+# Anywhere, GPU or not:
+#   test_jit:test_templates_nvcc   compiles the templates with nvcc: skipped where nvcc is missing
+#                                  (no CUDA toolkit), and always in the clang builds (the gcc one runs it)
+skip_allowed_always=(test_jit:test_templates_nvcc)
+# Only where there is no GPU (gpu=0 below), because each needs a CUDA device:
+#   *:test_gpu_*                   named for it (test_jit, test_loader, test_plan, test_solve, test_stencil)
+#   test_baseline:...              cuSPARSE and the device formats on the GPU (their gpu_ctx() is NULL)
+#   test_cuda:...                  the GPU kernels against the host results
+#   test_device:...                device memory, copies, timers
+#   interop:-                      the CUDA C++ example exits 77 without a GPU
+skip_allowed_without_gpu=('*:test_gpu_*'
+  test_baseline:test_every_alg test_baseline:test_bsr_blocks test_baseline:test_sell_options
+  test_baseline:test_device_csr test_baseline:test_stream test_baseline:test_no_device_leak
+  test_baseline:test_trial_times
+  test_cuda:test_generated test_cuda:test_variants test_cuda:test_shared_matrices test_cuda:test_device_convert
+  test_device:test_round_trip_and_memset test_device:test_out_of_memory_is_a_status test_device:test_block_cache
+  test_device:test_small_copies_pinned test_device:test_timer test_device:test_large_uploads
+  interop:-)
+# A GPU here, as spx sees it or as the system does: then every test of the second list must run.
+gpu=0
+if [ -e /dev/nvidia0 ] || nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then gpu=1; fi
+if [ -x "$out/spx" ] && SPX_QUIET=1 "$out/spx" device --json 2>/dev/null | grep -q '"backend": *"cuda"'; then gpu=1; fi
+
+skip_ok() { # $1 = PROGRAM:TEST; 0 if that skip is allowed here
+  local pat
+  for pat in "${skip_allowed_always[@]}"; do
+    # shellcheck disable=SC2254
+    case "$1" in $pat) return 0 ;; esac
+  done
+  [ "$gpu" -eq 0 ] || return 1
+  for pat in "${skip_allowed_without_gpu[@]}"; do
+    # shellcheck disable=SC2254
+    case "$1" in $pat) return 0 ;; esac
+  done
+  return 1
+}
+
 count() { # $1 = label, $2 = exit code, $3 = log file; cmocka lines give the per-test counts
-  local p f s
+  local p f s t prog bad=()
   p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$3" | awk '{t+=$1} END{print t+0}')
   f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$3" | awk '{t+=$1} END{print t+0}')
   s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$3" | awk '{t+=$1} END{print t+0}')
+  prog=${1##*/}; prog=${prog%% *}
   if [ $((p + f + s)) -eq 0 ]; then   # not a cmocka program: its exit code is the verdict
-    if [ "$2" -eq 0 ]; then p=1; elif [ "$2" -eq 77 ]; then s=1; else f=1; fi
-  elif [ "$2" -ne 0 ] && [ "$f" -eq 0 ]; then
-    f=1                               # crashed or sanitizer abort after the cmocka summary
+    if [ "$2" -eq 0 ]; then p=1; elif [ "$2" -eq 77 ]; then s=1; skip_ok "$prog:-" || bad+=("$prog"); else f=1; fi
+  else
+    if [ "$2" -ne 0 ] && [ "$f" -eq 0 ]; then
+      f=1                             # crashed or sanitizer abort after the cmocka summary
+    fi
+    # cmocka names each skipped test twice ("[  SKIPPED ] name", then again in the summary's list)
+    for t in $(sed -n 's/^\[  SKIPPED \] \([A-Za-z_][A-Za-z0-9_]*\)$/\1/p' "$3" | sort -u); do
+      skip_ok "$prog:$t" || bad+=("$t")
+    done
+  fi
+  if [ ${#bad[@]} -ne 0 ]; then      # a skip not allowed here counts as a failure, not a skip
+    s=$((s - ${#bad[@]})); f=$((f + ${#bad[@]}))
+    echo "---- $1: skipped where it must run (gpu=$gpu; see skip_allowed_* in tests/run.sh): ${bad[*]}"
   fi
   pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
   if [ "$f" -ne 0 ]; then failed+=("$1"); echo "---- $1 failed; its output:"; tail -n 60 "$3"; fi
@@ -44,6 +103,9 @@ run() { # $1 = label, rest = command
 
 for dir in "$out" "$out/clang" "$out/clang_san"; do
   [ -d "$dir" ] || continue
+  # test_cli runs the spx command of its own toolchain where one is built (clang_san: the command
+  # with ASan+UBSan, so that a sanitizer report from it fails the run), else the default one.
+  if [ -x "$dir/spx" ]; then SPX_BIN="$PWD/$dir/spx"; else SPX_BIN="$PWD/$out/spx"; fi
   for t in "$dir"/test_*; do
     [ -x "$t" ] && [ -f "$t" ] || continue
     run "${t#$out/}" "$t"

@@ -1,24 +1,61 @@
 /* Tests of the spx command itself ($SPX_BIN, set by tests/run.sh): sizes printed by `spx info`,
  * generator round trips through files, and exit codes and messages for bad use. */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "spx_test.h"
 
-/* Runs `$SPX_BIN args` with stderr folded into stdout; returns the exit code, output in buf. */
-static int spx_cli_run_cmd(const char *args, char *buf, size_t len) {
+/* A sanitizer's report in the command's output (the clang_san build of spx, tests/run.sh) fails the
+ * test whatever the exit code: a usage error must not come with a UBSan report either. */
+static void spx_cli_no_sanitizer_report(const char *args, const char *out) {
+  if (strstr(out, "runtime error:") || strstr(out, "AddressSanitizer") || strstr(out, "LeakSanitizer"))
+    fail_msg("spx %s: sanitizer report:\n%s", args, out);
+}
+
+/* Runs `$SPX_BIN args` with stderr folded into stdout, after the shell commands in prefix ("" for
+ * none); returns the exit code, output in buf. */
+static int spx_cli_run_in(const char *prefix, const char *args, char *buf, size_t len) {
   char cmd[2048];
   const char *bin = getenv("SPX_BIN");
   FILE *p;
   size_t n;
   int rc;
-  snprintf(cmd, sizeof cmd, "SPX_QUIET=1 '%s' %s 2>&1", bin ? bin : "out/spx", args);
+  snprintf(cmd, sizeof cmd, "%s SPX_QUIET=1 '%s' %s 2>&1", prefix, bin ? bin : "out/spx", args);
   p = popen(cmd, "r");
   if (!p) return -1;
   n = fread(buf, 1, len - 1, p);
   buf[n] = 0;
   rc = pclose(p);
+  spx_cli_no_sanitizer_report(args, buf);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static int spx_cli_run_cmd(const char *args, char *buf, size_t len) { return spx_cli_run_in("", args, buf, len); }
+
+/* The same with stdout alone in buf (what a JSON consumer reads); stderr is checked for a
+ * sanitizer report and dropped. */
+static int spx_cli_run_stdout(const char *args, char *buf, size_t len) {
+  char cmd[2048], err[] = "/tmp/spx_cli_err_XXXXXX", ebuf[1 << 14];
+  const char *bin = getenv("SPX_BIN");
+  FILE *p;
+  size_t n;
+  int rc, fd = mkstemp(err);
+  assert_true(fd >= 0);
+  close(fd);
+  snprintf(cmd, sizeof cmd, "SPX_QUIET=1 '%s' %s 2>'%s'", bin ? bin : "out/spx", args, err);
+  p = popen(cmd, "r");
+  if (!p) return -1;
+  n = fread(buf, 1, len - 1, p);
+  buf[n] = 0;
+  rc = pclose(p);
+  p = fopen(err, "r");
+  n = p ? fread(ebuf, 1, sizeof ebuf - 1, p) : 0;
+  ebuf[n] = 0;
+  if (p) fclose(p);
+  unlink(err);
+  spx_cli_no_sanitizer_report(args, ebuf);
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
@@ -316,6 +353,252 @@ static void test_stencil_sweep_host(void **state) {
   assert_int_equal(rows, 2 * 7);
 }
 
+/* ---- The CLI's own checks: output files, JSON, number options, non-finite values ---------------- */
+
+static void spx_cli_mkdtemp(char *dir, size_t len) {
+  snprintf(dir, len, "/tmp/spx_cli_dir_XXXXXX");
+  assert_non_null(mkdtemp(dir));
+}
+
+static void spx_cli_rm_rf(const char *dir) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+static void spx_cli_write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* path's content, or "" when it cannot be read. */
+static const char *spx_cli_read_text(const char *path, char *buf, size_t len) {
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+  buf[n] = 0;
+  if (f) fclose(f);
+  return buf;
+}
+
+static int spx_cli_dir_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  int n = 0;
+  assert_non_null(d);
+  while ((e = readdir(d)))
+    n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+  closedir(d);
+  return n;
+}
+
+/* 1 if text is JSON (python3's json module, NaN and Infinity refused), 0 if not, -1 without python3. */
+static int spx_cli_json_parses(const char *text) {
+  FILE *p;
+  int rc;
+  if (system("command -v python3 >/dev/null 2>&1") != 0) return -1;
+  p = popen("python3 -c 'import json, sys; json.load(sys.stdin, parse_constant=lambda c: sys.exit(\"bare \" + c))' "
+            ">/dev/null 2>&1", "w");
+  if (!p) return -1;
+  fputs(text, p);
+  rc = pclose(p);
+  return WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
+}
+
+/* text is JSON (without python3: at least no bare non-finite number) and holds want (NULL: anything). */
+static void spx_cli_assert_json(const char *what, const char *text, const char *want) {
+  int v = spx_cli_json_parses(text);
+  if (v == 0) fail_msg("%s: not JSON:\n%s", what, text);
+  if (v < 0) {
+    static const char *const bare[] = {": nan", ": -nan", ": inf", ": -inf", "[nan", "[inf"};
+    size_t k;
+    for (k = 0; k < sizeof bare / sizeof *bare; k++)
+      if (strstr(text, bare[k])) fail_msg("%s: bare non-finite number in:\n%s", what, text);
+  }
+  if (want && !strstr(text, want)) fail_msg("%s: no %s in:\n%s", what, want, text);
+}
+
+enum { SPX_CLI_MISSING_DIR = 1, SPX_CLI_DEV_FULL = 2, SPX_CLI_NO_SPACE = 4 };
+
+/* One output option made to fail: cmd has one %s, the path. MISSING_DIR: a path in a directory that
+ * does not exist; DEV_FULL: /dev/full (written in place), when writable here; NO_SPACE: an existing
+ * file while no write may grow a file (ulimit -f 0, SIGXFSZ ignored: the write fails with EFBIG), which
+ * must stay as it was with no temporary left beside it. Each gives exit code 1 and a message naming
+ * the file. */
+static void spx_cli_check_writer(const char *cmd, int how) {
+  static char out[1 << 16];
+  char dir[64], path[256], args[1024], text[64];
+  spx_cli_mkdtemp(dir, sizeof dir);
+  if (how & SPX_CLI_MISSING_DIR) {
+    snprintf(path, sizeof path, "%s/missing/out.file", dir);
+    snprintf(args, sizeof args, cmd, path);
+    if (spx_cli_run_cmd(args, out, sizeof out) != 1 || !strstr(out, path))
+      fail_msg("spx %s: want exit code 1 and a message naming %s, got:\n%s", args, path, out);
+    assert_int_equal(spx_cli_dir_entries(dir), 0);
+  }
+  if ((how & SPX_CLI_DEV_FULL) && access("/dev/full", W_OK) == 0) {
+    snprintf(args, sizeof args, cmd, "/dev/full");
+    if (spx_cli_run_cmd(args, out, sizeof out) != 1 || !strstr(out, "/dev/full"))
+      fail_msg("spx %s: want exit code 1 and a message naming /dev/full, got:\n%s", args, out);
+  }
+  if (how & SPX_CLI_NO_SPACE) {
+    snprintf(path, sizeof path, "%s/existing.file", dir);
+    spx_cli_write_text(path, "the previous results\n");
+    snprintf(args, sizeof args, cmd, path);
+    if (spx_cli_run_in("trap '' XFSZ; ulimit -f 0 &&", args, out, sizeof out) != 1 || !strstr(out, path))
+      fail_msg("spx %s (ulimit -f 0): want exit code 1 and a message naming %s, got:\n%s", args, path, out);
+    assert_string_equal(spx_cli_read_text(path, text, sizeof text), "the previous results\n");
+    assert_int_equal(spx_cli_dir_entries(dir), 1); /* no temporary left */
+  }
+  spx_cli_rm_rf(dir);
+}
+
+/* Every file the command writes: a failed write is exit code 1 with the file named, never a silent
+ * loss; an existing file stays as it was; a missing directory fails before any measurement (bench
+ * and select --eval fail so here too, without a GPU). Standard output counts as well. */
+static void test_output_files_fail(void **state) {
+  static char out[1 << 16];
+  char args[512];
+  const int all = SPX_CLI_MISSING_DIR | SPX_CLI_DEV_FULL | SPX_CLI_NO_SPACE;
+  /* bench and select --eval measure on a GPU only: without one, the missing directory alone */
+  const int measured = spx_device_count() > 0 ? SPX_CLI_MISSING_DIR | SPX_CLI_DEV_FULL : SPX_CLI_MISSING_DIR;
+  static const char *const sweep = "stencil --sweep --host --edges 12 --steps 2 --budget 20K --methods incore,mm";
+  (void)state;
+  if (!spx_cli_have_bin()) skip();
+  snprintf(args, sizeof args, "%s --json-file %%s", sweep);
+  spx_cli_check_writer(args, all);
+  snprintf(args, sizeof args, "%s --csv %%s", sweep);
+  spx_cli_check_writer(args, all);
+  snprintf(args, sizeof args, "%s --svg %%s", sweep);
+  spx_cli_check_writer(args, all);
+  spx_cli_check_writer("gen poisson3d --n 3 -o %s", all);
+  spx_cli_check_writer("bench poisson7:8 --formats csr --reps 3 --json %s", measured);
+  spx_cli_check_writer("bench poisson7:8 --formats csr --reps 3 --csv %s", measured);
+  spx_cli_check_writer("bench poisson7:8 --formats csr --reps 3 --svg %s", measured);
+  spx_cli_check_writer("select --eval poisson7:8 --no-solve --strategies model --json-file %s", measured);
+  spx_cli_check_writer("select --eval poisson7:8 --no-solve --strategies model --svg %s", measured);
+  /* the files go with the modes that write them, not silently nowhere */
+  assert_int_equal(spx_cli_run_cmd("stencil --host --n 12 --json-file /tmp/spx_never.json", out, sizeof out), 2);
+  assert_int_equal(spx_cli_run_cmd("select --json-file /tmp/spx_never.json poisson7:4", out, sizeof out), 2);
+  if (access("/dev/full", W_OK) == 0)
+    assert_int_equal(spx_cli_run_cmd("run --n 4 --json >/dev/full", out, sizeof out), 1);
+}
+
+/* File names go into JSON escaped (a quote, a backslash and a tab in the name), everywhere the CLI
+ * prints or writes JSON; the sweep's "command" holds the arguments, the same name among them. */
+static void test_json_file_names(void **state) {
+  static char out[1 << 18];
+  char dir[64], path[256], args[1024], want[300];
+  static const char *const cmds[] = {"info --json '%s'", "formats --json '%s'", "select --json '%s'",
+                                     "select --json --strategy model '%s'", "solve '%s' --host --json"};
+  size_t k;
+  (void)state;
+  if (!spx_cli_have_bin()) skip();
+  spx_cli_mkdtemp(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/a\"b\\c\td.mtx", dir);
+  spx_cli_write_text(path, "%%MatrixMarket matrix coordinate real symmetric\n3 3 5\n"
+                           "1 1 4\n2 1 -1\n2 2 4\n3 2 -1\n3 3 4\n");
+  snprintf(want, sizeof want, "\"%s/a\\\"b\\\\c\\u0009d.mtx\"", dir);
+  for (k = 0; k < sizeof cmds / sizeof *cmds; k++) {
+    snprintf(args, sizeof args, cmds[k], path);
+    assert_int_equal(spx_cli_run_stdout(args, out, sizeof out), 0);
+    spx_cli_assert_json(args, out, want);
+  }
+  snprintf(args, sizeof args, "stencil --sweep --host --edges 12 --steps 2 --budget 20K --methods mm --json-file '%s.json'",
+           path);
+  assert_int_equal(spx_cli_run_cmd(args, out, sizeof out), 0);
+  snprintf(path + strlen(path), sizeof path - strlen(path), ".json");
+  spx_cli_assert_json(args, spx_cli_read_text(path, out, sizeof out), "\"command\": \"spx stencil --sweep");
+  assert_non_null(strstr(out, "a\\\"b\\\\c\\u0009d.mtx.json\""));
+  spx_cli_rm_rf(dir);
+  /* and the other JSON the command prints */
+  {
+    static const char *const more[] = {"run --n 4 --json", "stencil --host --n 12 --steps 2 --check --json",
+                                       "jit --stats --json", "device --json"};
+    for (k = 0; k < sizeof more / sizeof *more; k++) {
+      assert_int_equal(spx_cli_run_stdout(more[k], out, sizeof out), 0);
+      spx_cli_assert_json(more[k], out, NULL);
+    }
+  }
+}
+
+/* A matrix with Inf and NaN values: every format agrees with CSR (NaN where CSR has NaN, the same
+ * Inf where it has Inf), in double and float, and what the JSON holds of a non-finite number is
+ * null: a solve on it breaks down and reports NaN norms. */
+static void test_nonfinite_values(void **state) {
+  static char out[1 << 17];
+  char dir[64], path[256], args[512];
+  (void)state;
+  if (!spx_cli_have_bin()) skip();
+  spx_cli_mkdtemp(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/nonfinite.mtx", dir);
+  spx_cli_write_text(path, "%%MatrixMarket matrix coordinate real general\n3 3 5\n1 1 inf\n1 2 2\n2 2 nan\n3 1 -inf\n"
+                           "3 3 1.5\n");
+  snprintf(args, sizeof args, "formats '%s'", path);
+  if (spx_cli_run_cmd(args, out, sizeof out) != 0) fail_msg("spx %s:\n%s", args, out);
+  assert_null(strstr(out, " !"));
+  snprintf(args, sizeof args, "formats --float '%s'", path);
+  if (spx_cli_run_cmd(args, out, sizeof out) != 0) fail_msg("spx %s:\n%s", args, out);
+  snprintf(args, sizeof args, "formats --json '%s'", path);
+  assert_int_equal(spx_cli_run_stdout(args, out, sizeof out), 0);
+  spx_cli_assert_json(args, out, "\"spmv_ok\": true");
+  assert_null(strstr(out, "\"spmv_ok\": false"));
+  snprintf(args, sizeof args, "info --json '%s'", path);
+  assert_int_equal(spx_cli_run_stdout(args, out, sizeof out), 0);
+  spx_cli_assert_json(args, out, "\"inf\": 2");
+  snprintf(args, sizeof args, "solve '%s' --host --json", path);
+  assert_int_equal(spx_cli_run_stdout(args, out, sizeof out), 1); /* broke down: not converged */
+  spx_cli_assert_json(args, out, "\"bnorm\": null");
+  spx_cli_rm_rf(dir);
+}
+
+/* Number options go through one checked parser: NaN, Inf, negative, overflow and trailing junk are
+ * usage errors (exit code 2) naming the option and the value, with no sanitizer report (the
+ * clang_san spx: `--budget nanG` once converted NaN to an integer). */
+static void test_number_options(void **state) {
+  static char out[1 << 16];
+  static const struct { const char *args, *option, *value; } bad[] = {
+      {"stencil --budget nanG", "--budget", "'nanG'"},
+      {"stencil --budget infG", "--budget", "'infG'"},
+      {"stencil --budget -1G", "--budget", "'-1G'"},
+      {"stencil --budget 1e30G", "--budget", "'1e30G'"},
+      {"stencil --host --n 20 --budget 0.1", "--budget", "'0.1'"},
+      {"stencil --host --n 20 --budget 1Gx", "--budget", "'1Gx'"},
+      {"stencil --host --n 20,20,99999999999999999999", "--n", "99999999999999999999"},
+      {"stencil --host --n 20,nan,20", "--n", "nan"},
+      {"stencil --host --n 20 --block 99999999999x8", "--block", "99999999999x8"},
+      {"stencil --host --n 20 --depth nan", "--depth", "'nan'"},
+      {"stencil --host --n 20 --incore-rate inf", "--incore-rate", "'inf'"},
+      {"stencil --sweep --host --edges 24,,32", "--edges", "24,,32"},
+      {"gen poisson3d --n 1e3 -o /tmp/spx_never.mtx", "--n", "'1e3'"},
+      {"gen poisson3d --n 99999999999999999999 -o /tmp/spx_never.mtx", "--n", "'99999999999999999999'"},
+      {"gen powerlaw --alpha nan -o /tmp/spx_never.mtx", "--alpha", "'nan'"},
+      {"gen poisson3d --points 4294967303 -o /tmp/spx_never.mtx", "--points", "'4294967303'"},
+      {"solve gen:poisson7:4 --host --tol nan", "--tol", "'nan'"},
+      {"solve gen:poisson7:4 --host --tol -1", "--tol", "'-1'"},
+      {"solve gen:poisson7:4 --host --maxit 5x", "--maxit", "'5x'"},
+      {"bench --reps inf", "--reps", "'inf'"},
+      {"device --upload 1e99", "--upload", "'1e99'"},
+      {"select --calls -5 poisson7:4", "--calls", "'-5'"},
+  };
+  size_t k;
+  (void)state;
+  if (!spx_cli_have_bin()) skip();
+  for (k = 0; k < sizeof bad / sizeof *bad; k++) {
+    int rc = spx_cli_run_cmd(bad[k].args, out, sizeof out);
+    if (rc != 2 || !strstr(out, bad[k].option) || !strstr(out, bad[k].value))
+      fail_msg("spx %s: want a usage error naming %s and %s (exit code 2), got %d:\n%s", bad[k].args, bad[k].option,
+               bad[k].value, rc, out);
+  }
+  /* a size in a generator's spec is checked the same way (a failure to load: exit code 1) */
+  assert_int_equal(spx_cli_run_cmd("solve gen:poisson7:nan --host", out, sizeof out), 1);
+  assert_non_null(strstr(out, "positive integer"));
+  /* and what is right still passes */
+  assert_int_equal(spx_cli_run_cmd("stencil --host --n 12,12,16 --steps 2 --budget 1.5MiB --block 32x4 --depth 1", out,
+                                   sizeof out), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_info_bcsstk16),
@@ -328,6 +611,10 @@ int main(void) {
       cmocka_unit_test(test_solve_host),
       cmocka_unit_test(test_stencil_host),
       cmocka_unit_test(test_stencil_sweep_host),
+      cmocka_unit_test(test_output_files_fail),
+      cmocka_unit_test(test_json_file_names),
+      cmocka_unit_test(test_nonfinite_values),
+      cmocka_unit_test(test_number_options),
   };
   return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

@@ -29,8 +29,47 @@ int spx_cli_fail(const char *what);
 int spx_cli_usage(const char *cmd, const char *fmt, ...);
 /* Value of option `name` at argv[*i] ("--n 5" or "--n=5"); advances *i. NULL if argv[*i] is not it. */
 const char *spx_cli_opt(int argc, char **argv, int *i, const char *name);
-/* Parses a positive integer option value; returns 0 and prints usage on error. */
+/* Number options, one checked parser for every command: the whole of v must be a finite number
+ * above lo and at most hi (an integer in decimal digits with SPX_CLI_INTEGER; with SPX_CLI_BYTES a
+ * binary suffix k, M, G or T, then an optional B or iB, multiplies it, and the product is rounded
+ * down to whole bytes). NaN, Inf, overflow, out of range and trailing junk are usage errors:
+ * "OPTION wants WHAT, got 'V'" and the usage line. 1 with *out set, else 0 (the command returns 2). */
+#define SPX_CLI_INTEGER 1
+#define SPX_CLI_BYTES 2
+int spx_cli_number(const char *cmd, const char *name, const char *v, const char *what, int flags, double lo, double hi,
+                   double *out);
+/* A positive integer (1 .. 2^53). 1, or 0 after the usage message. */
 int spx_cli_int(const char *cmd, const char *name, const char *v, int64_t *out);
+/* A byte size: 2G, 512M, 1.5GiB, 64k, 1000000 (1 byte .. 2^62). 1, or 0 after the usage message. */
+int spx_cli_bytes(const char *cmd, const char *name, const char *v, int64_t *out);
+/* Up to max positive integers separated by sep ("20,20,20", "32x8"), each as spx_cli_int: the
+ * count, or 0 after the usage message. */
+int spx_cli_int_list(const char *cmd, const char *name, const char *v, char sep, int64_t *out, int max);
+/* Output files (--json-file, --csv, --svg ...) are written whole or not at all through spx/io.h:
+ * spx_file_create at the end, the stream filled, spx_file_commit. spx_cli_out_check makes and drops
+ * a temporary in path's directory before a long run, so that a bad path fails at once rather than
+ * after the measurements. Both print "spx: CMD: cannot write PATH: why" and return 1 on failure. */
+int spx_cli_out_check(const char *cmd, const char *path);
+/* Commits f (spx_file_commit; NULL: nothing to do). 0, or 1 with the message printed. */
+int spx_cli_out_commit(const char *cmd, spx_file *f);
+/* The CLI's JSON writer (json.c), for every JSON the command prints or writes. spx_cli_json_str:
+ * s as a JSON string (quotes and backslashes escaped, control characters as \uXXXX, bytes that are
+ * not UTF-8 as U+FFFD; NULL gives null). spx_cli_json_printf: fprintf for the JSON around them, at
+ * the precision each number has there, except that a floating-point conversion of NaN or Inf prints
+ * null (d i u x c s f e g; l, ll, z on integers; %s is copied as it is: names spx itself makes, the
+ * JSON's own punctuation; strings from outside go through spx_cli_json_str). */
+void spx_cli_json_str(FILE *f, const char *s);
+void spx_cli_json_printf(FILE *f, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* A solve's report as JSON: the fields and keys of spx_solve_report_print's, with NaN and Inf (a
+ * solve that broke down) as null. */
+void spx_cli_json_solve_report(FILE *f, const spx_solve_report *r);
+/* Relative difference ||a - b|| / ||b|| of n values of dtype t, NaN-aware: a pair that is NaN on
+ * both sides or the same infinity on both sides is equal; any other non-finite pair gives +Inf. */
+double spx_cli_relerr(const void *a, const void *b, int64_t n, spx_dtype t);
 /* Progress on stderr, only when stderr is a terminal: "spx: <step>..." (overwritten by the next). */
 void spx_cli_progress(const char *fmt, ...);
 void spx_cli_progress_done(void);

@@ -176,13 +176,8 @@ static spx_status bench_matrix(bench_state *st, const spx_csr *a64, const char *
       s = bench_time(st, bench_dm, d, x, y, &us);
       if (!s) s = spx_device_download(st->ctx, buf, y, (size_t)a->nrows * vs);
       if (!s) {
-        double num = 0, den = 0;
-        for (i = 0; i < a->nrows; i++) {
-          yg[i] = dt == SPX_FLOAT ? (double)((float *)buf)[i] : ((double *)buf)[i];
-          num += (yg[i] - yref[i]) * (yg[i] - yref[i]);
-          den += yref[i] * yref[i];
-        }
-        r.relerr = num != num ? INFINITY : den > 0 ? sqrt(num / den) : sqrt(num);
+        for (i = 0; i < a->nrows; i++) yg[i] = dt == SPX_FLOAT ? (double)((float *)buf)[i] : ((double *)buf)[i];
+        r.relerr = spx_cli_relerr(yg, yref, a->nrows, SPX_DOUBLE); /* NaN-aware: a NaN or Inf in A agrees */
         r.us = us;
         r.gflops = 2.0 * (double)a->nnz / (us * 1e3);
         r.gbs = spx_cli_spmv_min_bytes(a, vs) / (us * 1e3);
@@ -251,87 +246,112 @@ static void bench_summarize(const bench_state *st, bench_summary *sum, FILE *out
   }
 }
 
-static void bench_write(const bench_state *st, const char *command) {
-  FILE *f;
+/* The writers of --json, --csv and --svg (bench_write makes and commits each file). */
+static void bench_json(FILE *f, const bench_state *st, const char *command) {
   int i;
-  if (st->json && (f = fopen(st->json, "w"))) {
-    spx_device_info di;
-    memset(&di, 0, sizeof di);
-    spx_context_device_info(st->ctx, &di);
-    bench_summary sum;
-    bench_summarize(st, &sum, NULL);
-    fprintf(f, "{\"command\": \"%s\", \"device\": \"%s\", \"copy_gbs\": %.1f, \"launch_floor_us\": %.3f,\n"
-               " \"bytes_model\": \"nnz*(sizeof(T)+4) + 4*(nrows+1) + sizeof(T)*(ncols+nrows)\",\n"
-               " \"summary\": {\"pairs\": %d, \"geomean_speedup\": %.4f, \"worst_speedup\": %.4f, \"worst\": \"%s\", "
-               "\"below_0_95\": %d, \"small\": %d, \"small_within_1_5x_floor\": %d},\n \"rows\": [\n",
-            command, di.name, st->copy_gbs, st->launch_us, sum.n, sum.geomean, sum.worst, sum.worst_name,
-            sum.below95, sum.small, sum.within_floor);
+  spx_device_info di;
+  bench_summary sum;
+  memset(&di, 0, sizeof di);
+  spx_context_device_info(st->ctx, &di);
+  bench_summarize(st, &sum, NULL);
+  fprintf(f, "{\"command\": ");
+  spx_cli_json_str(f, command);
+  fprintf(f, ", \"device\": ");
+  spx_cli_json_str(f, di.name);
+  spx_cli_json_printf(f, ", \"copy_gbs\": %.1f, \"launch_floor_us\": %.3f,\n"
+                         " \"bytes_model\": \"nnz*(sizeof(T)+4) + 4*(nrows+1) + sizeof(T)*(ncols+nrows)\",\n"
+                         " \"summary\": {\"pairs\": %d, \"geomean_speedup\": %.4f, \"worst_speedup\": %.4f, \"worst\": ",
+                      st->copy_gbs, st->launch_us, sum.n, sum.geomean, sum.worst);
+  spx_cli_json_str(f, sum.worst_name);
+  fprintf(f, ", \"below_0_95\": %d, \"small\": %d, \"small_within_1_5x_floor\": %d},\n \"rows\": [\n", sum.below95,
+          sum.small, sum.within_floor);
+  for (i = 0; i < st->nrows; i++) {
+    const bench_row *r = &st->rows[i];
+    fprintf(f, "  {\"matrix\": ");
+    spx_cli_json_str(f, r->matrix);
+    spx_cli_json_printf(f, ", \"rows\": %lld, \"nnz\": %lld, \"B\": %.3f, \"dtype\": \"%s\", \"format\": ",
+                        (long long)r->nrows, (long long)r->nnz, r->B, spx_dtype_name(r->dtype));
+    spx_cli_json_str(f, r->format);
+    fprintf(f, ", \"format_bytes\": %lld, \"kernel\": ", (long long)r->format_bytes);
+    spx_cli_json_str(f, r->kernel);
+    spx_cli_json_printf(f, ", \"us\": %.3f, \"gflops\": %.2f, \"gbs\": %.1f, \"pct_copy\": %.1f, "
+                           "\"speedup_vs_best_cusparse\": %.3f, \"convert_ms\": %.2f, \"jit_ms\": %.2f, \"compiled\": %d, "
+                           "\"relerr\": %.3g}%s\n",
+                        r->us, r->gflops, r->gbs, r->pct_copy, r->speedup, r->convert_ms, r->jit_ms, r->compiled,
+                        r->relerr, i + 1 < st->nrows ? "," : "");
+  }
+  fprintf(f, "]}\n");
+}
+
+static void bench_csv(FILE *f, const bench_state *st, const char *command) {
+  int i;
+  (void)command;
+  fprintf(f, "matrix,rows,nnz,B,dtype,format,us,gflops,gbs,pct_copy,speedup_vs_best_cusparse,convert_ms,jit_ms,compiled,relerr,kernel\n");
+  for (i = 0; i < st->nrows; i++) {
+    const bench_row *r = &st->rows[i];
+    fprintf(f, "%s,%lld,%lld,%.3f,%s,%s,%.3f,%.2f,%.1f,%.1f,%.3f,%.2f,%.2f,%d,%.3g,\"%s\"\n", r->matrix,
+            (long long)r->nrows, (long long)r->nnz, r->B, spx_dtype_name(r->dtype), r->format, r->us,
+            r->gflops, r->gbs, r->pct_copy, r->speedup, r->convert_ms, r->jit_ms, r->compiled, r->relerr, r->kernel);
+  }
+}
+
+static void bench_svg(FILE *f, const bench_state *st, const char *command) {
+  /* Speedup over best cuSPARSE per matrix (groups) and format (bars), log2 axis. */
+  const double W = 1100, H = 420, L = 60, T = 30, PH = 300;
+  int i, nm = 0, g;
+  char seen[64][96];
+  static const char *const colors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
+                                       "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#8c564b"};
+  (void)command;
+  for (i = 0; i < st->nrows && nm < 64; i++) {
+    int k, dup = 0;
+    for (k = 0; k < nm; k++) dup |= !strcmp(seen[k], st->rows[i].matrix);
+    if (!dup) snprintf(seen[nm++], sizeof seen[0], "%s", st->rows[i].matrix);
+  }
+  fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' height='%.0f' font-family='sans-serif' font-size='11'>\n", W, H);
+  fprintf(f, "<text x='%.0f' y='18' font-size='14'>spx SpMV speedup over best cuSPARSE (log2 scale; %s)</text>\n", L,
+          st->ndtypes > 1 ? "both dtypes" : spx_dtype_name(st->dtypes[0]));
+  for (g = -2; g <= 2; g++) {
+    double yy = T + PH / 2 - g * PH / 4;
+    fprintf(f, "<line x1='%.0f' x2='%.0f' y1='%.1f' y2='%.1f' stroke='%s'/><text x='5' y='%.1f'>%gx</text>\n", L,
+            W - 10, yy, yy, g == 0 ? "#000" : "#ddd", yy + 4, pow(2.0, g));
+  }
+  for (g = 0; g < nm; g++) {
+    double gx = L + g * (W - L - 10) / nm, bw = (W - L - 10) / nm / (st->nformats + 1);
+    int b = 0;
     for (i = 0; i < st->nrows; i++) {
       const bench_row *r = &st->rows[i];
-      fprintf(f, "  {\"matrix\": \"%s\", \"rows\": %lld, \"nnz\": %lld, \"B\": %.3f, \"dtype\": \"%s\", "
-                 "\"format\": \"%s\", \"format_bytes\": %lld, \"kernel\": \"%s\", \"us\": %.3f, \"gflops\": %.2f, \"gbs\": %.1f, "
-                 "\"pct_copy\": %.1f, \"speedup_vs_best_cusparse\": %.3f, \"convert_ms\": %.2f, "
-                 "\"jit_ms\": %.2f, \"compiled\": %d, \"relerr\": %.3g}%s\n",
-              r->matrix, (long long)r->nrows, (long long)r->nnz, r->B, spx_dtype_name(r->dtype), r->format,
-              (long long)r->format_bytes, r->kernel, r->us, r->gflops, r->gbs, r->pct_copy, r->speedup, r->convert_ms, r->jit_ms,
-              r->compiled, isfinite(r->relerr) ? r->relerr : 1e300, i + 1 < st->nrows ? "," : "");
+      double v, yy;
+      if (strcmp(r->matrix, seen[g]) || !strcmp(r->format, "cusparse") || r->dtype != st->dtypes[0]) continue;
+      v = log2(r->speedup > 1e-3 ? r->speedup : 1e-3);
+      v = v > 2 ? 2 : v < -2 ? -2 : v;
+      yy = T + PH / 2 - v * PH / 4;
+      fprintf(f, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='%s'><title>%s %s %.2fx</title></rect>\n",
+              gx + b * bw, v >= 0 ? yy : T + PH / 2, bw * 0.9, fabs(v) * PH / 4, colors[b % 12], r->matrix,
+              r->format, r->speedup);
+      b++;
     }
-    fprintf(f, "]}\n");
-    fclose(f);
+    fprintf(f, "<text transform='translate(%.1f,%.0f) rotate(30)'>%s</text>\n", gx, T + PH + 12, seen[g]);
   }
-  if (st->csv && (f = fopen(st->csv, "w"))) {
-    fprintf(f, "matrix,rows,nnz,B,dtype,format,us,gflops,gbs,pct_copy,speedup_vs_best_cusparse,convert_ms,jit_ms,compiled,relerr,kernel\n");
-    for (i = 0; i < st->nrows; i++) {
-      const bench_row *r = &st->rows[i];
-      fprintf(f, "%s,%lld,%lld,%.3f,%s,%s,%.3f,%.2f,%.1f,%.1f,%.3f,%.2f,%.2f,%d,%.3g,\"%s\"\n", r->matrix,
-              (long long)r->nrows, (long long)r->nnz, r->B, spx_dtype_name(r->dtype), r->format, r->us,
-              r->gflops, r->gbs, r->pct_copy, r->speedup, r->convert_ms, r->jit_ms, r->compiled, r->relerr, r->kernel);
-    }
-    fclose(f);
+  for (i = 0; i < st->nformats; i++)
+    fprintf(f, "<rect x='%.0f' y='%.0f' width='10' height='10' fill='%s'/><text x='%.0f' y='%.0f'>%s</text>\n",
+            L + i * 85.0, H - 14, colors[i % 12], L + i * 85.0 + 13, H - 5, spx_format_name((spx_format)st->formats[i]));
+  fprintf(f, "</svg>\n");
+}
+
+/* Every file asked for, each written whole or not at all; 1 if any could not be written. */
+static int bench_write(const bench_state *st, const char *command) {
+  const char *const paths[3] = {st->json, st->csv, st->svg};
+  void (*const writers[3])(FILE *, const bench_state *, const char *) = {bench_json, bench_csv, bench_svg};
+  int k, rc = 0;
+  for (k = 0; k < 3; k++) {
+    spx_file *f;
+    if (!paths[k]) continue;
+    if (spx_file_create(paths[k], 0, &f)) { rc = spx_cli_fail("bench"); continue; }
+    writers[k](spx_file_stream(f), st, command);
+    rc |= spx_cli_out_commit("bench", f);
   }
-  if (st->svg && (f = fopen(st->svg, "w"))) {
-    /* Speedup over best cuSPARSE per matrix (groups) and format (bars), log2 axis. */
-    const double W = 1100, H = 420, L = 60, T = 30, PH = 300;
-    int nm = 0, g;
-    char seen[64][96];
-    static const char *const colors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
-                                         "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#8c564b"};
-    for (i = 0; i < st->nrows && nm < 64; i++) {
-      int k, dup = 0;
-      for (k = 0; k < nm; k++) dup |= !strcmp(seen[k], st->rows[i].matrix);
-      if (!dup) snprintf(seen[nm++], sizeof seen[0], "%s", st->rows[i].matrix);
-    }
-    fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' height='%.0f' font-family='sans-serif' font-size='11'>\n", W, H);
-    fprintf(f, "<text x='%.0f' y='18' font-size='14'>spx SpMV speedup over best cuSPARSE (log2 scale; %s)</text>\n", L,
-            st->ndtypes > 1 ? "both dtypes" : spx_dtype_name(st->dtypes[0]));
-    for (g = -2; g <= 2; g++) {
-      double yy = T + PH / 2 - g * PH / 4;
-      fprintf(f, "<line x1='%.0f' x2='%.0f' y1='%.1f' y2='%.1f' stroke='%s'/><text x='5' y='%.1f'>%gx</text>\n", L,
-              W - 10, yy, yy, g == 0 ? "#000" : "#ddd", yy + 4, pow(2.0, g));
-    }
-    for (g = 0; g < nm; g++) {
-      double gx = L + g * (W - L - 10) / nm, bw = (W - L - 10) / nm / (st->nformats + 1);
-      int b = 0;
-      for (i = 0; i < st->nrows; i++) {
-        const bench_row *r = &st->rows[i];
-        double v, yy;
-        if (strcmp(r->matrix, seen[g]) || !strcmp(r->format, "cusparse") || r->dtype != st->dtypes[0]) continue;
-        v = log2(r->speedup > 1e-3 ? r->speedup : 1e-3);
-        v = v > 2 ? 2 : v < -2 ? -2 : v;
-        yy = T + PH / 2 - v * PH / 4;
-        fprintf(f, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='%s'><title>%s %s %.2fx</title></rect>\n",
-                gx + b * bw, v >= 0 ? yy : T + PH / 2, bw * 0.9, fabs(v) * PH / 4, colors[b % 12], r->matrix,
-                r->format, r->speedup);
-        b++;
-      }
-      fprintf(f, "<text transform='translate(%.1f,%.0f) rotate(30)'>%s</text>\n", gx, T + PH + 12, seen[g]);
-    }
-    for (i = 0; i < st->nformats; i++)
-      fprintf(f, "<rect x='%.0f' y='%.0f' width='10' height='10' fill='%s'/><text x='%.0f' y='%.0f'>%s</text>\n",
-              L + i * 85.0, H - 14, colors[i % 12], L + i * 85.0 + 13, H - 5, spx_format_name((spx_format)st->formats[i]));
-    fprintf(f, "</svg>\n");
-    fclose(f);
-  }
+  return rc;
 }
 
 int spx_cli_bench(int argc, char **argv) {
@@ -352,7 +372,11 @@ int spx_cli_bench(int argc, char **argv) {
     else if ((v = spx_cli_opt(argc, argv, &i, "--svg"))) st.svg = v;
     else if (!strcmp(argv[i], "--plain-loads")) st.plain_loads = 1; /* A/B of the cache-streaming loads */
     else if (!strcmp(argv[i], "--exact-shape")) st.exact_shape = 1; /* A/B of the shape buckets */
-    else if ((v = spx_cli_opt(argc, argv, &i, "--reps"))) { st.reps = atoi(v); if (st.reps < 3) st.reps = 3; }
+    else if ((v = spx_cli_opt(argc, argv, &i, "--reps"))) {
+      int64_t r;
+      if (!spx_cli_int("bench", "--reps", v, &r)) return 2;
+      st.reps = r < 3 ? 3 : r > 64 ? 64 : (int)r; /* bench_time keeps up to 64 samples */
+    }
     else if ((v = spx_cli_opt(argc, argv, &i, "--dtype"))) {
       if (!strcmp(v, "float")) st.dtypes[0] = SPX_FLOAT;
       else if (!strcmp(v, "both")) { st.dtypes[1] = SPX_FLOAT; st.ndtypes = 2; }
@@ -375,6 +399,10 @@ int spx_cli_bench(int argc, char **argv) {
   if (!st.nformats)
     for (k = 0; k < spx_format_count(); k++)
       if (spx_format_has_kernel((spx_format)k)) st.formats[st.nformats++] = k;
+  /* a file that cannot be written fails now, not after the measurements */
+  if ((st.json && spx_cli_out_check("bench", st.json)) || (st.csv && spx_cli_out_check("bench", st.csv)) ||
+      (st.svg && spx_cli_out_check("bench", st.svg)))
+    return 1;
   {
     spx_context_options o = {SPX_BACKEND_CUDA, 0};
     if (spx_context_create(&o, &st.ctx)) return spx_cli_fail("bench (needs a GPU)");
@@ -429,10 +457,10 @@ int spx_cli_bench(int argc, char **argv) {
     bench_summary sum;
     bench_summarize(&st, &sum, stdout);
   }
-  bench_write(&st, command);
+  k = bench_write(&st, command);
   free(st.rows);
   spx_context_destroy(st.ctx);
-  return 0;
+  return k;
 fail:
   spx_cli_fail("bench");
 fail_quiet:

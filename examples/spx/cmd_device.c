@@ -26,10 +26,11 @@ static int spx_cli_upload(spx_context *ctx, int64_t mb, int json) {
   free(h);
   if (bad) return spx_cli_fail("device --upload");
   spx_cli_sort(gbs, 7); /* best last */
-  if (json)
-    printf("{\"upload_mib\": %lld, \"upload_threads\": \"%s\", \"best_gbs\": %.3f, \"median_gbs\": %.3f}\n", (long long)mb,
-           env ? env : "default", gbs[6], gbs[3]);
-  else
+  if (json) {
+    printf("{\"upload_mib\": %lld, \"upload_threads\": ", (long long)mb);
+    spx_cli_json_str(stdout, env ? env : "default");
+    spx_cli_json_printf(stdout, ", \"best_gbs\": %.3f, \"median_gbs\": %.3f}\n", gbs[6], gbs[3]);
+  } else
     printf("spx_device_upload of %lld MiB (SPX_UPLOAD_THREADS %s): best %.2f GB/s, median %.2f GB/s of 7\n",
            (long long)mb, env ? env : "unset", gbs[6], gbs[3]);
   return 0;
@@ -43,7 +44,11 @@ int spx_cli_device(int argc, char **argv) {
     const char *v;
     if (!strcmp(argv[i], "--json")) json = 1;
     else if ((v = spx_cli_opt(argc, argv, &i, "--upload"))) {
-      if (!spx_cli_int("device", "--upload", v, &upload)) return 2;
+      double mib;
+      if (!spx_cli_number("device", "--upload", v, "a positive integer of MiB up to 1048576", SPX_CLI_INTEGER, 0,
+                          1 << 20, &mib))
+        return 2;
+      upload = (int64_t)mib;
     } else {
       return spx_cli_usage("device", "unknown argument '%s'", argv[i]);
     }

@@ -17,20 +17,6 @@ typedef struct spx_cli_fmt_row {
   char params[160];
 } spx_cli_fmt_row;
 
-/* ||a - b|| / ||b|| over n values of dtype t (NaN gives +inf). */
-static double spx_cli_relerr(const void *a, const void *b, int64_t n, spx_dtype t) {
-  double num = 0, den = 0;
-  int64_t i;
-  for (i = 0; i < n; i++) {
-    double x = t == SPX_DOUBLE ? ((const double *)a)[i] : ((const float *)a)[i];
-    double y = t == SPX_DOUBLE ? ((const double *)b)[i] : ((const float *)b)[i];
-    if (x != x || y != y) return INFINITY;
-    num += (x - y) * (x - y);
-    den += y * y;
-  }
-  return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
 /* Converts, checks and times one format; fills row (row->error on failure). */
 static void spx_cli_fmt_measure(const spx_csr *a, spx_format f, const spx_format_params *p, const void *x,
                                 const void *yref, void *y, spx_cli_fmt_row *row) {
@@ -116,27 +102,37 @@ int spx_cli_formats(int argc, char **argv) {
   spx_rbp_paper_bytes(a, &q);
   tol = dt == SPX_DOUBLE ? 1e-12 : 1e-5;
   if (json) {
-    printf("{\"file\": \"%s\", \"nrows\": %lld, \"ncols\": %lld, \"nnz\": %lld, \"dtype\": \"%s\", \"formats\": [",
-           path ? path : "elasticity3d:16x16x16", (long long)a->nrows, (long long)a->ncols, (long long)a->nnz,
-           spx_dtype_name(dt));
+    printf("{\"file\": ");
+    spx_cli_json_str(stdout, path ? path : "elasticity3d:16x16x16");
+    printf(", \"nrows\": %lld, \"ncols\": %lld, \"nnz\": %lld, \"dtype\": \"%s\", \"formats\": [",
+           (long long)a->nrows, (long long)a->ncols, (long long)a->nnz, spx_dtype_name(dt));
     for (i = 0; i < nf; i++) {
       const spx_cli_fmt_row *r = &rows[i];
-      printf("%s\n  {\"name\": \"%s\", ", i ? "," : "", r->name);
-      if (r->error) { printf("\"error\": \"%s\"}", r->error); bad = 1; continue; }
-      printf("\"params\": \"%s\", \"bytes\": %lld, \"vs_csr\": %.4f, \"slots\": %lld, \"padding\": %.4f, "
-             "\"convert_s\": %.6f, \"spmv_s\": %.6f, \"spmv_relerr\": %.3g, \"spmv_ok\": %s}",
-             r->params, (long long)r->bytes, csr_bytes ? (double)r->bytes / (double)csr_bytes : 0.0,
-             (long long)r->slots, r->padding, r->convert_s, r->spmv_s, r->relerr,
-             r->relerr <= tol ? "true" : "false");
+      printf("%s\n  {\"name\": ", i ? "," : "");
+      spx_cli_json_str(stdout, r->name);
+      if (r->error) {
+        printf(", \"error\": ");
+        spx_cli_json_str(stdout, r->error);
+        printf("}");
+        bad = 1;
+        continue;
+      }
+      printf(", \"params\": ");
+      spx_cli_json_str(stdout, r->params);
+      spx_cli_json_printf(stdout, ", \"bytes\": %lld, \"vs_csr\": %.4f, \"slots\": %lld, \"padding\": %.4f, "
+                          "\"convert_s\": %.6f, \"spmv_s\": %.6f, \"spmv_relerr\": %.3g, \"spmv_ok\": %s}",
+                          (long long)r->bytes, csr_bytes ? (double)r->bytes / (double)csr_bytes : 0.0,
+                          (long long)r->slots, r->padding, r->convert_s, r->spmv_s, r->relerr,
+                          r->relerr <= tol ? "true" : "false");
       if (!(r->relerr <= tol)) bad = 1;
     }
-    printf("],\n \"rbp_paper\": {\"N\": %lld, \"Nz\": %lld, \"K\": %lld, \"Nnon\": %lld, \"Nval\": %lld, "
-           "\"Ncol\": %lld, \"Kv\": %lld, \"Kc\": %lld, \"csr\": %lld, \"ell\": %lld, \"rbp_csr\": %lld, "
-           "\"rbp_ell\": %lld, \"rbp_csr_vs_csr\": %.4f, \"rbp_ell_vs_ell\": %.4f}}\n",
-           (long long)q.n, (long long)q.nz, (long long)q.k, (long long)q.nnon, (long long)q.nval,
-           (long long)q.ncol, (long long)q.kv, (long long)q.kc, (long long)q.csr, (long long)q.ell,
-           (long long)q.rbp_csr, (long long)q.rbp_ell, q.csr ? (double)q.rbp_csr / (double)q.csr : 0.0,
-           q.ell ? (double)q.rbp_ell / (double)q.ell : 0.0);
+    spx_cli_json_printf(stdout, "],\n \"rbp_paper\": {\"N\": %lld, \"Nz\": %lld, \"K\": %lld, \"Nnon\": %lld, \"Nval\": %lld, "
+                        "\"Ncol\": %lld, \"Kv\": %lld, \"Kc\": %lld, \"csr\": %lld, \"ell\": %lld, \"rbp_csr\": %lld, "
+                        "\"rbp_ell\": %lld, \"rbp_csr_vs_csr\": %.4f, \"rbp_ell_vs_ell\": %.4f}}\n",
+                        (long long)q.n, (long long)q.nz, (long long)q.k, (long long)q.nnon, (long long)q.nval,
+                        (long long)q.ncol, (long long)q.kv, (long long)q.kc, (long long)q.csr, (long long)q.ell,
+                        (long long)q.rbp_csr, (long long)q.rbp_ell, q.csr ? (double)q.rbp_csr / (double)q.csr : 0.0,
+                        q.ell ? (double)q.rbp_ell / (double)q.ell : 0.0);
   } else {
     printf("matrix   %s: %lld x %lld, %lld nonzeros, %s\n\n", path ? path : "elasticity3d 16x16x16 (default)",
            (long long)a->nrows, (long long)a->ncols, (long long)a->nnz, spx_dtype_name(dt));

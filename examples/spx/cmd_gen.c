@@ -20,15 +20,17 @@ int spx_cli_gen(int argc, char **argv) {
     else if ((v = spx_cli_opt(argc, argv, &i, "--nx"))) { if (!spx_cli_int("gen", "--nx", v, &nx)) return 2; }
     else if ((v = spx_cli_opt(argc, argv, &i, "--ny"))) { if (!spx_cli_int("gen", "--ny", v, &ny)) return 2; }
     else if ((v = spx_cli_opt(argc, argv, &i, "--nz"))) { if (!spx_cli_int("gen", "--nz", v, &nz)) return 2; }
-    else if ((v = spx_cli_opt(argc, argv, &i, "--points"))) { if (!spx_cli_int("gen", "--points", v, &points)) return 2; }
+    else if ((v = spx_cli_opt(argc, argv, &i, "--points"))) {
+      double p;
+      if (!spx_cli_number("gen", "--points", v, "7 or 27", SPX_CLI_INTEGER, 0, 27, &p)) return 2;
+      points = (int64_t)p;
+    }
     else if ((v = spx_cli_opt(argc, argv, &i, "--copies"))) { if (!spx_cli_int("gen", "--copies", v, &copies)) return 2; }
     else if ((v = spx_cli_opt(argc, argv, &i, "--min"))) { if (!spx_cli_int("gen", "--min", v, &rmin)) return 2; }
     else if ((v = spx_cli_opt(argc, argv, &i, "--max"))) { if (!spx_cli_int("gen", "--max", v, &rmax)) return 2; }
     else if ((v = spx_cli_opt(argc, argv, &i, "--seed"))) { if (!spx_cli_int("gen", "--seed", v, &seed)) return 2; }
     else if ((v = spx_cli_opt(argc, argv, &i, "--alpha"))) {
-      char *end;
-      alpha = strtod(v, &end);
-      if (*end || !(alpha > 1.0)) return spx_cli_usage("gen", "--alpha wants a number > 1, got '%s'", v);
+      if (!spx_cli_number("gen", "--alpha", v, "a number > 1", 0, 1.0, 1e6, &alpha)) return 2;
     } else if (argv[i][0] != '-' && !src) src = argv[i];
     else return spx_cli_usage("gen", "unknown argument '%s'", argv[i]);
   }

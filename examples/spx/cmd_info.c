@@ -5,12 +5,14 @@
 
 static void spx_cli_print_read(const char *path, const spx_mm_info *mi, int json) {
   if (json) {
-    printf("{\"file\": \"%s\", \"read\": {\"format\": \"%s\", \"field\": \"%s\", \"symmetry\": \"%s\", "
-           "\"entries\": %lld, \"duplicates\": %lld, \"explicit_zeros\": %lld, \"nan\": %lld, \"inf\": %lld, "
-           "\"seconds\": %.6f}, \"analysis\": ",
-           path, spx_mm_format_name(mi->format), spx_mm_field_name(mi->field),
-           spx_mm_symmetry_name(mi->symmetry), (long long)mi->entries, (long long)mi->duplicates,
-           (long long)mi->explicit_zeros, (long long)mi->nan_count, (long long)mi->inf_count, mi->seconds);
+    printf("{\"file\": ");
+    spx_cli_json_str(stdout, path);
+    spx_cli_json_printf(stdout, ", \"read\": {\"format\": \"%s\", \"field\": \"%s\", \"symmetry\": \"%s\", "
+                        "\"entries\": %lld, \"duplicates\": %lld, \"explicit_zeros\": %lld, \"nan\": %lld, "
+                        "\"inf\": %lld, \"seconds\": %.6f}, \"analysis\": ",
+                        spx_mm_format_name(mi->format), spx_mm_field_name(mi->field),
+                        spx_mm_symmetry_name(mi->symmetry), (long long)mi->entries, (long long)mi->duplicates,
+                        (long long)mi->explicit_zeros, (long long)mi->nan_count, (long long)mi->inf_count, mi->seconds);
     return;
   }
   printf("file              %s\n", path);

@@ -29,19 +29,15 @@ static const char *spx_cli_jit_origin(int o) {
   return o == SPX_JIT_MEMORY ? "memory" : o == SPX_JIT_DISK ? "disk" : "compiled";
 }
 
-/* Prints a JSON string: s, then `tail` unless NULL (quotes and backslashes escaped, control
- * characters dropped). */
-static void spx_cli_jit_json_str2(const char *s, const char *tail) {
-  int k;
-  putchar('"');
-  for (k = 0; k < 2; k++, s = tail)
-    for (; s && *s; s++) {
-      if (*s == '"' || *s == '\\') putchar('\\');
-      if ((unsigned char)*s >= 0x20) putchar(*s);
-    }
-  putchar('"');
+/* Prints dir/tail as a JSON string. */
+static void spx_cli_jit_json_path(const char *dir, const char *tail) {
+  size_t n = strlen(dir) + strlen(tail) + 1;
+  char *p = malloc(n);
+  if (!p) { printf("null"); return; }
+  snprintf(p, n, "%s%s", dir, tail);
+  spx_cli_json_str(stdout, p);
+  free(p);
 }
-static void spx_cli_jit_json_str(const char *s) { spx_cli_jit_json_str2(s, NULL); }
 
 /* Compiles one job; prints a line (or a JSON object) saying how long and from where. 0 on
  * success, 1 on failure (message printed). */
@@ -62,19 +58,20 @@ static int spx_cli_jit_compile_one(const spx_cli_jit_job *j, int json, const cha
   dir = spx_jit_cache_dir();
   if (json) {
     printf("{\"template\": ");
-    spx_cli_jit_json_str(j->tpl);
+    spx_cli_json_str(stdout, j->tpl);
     printf(", \"defines\": [");
     for (i = 0; i < j->ndefines; i++) {
       printf("%s", i ? ", " : "");
-      spx_cli_jit_json_str(j->defines[i]);
+      spx_cli_json_str(stdout, j->defines[i]);
     }
     printf("], \"arch\": ");
-    spx_cli_jit_json_str(in.arch);
-    printf(", \"origin\": \"%s\", \"ms\": %.3f, \"key\": \"%s\", \"file\": ", spx_cli_jit_origin(origin), ms, hex);
+    spx_cli_json_str(stdout, in.arch);
+    spx_cli_json_printf(stdout, ", \"origin\": \"%s\", \"ms\": %.3f, \"key\": \"%s\", \"file\": ",
+                        spx_cli_jit_origin(origin), ms, hex);
     if (dir) {
       char tail[64];
       snprintf(tail, sizeof tail, "/%s/%s", SPX_JIT_CACHE_SUBDIR, hex);
-      spx_cli_jit_json_str2(dir, tail);
+      spx_cli_jit_json_path(dir, tail);
     } else {
       printf("null");
     }
@@ -175,10 +172,10 @@ static int spx_cli_jit_stats(int json) {
   spx_jit_stats_get(&st);
   if (json) {
     printf("{\"cache_dir\": ");
-    if (dir) spx_cli_jit_json_str2(dir, "/" SPX_JIT_CACHE_SUBDIR);
+    if (dir) spx_cli_jit_json_path(dir, "/" SPX_JIT_CACHE_SUBDIR);
     else printf("null");
-    printf(", \"enabled\": %s, \"entries\": %lld, \"bytes\": %lld, \"cap_mb\": %.3f, \"templates\": [",
-           st.disk_enabled ? "true" : "false", (long long)entries, (long long)bytes, st.disk_cap_mb);
+    spx_cli_json_printf(stdout, ", \"enabled\": %s, \"entries\": %lld, \"bytes\": %lld, \"cap_mb\": %.3f, \"templates\": [",
+                        st.disk_enabled ? "true" : "false", (long long)entries, (long long)bytes, st.disk_cap_mb);
     for (i = 0; i < spx_jit_template_count(); i++) {
       size_t n = 0;
       uint64_t h = 0;
@@ -186,10 +183,10 @@ static int spx_cli_jit_stats(int json) {
       printf("%s{\"name\": \"%s\", \"bytes\": %zu, \"hash\": \"%016llx\"}", i ? ", " : "",
              spx_jit_template_name(i), n, (unsigned long long)h);
     }
-    printf("], \"process\": {\"mem_hits\": %lld, \"disk_hits\": %lld, \"misses\": %lld, \"compiles\": %lld, "
-           "\"compile_failures\": %lld, \"compile_ms\": %.3f, \"load_ms\": %.3f}}\n",
-           (long long)st.mem_hits, (long long)st.disk_hits, (long long)st.misses, (long long)st.compiles,
-           (long long)st.compile_failures, st.compile_ms_total, st.load_ms_total);
+    spx_cli_json_printf(stdout, "], \"process\": {\"mem_hits\": %lld, \"disk_hits\": %lld, \"misses\": %lld, \"compiles\": %lld, "
+                        "\"compile_failures\": %lld, \"compile_ms\": %.3f, \"load_ms\": %.3f}}\n",
+                        (long long)st.mem_hits, (long long)st.disk_hits, (long long)st.misses, (long long)st.compiles,
+                        (long long)st.compile_failures, st.compile_ms_total, st.load_ms_total);
     return io ? spx_cli_fail("jit") : 0;
   }
   if (dir)

@@ -54,9 +54,9 @@ static int spx_cli_run_gpu(spx_context *ctx, const spx_csr *a, const double *x, 
       bytes = spx_cli_spmv_min_bytes(a, sizeof(double)); /* the model `spx bench` and README use */
       bad |= !(sqrt(err) < 1e-12);
       if (json)
-        printf("%s\"%s\": {\"ms\": %.4f, \"gbs\": %.1f, \"pct_copy\": %.1f, \"max_abs_err\": %.3g}",
-               f ? ", " : ", \"gpu\": {", spx_format_name(fmts[f]), best, bytes / best * 1e-6,
-               100.0 * bytes / best * 1e-6 / gbs, sqrt(err));
+        spx_cli_json_printf(stdout, "%s\"%s\": {\"ms\": %.4f, \"gbs\": %.1f, \"pct_copy\": %.1f, \"max_abs_err\": %.3g}",
+                            f ? ", " : ", \"gpu\": {", spx_format_name(fmts[f]), best, bytes / best * 1e-6,
+                            100.0 * bytes / best * 1e-6 / gbs, sqrt(err));
       else
         printf("  %-6s %8.4f ms  %7.1f GB/s  %5.1f%% of copy  max |y - y_host| = %.2g  [%s]\n",
                spx_format_name(fmts[f]), best, bytes / best * 1e-6, 100.0 * bytes / best * 1e-6 / gbs, sqrt(err),
@@ -101,8 +101,8 @@ static int spx_cli_run_solve(spx_context *ctx, const spx_csr *a, int json) {
   }
   for (i = 0; i < a->nrows; i++) err = fabs(x[i] - 1.0) > err ? fabs(x[i] - 1.0) : err;
   if (json)
-    printf(", \"solve\": {\"plan\": \"%s\", \"max_abs_err\": %.3g, \"report\": ",
-           spx_plan_engine_of(p) == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(spx_plan_format(p)), err);
+    spx_cli_json_printf(stdout, ", \"solve\": {\"plan\": \"%s\", \"max_abs_err\": %.3g, \"report\": ",
+                        spx_plan_engine_of(p) == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(spx_plan_format(p)), err);
   else
     printf("\nCG solve          A x = A*1 on %s (%s): %lld iterations, ||b - Ax||/||b|| = %.3g recomputed, "
            "max |x - 1| = %.3g\n                  setup %.1f ms (analysis + choice %.1f, build %.1f), iterations %.1f ms "
@@ -110,7 +110,7 @@ static int spx_cli_run_solve(spx_context *ctx, const spx_csr *a, int json) {
            spx_plan_engine_of(p) == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(spx_plan_format(p)),
            spx_backend_name(ctx), (long long)r.iterations, r.true_rel_resid, err,
            r.analysis_ms + r.build_ms + r.setup_ms, r.analysis_ms, r.build_ms, r.solve_ms, r.per_iter_us);
-  if (json) { spx_solve_report_print(&r, stdout, 1); printf("}"); }
+  if (json) { spx_cli_json_solve_report(stdout, &r); printf("}"); }
   spx_plan_destroy(p);
   free(b); free(x);
   return s != SPX_OK;
@@ -164,11 +164,11 @@ int spx_cli_run(int argc, char **argv) {
   /* Bytes a CSR SpMV must move at least: values, column indices, row pointers, x once, y once. */
   bytes = (double)a->nnz * (8 + 4) + (double)(a->nrows + 1) * 8 + (double)(a->ncols + a->nrows) * 8;
   if (json) {
-    printf("{\"problem\": \"poisson3d-7pt\", \"n\": %lld, \"backend\": \"%s\", \"generate_s\": %.4f, "
-           "\"host_spmv_s\": %.6f, \"host_spmv_gflops\": %.3f, \"host_spmv_gbs\": %.3f, "
-           "\"check_max_abs_err\": %.3g, \"analysis\": ",
-           (long long)n, spx_backend_name(ctx), tgen, best, 2.0 * (double)a->nnz / best * 1e-9,
-           bytes / best * 1e-9, err > 0 ? sqrt(err) : 0.0);
+    spx_cli_json_printf(stdout, "{\"problem\": \"poisson3d-7pt\", \"n\": %lld, \"backend\": \"%s\", \"generate_s\": %.4f, "
+                        "\"host_spmv_s\": %.6f, \"host_spmv_gflops\": %.3f, \"host_spmv_gbs\": %.3f, "
+                        "\"check_max_abs_err\": %.3g, \"analysis\": ",
+                        (long long)n, spx_backend_name(ctx), tgen, best, 2.0 * (double)a->nnz / best * 1e-9,
+                        bytes / best * 1e-9, err > 0 ? sqrt(err) : 0.0);
     spx_analysis_print(&an, NULL, stdout, 1);
     if (gpu_y && !strcmp(spx_backend_name(ctx), "cuda")) gpu_bad = spx_cli_run_gpu(ctx, a, x, gpu_y, 1);
     gpu_bad |= spx_cli_run_solve(ctx, a, 1);

@@ -68,7 +68,11 @@ static int sel_one(const char *path, int has_strategy, spx_plan_strategy only, i
   int st, first = 1;
   char name[128];
   if (spx_cli_load_matrix(path, &a, name, sizeof name)) return spx_cli_fail("select");
-  if (json) printf("{\"file\": \"%s\", \"plans\": [", path);
+  if (json) {
+    printf("{\"file\": ");
+    spx_cli_json_str(stdout, path);
+    printf(", \"plans\": [");
+  }
   for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
     spx_plan_options o;
     spx_plan *p;
@@ -382,9 +386,9 @@ static void sel_model_error(const sel_row *rows, int nr, int64_t min_nnz, const 
   spx_cli_sort(ec, nc);
 #define SEL_Q(a, m, q) ((m) ? (a)[(int)((q) * ((m) - 1) + 0.5)] : 0.0)
   if (json)
-    fprintf(f, "\"%s\": {\"candidates\": %d, \"within_20pct\": %d, \"median\": %.4g, \"p90\": %.4g, \"max\": %.4g, "
+    spx_cli_json_printf(f, "\"%s\": {\"candidates\": %d, \"within_20pct\": %d, \"median\": %.4g, \"p90\": %.4g, \"max\": %.4g, "
                "\"chosen\": %d, \"chosen_within_20pct\": %d, \"chosen_median\": %.4g, \"chosen_max\": %.4g}",
-            label, n, in, SEL_Q(e, n, 0.5), SEL_Q(e, n, 0.9), n ? e[n - 1] : 0, nc, inc, SEL_Q(ec, nc, 0.5), nc ? ec[nc - 1] : 0);
+                        label, n, in, SEL_Q(e, n, 0.5), SEL_Q(e, n, 0.9), n ? e[n - 1] : 0, nc, inc, SEL_Q(ec, nc, 0.5), nc ? ec[nc - 1] : 0);
   else
     fprintf(f, "model error |predicted/measured - 1| (%s): all %d timed candidates: %.0f%% within 20%%, median %.1f%%, "
                "90th pct %.1f%%, max %.1f%%; the model's choices (%d): %.0f%% within 20%%, median %.1f%%, max %.1f%%\n",
@@ -395,11 +399,10 @@ static void sel_model_error(const sel_row *rows, int nr, int64_t min_nnz, const 
   free(ec);
 }
 
-/* Rewritten after every matrix so that a run cut short keeps what it measured. */
-static void sel_write_json(const char *file, const sel_row *rows, int nr) {
-  FILE *f = fopen(file, "w");
+/* The --json-file dataset (rewritten whole after every matrix, so that a run cut short keeps what
+ * it measured). */
+static void sel_json(FILE *f, const sel_row *rows, int nr) {
   int i, st;
-  if (!f) { fprintf(stderr, "spx: select: cannot write %s\n", file); return; }
   fprintf(f, "{\"model_error\": {");
   sel_model_error(rows, nr, 0, "all", f, 1);
   fprintf(f, ", ");
@@ -408,40 +411,40 @@ static void sel_write_json(const char *file, const sel_row *rows, int nr) {
   for (i = 0; i < nr; i++) {
     const sel_row *r = &rows[i];
     int k;
-    fprintf(f, "%s\n {\"matrix\": \"%s\", \"nnz\": %lld, \"oracle\": \"%s\", \"oracle_us\": %.6g, "
-               "\"cusparse_e2e_ms\": [%.6g, %.6g], \"strategies\": {",
-            i ? "," : "", r->matrix, (long long)r->nnz, r->oracle, r->oracle_us, r->cs_e2e_ms[0], r->cs_e2e_ms[1]);
+    fprintf(f, "%s\n {\"matrix\": ", i ? "," : "");
+    spx_cli_json_str(f, r->matrix);
+    fprintf(f, ", \"nnz\": %lld, \"oracle\": ", (long long)r->nnz);
+    spx_cli_json_str(f, r->oracle);
+    spx_cli_json_printf(f, ", \"oracle_us\": %.6g, \"cusparse_e2e_ms\": [%.6g, %.6g], \"strategies\": {", r->oracle_us,
+                        r->cs_e2e_ms[0], r->cs_e2e_ms[1]);
     for (st = 0, k = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
       if (!sel_want[st]) continue;
-      fprintf(f, "%s\"%s\": {\"choice_at_100\": \"%s\", \"choice\": \"%s\", \"us\": %.6g, \"slowdown\": %.6g, \"choice_slowdown\": %.6g, \"select_ms\": %.6g, \"e2e_ms\": [%.6g, %.6g], \"cusparse_e2e_ms\": [%.6g, %.6g]}",
-              k++ ? ", " : "", spx_plan_strategy_name((spx_plan_strategy)st), r->choice100[st], r->choice[st], r->us[st],
-              r->slowdown[st], r->choice_slowdown[st], r->select_ms[st], r->e2e_ms[st][0], r->e2e_ms[st][1], sel_cs_e2e(r, st, 0), sel_cs_e2e(r, st, 1));
+      spx_cli_json_printf(f, "%s\"%s\": {\"choice_at_100\": \"%s\", \"choice\": \"%s\", \"us\": %.6g, \"slowdown\": %.6g, \"choice_slowdown\": %.6g, \"select_ms\": %.6g, \"e2e_ms\": [%.6g, %.6g], \"cusparse_e2e_ms\": [%.6g, %.6g]}",
+                          k++ ? ", " : "", spx_plan_strategy_name((spx_plan_strategy)st), r->choice100[st], r->choice[st], r->us[st],
+                          r->slowdown[st], r->choice_slowdown[st], r->select_ms[st], r->e2e_ms[st][0], r->e2e_ms[st][1], sel_cs_e2e(r, st, 0), sel_cs_e2e(r, st, 1));
     }
-    fprintf(f, "}, \"bicgstab\": {\"iterations\": [%d, %d], \"auto_ms\": [%.6g, %.6g], \"cusparse_ms\": [%.6g, %.6g], "
+    spx_cli_json_printf(f, "}, \"bicgstab\": {\"iterations\": [%d, %d], \"auto_ms\": [%.6g, %.6g], \"cusparse_ms\": [%.6g, %.6g], "
                "\"auto_done\": [%lld, %lld], \"cusparse_done\": [%lld, %lld]}",
-            sel_iters[0], sel_iters[1], r->bicg_ms[0][0], r->bicg_ms[0][1], r->bicg_ms[1][0], r->bicg_ms[1][1],
-            (long long)r->bicg_it[0][0], (long long)r->bicg_it[0][1], (long long)r->bicg_it[1][0], (long long)r->bicg_it[1][1]);
+                        sel_iters[0], sel_iters[1], r->bicg_ms[0][0], r->bicg_ms[0][1], r->bicg_ms[1][0], r->bicg_ms[1][1],
+                        (long long)r->bicg_it[0][0], (long long)r->bicg_it[0][1], (long long)r->bicg_it[1][0], (long long)r->bicg_it[1][1]);
     if (sel_cold)
-      fprintf(f, ", \"real_e2e_ms\": {\"calls\": [%d, %d], \"cusparse\": [%.6g, %.6g], \"auto_warm\": [%.6g, %.6g], "
+      spx_cli_json_printf(f, ", \"real_e2e_ms\": {\"calls\": [%d, %d], \"cusparse\": [%.6g, %.6g], \"auto_warm\": [%.6g, %.6g], "
                  "\"auto_cold\": [%.6g, %.6g], \"cold_started_on_standin\": [%d, %d]}",
-              2 * sel_iters[0], 2 * sel_iters[1], r->real_ms[0][0], r->real_ms[0][1], r->real_ms[1][0], r->real_ms[1][1],
-              r->real_ms[2][0], r->real_ms[2][1], r->cold_standin[0], r->cold_standin[1]);
+                          2 * sel_iters[0], 2 * sel_iters[1], r->real_ms[0][0], r->real_ms[0][1], r->real_ms[1][0], r->real_ms[1][1],
+                          r->real_ms[2][0], r->real_ms[2][1], r->cold_standin[0], r->cold_standin[1]);
     fprintf(f, ", \"candidates\": [");
     for (k = 0; k < r->ncand; k++)
-      fprintf(f, "%s{\"format\": \"%s\", \"predicted_us\": %.6g, \"measured_us\": %.6g}", k ? ", " : "", r->cand[k],
-              r->cand_pred_us[k], r->cand_meas_us[k]);
+      spx_cli_json_printf(f, "%s{\"format\": \"%s\", \"predicted_us\": %.6g, \"measured_us\": %.6g}", k ? ", " : "", r->cand[k],
+                          r->cand_pred_us[k], r->cand_meas_us[k]);
     fprintf(f, "]}");
   }
   fprintf(f, "\n]}\n");
-  fclose(f);
 }
 
-static void sel_svg(const char *file, const sel_row *rows, int nr) {
-  FILE *f = fopen(file, "w");
+static void sel_svg(FILE *f, const sel_row *rows, int nr) {
   int i, st, W = 60 + 40 * nr * 1, H = 320;
   double ymax = 2.0;
   static const char *col[] = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e"};
-  if (!f) { fprintf(stderr, "spx: select: cannot write %s\n", file); return; }
   if (W < 400) W = 400;
   fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-size=\"10\">\n", W, H + 120);
   fprintf(f, "<text x=\"10\" y=\"14\">slowdown vs oracle per strategy (1.0 = oracle; clipped at %.1f)</text>\n", ymax);
@@ -459,15 +462,27 @@ static void sel_svg(const char *file, const sel_row *rows, int nr) {
     fprintf(f, "<text x=\"%d\" y=\"30\" fill=\"%s\">%s</text>\n", 60 + 60 * st, col[st % 5],
             spx_plan_strategy_name((spx_plan_strategy)st));
   fprintf(f, "</svg>\n");
-  fclose(f);
+}
+
+/* file written whole by write, or left as it was: 0, or 1 with the message printed. */
+static int sel_write(const char *file, void (*write)(FILE *, const sel_row *, int), const sel_row *rows, int nr) {
+  spx_file *f;
+  if (spx_file_create(file, 0, &f)) return spx_cli_fail("select --eval");
+  write(spx_file_stream(f), rows, nr);
+  return spx_cli_out_commit("select --eval", f);
 }
 
 static int sel_eval(int nfiles, char **files, const char *json, const char *svg) {
   spx_context *ctx = NULL;
   spx_context_options co = {SPX_BACKEND_CUDA, 0};
   sel_row *rows = (sel_row *)calloc((size_t)nfiles + 1, sizeof *rows);
-  int i, st, nr = 0;
+  int i, st, nr = 0, bad_file = 0;
   if (!rows) { fprintf(stderr, "spx: select: out of memory\n"); return 1; }
+  /* a file that cannot be written fails now, not after the measurements */
+  if ((json && spx_cli_out_check("select --eval", json)) || (svg && spx_cli_out_check("select --eval", svg))) {
+    free(rows);
+    return 1;
+  }
   if (spx_device_count() < 1 || spx_context_create(&co, &ctx)) {
     fprintf(stderr, "spx: select --eval needs a GPU (it times every format and cuSPARSE): %s\n",
             spx_last_error()[0] ? spx_last_error() : "no CUDA device");
@@ -500,7 +515,7 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
     printf("\n");
     fflush(stdout);
     nr++;
-    if (json) sel_write_json(json, rows, nr);
+    if (json) bad_file |= sel_write(json, sel_json, rows, nr);
   }
   printf("\nsummary over %d matrices: strategy, within 5%% of oracle, geomean slowdown, worst (the choice re-timed); "
          "the same from the oracle's table (the choice's own time there); min speedup vs cuSPARSE end to end @100, @500\n", nr);
@@ -594,10 +609,10 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
   }
   sel_model_error(rows, nr, 0, "all matrices", stdout, 0);
   sel_model_error(rows, nr, 1000000, ">= 1M nonzeros", stdout, 0);
-  if (svg) sel_svg(svg, rows, nr);
+  if (svg) bad_file |= sel_write(svg, sel_svg, rows, nr);
   free(rows);
   spx_context_destroy(ctx);
-  return nr == nfiles ? 0 : 1;
+  return nr == nfiles && !bad_file ? 0 : 1;
 }
 
 /* --strategies a,b: the eval's strategies besides auto and the trial (the oracle), which always run. */
@@ -662,6 +677,10 @@ int spx_cli_select(int argc, char **argv) {
     else if ((v = spx_cli_opt(argc, argv, &i, "--json-file"))) json_file = v;
     else if (argv[i][0] == '-') { free(files); return spx_cli_usage("select", "unknown option '%s'", argv[i]); }
     else files[nf++] = argv[i];
+  }
+  if (!eval && (json_file || svg)) {
+    free(files);
+    return spx_cli_usage("select", "--json-file and --svg are for --eval; the plans print --json");
   }
   for (i = 0; i < nsets; i++) {
     spx_cli_corpus_entry *c = NULL, *w;

@@ -105,9 +105,11 @@ static void solve_spread(const solve_run *r, int n, double *lo, double *hi) {
 static void solve_print(const solve_run *r, int json) {
   const spx_solve_report *p = &r->rep;
   if (json) {
-    printf("{\"plan\": \"%s\", \"plan_bytes\": %lld, \"bound_us\": %.6g, \"wall_ms\": %.6g, \"report\": ", r->plan,
-           (long long)r->plan_bytes, r->bound_us, r->wall_ms);
-    spx_solve_report_print(p, stdout, 1);
+    printf("{\"plan\": ");
+    spx_cli_json_str(stdout, r->plan);
+    spx_cli_json_printf(stdout, ", \"plan_bytes\": %lld, \"bound_us\": %.6g, \"wall_ms\": %.6g, \"report\": ",
+                        (long long)r->plan_bytes, r->bound_us, r->wall_ms);
+    spx_cli_json_solve_report(stdout, p);
     printf("}");
     return;
   }
@@ -148,9 +150,7 @@ int spx_cli_solve(int argc, char **argv) {
     else if (!strcmp(argv[k], "--ones")) ones = 1;
     else if ((v = spx_cli_opt(argc, argv, &k, "--method"))) method = v;
     else if ((v = spx_cli_opt(argc, argv, &k, "--tol"))) {
-      char *end;
-      tol = strtod(v, &end);
-      if (*end || !(tol > 0)) return spx_cli_usage("solve", "--tol wants a positive number, got '%s'", v);
+      if (!spx_cli_number("solve", "--tol", v, "a positive number", 0, 0, 1e300, &tol)) return 2;
     } else if ((v = spx_cli_opt(argc, argv, &k, "--maxit"))) { if (!spx_cli_int("solve", "--maxit", v, &maxit)) return 2; }
     else if ((v = spx_cli_opt(argc, argv, &k, "--strategy"))) strategy_name = v;
     else if ((v = spx_cli_opt(argc, argv, &k, "--format"))) format = v;
@@ -248,8 +248,10 @@ int spx_cli_solve(int argc, char **argv) {
   run = *solve_median(runs, reps);
   if (compare) cs = *solve_median(css, reps);
   if (json) {
-    printf("{\"matrix\": \"%s\", \"rows\": %lld, \"nnz\": %lld, \"method\": \"%s\", \"backend\": \"%s\", \"tol\": %g, "
-           "\"copy_gbs\": %.6g, \"spx\": ", file, (long long)a->nrows, (long long)a->nnz, method, spx_backend_name(ctx), tol, gbs);
+    printf("{\"matrix\": ");
+    spx_cli_json_str(stdout, file);
+    spx_cli_json_printf(stdout, ", \"rows\": %lld, \"nnz\": %lld, \"method\": \"%s\", \"backend\": \"%s\", \"tol\": %g, "
+                        "\"copy_gbs\": %.6g, \"spx\": ", (long long)a->nrows, (long long)a->nnz, method, spx_backend_name(ctx), tol, gbs);
     solve_print(&run, 1);
     if (compare) { printf(", \"cusparse\": "); solve_print(&cs, 1); }
     printf("}\n");

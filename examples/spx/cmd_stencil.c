@@ -25,38 +25,6 @@ typedef struct st_args {
   const char *json_file, *csv_file, *svg_file;
 } st_args;
 
-/* "2G", "512M", "64k", "1000000": bytes (binary suffixes). 0 on error. */
-static int64_t st_bytes(const char *v) {
-  char *end;
-  double x = strtod(v, &end);
-  int64_t mul = 1;
-  if (end == v || x <= 0) return 0;
-  switch (*end) {
-  case 'k': case 'K': mul = (int64_t)1 << 10; end++; break;
-  case 'm': case 'M': mul = (int64_t)1 << 20; end++; break;
-  case 'g': case 'G': mul = (int64_t)1 << 30; end++; break;
-  case 't': case 'T': mul = (int64_t)1 << 40; end++; break;
-  default: break;
-  }
-  if (*end == 'i' && end[1] == 'B') end += 2;
-  else if (*end == 'B') end++;
-  if (*end || x * (double)mul > 9e18) return 0;
-  return (int64_t)(x * (double)mul);
-}
-
-/* "a,b,c" of positive integers into out[max]; returns the count, 0 on error. */
-static int st_list(const char *v, int64_t *out, int max) {
-  int n = 0;
-  while (*v && n < max) {
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    if (end == v || x <= 0 || (*end && *end != ',')) return 0;
-    out[n++] = x;
-    v = *end ? end + 1 : end;
-  }
-  return *v ? 0 : n;
-}
-
 /* Deterministic values in [0, 1) (a hash of the index), so that runs of the same size compare. */
 static void st_fill(const spx_stencil *p, void *g) {
   int64_t n = p->nx * p->ny * p->nz, i;
@@ -121,7 +89,8 @@ static int st_parse(int argc, char **argv, st_args *a) {
   a->method = SPX_STENCIL_OVERLAP;
   for (i = 1; i < argc; i++) {
     if ((v = spx_cli_opt(argc, argv, &i, "--n"))) {
-      int k = st_list(v, a->n, 3);
+      int k = spx_cli_int_list("stencil", "--n", v, ',', a->n, 3);
+      if (!k) return 2;
       if (k == 1) a->n[1] = a->n[2] = a->n[0];
       else if (k != 3) return st_usage("--n wants NX,NY,NZ (or one edge N)");
     } else if ((v = spx_cli_opt(argc, argv, &i, "--steps"))) {
@@ -139,24 +108,33 @@ static int st_parse(int argc, char **argv, st_args *a) {
         a->methods[a->nmethods++] = (int)m;
       }
     } else if ((v = spx_cli_opt(argc, argv, &i, "--budget"))) {
-      if (!(a->budget = st_bytes(v))) return st_usage("--budget wants bytes, e.g. 2G, 512M, 1000000");
+      if (!spx_cli_bytes("stencil", "--budget", v, &a->budget)) return 2;
     } else if ((v = spx_cli_opt(argc, argv, &i, "--depth"))) {
-      a->depth = atoi(v);
-      if (a->depth != 1 && a->depth != 2 && a->depth != 4) return st_usage("--depth wants 1, 2 or 4");
+      double d = 0;
+      if (!spx_cli_number("stencil", "--depth", v, "1, 2 or 4", SPX_CLI_INTEGER, 0, 4, &d)) return 2;
+      if (d == 3) return st_usage("--depth wants 1, 2 or 4");
+      a->depth = (int)d;
     } else if ((v = spx_cli_opt(argc, argv, &i, "--tts"))) {
       if (!spx_cli_int("stencil", "--tts", v, &a->tts)) return 2;
     } else if ((v = spx_cli_opt(argc, argv, &i, "--slab"))) {
       if (!spx_cli_int("stencil", "--slab", v, &a->slab)) return 2;
     } else if ((v = spx_cli_opt(argc, argv, &i, "--block"))) {
-      if (sscanf(v, "%dx%d", &a->bx, &a->by) != 2 || a->bx <= 0 || a->by <= 0) return st_usage("--block wants BXxBY, e.g. 32x8");
+      int64_t b[2];
+      int k = spx_cli_int_list("stencil", "--block", v, 'x', b, 2);
+      if (!k) return 2;
+      if (k != 2 || b[0] > 1024 || b[1] > 1024)
+        return spx_cli_usage("stencil", "--block wants BXxBY up to 1024 each, e.g. 32x8, got '%s'", v);
+      a->bx = (int)b[0];
+      a->by = (int)b[1];
     } else if ((v = spx_cli_opt(argc, argv, &i, "--type"))) {
       if (!strcmp(v, "float")) a->dtype = SPX_FLOAT;
       else if (!strcmp(v, "double")) a->dtype = SPX_DOUBLE;
       else return st_usage("--type float|double");
     } else if ((v = spx_cli_opt(argc, argv, &i, "--incore-rate"))) {
-      if ((a->incore_gs = atof(v)) <= 0) return st_usage("--incore-rate wants GStencil/s");
+      if (!spx_cli_number("stencil", "--incore-rate", v, "a rate in GStencil/s above 0", 0, 0, 1e9, &a->incore_gs))
+        return 2;
     } else if ((v = spx_cli_opt(argc, argv, &i, "--edges"))) {
-      if (!(a->nedges = st_list(v, a->edges, ST_MAX_EDGES))) return st_usage("--edges wants N,N,...");
+      if (!(a->nedges = spx_cli_int_list("stencil", "--edges", v, ',', a->edges, ST_MAX_EDGES))) return 2;
     } else if ((v = spx_cli_opt(argc, argv, &i, "--csv"))) a->csv_file = v;
     else if ((v = spx_cli_opt(argc, argv, &i, "--svg"))) a->svg_file = v;
     else if (!strcmp(argv[i], "--json")) a->json = 1;
@@ -250,27 +228,29 @@ static int st_one(const st_args *a) {
   }
   if (a->json) {
     const spx_stencil_plan *pl = &r.plan;
-    printf("{\"kernel_gstencils\": %.4f, \"copy_gbs\": %.2f, \"roofline_gstencils\": %.4f, ", kern_gs, copy_gbs, roof_gs);
+    spx_cli_json_printf(stdout, "{\"kernel_gstencils\": %.4f, \"copy_gbs\": %.2f, \"roofline_gstencils\": %.4f, ",
+                        kern_gs, copy_gbs, roof_gs);
     printf("\"n\": [%lld, %lld, %lld], \"type\": \"%s\", \"steps\": %lld, \"backend\": \"%s\", \"method\": \"%s\", "
            "\"depth\": %d, \"shared\": %d, \"block\": [%d, %d], \"xv\": %d, \"tts\": %lld, \"slab\": %lld, \"nslabs\": %lld, "
            "\"rounds\": %lld, \"device_bytes\": %lld, \"budget\": %lld, \"host_grids\": %d, \"host_bytes\": %lld, "
-           "\"why\": \"%s\",\n",
+           "\"why\": ",
            (long long)p.nx, (long long)p.ny, (long long)p.nz, spx_dtype_name(p.dtype), (long long)a->steps,
            a->host ? "host" : "cuda", spx_stencil_method_name(pl->method), pl->depth, pl->shared, pl->bx, pl->by,
            pl->xv, (long long)pl->tts, (long long)pl->slab, (long long)pl->nslabs, (long long)pl->rounds,
            (long long)pl->device_bytes, (long long)(pl->budget > ((int64_t)1 << 60) ? -1 : pl->budget), pl->host_grids,
-           (long long)pl->host_bytes, pl->why);
-    printf(" \"gstencils\": %.4f, \"model_gstencils\": %.4f, \"bound_gstencils\": %.4f, \"total_ms\": %.3f, "
-           "\"kernel_ms\": %.3f, \"h2d_ms\": %.3f, \"d2h_ms\": %.3f, \"d2d_ms\": %.3f, \"h2d_bytes\": %lld, "
-           "\"d2h_bytes\": %lld, \"d2d_bytes\": %lld, \"launches\": %lld, \"jit_ms\": %.1f, "
-           "\"pcie_h2d_gbs\": %.2f, \"pcie_d2h_gbs\": %.2f, \"pcie_duplex_gbs\": %.2f",
-           r.gstencils, pl->model_gstencils, pl->bound_gstencils, r.total_ms, r.kernel_ms, r.h2d_ms, r.d2h_ms, r.d2d_ms,
-           (long long)r.h2d_bytes, (long long)r.d2h_bytes, (long long)r.d2d_bytes, (long long)r.launches, r.jit_ms,
-           pcie[0], pcie[1], pcie[2]);
+           (long long)pl->host_bytes);
+    spx_cli_json_str(stdout, pl->why);
+    spx_cli_json_printf(stdout, ",\n \"gstencils\": %.4f, \"model_gstencils\": %.4f, \"bound_gstencils\": %.4f, \"total_ms\": %.3f, "
+                        "\"kernel_ms\": %.3f, \"h2d_ms\": %.3f, \"d2h_ms\": %.3f, \"d2d_ms\": %.3f, \"h2d_bytes\": %lld, "
+                        "\"d2h_bytes\": %lld, \"d2d_bytes\": %lld, \"launches\": %lld, \"jit_ms\": %.1f, "
+                        "\"pcie_h2d_gbs\": %.2f, \"pcie_d2h_gbs\": %.2f, \"pcie_duplex_gbs\": %.2f",
+                        r.gstencils, pl->model_gstencils, pl->bound_gstencils, r.total_ms, r.kernel_ms, r.h2d_ms, r.d2h_ms, r.d2d_ms,
+                        (long long)r.h2d_bytes, (long long)r.d2h_bytes, (long long)r.d2d_bytes, (long long)r.launches, r.jit_ms,
+                        pcie[0], pcie[1], pcie[2]);
     if (a->check)
-      printf(",\n \"check\": \"%s\", \"check_against\": \"%s\", \"bitwise\": %s, \"max_rel_diff\": %.3g, "
-             "\"checksum\": %.17g, \"checksum_ref\": %.17g",
-             ok ? "match" : "mismatch", how, c.bitwise ? "true" : "false", c.maxrel, c.sum_a, c.sum_b);
+      spx_cli_json_printf(stdout, ",\n \"check\": \"%s\", \"check_against\": \"%s\", \"bitwise\": %s, \"max_rel_diff\": %.3g, "
+                          "\"checksum\": %.17g, \"checksum_ref\": %.17g",
+                          ok ? "match" : "mismatch", how, c.bitwise ? "true" : "false", c.maxrel, c.sum_a, c.sum_b);
     printf("}\n");
   } else {
     const spx_stencil_plan *pl = &r.plan;
@@ -323,104 +303,133 @@ typedef struct st_row {
   char error[160];
 } st_row;
 
-static void st_sweep_write(const st_args *a, const st_row *rows, int nrows, const double pcie[3], int depth,
-                           const char *command) {
-  FILE *f;
+/* The sweep's dataset, for the writers below. */
+typedef struct st_sweep_out {
+  const st_args *a;
+  const st_row *rows;
+  int nrows, depth;
+  const double *pcie;
+  const char *command;
+} st_sweep_out;
+
+static void st_sweep_json(FILE *f, const st_sweep_out *o) {
+  const st_args *a = o->a;
+  int i;
+  fprintf(f, "{\"command\": ");
+  spx_cli_json_str(f, o->command);
+  spx_cli_json_printf(f, ", \"type\": \"%s\", \"steps\": %lld, \"budget\": %lld, \"depth\": %d, \"backend\": \"%s\", "
+                         "\"pcie_h2d_gbs\": %.2f, \"pcie_d2h_gbs\": %.2f, \"pcie_duplex_gbs\": %.2f, "
+                         "\"incore\": \"both grids on the device, no budget cap\", \"rows\": [\n",
+                      spx_dtype_name(a->dtype), (long long)a->steps, (long long)a->budget, o->depth,
+                      a->host ? "host" : "cuda", o->pcie[0], o->pcie[1], o->pcie[2]);
+  for (i = 0; i < o->nrows; i++) {
+    const st_row *r = &o->rows[i];
+    spx_cli_json_printf(f, "  {\"edge\": %lld, \"method\": \"%s\", \"gstencils\": %.4f, \"kernel_gstencils\": %.4f, "
+                           "\"model\": %.4f, \"bound\": %.4f, \"incore\": %.4f, \"depth\": %d, \"tts\": %lld, "
+                           "\"slab\": %lld, \"nslabs\": %lld, \"total_ms\": %.3f, \"kernel_ms\": %.3f, "
+                           "\"h2d_ms\": %.3f, \"d2h_ms\": %.3f, \"d2d_ms\": %.3f, \"error\": ",
+                        (long long)r->edge, spx_stencil_method_name((spx_stencil_method)r->method), r->gs,
+                        r->kernel_gs, r->model, r->bound, r->incore, r->depth, (long long)r->tts, (long long)r->slab,
+                        (long long)r->nslabs, r->total_ms, r->kernel_ms, r->h2d_ms, r->d2h_ms, r->d2d_ms);
+    spx_cli_json_str(f, r->error);
+    fprintf(f, "}%s\n", i + 1 < o->nrows ? "," : "");
+  }
+  fprintf(f, "]}\n");
+}
+
+static void st_sweep_csv(FILE *f, const st_sweep_out *o) {
+  int i;
+  fprintf(f, "edge,method,gstencils,kernel_gstencils,model,bound,incore,depth,tts,slab,nslabs,total_ms,kernel_ms,h2d_ms,"
+             "d2h_ms,d2d_ms,error\n");
+  for (i = 0; i < o->nrows; i++) {
+    const st_row *r = &o->rows[i];
+    fprintf(f, "%lld,%s,%.4f,%.4f,%.4f,%.4f,%.4f,%d,%lld,%lld,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,\"%s\"\n", (long long)r->edge,
+            spx_stencil_method_name((spx_stencil_method)r->method), r->gs, r->kernel_gs, r->model, r->bound, r->incore,
+            r->depth, (long long)r->tts, (long long)r->slab, (long long)r->nslabs, r->total_ms, r->kernel_ms,
+            r->h2d_ms, r->d2h_ms, r->d2d_ms, r->error);
+  }
+}
+
+static void st_sweep_svg(FILE *f, const st_sweep_out *o) {
+  const st_args *a = o->a;
+  const st_row *rows = o->rows;
+  const int nrows = o->nrows, depth = o->depth;
   int i, m;
   static const char *const colors[SPX_STENCIL_METHOD_COUNT] = {"#e15759", "#59a14f", "#bab0ac", "#4e79a7",
                                                                "#f28e2b", "#b07aa1"};
-  if (a->json_file && (f = fopen(a->json_file, "w"))) {
-    fprintf(f, "{\"command\": \"%s\", \"type\": \"%s\", \"steps\": %lld, \"budget\": %lld, \"depth\": %d, "
-               "\"backend\": \"%s\", \"pcie_h2d_gbs\": %.2f, \"pcie_d2h_gbs\": %.2f, \"pcie_duplex_gbs\": %.2f, "
-               "\"incore\": \"both grids on the device, no budget cap\", \"rows\": [\n",
-            command, spx_dtype_name(a->dtype), (long long)a->steps, (long long)a->budget, depth, a->host ? "host" : "cuda",
-            pcie[0], pcie[1], pcie[2]);
-    for (i = 0; i < nrows; i++) {
-      const st_row *r = &rows[i];
-      fprintf(f, "  {\"edge\": %lld, \"method\": \"%s\", \"gstencils\": %.4f, \"kernel_gstencils\": %.4f, "
-                 "\"model\": %.4f, \"bound\": %.4f, \"incore\": %.4f, \"depth\": %d, \"tts\": %lld, \"slab\": %lld, \"nslabs\": %lld, \"total_ms\": %.3f, \"kernel_ms\": %.3f, "
-                 "\"h2d_ms\": %.3f, \"d2h_ms\": %.3f, \"d2d_ms\": %.3f, \"error\": \"%s\"}%s\n",
-              (long long)r->edge, spx_stencil_method_name((spx_stencil_method)r->method), r->gs, r->kernel_gs, r->model,
-              r->bound, r->incore, r->depth, (long long)r->tts, (long long)r->slab, (long long)r->nslabs, r->total_ms, r->kernel_ms, r->h2d_ms,
-              r->d2h_ms, r->d2d_ms, r->error, i + 1 < nrows ? "," : "");
-    }
-    fprintf(f, "]}\n");
-    fclose(f);
-  }
-  if (a->csv_file && (f = fopen(a->csv_file, "w"))) {
-    fprintf(f, "edge,method,gstencils,kernel_gstencils,model,bound,incore,depth,tts,slab,nslabs,total_ms,kernel_ms,h2d_ms,"
-               "d2h_ms,d2d_ms,error\n");
-    for (i = 0; i < nrows; i++) {
-      const st_row *r = &rows[i];
-      fprintf(f, "%lld,%s,%.4f,%.4f,%.4f,%.4f,%.4f,%d,%lld,%lld,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,\"%s\"\n", (long long)r->edge,
-              spx_stencil_method_name((spx_stencil_method)r->method), r->gs, r->kernel_gs, r->model, r->bound, r->incore,
-              r->depth,
-              (long long)r->tts, (long long)r->slab, (long long)r->nslabs, r->total_ms, r->kernel_ms, r->h2d_ms,
-              r->d2h_ms, r->d2d_ms, r->error);
-    }
-    fclose(f);
-  }
-  if (a->svg_file && (f = fopen(a->svg_file, "w"))) {
-    /* GStencil/s (log10) against the edge, one line per method, like the paper's Figure 11. */
-    const double W = 760, H = 460, L = 70, T = 40, PW = 560, PH = 340;
-    double ymax = 1e-3, ymin = 1e30, lo, hi, xmin = 1e30, xmax = 0;
-    int e;
-    /* one in-core line: the temporal-blocking depth's (the one-step in-core rows bound normal and mm) */
+  /* GStencil/s (log10) against the edge, one line per method, like the paper's Figure 11. */
+  const double W = 760, H = 460, L = 70, T = 40, PW = 560, PH = 340;
+  double ymax = 1e-3, ymin = 1e30, lo, hi, xmin = 1e30, xmax = 0;
+  int e;
+  /* one in-core line: the temporal-blocking depth's (the one-step in-core rows bound normal and mm) */
 #define ST_SHOWN(i) (rows[i].gs > 0 && (rows[i].method != SPX_STENCIL_INCORE || rows[i].depth == depth))
-    for (i = 0; i < nrows; i++) {
-      if (ST_SHOWN(i)) { ymax = fmax(ymax, rows[i].gs); ymin = fmin(ymin, rows[i].gs); }
-      xmin = fmin(xmin, (double)rows[i].edge); xmax = fmax(xmax, (double)rows[i].edge);
-    }
-    if (ymin > ymax) ymin = ymax / 10;
-    lo = floor(log10(ymin)); hi = ceil(log10(ymax));
-    if (hi <= lo) hi = lo + 1;
-    if (xmax <= xmin) xmax = xmin + 1;
+  for (i = 0; i < nrows; i++) {
+    if (ST_SHOWN(i)) { ymax = fmax(ymax, rows[i].gs); ymin = fmin(ymin, rows[i].gs); }
+    xmin = fmin(xmin, (double)rows[i].edge); xmax = fmax(xmax, (double)rows[i].edge);
+  }
+  if (ymin > ymax) ymin = ymax / 10;
+  lo = floor(log10(ymin)); hi = ceil(log10(ymax));
+  if (hi <= lo) hi = lo + 1;
+  if (xmax <= xmin) xmax = xmin + 1;
 #define ST_X(v) (L + ((v) - xmin) / (xmax - xmin) * PW)
 #define ST_Y(v) (T + PH - (log10(v) - lo) / (hi - lo) * PH)
-    fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' height='%.0f' font-family='sans-serif' font-size='11'>\n", W, H);
-    fprintf(f, "<rect width='100%%' height='100%%' fill='white'/>\n");
-    fprintf(f, "<text x='%.0f' y='20' font-size='14'>3-D 7-point stencil, %s, %lld steps, depth %d, device budget %.2f GiB "
-               "(incore: no cap): GStencil/s vs domain edge</text>\n",
-            L, spx_dtype_name(a->dtype), (long long)a->steps, depth, (double)a->budget / 1073741824.0);
-    for (e = (int)lo; e <= (int)hi; e++) {
-      double yy = ST_Y(pow(10.0, e));
-      fprintf(f, "<line x1='%.0f' x2='%.0f' y1='%.1f' y2='%.1f' stroke='#ddd'/><text x='8' y='%.1f'>%g</text>\n", L,
-              L + PW, yy, yy, yy + 4, pow(10.0, e));
+  fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' height='%.0f' font-family='sans-serif' font-size='11'>\n", W, H);
+  fprintf(f, "<rect width='100%%' height='100%%' fill='white'/>\n");
+  fprintf(f, "<text x='%.0f' y='20' font-size='14'>3-D 7-point stencil, %s, %lld steps, depth %d, device budget %.2f GiB "
+             "(incore: no cap): GStencil/s vs domain edge</text>\n",
+          L, spx_dtype_name(a->dtype), (long long)a->steps, depth, (double)a->budget / 1073741824.0);
+  for (e = (int)lo; e <= (int)hi; e++) {
+    double yy = ST_Y(pow(10.0, e));
+    fprintf(f, "<line x1='%.0f' x2='%.0f' y1='%.1f' y2='%.1f' stroke='#ddd'/><text x='8' y='%.1f'>%g</text>\n", L,
+            L + PW, yy, yy, yy + 4, pow(10.0, e));
+  }
+  for (i = 0; i < a->nedges; i++) {
+    double xx = ST_X((double)a->edges[i]);
+    fprintf(f, "<line x1='%.1f' x2='%.1f' y1='%.0f' y2='%.0f' stroke='#eee'/><text x='%.1f' y='%.0f' text-anchor='middle'>%lld</text>\n",
+            xx, xx, T, T + PH, xx, T + PH + 16, (long long)a->edges[i]);
+  }
+  fprintf(f, "<text x='%.0f' y='%.0f' text-anchor='middle'>domain edge N (N x N x N cells)</text>\n", L + PW / 2, T + PH + 34);
+  fprintf(f, "<text transform='translate(18,%.0f) rotate(-90)' text-anchor='middle'>GStencil/s (log scale)</text>\n", T + PH / 2);
+  for (m = 0; m < SPX_STENCIL_METHOD_COUNT; m++) {
+    int any = 0;
+    for (i = 0; i < nrows; i++) {
+      if (rows[i].method != m || !ST_SHOWN(i)) continue;
+      if (!any) fprintf(f, "<polyline fill='none' stroke-width='2' stroke='%s' points='", colors[m]);
+      fprintf(f, "%s%.1f,%.1f", any ? " " : "", ST_X((double)rows[i].edge), ST_Y(rows[i].gs));
+      any = 1;
     }
-    for (i = 0; i < a->nedges; i++) {
-      double xx = ST_X((double)a->edges[i]);
-      fprintf(f, "<line x1='%.1f' x2='%.1f' y1='%.0f' y2='%.0f' stroke='#eee'/><text x='%.1f' y='%.0f' text-anchor='middle'>%lld</text>\n",
-              xx, xx, T, T + PH, xx, T + PH + 16, (long long)a->edges[i]);
+    if (any) fprintf(f, "'/>\n");
+    for (i = 0; i < nrows; i++)
+      if (rows[i].method == m && ST_SHOWN(i))
+        fprintf(f, "<circle cx='%.1f' cy='%.1f' r='3' fill='%s'><title>%s N=%lld: %.2f GStencil/s (tts %lld, %lld slabs)</title></circle>\n",
+                ST_X((double)rows[i].edge), ST_Y(rows[i].gs), colors[m], spx_stencil_method_name((spx_stencil_method)m),
+                (long long)rows[i].edge, rows[i].gs, (long long)rows[i].tts, (long long)rows[i].nslabs);
+    for (i = 0; i < nrows; i++) if (rows[i].method == m && ST_SHOWN(i)) break;
+    if (i < nrows) {
+      fprintf(f, "<rect x='%.0f' y='%.0f' width='12' height='3' fill='%s'/><text x='%.0f' y='%.0f'>%s</text>\n",
+              L + PW + 12, T + 10 + 18.0 * m, colors[m], L + PW + 28, T + 14 + 18.0 * m,
+              spx_stencil_method_name((spx_stencil_method)m));
     }
-    fprintf(f, "<text x='%.0f' y='%.0f' text-anchor='middle'>domain edge N (N x N x N cells)</text>\n", L + PW / 2, T + PH + 34);
-    fprintf(f, "<text transform='translate(18,%.0f) rotate(-90)' text-anchor='middle'>GStencil/s (log scale)</text>\n", T + PH / 2);
-    for (m = 0; m < SPX_STENCIL_METHOD_COUNT; m++) {
-      int any = 0;
-      for (i = 0; i < nrows; i++) {
-        if (rows[i].method != m || !ST_SHOWN(i)) continue;
-        if (!any) fprintf(f, "<polyline fill='none' stroke-width='2' stroke='%s' points='", colors[m]);
-        fprintf(f, "%s%.1f,%.1f", any ? " " : "", ST_X((double)rows[i].edge), ST_Y(rows[i].gs));
-        any = 1;
-      }
-      if (any) fprintf(f, "'/>\n");
-      for (i = 0; i < nrows; i++)
-        if (rows[i].method == m && ST_SHOWN(i))
-          fprintf(f, "<circle cx='%.1f' cy='%.1f' r='3' fill='%s'><title>%s N=%lld: %.2f GStencil/s (tts %lld, %lld slabs)</title></circle>\n",
-                  ST_X((double)rows[i].edge), ST_Y(rows[i].gs), colors[m], spx_stencil_method_name((spx_stencil_method)m),
-                  (long long)rows[i].edge, rows[i].gs, (long long)rows[i].tts, (long long)rows[i].nslabs);
-      for (i = 0; i < nrows; i++) if (rows[i].method == m && ST_SHOWN(i)) break;
-      if (i < nrows) {
-        fprintf(f, "<rect x='%.0f' y='%.0f' width='12' height='3' fill='%s'/><text x='%.0f' y='%.0f'>%s</text>\n",
-                L + PW + 12, T + 10 + 18.0 * m, colors[m], L + PW + 28, T + 14 + 18.0 * m,
-                spx_stencil_method_name((spx_stencil_method)m));
-      }
-    }
+  }
 #undef ST_SHOWN
 #undef ST_X
 #undef ST_Y
-    fprintf(f, "</svg>\n");
-    fclose(f);
+  fprintf(f, "</svg>\n");
+}
+
+/* Every file asked for, each written whole or not at all; 1 if any could not be written. */
+static int st_sweep_write(const st_sweep_out *o) {
+  const char *const paths[3] = {o->a->json_file, o->a->csv_file, o->a->svg_file};
+  void (*const writers[3])(FILE *, const st_sweep_out *) = {st_sweep_json, st_sweep_csv, st_sweep_svg};
+  int k, rc = 0;
+  for (k = 0; k < 3; k++) {
+    spx_file *f;
+    if (!paths[k]) continue;
+    if (spx_file_create(paths[k], 0, &f)) { rc = spx_cli_fail("stencil --sweep"); continue; }
+    writers[k](spx_file_stream(f), o);
+    rc |= spx_cli_out_commit("stencil --sweep", f);
   }
+  return rc;
 }
 
 /* The run's figures into a sweep row. */
@@ -432,7 +441,7 @@ static void st_sweep_fill(st_row *r, const spx_stencil *p, int64_t steps, const 
   r->kernel_gs = st_kernel_gs(p, steps, rep->kernel_ms);
 }
 
-/* One sweep run into row r: its figures, or the failure's message (quotes made JSON-safe). */
+/* One sweep run into row r: its figures, or the failure's message (quotes made CSV-safe). */
 static void st_sweep_run(spx_context *ctx, const st_args *a, const spx_stencil *p, void *g,
                          const spx_stencil_options *o, st_row *r) {
   spx_stencil_report rep;
@@ -481,6 +490,11 @@ static int st_sweep(const st_args *a0, const char *command) {
     want_one |= a.methods[k] == SPX_STENCIL_NORMAL || a.methods[k] == SPX_STENCIL_MM;
   }
   if (!a.budget) a.budget = (int64_t)1 << 30;
+  /* a file that cannot be written fails now, not after the runs */
+  if ((a.json_file && spx_cli_out_check("stencil --sweep", a.json_file)) ||
+      (a.csv_file && spx_cli_out_check("stencil --sweep", a.csv_file)) ||
+      (a.svg_file && spx_cli_out_check("stencil --sweep", a.svg_file)))
+    return 1;
   if (!(ctx = st_context(&a))) return 1;
   st_pcie(ctx, &a, pcie);
   /* rows: the in-core runs (one-step and depth kernels) and every method, per edge */
@@ -542,7 +556,10 @@ static int st_sweep(const st_args *a0, const char *command) {
     }
     spx_stencil_grid_free(ctx, g);
   }
-  st_sweep_write(&a, rows, nrows, pcie, depth, command);
+  {
+    const st_sweep_out out = {&a, rows, nrows, depth, pcie, command};
+    rc |= st_sweep_write(&out);
+  }
   free(rows);
   spx_context_destroy(ctx);
   return rc;
@@ -554,6 +571,8 @@ int spx_cli_stencil(int argc, char **argv) {
   int i, rc;
   if ((rc = st_parse(argc, argv, &a))) return rc;
   if (!a.sweep && a.nmethods) return st_usage("--methods is for --sweep; use --method");
+  if (!a.sweep && (a.json_file || a.csv_file || a.svg_file))
+    return st_usage("--json-file, --csv and --svg are for --sweep; one run prints --json");
   if (a.sweep) {
     for (i = 1; i < argc; i++)
       if (strlen(command) + strlen(argv[i]) + 2 < sizeof command) { strcat(command, " "); strcat(command, argv[i]); }

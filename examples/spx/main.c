@@ -2,6 +2,9 @@
 #define SPX_IMPLEMENTATION
 #include <spx/spx.h>
 
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,15 +61,99 @@ const char *spx_cli_opt(int argc, char **argv, int *i, const char *name) {
   return argv[++*i];
 }
 
-int spx_cli_int(const char *cmd, const char *name, const char *v, int64_t *out) {
+/* spx_cli_number's check, silent: 1 with *out, or 0. */
+static int spx_cli_parse_number(const char *v, int flags, double lo, double hi, double *out) {
   char *end;
-  long long x = strtoll(v, &end, 10);
-  if (*v == 0 || *end || x <= 0) {
-    spx_cli_usage(cmd, "%s wants a positive integer, got '%s'", name, v);
-    return 0;
+  double x = 0, mul = 1;
+  errno = 0;
+  if (flags & SPX_CLI_INTEGER) x = (double)strtoll(v, &end, 10);
+  else x = strtod(v, &end);
+  if (end == v || isspace((unsigned char)*v) || errno == ERANGE) return 0;
+  if (flags & SPX_CLI_BYTES) {
+    switch (*end) {
+      case 'k': case 'K': mul = 0x1p10; end++; break;
+      case 'm': case 'M': mul = 0x1p20; end++; break;
+      case 'g': case 'G': mul = 0x1p30; end++; break;
+      case 't': case 'T': mul = 0x1p40; end++; break;
+      default: break;
+    }
+    if (*end == 'i' && end[1] == 'B') end += 2;
+    else if (*end == 'B') end++;
+    x = floor(x * mul);
   }
+  /* !(a && b) rather than (!a || !b): a NaN fails every comparison, so it lands here too */
+  if (*end || !isfinite(x) || !(x > lo && x <= hi)) return 0;
   *out = x;
   return 1;
+}
+
+int spx_cli_number(const char *cmd, const char *name, const char *v, const char *what, int flags, double lo, double hi,
+                   double *out) {
+  if (spx_cli_parse_number(v, flags, lo, hi, out)) return 1;
+  spx_cli_usage(cmd, "%s wants %s, got '%s'", name, what, v);
+  return 0;
+}
+
+int spx_cli_int(const char *cmd, const char *name, const char *v, int64_t *out) {
+  double x;
+  if (!spx_cli_number(cmd, name, v, "a positive integer", SPX_CLI_INTEGER, 0, 0x1p53, &x)) return 0;
+  *out = (int64_t)x;
+  return 1;
+}
+
+int spx_cli_bytes(const char *cmd, const char *name, const char *v, int64_t *out) {
+  double x;
+  if (!spx_cli_number(cmd, name, v, "a size in bytes such as 2G, 512M or 1000000", SPX_CLI_BYTES, 0, 0x1p62, &x))
+    return 0;
+  *out = (int64_t)x;
+  return 1;
+}
+
+int spx_cli_int_list(const char *cmd, const char *name, const char *v, char sep, int64_t *out, int max) {
+  const char seps[2] = {sep, 0};
+  const char *p = v;
+  int n = 0;
+  for (;;) {
+    char tok[32];
+    size_t l = strcspn(p, seps);
+    double x;
+    if (n == max || l >= sizeof tok) break;
+    memcpy(tok, p, l);
+    tok[l] = 0;
+    if (!spx_cli_parse_number(tok, SPX_CLI_INTEGER, 0, 0x1p53, &x)) break;
+    out[n++] = (int64_t)x;
+    if (!p[l]) return n;
+    p += l + 1;
+  }
+  spx_cli_usage(cmd, "%s wants up to %d positive integers separated by '%c', got '%s'", name, max, sep, v);
+  return 0;
+}
+
+int spx_cli_out_check(const char *cmd, const char *path) {
+  spx_file *f;
+  if (spx_file_create(path, 0, &f)) return spx_cli_fail(cmd);
+  spx_file_abort(f);
+  return 0;
+}
+
+int spx_cli_out_commit(const char *cmd, spx_file *f) {
+  return f && spx_file_commit(f) ? spx_cli_fail(cmd) : 0;
+}
+
+double spx_cli_relerr(const void *a, const void *b, int64_t n, spx_dtype t) {
+  double num = 0, den = 0;
+  int64_t i;
+  for (i = 0; i < n; i++) {
+    double x = t == SPX_DOUBLE ? ((const double *)a)[i] : ((const float *)a)[i];
+    double y = t == SPX_DOUBLE ? ((const double *)b)[i] : ((const float *)b)[i];
+    if (!isfinite(x) || !isfinite(y)) {
+      if ((isnan(x) && isnan(y)) || x == y) continue; /* both NaN, or the same infinity */
+      return INFINITY;
+    }
+    num += (x - y) * (x - y);
+    den += y * y;
+  }
+  return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
 static int spx_cli_progress_shown;
@@ -116,9 +203,23 @@ const char *const spx_cli_large_set[] = {
     "poisson7:128", "poisson27:100", "elasticity:48", "powerlaw:4000000",
     "rep:bcsstk16:20000000", "rep:cage10:20000000", "rep:ct2010:20000000", "rep:bayer10:20000000", NULL};
 
+/* The size in a generator's spec ("poisson7:N", the NNZ of "rep:FILE:NNZ"): decimal digits up to
+ * the end, in 1 .. 2^53; -1 otherwise. */
+static long long spx_cli_spec_size(const char *s) {
+  char *end;
+  long long n;
+  errno = 0;
+  n = strtoll(s, &end, 10);
+  return end == s || *end || errno == ERANGE || !isdigit((unsigned char)*s) || n < 1 || n > (1ll << 53) ? -1 : n;
+}
+
 spx_status spx_cli_load_matrix(const char *spec, spx_csr **a, char *name, size_t len) {
   const char *c = strchr(spec, ':');
-  long long n = c ? atoll(c + 1) : 0;
+  const int gen = !strncmp(spec, "poisson7:", 9) || !strncmp(spec, "poisson27:", 10) ||
+                  !strncmp(spec, "elasticity:", 11) || !strncmp(spec, "powerlaw:", 9);
+  long long n = gen ? spx_cli_spec_size(c + 1) : 0;
+  if (n < 0)
+    return spx_format_fail(SPX_INVALID_ARGUMENT, "%s: the size after ':' must be a positive integer", spec);
   if (!strncmp(spec, "poisson7:", 9) || !strncmp(spec, "poisson27:", 10)) {
     snprintf(name, len, "%s", spec);
     return spx_gen_poisson3d(n, n, n, spec[7] == '7' ? 7 : 27, SPX_DOUBLE, a);
@@ -136,8 +237,10 @@ spx_status spx_cli_load_matrix(const char *spec, spx_csr **a, char *name, size_t
     const char *colon = strrchr(spec + 4, ':');
     spx_csr *b;
     spx_status s;
-    long long want = colon ? atoll(colon + 1) : 20000000;
+    long long want = colon ? spx_cli_spec_size(colon + 1) : 20000000;
     size_t fl = colon ? (size_t)(colon - (spec + 4)) : strlen(spec + 4);
+    if (want < 0)
+      return spx_format_fail(SPX_INVALID_ARGUMENT, "%s: NNZ after the last ':' must be a positive integer", spec);
     if (fl >= sizeof file) fl = sizeof file - 1;
     memcpy(file, spec + 4, fl);
     file[fl] = 0;
@@ -159,13 +262,24 @@ spx_status spx_cli_load_matrix(const char *spec, spx_csr **a, char *name, size_t
   return spx_mm_read(spec, SPX_DOUBLE, a, NULL);
 }
 
+/* The command's output to stdout is its result: a write that failed there (a full disk under a
+ * redirection, a closed pipe) fails the command too. */
+static int spx_cli_stdout_done(int rc) {
+  errno = 0;
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "spx: cannot write the standard output: %s\n", strerror(errno ? errno : EIO));
+    return rc ? rc : 1;
+  }
+  return rc;
+}
+
 int main(int argc, char **argv) {
   size_t i;
-  if (argc < 2) return spx_cli_run(argc, argv);
-  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return spx_cli_help(argc, argv);
-  if (!strcmp(argv[1], "--version")) { printf("spx %s\n", SPX_VERSION_STRING); return 0; }
+  if (argc < 2) return spx_cli_stdout_done(spx_cli_run(argc, argv));
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return spx_cli_stdout_done(spx_cli_help(argc, argv));
+  if (!strcmp(argv[1], "--version")) { printf("spx %s\n", SPX_VERSION_STRING); return spx_cli_stdout_done(0); }
   for (i = 0; i < SPX_CLI_NCOMMANDS; i++)
-    if (!strcmp(argv[1], spx_cli_table[i].name)) return spx_cli_table[i].fn(argc - 1, argv + 1);
+    if (!strcmp(argv[1], spx_cli_table[i].name)) return spx_cli_stdout_done(spx_cli_table[i].fn(argc - 1, argv + 1));
   fprintf(stderr, "spx: unknown command '%s'\n", argv[1]);
   spx_cli_help(argc, argv);
   return 2;
