@@ -241,7 +241,7 @@ static void test_kernel_plans(void **state) {
     for (f = 256; f <= 1024; f *= 4) {
       o.block = f;
       s = spx_dmatrix_warm(m, &o, "sm_90", &compiled, &cached);
-      if (s != SPX_NOT_AVAILABLE && s) fail_msg("warm csr split %d: %s", f, spx_last_error());
+      if ((s != SPX_NOT_AVAILABLE || spx_test_have_nvrtc()) && s) fail_msg("warm csr split %d: %s", f, spx_last_error());
     }
     o.block = 0;
     spx_fmt_destroy(m);
@@ -286,7 +286,8 @@ static void test_kernel_plans(void **state) {
     spx_status s;
     assert_int_equal(spx_fmt_from_csr(poisson, warm[f], NULL, &m), SPX_OK);
     s = spx_dmatrix_warm(m, NULL, "sm_90", &compiled, &cached);
-    if (s != SPX_NOT_AVAILABLE) {
+    /* without NVRTC the compile is SPX_NOT_AVAILABLE; with it (CI has it) anything else fails */
+    if (s != SPX_NOT_AVAILABLE || spx_test_have_nvrtc()) {
       if (s) fail_msg("warm %s: %s", spx_format_name(warm[f]), spx_last_error());
       assert_int_equal(compiled + cached, 1);
     }
