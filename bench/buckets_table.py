@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The shape buckets' A/B table from bench/device.sh buckets: DEST/buckets-{bucketed,exact}-RUN.json
 (spx bench --json), the faster run of each side per matrix and format. Usage: buckets_table.py DEST"""
 import collections, glob, json, os, sys

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The GPU batch behind bench/results: run from the repository root on the device machine after
 # `gn gen out && ninja -C out`. Each part writes its files into DEST and prints a short summary.
 # Usage: bench/device.sh DEST PART...   PART: tests | select | shared | replicated | tiered | buckets | solve | solve-defer | upload | bench | stencil-ab |

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Matrix Market read speed: spx_mm_read (via `spx info --json`, read time only) against
 # scipy.io.mmread on the same file, same machine, warm page cache, best of 3 each.
 # Usage: bench/mmread.sh OUTDIR [N_ROWS]   (writes bench/results/mmread-<host>.json to stdout)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs what the build needs when it is missing (gn, ninja, zlib, cmocka; clang for the second
-# toolchain and the fuzzer), then writes out/args.gn for what this machine has. Idempotent: on a
-# machine that has everything it only probes. Usage: build/bootstrap.sh [OUTDIR]
+# SPDX-License-Identifier: BSD-3-Clause
+# Installs what the build needs when it is missing (gn, ninja, zlib, cmocka; cmake, pkg-config and
+# make for the installed-consumer tests; clang for the second toolchain and the fuzzer), then writes
+# out/args.gn for what this machine has. Idempotent: on a machine that has everything it only
+# probes. Usage: build/bootstrap.sh [OUTDIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-out}
@@ -20,6 +22,17 @@ if [ ${#need[@]} -gt 0 ]; then
   else
     echo "bootstrap: missing ${need[*]} and cannot apt-get install them here" >&2; exit 1
   fi
+fi
+# cmake, pkg-config and make: tests/run.sh builds tests/consumer/ against an installed spx with
+# them; installed where apt works (CI), optional elsewhere (the GPU machine has no mirror: there
+# run.sh skips those builds under SPX_NO_INSTALL=1).
+opt=()
+command -v cmake >/dev/null || opt+=(cmake)
+command -v pkg-config >/dev/null || opt+=(pkg-config)
+command -v make  >/dev/null || opt+=(make)
+if [ ${#opt[@]} -gt 0 ] && [ -z "${SPX_NO_INSTALL:-}" ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  echo "bootstrap: installing ${opt[*]}" >&2
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${opt[@]}" >/dev/null
 fi
 # clang is optional (second toolchain, sanitizer and fuzz builds); try to get it where apt works.
 # SPX_NO_INSTALL=1 skips this on machines without a package mirror (the GPU machine).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The smallest spx program, and the proof of the header-only build: it is compiled with exactly
  *     cc examples/hello.c -Iinclude -ldl -lz -o hello
  * (by GN through //examples:hello_plain, and by tests/run.sh). */

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # GN actions run scripts, not the programs the build made: this runs gen/embed for an action.
 # Usage: embed.sh [--stamp FILE] EMBED ARGS...   (--stamp: touch FILE when EMBED succeeds, for
 # actions such as the staleness check that produce no other output)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* analyze.cu: the auto-tuner's row profile of a CSR on the device, and the CSR's validation, so
  * that choosing a format costs microseconds instead of host passes over row_ptr and col_idx (on a
  * 20M-nonzero matrix the host passes cost 5-50 ms, tens to hundreds of SpMVs). The CSR is the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bsr.cu: SpMV on BSR (r x c blocks; block b's entry (ii, jj) at val[(b*r + ii)*c + jj], row-major;
  * padding -0.0, also past the matrix edge in the last block row and block column).
  *

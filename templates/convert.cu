@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* convert.cu: CSR -> SELL-C-sigma, SELL16, SDIA and BSR on the device, so that a plan (or a
  * time-stepping code handing in a new matrix) converts at device bandwidth instead of on the host.
  * Every result is the host converter's, array for array (tests compare them).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* coo.cu: SpMV on COO (row-sorted triplets), two launches.
  *
  * MAPPING  spx_coo_scale: one thread per row, y = beta*y (0 when beta == 0, y not read).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* csr.cu: SpMV on CSR (32-bit row pointers), "vector" kernel with SPX_TPR threads per row.
  *
  * MAPPING  SPX_TPR consecutive threads (1, 2, 4, 8, 16 or 32; a power of two dividing the warp)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* csr_lb.cu: load-balanced SpMV on CSR (32-bit row pointers) for skewed row lengths: merge-path
  * (Merrill and Garland, SC'16) over the nrows row ends and nnz nonzeros, with atomics in place of
  * a fix-up pass. Two launches.

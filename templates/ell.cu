@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ell.cu: SpMV on ELL and ELL-R (column-major n x K slots, padding -0.0 with a valid column).
  *
  * MAPPING  one thread per row; thread i reads slot j of its row at i + j*nrows, so a warp reads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hyb.cu: SpMV on HYB (Bell and Garland): an ELL part of width K (column-major, padding -0.0 with
  * a valid column) plus a row-sorted COO part with the entries past K. Two launches.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* jds.cu: SpMV on JDS (rows sorted by decreasing length; jagged diagonal d holds entry d of every
  * sorted position p < its length, at jd_ptr[d] + p; no padding).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* krylov.cu: the vector kernels of the Krylov solvers (spx/solve.h): fused updates with their dot
  * products, and one-block kernels that turn the dot products into the method's scalars on the
  * device (alpha, beta, omega, rho, the residual, the stop flag), so the host never waits for a

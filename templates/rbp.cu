@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rbp.cu: SpMV on the row block packing formats of papers/000: RBP-CSR (Algorithm 2), RBP-ELL and
  * RBP-ELL-R. A block is a run of >= 2 consecutive columns of a row, stored as its values and only
  * its first and last column; isolated nonzeros sit in a CSR part (row_ptr, csr_col, csr_val).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sdia.cu: SpMV on SDIA (sliced diagonals: slice s of C rows owns diagonals slice_ptr[s] ..
  * slice_ptr[s+1]-1 with offsets off[d] = column - row; row s*C + l's value on diagonal d at
  * val[d*C + l]; slots that are not entries hold -0.0).

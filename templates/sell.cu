@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sell.cu: SpMV on SELL-C-sigma (slices of C rows, column-major inside a slice, rows sorted by
  * length within windows of sigma rows; padding -0.0 with a valid column), and on SELL16 (the same
  * layout with 16-bit column offsets from a per-slice base column).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spmv_loads.cuh: how SpMV templates read their matrix arrays. Included by every SpMV template;
  * gen/embed inlines it, so the embedded sources stay self-contained for NVRTC.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stencil.cu: the 3-D 7-point diffusion stencil, one step per launch and in-kernel temporal blocking.
  *
  * GRID     SPX_NX x SPX_NY x SPX_NZ cells, x fastest: cell (x, y, z) of a buffer that holds planes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vector.cu: element-wise vector kernels (BLAS-1 style) and a bandwidth-measuring copy.
  *
  * MAPPING  one thread per element, grid-stride loop: thread t of the grid handles elements

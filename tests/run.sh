@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs every test the build made: the cmocka programs of each toolchain (gcc, clang, clang with
 # ASan+UBSan), the header-only build check, the C++17 check, the CLI checks and the fuzzer for a
 # bounded time. Prints one summary line "spx-tests: N passed, N failed, N skipped". A skip counts as
@@ -49,6 +50,11 @@ skip_allowed_without_gpu=('*:test_gpu_*'
   test_device:test_round_trip_and_memset test_device:test_out_of_memory_is_a_status test_device:test_block_cache
   test_device:test_small_copies_pinned test_device:test_timer test_device:test_large_uploads
   interop:-)
+# Only where there IS a GPU: the tests of running without one (they check the host fallback and
+# its notice; with a device present there is nothing to fall back from). And, on a machine set up
+# with SPX_NO_INSTALL=1 (the GPU machine: no package mirror), the installed-consumer builds when
+# cmake or pkg-config are absent there.
+skip_allowed_with_gpu=(test_loader:test_no_gpu_host_backend test_loader:test_fallback_notice_once 'consumer::-')
 # A GPU here, as spx sees it or as the system does: then every test of the second list must run.
 gpu=0
 if [ -e /dev/nvidia0 ] || nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then gpu=1; fi
@@ -60,7 +66,13 @@ skip_ok() { # $1 = PROGRAM:TEST; 0 if that skip is allowed here
     # shellcheck disable=SC2254
     case "$1" in $pat) return 0 ;; esac
   done
-  [ "$gpu" -eq 0 ] || return 1
+  if [ "$gpu" -ne 0 ]; then
+    for pat in "${skip_allowed_with_gpu[@]}"; do
+      # shellcheck disable=SC2254
+      case "$1" in $pat) return 0 ;; esac
+    done
+    return 1
+  fi
   for pat in "${skip_allowed_without_gpu[@]}"; do
     # shellcheck disable=SC2254
     case "$1" in $pat) return 0 ;; esac
@@ -133,6 +145,41 @@ run "plain-cc dia example" sh -c "build/cc_plain.sh examples/dia/main.c include 
 
 # The CUDA C++ example (built when nvcc exists): exit 77 means no GPU here.
 [ -x "$out/interop" ] && run "interop (CUDA C++, caller's stream)" "$out/interop"
+
+# Installed, as a user gets it: build/install.sh into a temporary prefix (twice: the second run
+# changes nothing; a missing out dir and an unwritable prefix fail), then tests/consumer/ built
+# against that prefix with CMake (find_package, spx::spx, spx_add_implementation) and with make and
+# pkg-config. cmake and pkg-config are required here (build/bootstrap.sh installs them).
+prefix="$log/prefix"
+install_check() {
+  SPX_OUT="$out" build/install.sh "$prefix" || return 1
+  [ -x "$prefix/bin/spx" ] && [ -f "$prefix/include/spx/internal/templates_gen.h" ] || return 1
+  if SPX_OUT="$out" build/install.sh "$prefix" | grep '^installed\|^removed'; then
+    echo "a second install changed files"; return 1
+  fi
+  if SPX_OUT="$log/no_such_out" build/install.sh "$log/prefix_x"; then echo "no out dir: not refused"; return 1; fi
+  : >"$log/not_a_dir"
+  if SPX_OUT="$out" build/install.sh "$log/not_a_dir/prefix"; then echo "bad prefix: not refused"; return 1; fi
+  echo "install checks passed"
+}
+# A missing cmake or pkg-config fails, except with SPX_NO_INSTALL=1 (the GPU machine, which has no
+# package mirror: build/bootstrap.sh could not install them there): a skip, allowed below.
+spx_tool_missing() { if [ -n "${SPX_NO_INSTALL:-}" ]; then return 77; fi; return 1; }
+consumer_cmake() {
+  command -v cmake >/dev/null || { echo "cmake not found (build/bootstrap.sh installs it)"; spx_tool_missing; return $?; }
+  cmake -S tests/consumer/cmake -B "$log/consumer_cmake" -DCMAKE_PREFIX_PATH="$prefix" || return 1
+  grep -qx "spx_DIR:PATH=$prefix/lib/cmake/spx" "$log/consumer_cmake/CMakeCache.txt" || \
+    { echo "CMake found another spx"; return 1; }
+  cmake --build "$log/consumer_cmake" && "$log/consumer_cmake/consumer"
+}
+consumer_make() {
+  command -v pkg-config >/dev/null || { echo "pkg-config not found (build/bootstrap.sh installs it)"; spx_tool_missing; return $?; }
+  mkdir -p "$log/consumer_make" && PKG_CONFIG_PATH="$prefix/lib/pkgconfig" \
+    make -C tests/consumer/make O="$log/consumer_make" WERROR=-Werror && "$log/consumer_make/consumer"
+}
+run "install (build/install.sh)" install_check
+run "consumer: CMake find_package(spx)" consumer_cmake
+run "consumer: make + pkg-config" consumer_make
 
 if [ -x "$out/clang_fuzz/fuzz_mm" ]; then
   mkdir -p "$log/corpus"

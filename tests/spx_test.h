@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared helpers for the spx cmocka tests: where the matrices are, the manifest, random data. */
 #ifndef SPX_TEST_H
 #define SPX_TEST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of spx/analyze.h: features hand-computed on small matrices, the symmetry walk against a
  * transpose-based oracle, malformed input, and the printers. */
 #include "spx_test.h"

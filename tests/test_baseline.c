@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of spx/baseline.h. Without a GPU only the name table and the refusals run; the rest skip
  * and run on the GPU machine, where every algorithm (and BEST) is checked against the host
  * reference spx_csr_spmv on generated and shared matrices, in double and float. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of the spx command itself ($SPX_BIN, set by tests/run.sh): sizes printed by `spx info`,
  * generator round trips through files, and exit codes and messages for bad use. */
 #define _POSIX_C_SOURCE 200809L

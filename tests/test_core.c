@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of spx/status.h and spx/csr.h. */
 #define _POSIX_C_SOURCE 200809L /* setenv, fork, setrlimit */
 #include "spx_test.h"

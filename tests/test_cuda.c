@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of spx/cuda.h: every format that has a GPU kernel, on every shared matrix and on generated
  * ones, in double and float, against the host CSR reference. Without a GPU only the refusals run. */
 #define _POSIX_C_SOURCE 200809L /* setenv */

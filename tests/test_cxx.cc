@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Proves the public headers compile as C++17 and link against the C implementation.
 #include <spx/spx.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of spx/device.h. On a machine without a GPU only the host-context refusals run; the rest
  * skip and run on the GPU machine. */
 #define _POSIX_C_SOURCE 200809L /* setenv, nanosleep */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of spx/formats.h. Every check iterates the registry, so a new format (in-tree, or
  * registered at run time like the out-of-tree DIA example included below) is tested with no edit
  * here: conversion, invariants, exact bytes, SpMV against CSR (double and float), the exact round

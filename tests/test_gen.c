@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of spx/gen.h: sizes and patterns counted by hand, stencils against a direct grid loop,
  * elasticity against rigid-body modes, the patch test and exact strain energies, power-law
  * bounds, determinism and distribution, and replication against per-block SpMV. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of spx/io.h, the one way spx writes files: whole or not at all. A failed write (a full disk,
  * made here with RLIMIT_FSIZE in a child process) leaves an existing file byte for byte as it was
  * and no temporary behind; a link planted where a private file goes is replaced, never written

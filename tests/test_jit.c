@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of spx/jit.h: the embedded template table (and that the committed copy is fresh), keys,
  * NVRTC compiles of every template, the disk cache (hits, corruption, eviction, off, directory
  * resolution, concurrent writers in several processes) and, with a GPU, kernels launched from

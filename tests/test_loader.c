@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of spx/loader.h: loading CUDA at run time, the host fallback, NVRTC without a GPU, and
  * (when a GPU is present) contexts, memory, a JIT-compiled kernel and cuSPARSE through the tables.
  * The GPU tests skip without a device; the no-GPU tests skip on a machine that has one. */

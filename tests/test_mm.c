@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of spx/mm.h: every shared matrix loads, SpMV against an independent dense reading, exact
  * round trips, correctly rounded values (against strtod/strtof), the bad-input corpus with its
  * messages, multi-chunk files (errors keep exact line numbers), the writer's checks. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of spx/plan.h: the papers' heuristics branch by branch on crafted matrices, the byte
  * predictors against the converters, the cost model on a hand-filled device description, memory
  * limits, the trial on the host backend, re-selection ordering, and bad arguments. A GPU part runs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of spx/solve.h: CG, Jacobi PCG and BiCGSTAB on the host backend (generated Poisson and
  * elasticity, SPD and nonsymmetric shared matrices) with the true residual checked independently,
  * breakdowns, the iteration limit, bad arguments, the preconditioner callback, the history; the

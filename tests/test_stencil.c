@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of spx/stencil.h: the host reference against an analytic solution, the capacity formula,
  * the planner's slab counts and errors, every out-of-core method's schedule on the host backend
  * (bitwise the in-core result), the NVRTC compile of the kernels, the one-step kernel's x cells

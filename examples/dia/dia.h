@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dia.h: DIA (diagonal storage) as an out-of-tree spx format, built with the public macros only.
  *
  * This file is the "Adding a format" recipe of README.md, complete: a descriptor, the generated

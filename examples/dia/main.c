@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dia_example [FILE.mtx ...]: registers the out-of-tree DIA format of dia.h and uses it like a
  * built-in one on generated matrices (and any Matrix Market files given): bytes against CSR, the
  * SpMV against CSR's, the round trip. Exit status 0 when every accepted matrix checks out; DIA

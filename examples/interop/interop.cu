@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // interop.cu: spx inside a program that already uses the CUDA runtime.
 //
 // The program owns everything: it allocates with cudaMalloc, builds a matrix ON THE DEVICE with its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared pieces of the spx command: the subcommand table, argument helpers, progress output. */
 #ifndef SPX_CLI_H
 #define SPX_CLI_H

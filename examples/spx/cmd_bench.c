@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx bench [MATRIX ...]: every GPU format against the best cuSPARSE algorithm, per matrix.
  *
  * MATRIX is a Matrix Market file or a generator: poisson7:N, poisson27:N (N^3 grid),

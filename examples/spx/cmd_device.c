@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx device: which backend spx picks here and what GPU it sees; with --upload, how fast
  * spx_device_upload moves a host buffer to the GPU (the pinned pool; SPX_UPLOAD_THREADS=0 shows
  * the driver's pageable path for comparison). */

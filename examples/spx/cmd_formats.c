@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx formats [FILE]: every registered format on one matrix: exact bytes, bytes relative to CSR,
  * padding, conversion time, host SpMV time and its check against CSR; then the RBP paper's memory
  * formulas (1)-(4) next to our exact bytes. Without FILE: the embedded default, a generated 3-D

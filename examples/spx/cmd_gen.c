@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx gen KIND ... -o FILE: generated test and benchmark matrices, written as Matrix Market. */
 #include <stdlib.h>
 #include <string.h>

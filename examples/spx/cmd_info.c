@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx info FILE: read a Matrix Market file and print what spx_analyze finds. */
 #include <string.h>
 

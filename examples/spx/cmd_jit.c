@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx jit: the kernel cache from the shell.
  *   spx jit --stats [--json]                      where the cache is, what it holds, the templates
  *   spx jit --clear                               empty it (the v1/ entries only)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx run (and `spx` alone): the main job on an embedded default problem. Today it generates a 3-D
  * Poisson matrix of about 1M rows, analyses it, and times the host reference SpMV against the
  * analytic answer, runs the GPU kernels when there is a GPU, and ends with a CG solve on the tuned

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx select FILE: the plan and its reason for each strategy (or one, --strategy).
  * spx select --eval MATRIX...: the selection paper's protocol on the GPU. Per matrix: the oracle
  * (fastest measured over every candidate format and cuSPARSE CSR, by a full trial), each strategy's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx solve MATRIX: a Krylov solve on the auto-tuner's plan. MATRIX is a Matrix Market file or a
  * generator (gen:poisson7:N, gen:poisson27:N, gen:elasticity:N, gen:powerlaw:N, or any spec bench takes: rep:FILE:NNZ ...). Prints the
  * iterations, the residual recomputed from scratch, the time split into setup (analysis + choice,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx stencil: the 3-D 7-point diffusion stencil, in core or larger than GPU memory.
  *
  * One run: GStencil/s, the time split (kernel, H2D, D2H, device copies), the plan (slab size, TTS

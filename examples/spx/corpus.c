@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The evaluation corpus of the auto-tuner: groups of matrices, each split once into a fit half
  * (where the model's constants and thresholds are chosen) and a validation half (what results
  * report). The rule is a hash of the matrix's name, so a matrix keeps its half in every group

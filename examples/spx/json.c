@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CLI's JSON writer: every string and every floating-point number the spx command writes into
  * JSON (stdout or a file) goes through here, so that any file name, message or measurement gives
  * valid JSON. */

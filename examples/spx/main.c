@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx: the command-line face of the library. `spx` alone runs the main job (spx run). */
 #define SPX_IMPLEMENTATION
 #include <spx/spx.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/analyze.h: structural and numerical features of a CSR matrix, in one pass.
  *
  * The auto-tuner reads these features (B and R are the two the format-selection paper thresholds;

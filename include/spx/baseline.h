@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/baseline.h: cuSPARSE as the baseline, used as an expert would use it.
  *
  * A plan holds one matrix on the device in the layout that one cuSPARSE SpMV algorithm reads, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/csr.h: compressed sparse row matrices on the host, and the reference SpMV.
  *
  * Layout: row_ptr has nrows+1 int64 entries (64-bit so nnz may pass 2^31-1); col_idx has nnz int32

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/cuda.h: sparse matrices on the GPU. A converted matrix (spx_fmt) is uploaded once, array by
  * array as its descriptor lists them, and multiplied by a kernel that NVRTC compiled for its shape
  * (the row width K of ELL, the slice height C of SELL, the threads per row of CSR ...).

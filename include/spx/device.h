@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/device.h: device memory, streams and timing in an spx_context (CUDA backend).
  *
  * Memory is plain cuMemAlloc in the context's device PRIMARY context, so pointers are interchangeable

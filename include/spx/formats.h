@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/formats.h: sparse formats as data. One descriptor per format, one registry line per format.
  *
  * WHAT

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/gen.h: matrix generators for tests, benchmarks and examples.
  *
  * Every generator writes the CSR directly (row pointers first, then rows in parallel with OpenMP),

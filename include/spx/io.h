@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/io.h: files written whole or not at all.
  *
  *   spx_file *f;

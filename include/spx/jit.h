@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/jit.h: GPU kernels compiled at run time from templates, cached in memory and on disk.
  *
  * A template is a CUDA C++ source, templates/<name>.cu, embedded in these headers (gen/embed

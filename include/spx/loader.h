@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/loader.h: CUDA at run time, devices, and the context every spx object lives in.
  *
  * spx opens the CUDA driver (libcuda), NVRTC and cuSPARSE with dlopen on first use, each on its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/mm.h: Matrix Market files, read into CSR and written from CSR.
  *
  * READING  spx_mm_read(path, SPX_DOUBLE, &a, &info)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/plan.h: the auto-tuner. A plan is a format + its parameters + an engine (an spx kernel or
  * cuSPARSE CSR), chosen for one matrix on one device, with the predicted time per SpMV, the
  * predicted conversion time and a sentence saying why.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/solve.h: Krylov solvers on any plan (any format, spx kernel or cuSPARSE), on the GPU and on
  * the host, with one API.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx: sparse-matrix and stencil computing on NVIDIA GPUs, as a header-only C library.
  *
  * USE

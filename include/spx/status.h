@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/status.h: status codes, their names, and the per-thread last-error message.
  *
  * Every spx function that can fail returns an spx_status. On failure a sentence saying what went

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/stencil.h: the 3-D 7-point diffusion stencil, in core and larger than GPU memory.
  *
  *   spx_stencil p;

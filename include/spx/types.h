@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/types.h: value types shared by every header. */
 #ifndef SPX_TYPES_H
 #define SPX_TYPES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target for the Matrix Market reader: any bytes (plain text or gzip) must give either
  * a valid CSR or a clean error, in both dtypes, without leaks or undefined behaviour. The input is
  * read in place when it ends in '\n', so ASan also checks that the parser never reads past it. */

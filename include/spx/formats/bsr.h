@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/formats/bsr.h: block sparse row with r x c blocks (FEM with several unknowns per node).
  * Block row I covers rows I*r .. I*r+r-1; its blocks are row_ptr[I] .. row_ptr[I+1]-1 with block
  * columns col[] increasing; block b's entry (ii, jj) is val[(b*r + ii)*c + jj] (row-major). Slots

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/formats/coo.h: COO, coordinate triplets.
  * Entry k is (row[k], col[k], val[k]); entries sorted by row, then column, no duplicates.
  * Conversion O(nnz + n) both ways (parallel over rows from CSR). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/formats/csr.h: CSR with 32-bit row pointers (the device twin of spx_csr, whose row_ptr is
  * 64-bit). Row i is entries ptr[i] .. ptr[i+1]-1, columns strictly increasing.
  * Conversion O(nnz + n); needs nnz <= 2^31-1. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/formats/ell.h: ELLPACK. An nrows x k dense block stored column-major: slot j of row i is at
  * i + j*nrows. Row i's entries fill slots 0 .. len-1 (columns increasing); the other slots are
  * padding: value -0.0, column = the row's last column (min(i, ncols-1) for an empty row), so a

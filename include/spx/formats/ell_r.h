@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/formats/ell_r.h: ELL-R (Vazquez et al.): ELL with k = the longest row, plus the length of
  * every row, so a kernel stops at rl[i] instead of running through the padding. Padding as ELL.
  * Conversion O(n k + nnz), parallel over rows. */

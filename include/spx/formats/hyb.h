@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/formats/hyb.h: HYB (Bell and Garland): the first k entries of every row in an ELL part
  * (padding as ELL), the rest in a row-major COO part. k auto follows Bell and Garland (CUSP): the
  * smallest k such that fewer than max(4096, nrows/3) rows have more than k entries.

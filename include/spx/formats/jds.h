@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/formats/jds.h: jagged diagonal storage. Rows sorted by decreasing length (ties keep row
  * order): perm[p] is the row at position p. Jagged diagonal d holds entry d of every position
  * p < its length, at jd_ptr[d] + p; diagonal lengths decrease, so no padding at all.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/formats/rbp_csr.h: RBP-CSR, row block packing on CSR (papers/000, section 3.2, Figure 3,
  * Algorithm 2). Each row's nonzeros split into maximal runs of consecutive columns. A run of two
  * or more is a block: its values go to comp_val, and only its first and last column to comp_col

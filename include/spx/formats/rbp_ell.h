@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/formats/rbp_ell.h: RBP-ELL, row block packing on ELL (papers/000, section 3.3, formula (4)).
  * Blocks and isolated nonzeros as in RBP-CSR. The blocks of row i go ELL-style, column-major:
  * value v of the row at comp_val[i + v*N] (width kv = most block values in a row), and block q's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/formats/rbp_ell_r.h: RBP-ELL-R, RBP-ELL plus a length per row (papers/000, section 4.1,
  * where the layout is left out "for space"). We take the ELL-R idea literally: rl[i] is the number
  * of blocks (column pairs) of row i, so a kernel stops after rl[i] pairs; everything else is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/formats/sdia.h: sliced diagonals (SDIA). Rows are cut into slices of c; slice s stores the
  * union of its rows' diagonals (offset = column - row), increasing, as off[slice_ptr[s] ..
  * slice_ptr[s+1]-1], and for each of them c values, one per row of the slice: row s*c + l's entry

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/formats/sell.h: SELL-C-sigma (Kreutzer et al.). Rows are sorted by decreasing length inside
  * windows of sigma rows (perm[p] = row at position p; stored only when sigma > 1), then cut into
  * slices of c positions. Slice s is a c x w ELL block, column-major, at slice_ptr[s] (w = its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/formats/sell16.h: SELL-C-sigma with index compression. The layout of SELL (slices of c
  * sorted positions, column-major inside a slice, sorting windows of sigma rows, padding -0.0 on the
  * row's last column), but a slot's column is cbase[s] + col[q] with a 16-bit unsigned offset from

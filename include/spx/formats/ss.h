@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/formats/ss.h: segmented scan with a per-element index (papers/001, section 3.4: Oshima et
  * al.'s CUDA SS). The nonzeros, in row order, are cut into segments of seg slots (one thread block
  * each). idx[k] is k's offset from the start of its row or of its segment, whichever is later, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Implementation of spx/analyze.h. */
 #include <math.h> /* isnan, isinf: macros only, no libm */
 #include "common.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Implementation of spx/baseline.h: cuSPARSE's generic SpMV, set up once per matrix.
  *
  * Every entry point that calls cuSPARSE pushes the plan's CUDA context first (cuSPARSE, like the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/internal/common.h: what every implementation file uses (allocation, errors, timing).
  * Internal: names carry the spx__ prefix and may change without notice. */
 #ifndef SPX_INTERNAL_COMMON_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Implementation of spx/csr.h. */
 #include "common.h"
 #include "../csr.h"

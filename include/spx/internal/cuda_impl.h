@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Implementation of spx/cuda.h: device copies of formats and their kernel launches. */
 #include "common.h"
 #include "cuda_types.h"

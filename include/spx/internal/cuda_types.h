@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/internal/cuda_types.h: the slice of the CUDA driver API, NVRTC and cuSPARSE that spx calls,
  * declared here so that spx builds without any CUDA header; the loader's symbol tables; and the
  * internal entry points of the CUDA backend (the function tables, error checks, context helpers).

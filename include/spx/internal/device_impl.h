@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Implementation of spx/device.h. Every entry point pushes the context's CUDA context and pops it
  * on the way out, so the caller's current context is never disturbed. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Implementation of spx/formats.h: the generic layer every format goes through (registry,
  * parameters, allocation, bytes, validation, dump, kernel arguments), the helpers the converters
  * share, then one file per format (internal/formats/<name>_impl.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Implementation of spx/gen.h. */
 #include "common.h"
 #include "../gen.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Implementation of spx/jit.h: keys, the in-memory table, the disk cache, NVRTC and the driver.
  *
  * Locking: one process-wide rwlock guards the table of entries (key -> image, modules, kernel

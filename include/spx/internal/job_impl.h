@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/internal/job_impl.h: a function run once on a detached background thread, and the tier
  * switch built on it (declared in common.h).
  *

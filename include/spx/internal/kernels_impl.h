@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The GPU kernel of every in-tree format: which template, which kernels in which order, which
  * specialization constants, and the launch shape. One spec function per format; the table at the
  * bottom is the only list. Out-of-tree formats add theirs with spx_format_set_kernel. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Implementation of spx/loader.h: opening CUDA with dlopen, device queries, spx_context. */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -263,11 +264,12 @@ static void spx__lib_open(spx__lib *l) {
       if (found && !best[0]) snprintf(best, sizeof best, "%s", why);
     }
   }
+  /* a reason longer than the field is cut: the return value says so, and a cut reason is fine */
   if (l->toolkit_dirs)
-    snprintf(l->st.reason, sizeof l->st.reason, "%s (%d names tried; set %s to the library's path)",
-             best[0] ? best : first, tried, l->env);
+    (void)!(snprintf(l->st.reason, sizeof l->st.reason, "%s (%d names tried; set %s to the library's path)",
+                     best[0] ? best : first, tried, l->env) >= (int)sizeof l->st.reason);
   else
-    snprintf(l->st.reason, sizeof l->st.reason, "%s", best[0] ? best : first);
+    (void)!(snprintf(l->st.reason, sizeof l->st.reason, "%s", best[0] ? best : first) >= (int)sizeof l->st.reason);
 }
 
 /* Loads library `which` once per process (double-checked: the fast path is one atomic load). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Implementation of spx/mm.h.
  *
  * Reading, in order: the file into memory (read, never mapped; inflated when it starts with the
@@ -9,6 +10,9 @@
  * results) do not depend on the thread count. */
 #include <errno.h>
 #include <float.h>
+#ifndef FLT_TRUE_MIN /* C11's; a C99 <float.h> lacks it */
+#define FLT_TRUE_MIN 1.40129846432481707e-45F
+#endif
 #include <math.h> /* isnan, isinf, INFINITY, NAN: macros only, no libm */
 #include <zlib.h>
 #if defined(__unix__) || defined(__APPLE__)

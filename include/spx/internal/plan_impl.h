@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The auto-tuner (spx/plan.h): candidates, byte predictors, the cost model, the heuristics of the
  * two papers, the trial, calibration, plans and re-selection. */
 #include <errno.h>

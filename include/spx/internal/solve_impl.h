@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Implementation of spx/solve.h: CG, Jacobi PCG and BiCGSTAB on a plan, a host twin and a GPU path
  * (templates/krylov.cu) that take the same decisions in the same order. */
 #include <math.h> /* NAN: a macro only, no libm */

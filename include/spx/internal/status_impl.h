@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Implementation of spx/status.h and spx/internal/common.h. */
 #include <errno.h>
 #include <math.h> /* NAN, isnan: macros only, no libm */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Implementation of spx/stencil.h: the planner (capacity formula + cost model), one schedule per
  * method family written once against a small set of operations (copy, step, record, wait), and two
  * executors of those operations: the GPU (driver API, three streams, JIT kernels from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* BSR: the block columns of a block row are the r sorted rows' column blocks merged (no stamp
  * array, no sort, a division only where a row enters a new block column), so block rows convert
  * independently, in parallel: count, prefix, then merge again into col and place the values.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* COO: from CSR by expanding row_ptr; back by counting rows. O(nnz + n) both ways. */
 
 static spx_status spx__coo_from_csr(const spx_csr *a, const spx__coo_params *p, spx_fmt_coo *s) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* CSR with 32-bit row pointers: copies, O(nnz + n). */
 
 static spx_status spx__csr_from_csr(const spx_csr *a, const spx__csr_params *p, spx_fmt_csr *s) {

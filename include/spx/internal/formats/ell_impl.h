@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ELL and ELL-R: one body, ELL-R adds the row lengths. O(n k + nnz), parallel over rows. */
 
 /* Every row of a into an n x k column-major block; rl (ELL-R) gets the row lengths. */

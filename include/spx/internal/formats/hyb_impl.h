@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* HYB: ELL part of width k (padding as ELL), the rest of each row in a row-major COO part.
  * O(n k + nnz); the ELL part is filled in parallel, the COO part in one pass. */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* JDS: counting sort of rows by length (stable), then diagonal d of position p at jd_ptr[d] + p.
  * O(nnz + n + njd). */
 

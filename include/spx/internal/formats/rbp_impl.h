@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* RBP-CSR, RBP-ELL, RBP-ELL-R (papers/000). One walker splits a row into blocks and isolated
  * entries and writes them with the strides of either layout; one merger reads them back.
  * O(nnz + n) for RBP-CSR, O(n (kv + kc) + nnz) for the ELL forms; rows in parallel. */

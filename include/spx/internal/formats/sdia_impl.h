@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* SDIA, sliced diagonals: per slice of c rows the union of its rows' offsets (column - row), then
  * c values per offset. Two passes over the slices (find the offsets, fill), parallel over slices;
  * the tuner's profile counts the same unions with spx__sdia_offsets. */

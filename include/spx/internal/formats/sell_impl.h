@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* SELL-C-sigma: sort rows by length inside windows of sigma (qsort of (length, row) keys, so ties
  * keep row order), cut into slices of c, each slice an ELL block as wide as its longest row.
  * O(slots + n log sigma), parallel over windows and slices. */

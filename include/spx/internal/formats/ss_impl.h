@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* SS: the nonzeros in row order cut into segments; idx restarts at every row start and every
  * segment start. O(nnz + n); the entries are copied in parallel, the runs listed in one pass. */
 
