@@ -2,11 +2,13 @@
 /* Tests of the spx command itself ($SPX_BIN, set by tests/run.sh): sizes printed by `spx info`,
  * generator round trips through files, and exit codes and messages for bad use. */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
 #include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "spx_test.h"
+#include "../examples/spx/cli.h" /* the command table: every name the help tests cover */
 
 /* A sanitizer's report in the command's output (the clang_san build of spx, tests/run.sh) fails the
  * test whatever the exit code: a usage error must not come with a UBSan report either. */
@@ -600,6 +602,124 @@ static void test_number_options(void **state) {
                                    sizeof out), 0);
 }
 
+/* No line of s longer than 100 columns. */
+static void spx_cli_check_width(const char *what, const char *s) {
+  int line = 1;
+  while (*s) {
+    size_t n = strcspn(s, "\n");
+    if (n > 100) fail_msg("%s: line %d is %zu columns:\n%.*s", what, line, n, (int)n, s);
+    s += n + (s[n] == '\n');
+    line++;
+  }
+}
+
+static int spx_cli_optchar(char c) { return isalnum((unsigned char)c) || c == '-' || c == '_'; }
+
+/* 1 if opt occurs in s as a whole word ("--n" is not found in "--nx"). */
+static int spx_cli_mentions(const char *s, const char *opt) {
+  const char *p = s;
+  size_t n = strlen(opt);
+  while ((p = strstr(p, opt))) {
+    if ((p == s || !spx_cli_optchar(p[-1])) && !spx_cli_optchar(p[n])) return 1;
+    p += n;
+  }
+  return 0;
+}
+
+/* Every option literal the command's parser compares against ("--json", "-o", "-D"), read from
+ * examples/spx/cmd_NAME.c, must be in its help. 0 when that file does not exist (help: main.c). */
+static int spx_cli_help_covers_source(const char *name, const char *help) {
+  static char src[1 << 17];
+  char path[256];
+  const char *p;
+  FILE *f;
+  size_t n;
+  int found = 0;
+  snprintf(path, sizeof path, "examples/spx/cmd_%s.c", name);
+  if (!(f = fopen(path, "r"))) return 0;
+  n = fread(src, 1, sizeof src - 1, f);
+  src[n] = 0;
+  fclose(f);
+  for (p = src; (p = strstr(p, "\"-")); p++) {
+    const char *q = p + 1;
+    char opt[64];
+    size_t l;
+    while (*q == '-') q++;
+    if (!isalpha((unsigned char)*q)) continue;
+    while (spx_cli_optchar(*q)) q++;
+    if (*q != '"' || (l = (size_t)(q - p - 1)) >= sizeof opt) continue;
+    memcpy(opt, p + 1, l);
+    opt[l] = 0;
+    if (!spx_cli_mentions(help, opt)) fail_msg("spx help %s does not mention %s (%s):\n%s", name, opt, path, help);
+    found++;
+  }
+  return found;
+}
+
+/* Every command of the table: `spx CMD --help`, `spx CMD ... -h ...` and `spx help CMD` exit 0 and
+ * print the same help on stdout: usage, the options (every one its parser accepts), an example, no
+ * line over 100 columns. `spx help` and `spx --help`: the command list with the exit codes. */
+static void test_help(void **state) {
+  static char help[1 << 16], out[1 << 16];
+#define SPX_CLI_NAME(name, usage, what) #name,
+  static const char *const names[] = {SPX_CLI_COMMANDS(SPX_CLI_NAME) NULL};
+#undef SPX_CLI_NAME
+  static const struct { const char *cmd, *opts[4]; } named[] = {
+      {"solve", {"--ones", "--defer", "--reps", "--rhs"}},
+      {"select", {"--calls", "--cold", "--eval", NULL}},
+      {"bench", {"--exact-shape", "--plain-loads", "--reps", NULL}},
+      {"gen", {"-o", "--alpha", "--copies", NULL}},
+      {"stencil", {"--incore-rate", "--sweep", NULL, NULL}},
+      {"jit", {"-D", "--arch", NULL, NULL}},
+  };
+  char args[256];
+  size_t i, k;
+  (void)state;
+  if (!spx_cli_have_bin()) skip();
+  for (i = 0; names[i]; i++) {
+    snprintf(args, sizeof args, "help %s", names[i]);
+    if (spx_cli_run_stdout(args, help, sizeof help)) fail_msg("spx %s: exit code not 0:\n%s", args, help);
+    snprintf(args, sizeof args, "%s --help", names[i]);
+    assert_int_equal(spx_cli_run_stdout(args, out, sizeof out), 0);
+    if (strcmp(help, out)) fail_msg("spx %s differs from spx help %s:\n%s", args, names[i], out);
+    snprintf(args, sizeof args, "%s --json -h x.mtx", names[i]); /* -h anywhere, other arguments ignored */
+    assert_int_equal(spx_cli_run_stdout(args, out, sizeof out), 0);
+    if (strcmp(help, out)) fail_msg("spx %s differs from spx help %s:\n%s", args, names[i], out);
+    spx_cli_check_width(args, help);
+    snprintf(args, sizeof args, "usage: spx %s", names[i]);
+    if (strncmp(help, args, strlen(args))) fail_msg("spx help %s does not start with '%s':\n%s", names[i], args, help);
+    if (!strstr(help, "\nexample:\n  spx ")) fail_msg("spx help %s has no example:\n%s", names[i], help);
+    if (!strstr(help, "\noptions:\n")) fail_msg("spx help %s has no options:\n%s", names[i], help);
+    if (!spx_cli_help_covers_source(names[i], help) && strcmp(names[i], "help"))
+      fail_msg("no options found in examples/spx/cmd_%s.c (run from the repository root)", names[i]);
+  }
+  for (i = 0; i < sizeof named / sizeof named[0]; i++) {
+    snprintf(args, sizeof args, "help %s", named[i].cmd);
+    assert_int_equal(spx_cli_run_stdout(args, help, sizeof help), 0);
+    for (k = 0; k < 4 && named[i].opts[k]; k++)
+      if (!spx_cli_mentions(help, named[i].opts[k])) fail_msg("spx %s does not mention %s:\n%s", args, named[i].opts[k], help);
+  }
+  /* the command list */
+  assert_int_equal(spx_cli_run_stdout("help", help, sizeof help), 0);
+  assert_int_equal(spx_cli_run_stdout("--help", out, sizeof out), 0);
+  assert_string_equal(help, out);
+  assert_int_equal(spx_cli_run_stdout("-h", out, sizeof out), 0);
+  assert_string_equal(help, out);
+  spx_cli_check_width("spx help", help);
+  assert_non_null(strstr(help, "exit codes"));
+  assert_non_null(strstr(help, "usage error"));
+  for (i = 0; names[i]; i++) {
+    snprintf(args, sizeof args, "\n  %s ", names[i]);
+    if (!strstr(help, args)) fail_msg("spx help does not list %s:\n%s", names[i], help);
+  }
+  /* no such command: a usage error, on stderr */
+  assert_int_equal(spx_cli_run_stdout("help nosuch", out, sizeof out), 2);
+  assert_string_equal(out, "");
+  assert_int_equal(spx_cli_run_cmd("help nosuch", out, sizeof out), 2);
+  assert_non_null(strstr(out, "unknown command 'nosuch'"));
+  assert_int_equal(spx_cli_run_cmd("help info gen", out, sizeof out), 2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_info_bcsstk16),
@@ -616,6 +736,7 @@ int main(void) {
       cmocka_unit_test(test_json_file_names),
       cmocka_unit_test(test_nonfinite_values),
       cmocka_unit_test(test_number_options),
+      cmocka_unit_test(test_help),
   };
   return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

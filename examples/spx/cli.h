@@ -6,24 +6,57 @@
 #include <spx/spx.h>
 #include <stdio.h>
 
-/* Subcommands. Columns: name, usage (after "spx "), one-line summary. ORDER: as `spx help` lists. */
+/* Subcommands. Columns: name, usage (after "spx "; '\n' between alternative forms), one-line
+ * summary (`spx help` wraps it at 100 columns). ORDER: as `spx help` lists. Each command's full help
+ * (options with their defaults, one example) is spx_cli_NAME_help[], next to the command in its
+ * cmd_NAME.c: `spx help NAME` and `spx NAME --help` print it (spx_cli_command_help). */
 #define SPX_CLI_COMMANDS(_)                                                                        \
-  _(info,    "info FILE [--json] [--float]",               "read a Matrix Market file and print its analysis") \
-  _(gen,     "gen KIND [options] -o FILE",                 "write a generated matrix (poisson3d, elasticity3d, powerlaw, replicate)") \
-  _(formats, "formats [FILE] [--json] [--float] [--param k=v,...]", "every format on a matrix (default elasticity3d 16^3): bytes, padding, conversion time, SpMV check") \
-  _(bench,   "bench [MATRIX ...] [--set large|small] [--dtype double|float|both] [--formats a,b] [--plain-loads] [--exact-shape] [--json F] [--csv F] [--svg F]", "GPU SpMV of every format vs best cuSPARSE (needs a GPU)") \
-  _(jit,     "jit --stats|--clear|--compile TPL [-D SPX_X=V]...|--warm MATRIX|--warm-list FILE [--arch sm_XY]", "the JIT kernel cache") \
-  _(select,  "select FILE... [--strategy S] [--json] [--calls N] | select --eval MATRIX... [--set shared|replicated|generated|large] [--half fit|validation] [--nnz N] [--strategies a,b] [--no-solve] [--cold] [--json-file F] [--svg F] | select --list --set S [--half H]", "the auto-tuner's plan and reason per strategy; --eval: against the measured oracle (needs a GPU)") \
-  _(stencil, "stencil --n NX,NY,NZ [--steps T] [--method overlap|incore|normal|mm|mmt|mmtb] [--budget 2G] [--depth 1|2|4] [--tts N] [--slab N] [--block 32x8] [--type float|double] [--check] [--json] [--host] | stencil --sweep [--edges N,...] [--methods a,b] [--budget B] [--steps T] [--json-file F] [--csv F] [--svg F]", "3-D 7-point stencil in core or larger than GPU memory (out-of-core methods); --sweep: GStencil/s vs domain edge") \
-  _(solve,   "solve FILE|gen:poisson7:N|gen:elasticity:N [--rhs FILE | --ones] [--method cg|pcg|bicgstab] [--tol T] [--maxit N] [--strategy S | --format F] [--host] [--json] [--compare-cusparse] [--defer] [--reps N]", "a Krylov solve on the tuned plan (or on format F, cusparse included): iterations, recomputed residual, setup vs iteration time, per-iteration bandwidth bound (cuSPARSE side by side on a GPU)") \
-  _(device,  "device [--json] [--upload MIB]",               "show the backend and the GPU spx would use; --upload: its upload GB/s") \
-  _(run,     "run [--n N] [--json]",                       "the main job on a generated 3-D problem (what `spx` alone runs)") \
-  _(help,    "help",                                       "this list")
+  _(info,    "info FILE [--json] [--float]",                                                       \
+             "read a Matrix Market file and print its analysis")                                   \
+  _(gen,     "gen KIND [SRC] [options] -o FILE",                                                   \
+             "write a generated matrix (poisson3d, elasticity3d, powerlaw, replicate)")            \
+  _(formats, "formats [FILE] [--json] [--float] [--param k=v,...]",                                \
+             "every format on a matrix (default elasticity3d 16^3): bytes, padding, conversion "   \
+             "time, SpMV check")                                                                   \
+  _(bench,   "bench [MATRIX ...] [options]",                                                       \
+             "GPU SpMV of every format vs best cuSPARSE (needs a GPU)")                            \
+  _(jit,     "jit --stats|--clear|--compile TPL|--warm MATRIX|--warm-list FILE [options]",         \
+             "the JIT kernel cache")                                                               \
+  _(select,  "select FILE... [options]\nselect --eval MATRIX... [options]\nselect --list --set S [--half H]", \
+             "the auto-tuner's plan and reason per strategy; --eval: against the measured oracle " \
+             "(needs a GPU)")                                                                      \
+  _(stencil, "stencil --n NX,NY,NZ [options]\nstencil --sweep [options]",                          \
+             "3-D 7-point stencil in core or larger than GPU memory (out-of-core methods); "       \
+             "--sweep: GStencil/s vs domain edge")                                                 \
+  _(solve,   "solve MATRIX [options]",                                                             \
+             "a Krylov solve on the tuned plan (or on format F, cusparse included): iterations, "  \
+             "recomputed residual, setup vs iteration time, per-iteration bandwidth bound "        \
+             "(cuSPARSE side by side on a GPU)")                                                   \
+  _(device,  "device [--json] [--upload MIB]",                                                     \
+             "show the backend and the GPU spx would use; --upload: its upload GB/s")              \
+  _(run,     "run [--n N] [--json]",                                                               \
+             "the main job on a generated 3-D problem (what `spx` alone runs)")                    \
+  _(help,    "help [COMMAND]",                                                                     \
+             "this list, or a command's options (also: spx COMMAND --help)")
 
-#define SPX_CLI_DECLARE(name, usage, what) int spx_cli_##name(int argc, char **argv);
+/* Each command's entry point and its help: NULL-terminated lines, each one of
+ *   "text"                       a paragraph (what the command does, its operands)
+ *   "-o FILE\twhat it does ..."  an option, its argument, what it does and its default
+ *   "$ spx ..."                  the example (one) */
+#define SPX_CLI_DECLARE(name, usage, what)                                                         \
+  int spx_cli_##name(int argc, char **argv);                                                       \
+  extern const char *const spx_cli_##name##_help[];
 SPX_CLI_COMMANDS(SPX_CLI_DECLARE)
 #undef SPX_CLI_DECLARE
 
+/* Exit codes of every command (`spx help` lists them). */
+#define SPX_CLI_EXIT_OK 0
+#define SPX_CLI_EXIT_FAIL 1
+#define SPX_CLI_EXIT_USAGE 2
+
+/* Prints the help of command `name` (usage, the paragraphs, the options, the example) to f, wrapped
+ * at 100 columns. 0, or 2 with a message on stderr when there is no such command. */
+int spx_cli_command_help(FILE *f, const char *name);
 /* Prints "spx: <what>: <last error>" to stderr and returns 1 (the exit code for a failed command). */
 int spx_cli_fail(const char *what);
 /* Usage error: prints the message and the command's usage line; returns 2. */

@@ -355,6 +355,29 @@ static int bench_write(const bench_state *st, const char *command) {
   return rc;
 }
 
+/* `spx help bench` (cli.h: paragraphs, "OPTION\twhat it does", one "$ example"). */
+const char *const spx_cli_bench_help[] = {
+    "Per matrix and value type: every format with a GPU kernel against the best cuSPARSE algorithm. "
+    "Times are medians of back-to-back SpMVs after a warm-up; GB/s use one minimal-bytes model for "
+    "all formats (CSR's arrays, x and y once each), next to the copy bandwidth measured in the same "
+    "run. MATRIX is a Matrix Market file or a generator: poisson7:N, poisson27:N (N^3 grid), "
+    "elasticity:N, powerlaw:N (rows), rep:FILE:NNZ (copies of FILE up to NNZ nonzeros). Needs a GPU.",
+    "--set large|small\tadd a benchmark set: large (generators and replicated shared matrices) or "
+    "small (the shared matrices as they are, with the launch floor); default: only the MATRIX "
+    "arguments",
+    "--dtype double|float|both\tvalue type (default double)",
+    "--formats a,b\tthe formats to run, by name (default: every format with a GPU kernel)",
+    "--reps N\ttimed samples per measurement, held to 3..64 (default 15)",
+    "--plain-loads\tA/B check: the kernels read the matrix with plain loads instead of "
+    "cache-streaming ones (default off)",
+    "--exact-shape\tA/B check: kernels specialized for the exact shape constants (ELL's K, SELL's "
+    "widest slice ...) instead of their buckets (default off)",
+    "--json F\twrite the rows as JSON to file F (default: none)",
+    "--csv F\twrite the rows as CSV to file F (default: none)",
+    "--svg F\twrite a plot to file F (default: none)",
+    "$ spx bench poisson7:128 elasticity:48 --dtype both --csv bench.csv",
+    NULL};
+
 int spx_cli_bench(int argc, char **argv) {
   bench_state st;
   const char *v, *specs[256];

@@ -37,6 +37,16 @@ static int spx_cli_upload(spx_context *ctx, int64_t mb, int json) {
   return 0;
 }
 
+/* `spx help device` (cli.h: paragraphs, "OPTION\twhat it does", one "$ example"). */
+const char *const spx_cli_device_help[] = {
+    "Prints the backend (cuda or host) and the device spx would use. With --upload, the environment "
+    "variable SPX_UPLOAD_THREADS sets the upload's threads.",
+    "--json\tprint JSON instead of text (default: text)",
+    "--upload MIB\tmeasure spx_device_upload of MIB MiB, 1 to 1048576 (best and median of 7; needs a "
+    "GPU; default: no measurement)",
+    "$ spx device --upload 1024",
+    NULL};
+
 int spx_cli_device(int argc, char **argv) {
   int json = 0, i, rc = 0;
   int64_t upload = 0;

@@ -5,6 +5,26 @@
 
 #include "cli.h"
 
+/* `spx help gen` (cli.h: paragraphs, "OPTION\twhat it does", one "$ example"). */
+const char *const spx_cli_gen_help[] = {
+    "KIND is poisson3d (a 3-D Poisson grid), elasticity3d (3-D hexahedral elasticity, 3 unknowns per "
+    "node), powerlaw (random rows with power-law lengths) or replicate (block-diagonal copies of the "
+    "Matrix Market file SRC). The matrix is written to FILE as a general Matrix Market file.",
+    "-o FILE\tthe output file, required (a name ending in .gz is written gzip-compressed)",
+    "--n N\tpoisson3d, elasticity3d: the grid edge, for nx, ny and nz (default 32); powerlaw: the "
+    "number of rows (default 100000)",
+    "--nx N\tpoisson3d, elasticity3d: grid points in x (default: --n, else 32)",
+    "--ny N\tgrid points in y (default: --n, else --nx)",
+    "--nz N\tgrid points in z (default: --n, else --nx)",
+    "--points 7|27\tpoisson3d: the stencil's points (default 7)",
+    "--alpha A\tpowerlaw: exponent of the row-length distribution, above 1 (default 2.0)",
+    "--min N\tpowerlaw: fewest nonzeros in a row (default 1)",
+    "--max N\tpowerlaw: most nonzeros in a row (default 1000)",
+    "--seed N\tpowerlaw: the random seed (default 1)",
+    "--copies K\treplicate: the number of copies of SRC, required with replicate (no default)",
+    "$ spx gen poisson3d --n 64 --points 27 -o poisson27_64.mtx.gz",
+    NULL};
+
 int spx_cli_gen(int argc, char **argv) {
   const char *kind, *out = NULL, *src = NULL, *v;
   int64_t n = 0, nx = 0, ny = 0, nz = 0, points = 7, copies = 0, rmin = 1, rmax = 0, seed = 1;

@@ -26,6 +26,15 @@ static void spx_cli_print_read(const char *path, const spx_mm_info *mi, int json
            (long long)mi->nan_count, (long long)mi->inf_count);
 }
 
+/* `spx help info` (cli.h: paragraphs, "OPTION\twhat it does", one "$ example"). */
+const char *const spx_cli_info_help[] = {
+    "FILE is a Matrix Market file (.mtx or .mtx.gz). Prints how it was stored and read (entries, "
+    "duplicates summed, explicit zeros, NaN and Inf counts, read time), then the matrix's analysis.",
+    "--json\tprint one JSON object instead of the text report (default: text)",
+    "--float\tread the values as float (default: double)",
+    "$ spx info bcsstk16.mtx.gz --json",
+    NULL};
+
 int spx_cli_info(int argc, char **argv) {
   const char *path = NULL;
   int json = 0, i;

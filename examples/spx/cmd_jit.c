@@ -203,6 +203,22 @@ static int spx_cli_jit_stats(int json) {
   return io ? spx_cli_fail("jit") : 0;
 }
 
+/* `spx help jit` (cli.h: paragraphs, "OPTION\twhat it does", one "$ example"). */
+const char *const spx_cli_jit_help[] = {
+    "The JIT kernel cache from the shell. One of --stats, --clear, --compile, --warm, --warm-list is "
+    "required.",
+    "--stats\twhere the cache is, what it holds, the templates",
+    "--clear\tempty the disk cache (its v1/ entries only)",
+    "--compile TPL\tcompile one specialization of template TPL (or find it cached)",
+    "-D SPX_X=V\twith --compile: a template define, repeatable (default: none)",
+    "--warm MATRIX\tcompile the kernels of every format, double and float, for a Matrix Market file "
+    "(e.g. on a build machine without a GPU, for the GPU machines)",
+    "--warm-list FILE\tcompile every line \"TEMPLATE [SPX_X=V ...]\" of FILE ('#' starts a comment)",
+    "--arch sm_XY\tthe target architecture (default: device 0's; required without a GPU)",
+    "--json\tprint JSON (--stats, --compile, --warm-list) instead of text (default: text)",
+    "$ spx jit --warm bcsstk16.mtx.gz --arch sm_90",
+    NULL};
+
 int spx_cli_jit(int argc, char **argv) {
   enum { NONE, STATS, CLEAR, COMPILE, WARM, WARM_MATRIX } mode = NONE;
   spx_cli_jit_job job;

@@ -117,6 +117,16 @@ static int spx_cli_run_solve(spx_context *ctx, const spx_csr *a, int json) {
   return s != SPX_OK;
 }
 
+/* `spx help run` (cli.h: paragraphs, "OPTION\twhat it does", one "$ example"). */
+const char *const spx_cli_run_help[] = {
+    "Generates an N^3 7-point Poisson matrix, analyses it, times the host SpMV and checks it against "
+    "the analytic row sums; on a GPU also the SpMV of ELL, SELL and CSR against the copy bandwidth; "
+    "then a CG solve on the tuned plan.",
+    "--n N\tthe grid edge (default 100)",
+    "--json\tprint JSON instead of text (default: text)",
+    "$ spx run --n 64 --json",
+    NULL};
+
 int spx_cli_run(int argc, char **argv) {
   int64_t n = 100, i;
   int json = 0, k, reps = 10;

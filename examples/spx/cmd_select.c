@@ -640,6 +640,32 @@ static void sel_list(const spx_cli_corpus_entry *v, int n) {
     printf("%s\t%s\t%s\n", v[i].half == 0 ? "fit" : v[i].half == 1 ? "validation" : "-", v[i].name, v[i].spec);
 }
 
+/* `spx help select` (cli.h: paragraphs, "OPTION\twhat it does", one "$ example"). */
+const char *const spx_cli_select_help[] = {
+    "select FILE...: the plan each strategy (auto, kubota, mps, trial, model) makes for each matrix, "
+    "and why. select --eval: the selection paper's protocol on the GPU: per matrix the oracle "
+    "(fastest measured format), each strategy's choice and slowdown against it, end-to-end times of "
+    "100 and 500 BiCGSTAB iterations against cuSPARSE CSR, and a summary. select --list: the specs "
+    "of the sets asked for, one line each (half, name, spec). FILE and MATRIX are Matrix Market files "
+    "or generator specs (poisson7:N, rep:FILE:NNZ ...).",
+    "--strategy S\tplans: only strategy S (default: every strategy)",
+    "--calls N\tplans: SpMV calls the plan is made for (default 1000)",
+    "--json\tplans: print JSON instead of text (default: text)",
+    "--eval\tmeasure against the oracle (needs a GPU)",
+    "--list\tprint the matrices of the --set sets instead of running anything",
+    "--set S\tadd a corpus set: shared, replicated, generated or large (up to 4; default: none)",
+    "--half H\twith --set: fit, validation or all (default all)",
+    "--nnz N\tthe replicated set's nonzeros per matrix (default 20000000)",
+    "--strategies a,b\t--eval: the strategies to run besides auto and trial, which always run "
+    "(default: every strategy)",
+    "--no-solve\t--eval: skip the real BiCGSTAB runs, keep the SpMV proxy (default: run them)",
+    "--cold\t--eval: also plan creation + SpMVs with auto's kernels removed from the JIT caches first "
+    "(default off)",
+    "--json-file F\t--eval: write the rows as JSON to file F (default: none)",
+    "--svg F\t--eval: write a slowdown plot to file F (default: none)",
+    "$ spx select bcsstk16.mtx.gz --strategy model --calls 100",
+    NULL};
+
 int spx_cli_select(int argc, char **argv) {
   const char *json_file = NULL, *svg = NULL, *v, *sets[4];
   int nsets = 0, half = -1, list = 0;

@@ -133,6 +133,33 @@ static void solve_print(const solve_run *r, int json) {
          "(%d restarts from x)\n", r->wall_ms, p->restarts);
 }
 
+/* `spx help solve` (cli.h: paragraphs, "OPTION\twhat it does", one "$ example"). */
+const char *const spx_cli_solve_help[] = {
+    "MATRIX is a Matrix Market file or a generator: gen:poisson7:N, gen:poisson27:N, "
+    "gen:elasticity:N, gen:powerlaw:N, or any spec bench takes (rep:FILE:NNZ ...); it must be "
+    "square. Prints the iterations, the residual recomputed from scratch, setup vs iteration time "
+    "and the time per iteration against its bandwidth bound. On a GPU the same solve also runs on a "
+    "cuSPARSE plan, side by side, after a 2-iteration warm-up on each.",
+    "--rhs FILE\tthe right-hand side, an N x 1 Matrix Market file (default: b = A * ones, so the "
+    "exact solution is all ones)",
+    "--ones\tb = all ones instead of A * ones",
+    "--method M\tcg, pcg (Jacobi-preconditioned CG) or bicgstab (default cg)",
+    "--tol T\trelative residual to stop at (default 1e-8)",
+    "--maxit N\tmost iterations (default 10000)",
+    "--strategy S\tthe tuner's strategy: auto, kubota, mps, trial or model (default auto)",
+    "--format F\tforce format F (cusparse included) instead of the strategy's choice (default: the "
+    "strategy's choice)",
+    "--host\trun on the host backend even where there is a GPU (default: the GPU when there is one)",
+    "--json\tprint JSON instead of text (default: text)",
+    "--compare-cusparse\tthe cuSPARSE side-by-side solve; on a GPU it always runs, on the host "
+    "never (accepted for scripts; default: on with a GPU)",
+    "--defer\tspx's plan starts on the CSR as it is and converts once the residual says it pays "
+    "(default off)",
+    "--reps N\tside by side: runs per side, alternating, each reporting its median run, 1 to 9 "
+    "(default 3)",
+    "$ spx solve gen:poisson7:64 --method pcg --tol 1e-10 --reps 5",
+    NULL};
+
 int spx_cli_solve(int argc, char **argv) {
   const char *file = NULL, *rhs = NULL, *method = "cg", *v, *strategy_name = "auto", *format = NULL;
   int json = 0, host = 0, compare = 0, k, ones = 0, bad = 0, reps = 3, nrun = 0;

@@ -566,6 +566,36 @@ static int st_sweep(const st_args *a0, const char *command) {
   return rc;
 }
 
+/* `spx help stencil` (cli.h: paragraphs, "OPTION\twhat it does", one "$ example"). */
+const char *const spx_cli_stencil_help[] = {
+    "One run: GStencil/s, the time split (kernel, H2D, D2H, device copies), the plan (slab size, TTS "
+    "and why), the PCIe bandwidth measured in the same run and the model's bound. --sweep: GStencil/s "
+    "against the domain edge for each method under one budget. Methods: overlap, incore, normal, "
+    "mm, mmt, mmtb.",
+    "--n NX,NY,NZ\tthe grid (one N: N^3); required without --sweep",
+    "--steps T\ttime steps (default 10; 32 with --sweep)",
+    "--method M\tone run's method (default overlap)",
+    "--budget B\tdevice bytes the run may use, e.g. 2G (default: free memory less 5%; 1G with "
+    "--sweep)",
+    "--depth 1|2|4\tsteps per kernel launch of the temporal-blocking methods (default 2; 1 for "
+    "normal and mm)",
+    "--tts N\tsteps per round trip (default: the cost model's choice)",
+    "--slab N\tinterior planes per slab, at most (default: the largest that fits)",
+    "--block BXxBY\tthread block shape, up to 1024 each (default 32x8; 32x32 with shared memory)",
+    "--type float|double\tvalue type (default float)",
+    "--incore-rate R\tthe in-core rate in GStencil/s the model uses (default: measured)",
+    "--check\tcompare with the host reference (small grids) or an in-core GPU run (default off)",
+    "--host\trun on the host backend instead of the GPU (default: the GPU)",
+    "--json\tone run: print JSON instead of text (default: text)",
+    "--sweep\tthe sweep over domain edges instead of one run",
+    "--edges N,...\t--sweep: the domain edges (default 256,384,512,640,768,896,1024)",
+    "--methods a,b\t--sweep: the methods (default incore,normal,mm,mmt,mmtb,overlap)",
+    "--json-file F\t--sweep: write the rows as JSON to file F (default: none)",
+    "--csv F\t--sweep: write the rows as CSV to file F (default: none)",
+    "--svg F\t--sweep: write a plot to file F (default: none)",
+    "$ spx stencil --n 1024,1024,1024 --steps 32 --method mmtb --budget 2G --check",
+    NULL};
+
 int spx_cli_stencil(int argc, char **argv) {
   st_args a;
   char command[1024] = "spx stencil";

@@ -17,23 +17,156 @@
 typedef struct spx_cli_command {
   const char *name, *usage, *what;
   int (*fn)(int, char **);
+  const char *const *help;
 } spx_cli_command;
 
 static const spx_cli_command spx_cli_table[] = {
-#define SPX_CLI_ENTRY(name, usage, what) {#name, usage, what, spx_cli_##name},
+#define SPX_CLI_ENTRY(name, usage, what) {#name, usage, what, spx_cli_##name, spx_cli_##name##_help},
     SPX_CLI_COMMANDS(SPX_CLI_ENTRY)
 #undef SPX_CLI_ENTRY
 };
 #define SPX_CLI_NCOMMANDS (sizeof spx_cli_table / sizeof spx_cli_table[0])
 
-int spx_cli_help(int argc, char **argv) {
+/* Help output is wrapped at this many columns. */
+#define SPX_CLI_WIDTH 100
+/* Options column of a command's help: "  --opt ARG" padded to here, then what it does. */
+#define SPX_CLI_OPT_COL 28
+
+static const spx_cli_command *spx_cli_find(const char *name) {
   size_t i;
-  (void)argc; (void)argv;
-  printf("spx %s: sparse matrices and stencils on NVIDIA GPUs\n\nusage:\n", SPX_VERSION_STRING);
   for (i = 0; i < SPX_CLI_NCOMMANDS; i++)
-    printf("  spx %-44s %s\n", spx_cli_table[i].usage, spx_cli_table[i].what);
-  printf("\nFILE may be .mtx or .mtx.gz. Set SPX_QUIET=1 to silence notices.\n");
-  return 0;
+    if (!strcmp(spx_cli_table[i].name, name)) return &spx_cli_table[i];
+  return NULL;
+}
+
+/* Writes the words of text (split at spaces; len bytes, or up to its end when len < 0) to f from
+ * column col, breaking lines before SPX_CLI_WIDTH; a new line starts with indent spaces. A word
+ * longer than a line gets a line of its own. Ends with a newline. */
+static void spx_cli_wrap(FILE *f, int col, int indent, const char *text, int len) {
+  const char *p = text, *end = len < 0 ? text + strlen(text) : text + len;
+  int first = 1;
+  while (p < end) {
+    const char *w;
+    int n;
+    while (p < end && *p == ' ') p++;
+    if (p == end) break;
+    for (w = p; w < end && *w != ' '; w++) {}
+    n = (int)(w - p);
+    if (!first && col + 1 + n > SPX_CLI_WIDTH) {
+      fprintf(f, "\n%*s", indent, "");
+      col = indent;
+    } else if (!first) {
+      fputc(' ', f);
+      col++;
+    }
+    fprintf(f, "%.*s", n, p);
+    col += n;
+    first = 0;
+    p = w;
+  }
+  fputc('\n', f);
+}
+
+/* "usage: spx FORM" for each '\n'-separated form of a usage string, the later ones aligned. */
+static void spx_cli_print_usage(FILE *f, const char *usage) {
+  const char *p = usage;
+  int first = 1;
+  for (;;) {
+    const char *nl = strchr(p, '\n');
+    int len = nl ? (int)(nl - p) : (int)strlen(p);
+    fputs(first ? "usage: spx " : "   or: spx ", f);
+    spx_cli_wrap(f, 11, 15, p, len);
+    if (!nl) break;
+    p = nl + 1;
+    first = 0;
+  }
+}
+
+/* The "  -h, --help" line that ends every command's options. */
+static void spx_cli_help_option(FILE *f) {
+  fprintf(f, "  %-*s", SPX_CLI_OPT_COL - 2, "-h, --help");
+  spx_cli_wrap(f, SPX_CLI_OPT_COL, SPX_CLI_OPT_COL, "print this help and exit 0 (anywhere among the arguments)", -1);
+}
+
+int spx_cli_command_help(FILE *f, const char *name) {
+  const spx_cli_command *c = spx_cli_find(name);
+  const char *const *l;
+  int options = 0, closed = 0;
+  if (!c) {
+    fprintf(stderr, "spx help: unknown command '%s' (spx help lists them)\n", name);
+    return SPX_CLI_EXIT_USAGE;
+  }
+  spx_cli_print_usage(f, c->usage);
+  fputc('\n', f);
+  spx_cli_wrap(f, 0, 0, c->what, -1);
+  for (l = c->help; *l; l++) {
+    const char *tab = strchr(*l, '\t');
+    if ((*l)[0] == '-' && tab) {
+      int n = (int)(tab - *l);
+      if (!options++) fputs("\noptions:\n", f);
+      if (2 + n + 2 > SPX_CLI_OPT_COL) { /* a long option: what it does on the next line */
+        fprintf(f, "  %.*s\n%*s", n, *l, SPX_CLI_OPT_COL, "");
+      } else {
+        fprintf(f, "  %-*.*s", SPX_CLI_OPT_COL - 2, n, *l);
+      }
+      spx_cli_wrap(f, SPX_CLI_OPT_COL, SPX_CLI_OPT_COL, tab + 1, -1);
+      continue;
+    }
+    if (!closed && (options || (*l)[0] == '$')) { /* the options end before the example */
+      if (!options) fputs("\noptions:\n", f);
+      spx_cli_help_option(f);
+      closed = 1;
+    }
+    if ((*l)[0] == '$') {
+      fputs("\nexample:\n  ", f);
+      spx_cli_wrap(f, 2, 6, *l + 2, -1);
+    } else {
+      fputc('\n', f);
+      spx_cli_wrap(f, 0, 0, *l, -1);
+    }
+  }
+  if (!closed) {
+    if (!options) fputs("\noptions:\n", f);
+    spx_cli_help_option(f);
+  }
+  return SPX_CLI_EXIT_OK;
+}
+
+const char *const spx_cli_help_help[] = {
+    "Without COMMAND: every command with its one-line summary, the exit codes and the environment. "
+    "With COMMAND: that command's usage, every option with what it does and its default, and an "
+    "example; the same as spx COMMAND --help.",
+    "$ spx help solve",
+    NULL};
+
+/* The command list: `spx help`, `spx --help`, `spx -h`. */
+static void spx_cli_list(FILE *f) {
+  size_t i;
+  fprintf(f, "spx %s: sparse matrices and stencils on NVIDIA GPUs\n\n", SPX_VERSION_STRING);
+  fputs("usage: spx COMMAND [options]      spx alone runs `spx run`; spx --version prints the version\n\n"
+        "commands:\n", f);
+  for (i = 0; i < SPX_CLI_NCOMMANDS; i++) {
+    fprintf(f, "  %-9s ", spx_cli_table[i].name);
+    spx_cli_wrap(f, 12, 12, spx_cli_table[i].what, -1);
+  }
+  fputc('\n', f);
+  spx_cli_wrap(f, 0, 0,
+               "spx help COMMAND (or spx COMMAND --help, or -h) prints a command's options with their defaults "
+               "and an example. FILE may be .mtx or .mtx.gz.", -1);
+  fputs("\nexit codes:\n"
+        "  0  success\n"
+        "  1  failure: the command ran and failed (a file it could not read or write, no GPU where one is\n"
+        "     needed, a check that did not pass)\n"
+        "  2  usage error: an unknown command or option, a missing or malformed argument\n"
+        "\nenvironment:\n"
+        "  SPX_QUIET=1  silence notices\n", f);
+}
+
+int spx_cli_help(int argc, char **argv) {
+  if (argc > 2) return spx_cli_usage("help", "one COMMAND at most, got '%s' and '%s'", argv[1], argv[2]);
+  if (argc == 2) return spx_cli_command_help(stdout, argv[1]);
+  spx_cli_list(stdout);
+  return SPX_CLI_EXIT_OK;
 }
 
 int spx_cli_fail(const char *what) {
@@ -42,16 +175,20 @@ int spx_cli_fail(const char *what) {
 }
 
 int spx_cli_usage(const char *cmd, const char *fmt, ...) {
-  size_t i;
+  const spx_cli_command *c;
+  char name[32];
   va_list ap;
   fprintf(stderr, "spx %s: ", cmd);
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
   va_end(ap);
   fputc('\n', stderr);
-  for (i = 0; i < SPX_CLI_NCOMMANDS; i++)
-    if (!strcmp(spx_cli_table[i].name, cmd)) fprintf(stderr, "usage: spx %s\n", spx_cli_table[i].usage);
-  return 2;
+  snprintf(name, sizeof name, "%.*s", (int)strcspn(cmd, " "), cmd); /* "stencil --sweep": stencil */
+  if ((c = spx_cli_find(name))) {
+    spx_cli_print_usage(stderr, c->usage);
+    fprintf(stderr, "(spx help %s lists the options)\n", c->name);
+  }
+  return SPX_CLI_EXIT_USAGE;
 }
 
 const char *spx_cli_opt(int argc, char **argv, int *i, const char *name) {
@@ -274,14 +411,26 @@ static int spx_cli_stdout_done(int rc) {
   return rc;
 }
 
+/* -h or --help anywhere among a command's arguments. */
+static int spx_cli_wants_help(int argc, char **argv) {
+  int i;
+  for (i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  size_t i;
+  const spx_cli_command *c;
   if (argc < 2) return spx_cli_stdout_done(spx_cli_run(argc, argv));
-  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return spx_cli_stdout_done(spx_cli_help(argc, argv));
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    spx_cli_list(stdout);
+    return spx_cli_stdout_done(SPX_CLI_EXIT_OK);
+  }
   if (!strcmp(argv[1], "--version")) { printf("spx %s\n", SPX_VERSION_STRING); return spx_cli_stdout_done(0); }
-  for (i = 0; i < SPX_CLI_NCOMMANDS; i++)
-    if (!strcmp(argv[1], spx_cli_table[i].name)) return spx_cli_stdout_done(spx_cli_table[i].fn(argc - 1, argv + 1));
-  fprintf(stderr, "spx: unknown command '%s'\n", argv[1]);
-  spx_cli_help(argc, argv);
-  return 2;
+  if ((c = spx_cli_find(argv[1]))) {
+    if (spx_cli_wants_help(argc - 1, argv + 1)) return spx_cli_stdout_done(spx_cli_command_help(stdout, c->name));
+    return spx_cli_stdout_done(c->fn(argc - 1, argv + 1));
+  }
+  fprintf(stderr, "spx: unknown command '%s' (spx help lists the commands)\n", argv[1]);
+  return SPX_CLI_EXIT_USAGE;
 }
