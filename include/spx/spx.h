@@ -23,6 +23,19 @@
  *   SPX_CACHE_DIR         JIT disk cache directory (else $XDG_CACHE_HOME/spx, else ~/.cache/spx)
  *   SPX_CACHE_MAX_MB      disk cache size cap, least recently used entries go first (default 512)
  *   SPX_SHARED_MATRICES   where the tests find the shared SuiteSparse matrices
+ *   Tuning and diagnosis (defaults are what spx measured best; set these to compare or to look):
+ *   SPX_DEVICE_CACHE_MB   device blocks spx_device_free keeps for reuse (default 1/16 of memory,
+ *                         at most 2 GiB; 0: none)
+ *   SPX_UPLOAD_THREADS    workers of the pinned upload pool (0: the driver's pageable path)
+ *   SPX_DEVICE_CONVERT=0  convert SELL, SELL16, SDIA and BSR on the host instead of the device
+ *   SPX_PLAN_DEVICE_PROFILE=0   profile a plan's matrix on the host even from 2^20 nonzeros
+ *   SPX_PLAN_TRACE=1      the time of every selection stage and build step on stderr
+ *   SPX_STENCIL_XV=1|2    x cells per thread of the one-step stencil kernel
+ *   SPX_STENCIL_TB_PF=0..8  prefetch distance of the temporal-blocking stencil kernel
+ *   SPX_STENCIL_CHUNK, SPX_STENCIL_CHUNK_MAX, SPX_STENCIL_SLOTS
+ *                         temporal-blocking stencil: shortest and longest z-chunk of a launch,
+ *                         blocks of its kernel the GPU runs at once
+ *   SPX_STENCIL_TRACE=F   the out-of-core stencil's per-step timeline, written to F
  *
  * ERRORS
  *   Functions return spx_status (SPX_OK == 0); spx_last_error() gives the sentence that explains a
