@@ -269,6 +269,14 @@ static void test_main_job_small(void **state) {
   assert_int_equal(spx_cli_run_cmd("run --n 12 --json", out, sizeof out), 0);
   assert_int_equal(spx_json_int(out, "nrows"), 12 * 12 * 12);
   assert_non_null(strstr(out, "\"check_max_abs_err\": 0,"));
+  /* the text form ends with its verdict: what was checked, and that it held */
+  assert_int_equal(spx_cli_run_cmd("run --n 12", out, sizeof out), 0);
+  {
+    const char *last = out + strlen(out);
+    while (last > out && last[-1] == '\n') last--;
+    while (last > out && last[-1] != '\n') last--;
+    assert_true(!strncmp(last, "PASSED: host SpMV against the analytic row sums", 47));
+  }
 }
 
 /* spx solve on the host backend: the tuned plan converges; --format runs the solve on the format

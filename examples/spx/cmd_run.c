@@ -197,6 +197,10 @@ int spx_cli_run(int argc, char **argv) {
     if (gpu_y && !strcmp(spx_backend_name(ctx), "cuda")) gpu_bad = spx_cli_run_gpu(ctx, a, x, gpu_y, 0);
     else printf("\nGPU SpMV          skipped: %s backend\n", spx_backend_name(ctx));
     gpu_bad |= spx_cli_run_solve(ctx, a, 0);
+    /* the verdict, last: what was checked and whether it held */
+    printf("\n%s: host SpMV against the analytic row sums, %sa CG solve against x = 1\n",
+           err == 0 && !gpu_bad ? "PASSED" : "FAILED",
+           gpu_y && !strcmp(spx_backend_name(ctx), "cuda") ? "GPU kernels against the host, " : "");
   }
   free(x); free(y); free(gpu_y); spx_csr_destroy(a); spx_context_destroy(ctx);
   return err == 0 && !gpu_bad ? 0 : 1;

@@ -421,6 +421,8 @@ static int spx_cli_wants_help(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   const spx_cli_command *c;
+  /* line by line when piped too: a long run's progress reaches a log or a pager as it happens */
+  setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc < 2) return spx_cli_stdout_done(spx_cli_run(argc, argv));
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     spx_cli_list(stdout);
