@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "spx_test.h"
+#include "spx_test_capture.h"
 #include <spx/internal/cuda_types.h>
 #include <spx/internal/common.h>
 #include <stdatomic.h>
@@ -149,49 +150,6 @@ static void copy_file(const char *src, const char *dst) {
   assert_int_equal(write(fd, b, n), (ssize_t)n);
   close(fd);
   free(b);
-}
-
-/* Capture what spx writes to stderr (fd 2) between cap_begin and cap_end, with SPX_QUIET unset
- * meanwhile (warnings are what is checked). */
-typedef struct capture { FILE *tmp; int saved_fd; char *quiet; } capture;
-
-static capture cap_begin(void) {
-  capture c;
-  c.quiet = getenv("SPX_QUIET") ? strdup(getenv("SPX_QUIET")) : NULL;
-  unsetenv("SPX_QUIET");
-  fflush(stderr);
-  c.tmp = tmpfile();
-  assert_non_null(c.tmp);
-  c.saved_fd = dup(2);
-  assert_true(c.saved_fd >= 0);
-  assert_true(dup2(fileno(c.tmp), 2) >= 0);
-  return c;
-}
-
-static char *cap_end(capture *c) {
-  long n;
-  char *buf;
-  fflush(stderr);
-  dup2(c->saved_fd, 2);
-  close(c->saved_fd);
-  if (c->quiet) setenv("SPX_QUIET", c->quiet, 1);
-  free(c->quiet);
-  fseek(c->tmp, 0, SEEK_END);
-  n = ftell(c->tmp);
-  rewind(c->tmp);
-  buf = (char *)calloc((size_t)n + 1, 1);
-  assert_non_null(buf);
-  if (n > 0) assert_int_equal(fread(buf, 1, (size_t)n, c->tmp), (size_t)n);
-  fclose(c->tmp);
-  fputs(buf, stderr); /* still shown in the test's log */
-  return buf;
-}
-
-static int count_substr(const char *hay, const char *needle) {
-  int n = 0;
-  const char *p = hay;
-  while ((p = strstr(p, needle)) != NULL) { n++; p += strlen(needle); }
-  return n;
 }
 
 static double now_s(void) {
@@ -976,7 +934,7 @@ static void expect_refused(const char *dir, const char *bad, const char *reason,
   int origin, ntmp, n0 = count_entries(dir, NULL);
   capture c;
   if (planted) assert_non_null(before = slurp(planted, &nb));
-  c = cap_begin();
+  c = cap_begin(1);
   spx_jit_stats_get(&s0);
   assert_int_equal(s0.disk_enabled, 0);
   assert_int_equal(spx_jit_disk_usage(&bytes, &entries), SPX_OK);
@@ -992,7 +950,7 @@ static void expect_refused(const char *dir, const char *bad, const char *reason,
   }
   assert_int_equal(spx_jit_clear(), SPX_OK);
   spx_jit_stats_get(&s1);
-  err = cap_end(&c);
+  err = cap_end(&c, 1);
   assert_int_equal(s1.disk_enabled, 0);
   assert_int_equal(s1.disk_writes, s0.disk_writes);
   assert_int_equal(s1.disk_hits, s0.disk_hits);
@@ -1104,9 +1062,9 @@ static void test_disk_untrusted_entry(void **state) {
   assert_int_equal(chmod(path, 0666), 0);
   spx_jit_clear_memory();
   spx_jit_stats_get(&s0);
-  c = cap_begin();
+  c = cap_begin(1);
   assert_int_equal(spx_jit_compile_only("vector", 1, flt, "sm_80", &origin), SPX_OK);
-  err = cap_end(&c);
+  err = cap_end(&c, 1);
   spx_jit_stats_get(&s1);
   assert_int_equal(origin, SPX_JIT_COMPILED);
   assert_int_equal(s1.compiles - s0.compiles, 1);
@@ -1182,7 +1140,7 @@ static void test_clear_and_forget_stay_inside(void **state) {
   OUTFILE("notes");
   /* v1 is a link to outside/: refused, nothing removed. */
   assert_int_equal(symlink(out, f->dir), 0);
-  c = cap_begin();
+  c = cap_begin(1);
   assert_int_equal(spx_jit_clear(), SPX_OK);
   if (spx_test_have_nvrtc()) {
     snprintf(p, sizeof p, "%s/%s", out, key1);
@@ -1192,7 +1150,7 @@ static void test_clear_and_forget_stay_inside(void **state) {
     assert_int_equal(spx_jit_forget("vector", 1, dbl, "sm_90"), SPX_OK);
     assert_int_equal(access(q, F_OK), 0);
   }
-  err = cap_end(&c);
+  err = cap_end(&c, 1);
   assert_non_null(strstr(err, "is a symbolic link"));
   free(err);
   assert_int_equal(count_entries(out, &fd), spx_test_have_nvrtc() ? 2 : 1);

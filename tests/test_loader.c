@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <unistd.h>
 #include "spx_test.h"
+#include "spx_test_capture.h"
 #include <spx/internal/cuda_types.h>
 
 /* Sanitizer settings this program needs; ASAN_OPTIONS in the environment still overrides them.
@@ -36,43 +37,6 @@ static void env_restore(saved_env *s) {
   else unsetenv(s->name);
   free(s->value);
   s->value = NULL;
-}
-
-/* Capture what spx writes to stderr (fd 2) between cap_begin and cap_end. */
-typedef struct capture { FILE *tmp; int saved_fd; } capture;
-
-static capture cap_begin(void) {
-  capture c;
-  fflush(stderr);
-  c.tmp = tmpfile();
-  assert_non_null(c.tmp);
-  c.saved_fd = dup(2);
-  assert_true(c.saved_fd >= 0);
-  assert_true(dup2(fileno(c.tmp), 2) >= 0);
-  return c;
-}
-
-static char *cap_end(capture *c) {
-  long n;
-  char *buf;
-  fflush(stderr);
-  dup2(c->saved_fd, 2);
-  close(c->saved_fd);
-  fseek(c->tmp, 0, SEEK_END);
-  n = ftell(c->tmp);
-  rewind(c->tmp);
-  buf = (char *)calloc((size_t)n + 1, 1);
-  assert_non_null(buf);
-  if (n > 0) assert_int_equal(fread(buf, 1, (size_t)n, c->tmp), (size_t)n);
-  fclose(c->tmp);
-  return buf;
-}
-
-static int count_substr(const char *hay, const char *needle) {
-  int n = 0;
-  const char *p = hay;
-  while ((p = strstr(p, needle)) != NULL) { n++; p += strlen(needle); }
-  return n;
 }
 
 /* Reads a FILE written by spx_context_print back as a string. */
@@ -185,9 +149,9 @@ static void test_fallback_notice_once(void **state) {
   quiet = env_set("SPX_QUIET", NULL);
   backend = env_set("SPX_BACKEND", NULL);
   spx__loader_reset();
-  cap = cap_begin();
+  cap = cap_begin(0);
   for (i = 0; i < 3; i++) assert_int_equal(spx_context_create(NULL, &c[i]), SPX_OK);
-  err = cap_end(&cap);
+  err = cap_end(&cap, 0);
   for (i = 0; i < 3; i++) {
     assert_int_equal(spx_context_backend(c[i]), SPX_BACKEND_HOST);
     spx_context_destroy(c[i]);
@@ -200,9 +164,9 @@ static void test_fallback_notice_once(void **state) {
   env_restore(&quiet);
   quiet = env_set("SPX_QUIET", "1");
   spx__loader_reset();
-  cap = cap_begin();
+  cap = cap_begin(0);
   assert_int_equal(spx_context_create(NULL, &c[0]), SPX_OK);
-  err = cap_end(&cap);
+  err = cap_end(&cap, 0);
   spx_context_destroy(c[0]);
   assert_string_equal(err, "");
   assert_int_equal(spx__loader_notice_count(), 1);

@@ -949,8 +949,8 @@ static void test_reselect_ordering(void **state) {
   for (k = 0; k < 4; k++) spx_csr_destroy(m[k]);
 }
 
-/* GPU: every strategy computes the right y with device vectors; skipped without a GPU. */
-static void check_plan_spmv(spx_context *g, spx_plan *p, const spx_csr *a, const char *what) {
+/* y = A x on the GPU, by a plan or (p NULL) a dmatrix, against the host CSR's. */
+static void check_device_spmv(spx_context *g, spx_plan *p, spx_dmatrix *d, const spx_csr *a, const char *what) {
   int64_t n = a->nrows, m = a->ncols;
   double *x = malloc((size_t)m * 8), *y = malloc((size_t)n * 8), *yr = malloc((size_t)n * 8);
   spx_devptr dx, dy;
@@ -960,12 +960,20 @@ static void check_plan_spmv(spx_context *g, spx_plan *p, const spx_csr *a, const
   assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dy), SPX_OK);
   assert_int_equal(spx_device_upload(g, dx, x, (size_t)m * 8), SPX_OK);
   assert_int_equal(spx_device_memset(g, dy, 0xff, (size_t)n * 8), SPX_OK);
-  assert_int_equal(spx_plan_spmv(p, 1.0, (const void *)(uintptr_t)dx, 0.0, (void *)(uintptr_t)dy), SPX_OK);
+  if (p) assert_int_equal(spx_plan_spmv(p, 1.0, (const void *)(uintptr_t)dx, 0.0, (void *)(uintptr_t)dy), SPX_OK);
+  else assert_int_equal(spx_dmatrix_spmv(d, 1.0, dx, 0.0, dy), SPX_OK);
   assert_int_equal(spx_device_download(g, y, dy, (size_t)n * 8), SPX_OK);
   assert_int_equal(spx_csr_spmv(a, 1.0, x, 0.0, yr), SPX_OK);
-  if (spx_test_relerr(y, yr, n) > 1e-12) fail_msg("%s: %s gives relative error %g", what, spx_plan_reason(p), spx_test_relerr(y, yr, n));
+  if (spx_test_relerr(y, yr, n) > 1e-12)
+    fail_msg("%s: %s gives relative error %g", what, p ? spx_plan_reason(p) : spx_dmatrix_describe(d),
+             spx_test_relerr(y, yr, n));
   spx_device_free(g, dx); spx_device_free(g, dy);
   free(x); free(y); free(yr);
+}
+
+/* GPU: every strategy computes the right y with device vectors; skipped without a GPU. */
+static void check_plan_spmv(spx_context *g, spx_plan *p, const spx_csr *a, const char *what) {
+  check_device_spmv(g, p, NULL, a, what);
 }
 
 static void test_gpu_plans(void **state) {
@@ -1104,20 +1112,7 @@ static void test_public_getters(void **state) {
 
 /* A dmatrix's y = A x against the host CSR's (the dmatrix of a's conversion). */
 static void check_dmatrix_spmv(spx_context *g, spx_dmatrix *d, const spx_csr *a, const char *what) {
-  int64_t n = a->nrows, m = a->ncols;
-  double *x = malloc((size_t)m * 8), *y = malloc((size_t)n * 8), *yr = malloc((size_t)n * 8);
-  spx_devptr dx, dy;
-  assert_true(x && y && yr);
-  spx_test_fill(x, m);
-  assert_int_equal(spx_device_alloc(g, (size_t)m * 8, &dx), SPX_OK);
-  assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dy), SPX_OK);
-  assert_int_equal(spx_device_upload(g, dx, x, (size_t)m * 8), SPX_OK);
-  assert_int_equal(spx_dmatrix_spmv(d, 1.0, dx, 0.0, dy), SPX_OK);
-  assert_int_equal(spx_device_download(g, y, dy, (size_t)n * 8), SPX_OK);
-  assert_int_equal(spx_csr_spmv(a, 1.0, x, 0.0, yr), SPX_OK);
-  if (spx_test_relerr(y, yr, n) > 1e-12) fail_msg("%s: %s gives relative error %g", what, spx_dmatrix_describe(d), spx_test_relerr(y, yr, n));
-  spx_device_free(g, dx); spx_device_free(g, dy);
-  free(x); free(y); free(yr);
+  check_device_spmv(g, NULL, d, a, what);
 }
 
 /* a converted to f, uploaded (tiered 0, 1 or 2). */

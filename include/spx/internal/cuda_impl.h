@@ -76,9 +76,9 @@ void spx_dmatrix_destroy(spx_dmatrix *d) {
 }
 
 /* The defines of launch l as the JIT takes them: SPX_VALUE_T first, the shape unless generic. */
-static int spx__kdefines(const spx_dmatrix *d, const spx_kernel_launch *l, int generic, const char **out) {
+static int spx__kdefines(spx_dtype dtype, const spx_kernel_launch *l, int generic, const char **out) {
   int n = 0, i;
-  out[n++] = d->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double";
+  out[n++] = dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double";
   if (generic) out[n++] = "SPX_GENERIC=1";
   for (i = generic ? l->nshape : 0; i < l->ndefines; i++) out[n++] = l->defines[i];
   return n;
@@ -89,7 +89,7 @@ static spx_status spx__dmatrix_jit(spx_dmatrix *d, int generic) {
   for (i = 0; i < d->plan.nlaunch; i++) {
     const char *defs[SPX_KERNEL_DEFINES_MAX + 2];
     const spx_kernel_launch *l = &d->plan.launch[i];
-    int n = spx__kdefines(d, l, generic, defs);
+    int n = spx__kdefines(d->dtype, l, generic, defs);
     spx_jit_stats before, after;
     spx_status s;
     double t0 = spx__now();
@@ -120,20 +120,17 @@ typedef struct spx__kernel_job {
 
 static spx_status spx__kernel_job_run(spx__job *j, void *v) {
   const spx__kernel_job *t = (const spx__kernel_job *)v;
-  spx_dmatrix shape; /* what spx__kdefines reads: the value type */
   int i;
-  memset(&shape, 0, sizeof shape);
-  shape.dtype = t->dtype;
   for (i = 0; i < t->nlaunch; i++) {
     const char *defs[SPX_KERNEL_DEFINES_MAX + 2];
-    int n = spx__kdefines(&shape, &t->launch[i], 0, defs);
+    int n = spx__kdefines(t->dtype, &t->launch[i], 0, defs);
     spx_status s = spx_jit_compile_only(t->launch[i].template_name, n, defs, t->arch, NULL);
     if (s) return s;
   }
   spx__job_publish(j, SPX_OK); /* the owner may switch now; the rest is for matrices to come */
   for (i = 0; i < t->nlaunch && t->also_generic; i++) { /* errors stay here */
     const char *defs[SPX_KERNEL_DEFINES_MAX + 2];
-    int n = spx__kdefines(&shape, &t->launch[i], 1, defs);
+    int n = spx__kdefines(t->dtype, &t->launch[i], 1, defs);
     if (spx_jit_compile_only(t->launch[i].template_name, n, defs, t->arch, NULL)) spx_clear_error();
   }
   return SPX_OK;
@@ -148,7 +145,7 @@ static spx_status spx__dmatrix_bind_cached(spx_dmatrix *d, int generic, int *all
   for (i = 0; i < d->plan.nlaunch; i++) {
     const char *defs[SPX_KERNEL_DEFINES_MAX + 2];
     const spx_kernel_launch *l = &d->plan.launch[i];
-    int n = spx__kdefines(d, l, generic, defs);
+    int n = spx__kdefines(d->dtype, l, generic, defs);
     double t0 = spx__now();
     spx_status s = spx_jit_kernel_cached(d->ctx, l->template_name, l->kernel, n, defs, &fn[i]);
     d->jit_ms += 1e3 * (spx__now() - t0);
@@ -237,7 +234,7 @@ spx_status spx_dmatrix_forget_kernels(const spx_dmatrix *d, int which) {
     for (g = 0; g < 2; g++) {
       const char *defs[SPX_KERNEL_DEFINES_MAX + 2];
       if (!(which & (g ? SPX_KERNELS_GENERIC : SPX_KERNELS_SPECIALIZED))) continue;
-      int n = spx__kdefines(d, &d->plan.launch[i], g, defs);
+      int n = spx__kdefines(d->dtype, &d->plan.launch[i], g, defs);
       if ((s = spx_jit_forget(d->plan.launch[i].template_name, n, defs, arch))) return s;
     }
   return SPX_OK;
@@ -1085,7 +1082,7 @@ spx_status spx_dmatrix_warm(const spx_fmt *m, const spx_dmatrix_options *opt, co
   d.dtype = m->dtype;
   for (i = 0; i < d.plan.nlaunch; i++) {
     const char *defs[SPX_KERNEL_DEFINES_MAX + 2];
-    int n = spx__kdefines(&d, &d.plan.launch[i], opt ? opt->generic : 0, defs), origin = 0;
+    int n = spx__kdefines(d.dtype, &d.plan.launch[i], opt ? opt->generic : 0, defs), origin = 0;
     if ((s = spx_jit_compile_only(d.plan.launch[i].template_name, n, defs, arch, &origin))) return s;
     if (origin == SPX_JIT_COMPILED) { if (compiled) (*compiled)++; }
     else if (cached) (*cached)++;

@@ -975,6 +975,23 @@ static void spx__plan_score(spx_plan_candidate *c, int64_t calls) {
   c->score_us = c->predicted_us + 1e3 * c->convert_ms / (double)(calls > 0 ? calls : 1);
 }
 
+/* cuSPARSE CSR as a candidate: the CSR's bytes at the device's streaming model times its factor,
+ * plus its gather; no host conversion besides narrowing the row pointers, a handle and a buffer. */
+static void spx__plan_cusparse_cand(const spx_plan_device *d, const spx__pprof *p, int64_t vb, double gather,
+                                    int64_t limit, int64_t vec, int64_t calls, spx_plan_candidate *c) {
+  memset(c, 0, sizeof *c);
+  c->format = SPX_FORMAT_CSR;
+  c->engine = SPX_PLAN_ENGINE_CUSPARSE;
+  c->measured_us = -1;
+  c->bytes = spx__pb_csr(p, NULL, vb);
+  c->padding = 1;
+  c->fits = !(limit > 0 && c->bytes + vec > limit);
+  if (!c->fits) snprintf(c->note, sizeof c->note, "over the %.1f MB limit", 1e-6 * (double)limit);
+  c->predicted_us = d->cusparse_factor * spx__plan_time_us(d, p, vb, c->bytes, 0, 1) + d->gather_cusparse * gather;
+  c->convert_ms = spx__plan_wrap_ms(d, p, c->bytes, 0.5);
+  spx__plan_score(c, calls);
+}
+
 /* Rows sorted by length (JDS) put unrelated rows side by side in a warp: their x reads stop sharing
  * sectors. Bytes-equivalent of that: each nonzero of a row that lost its neighbour reads its own
  * 32-byte sector from L2, at SPX__PLAN_SCATTER_WEIGHT of a DRAM byte (L2 moves about twice DRAM's
@@ -1113,21 +1130,7 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
     spx__plan_score(c, calls);
     k++;
   }
-  if (with_cusparse && k < max) {
-    spx_plan_candidate *c = &out[k++];
-    memset(c, 0, sizeof *c);
-    c->format = SPX_FORMAT_CSR;
-    c->engine = SPX_PLAN_ENGINE_CUSPARSE;
-    c->measured_us = -1;
-    c->bytes = spx__pb_csr(&p, NULL, vb);
-    c->padding = 1;
-    c->fits = !(limit > 0 && c->bytes + vec > limit);
-    if (!c->fits) snprintf(c->note, sizeof c->note, "over the %.1f MB limit", 1e-6 * (double)limit);
-    c->predicted_us = d->cusparse_factor * spx__plan_time_us(d, &p, vb, c->bytes, 0, 1) + d->gather_cusparse * gather;
-    /* No host conversion besides narrowing the row pointers; a handle and a work buffer. */
-    c->convert_ms = spx__plan_wrap_ms(d, &p, c->bytes, 0.5);
-    spx__plan_score(c, calls);
-  }
+  if (with_cusparse && k < max) spx__plan_cusparse_cand(d, &p, vb, gather, limit, vec, calls, &out[k++]);
   spx__pprof_free(&p);
   *n = k;
   return SPX_OK;
@@ -1993,22 +1996,23 @@ spx_status spx_plan_upgrade(spx_plan *p) {
  * column profile (skipped there too: it would not pay). Then the model's ranking is known before
  * it is made: auto and model take cuSPARSE CSR as it is, without the profile. *cs_us: cuSPARSE's
  * prediction. Setup on small matrices used to spend 0.5-2 ms on a profile whose answer this was. */
-static int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, int64_t calls, double share,
-                                  double *cs_us) {
-  spx__pprof q;
+/* Whether no conversion can pay back on a (q: its sizes only): even a format as fast as reading
+ * the values once (at the smallest calibrated factor, one launch, no imbalance) would save at most
+ * half the model's per-kernel price (jit_ms) over expected_calls against cuSPARSE's prediction
+ * cs_us, made as the model makes it without the column profile (skipped there too: it would not
+ * pay). Then the model's ranking is known before it is made: auto and model take cuSPARSE CSR as
+ * it is, without the profile. */
+static int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, const spx__pprof *q, int64_t calls,
+                                  double share, double cs_us) {
   int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype);
-  double fmin = 1, lb;
+  double fmin = 1;
   int f;
-  memset(&q, 0, sizeof q);
-  q.n = a->nrows; q.ncols = a->ncols; q.nnz = a->nnz;
   for (f = 0; f < SPX_FORMAT_MAX; f++) {
     if (d->format_factor[f] > 0) fmin = SPX__MIN(fmin, d->format_factor[f]);
     if (d->format_factor_block[f] > 0) fmin = SPX__MIN(fmin, d->format_factor_block[f]);
   }
-  if (!(d->jit_ms > 0) || spx__plan_columns_pay(a, d, &q, calls, share)) return 0;
-  *cs_us = d->cusparse_factor * spx__plan_time_us(d, &q, vb, spx__pb_csr(&q, NULL, vb), 0, 1);
-  lb = fmin * spx__plan_time_us(d, &q, vb, a->nnz * vb, 0, 1);
-  return (double)calls * (*cs_us - lb) <= 0.5 * 1e3 * d->jit_ms;
+  if (!(d->jit_ms > 0) || spx__plan_columns_pay(a, d, q, calls, share)) return 0;
+  return (double)calls * (cs_us - fmin * spx__plan_time_us(d, q, vb, a->nnz * vb, 0, 1)) <= 0.5 * 1e3 * d->jit_ms;
 }
 
 static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_options *o) {
@@ -2050,25 +2054,15 @@ static spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_pla
   SPX__PLAN_TRACE("memory");
   if ((o->strategy == SPX_PLAN_AUTO || o->strategy == SPX_PLAN_MODEL) && !o->force && spx__plan_has_cusparse(p)) {
     spx_plan_candidate *c = &p->cand[0];
-    double cs_us = 0;
-    int64_t vb = (int64_t)SPX_DTYPE_SIZE(p->dtype), bytes = 4 * (use->nrows + 1) + use->nnz * (4 + vb);
-    if (spx__plan_nothing_pays(use, &dev, o->expected_calls, o->trial_share, &cs_us) &&
-        !(limit > 0 && bytes + vb * (use->nrows + use->ncols) > limit)) {
-      spx__pprof q;
-      memset(&q, 0, sizeof q);
-      q.n = use->nrows; q.ncols = use->ncols; q.nnz = use->nnz;
+    int64_t vb = (int64_t)SPX_DTYPE_SIZE(p->dtype);
+    spx__pprof q;
+    memset(&q, 0, sizeof q);
+    q.n = use->nrows; q.ncols = use->ncols; q.nnz = use->nnz;
+    spx__plan_cusparse_cand(&dev, &q, vb, 0, limit, vb * (use->nrows + use->ncols), o->expected_calls, c);
+    if (c->fits && spx__plan_nothing_pays(use, &dev, &q, o->expected_calls, o->trial_share, c->predicted_us)) {
+      const double cs_us = c->predicted_us;
       if (spx__plan_stage_wanted(a0, o) && (s = spx_csr_validate(a0))) goto fail; /* not staged: validated here */
       spx__plan_rowstats(use, &p->an);
-      memset(c, 0, sizeof *c);
-      c->format = SPX_FORMAT_CSR;
-      c->engine = SPX_PLAN_ENGINE_CUSPARSE;
-      c->measured_us = -1;
-      c->bytes = bytes;
-      c->padding = 1;
-      c->fits = 1;
-      c->predicted_us = cs_us;
-      c->convert_ms = spx__plan_wrap_ms(&dev, &q, bytes, 0.5);
-      spx__plan_score(c, o->expected_calls);
       p->ncand = 1;
       p->chosen = 0;
       snprintf(p->reason, sizeof p->reason,
