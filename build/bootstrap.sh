@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Installs what the build needs when it is missing (gn, ninja, zlib, cmocka; cmake, pkg-config and
-# make for the installed-consumer tests; clang for the second toolchain and the fuzzer), then writes
+# make for the installed-consumer tests; Debian's python3 with numpy, scipy, setuptools, wheel and
+# pip for the Python package's tests; clang for the second toolchain and the fuzzer), then writes
 # out/args.gn for what this machine has. Idempotent: on a machine that has everything it only
 # probes. Usage: build/bootstrap.sh [OUTDIR]
 set -euo pipefail
@@ -30,6 +31,16 @@ opt=()
 command -v cmake >/dev/null || opt+=(cmake)
 command -v pkg-config >/dev/null || opt+=(pkg-config)
 command -v make  >/dev/null || opt+=(make)
+# Debian's Python with NumPy, SciPy, setuptools, wheel and pip: tests/run.sh builds the python/
+# package offline (pip --no-build-isolation --no-index) and checks it against SciPy. Same rule as
+# above: installed where apt works, and without them run.sh skips the Python tests only under
+# SPX_NO_INSTALL=1.
+py=/usr/bin/python3
+[ -x "$py" ] || opt+=(python3)
+for m in numpy:python3-numpy scipy:python3-scipy setuptools:python3-setuptools wheel:python3-wheel \
+         pip:python3-pip; do
+  [ -x "$py" ] && "$py" -c "import ${m%%:*}" >/dev/null 2>&1 || opt+=("${m#*:}")
+done
 if [ ${#opt[@]} -gt 0 ] && [ -z "${SPX_NO_INSTALL:-}" ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
   echo "bootstrap: installing ${opt[*]}" >&2
   apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${opt[@]}" >/dev/null

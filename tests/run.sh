@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Runs every test the build made: the cmocka programs of each toolchain (gcc, clang, clang with
-# ASan+UBSan), the header-only build check, the C++17 check, the CLI checks and the fuzzer for a
-# bounded time. Prints one summary line "spx-tests: N passed, N failed, N skipped". A skip counts as
-# a failure unless it is listed below (skip_allowed_*) for the reason given there.
+# ASan+UBSan), the header-only build check, the C++17 check, the CLI checks, the installed-consumer
+# builds, the Python package and the fuzzer for a bounded time. Prints one summary line
+# "spx-tests: N passed, N failed, N skipped". A skip counts as a failure unless it is listed below
+# (skip_allowed_*) for the reason given there.
 # Usage: tests/run.sh [OUTDIR]     Env: SPX_FUZZ_SECONDS (default 60), SPX_TEST_FILTER (glob),
-#   SPX_SHARED_MATRICES (default ../shared/matrices, exported as an absolute path when it exists).
+#   SPX_SHARED_MATRICES (default ../shared/matrices, exported as an absolute path when it exists),
+#   SPX_PYTHON (the interpreter the Python package is built and tested with; /usr/bin/python3).
 set -u
 cd "$(dirname "$0")/.."
 out=${1:-out}
@@ -35,9 +37,13 @@ export SPX_CACHE_DIR=${SPX_CACHE_DIR:-$log/cache}
 # Anywhere, GPU or not:
 #   test_jit:test_templates_nvcc   compiles the templates with nvcc: skipped where nvcc is missing
 #                                  (no CUDA toolkit), and always in the clang builds (the gcc one runs it)
-skip_allowed_always=(test_jit:test_templates_nvcc)
+#   python::test_gpu_cupy_*        the Python package's tests through CuPy: CuPy is not a Debian
+#                                  package, so they run only where it is installed (the same device
+#                                  paths run without it in python::test_gpu_*)
+skip_allowed_always=(test_jit:test_templates_nvcc 'python::test_gpu_cupy_*')
 # Only where there is no GPU (gpu=0 below), because each needs a CUDA device:
-#   *:test_gpu_*                   named for it (test_jit, test_loader, test_plan, test_solve, test_stencil)
+#   *:test_gpu_*                   named for it (test_jit, test_loader, test_plan, test_solve, test_amg,
+#                                  test_stencil)
 #   test_baseline:...              cuSPARSE and the device formats on the GPU (their gpu_ctx() is NULL)
 #   test_cuda:...                  the GPU kernels against the host results
 #   test_device:...                device memory, copies, timers
@@ -53,8 +59,10 @@ skip_allowed_without_gpu=('*:test_gpu_*'
 # Only where there IS a GPU: the tests of running without one (they check the host fallback and
 # its notice; with a device present there is nothing to fall back from). And, on a machine set up
 # with SPX_NO_INSTALL=1 (the GPU machine: no package mirror), the installed-consumer builds when
-# cmake or pkg-config are absent there.
-skip_allowed_with_gpu=(test_loader:test_no_gpu_host_backend test_loader:test_fallback_notice_once 'consumer::-')
+# cmake or pkg-config are absent there, and the Python package's tests when Debian's python3 lacks
+# numpy, scipy, setuptools, wheel or pip there.
+skip_allowed_with_gpu=(test_loader:test_no_gpu_host_backend test_loader:test_fallback_notice_once 'consumer::-'
+  'python::-')
 # A GPU here, as spx sees it or as the system does: then every test of the second list must run.
 gpu=0
 if [ -e /dev/nvidia0 ] || nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then gpu=1; fi
@@ -180,6 +188,26 @@ consumer_make() {
 run "install (build/install.sh)" install_check
 run "consumer: CMake find_package(spx)" consumer_cmake
 run "consumer: make + pkg-config" consumer_make
+
+# The Python package (python/), as README says to install it: pip builds it offline from a copy of
+# python/ and include/ (so the repository gets no build/ or egg-info), compiling the implementation
+# into its shared object, and installs it into a temporary directory; then python/tests/test_spx.py
+# checks it against SciPy and NumPy, printing cmocka-style lines (test_gpu_* skip without a GPU).
+# Debian's python3 (not a pyenv or venv one on PATH) with numpy, scipy, setuptools, wheel and pip
+# is required, as cmake is above; SPX_PYTHON names another interpreter.
+python_tests() {
+  local py=${SPX_PYTHON:-/usr/bin/python3} d="$log/python" t="$PWD/python/tests/test_spx.py"
+  if ! [ -x "$py" ] || ! "$py" -c 'import numpy, scipy, setuptools, wheel, pip' 2>/dev/null; then
+    echo "$py with numpy, scipy, setuptools, wheel and pip not found (build/bootstrap.sh installs them)"
+    spx_tool_missing; return $?
+  fi
+  rm -rf "$d" && mkdir -p "$d/src" && cp -R python include "$d/src/" || return 1
+  "$py" -m pip install --no-build-isolation --no-index --no-deps --no-cache-dir --quiet \
+    --disable-pip-version-check --root-user-action=ignore --target "$d/site" "$d/src/python" || return 1
+  (cd "$d" && PYTHONPATH="$d/site" "$py" -c 'import spx; print("spx", spx.__version__, "from", spx.__file__)' &&
+   PYTHONPATH="$d/site" "$py" "$t" --cmocka)
+}
+run "python: package built by pip, tested against SciPy" python_tests
 
 if [ -x "$out/clang_fuzz/fuzz_mm" ]; then
   mkdir -p "$log/corpus"
