@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* What spx writes to stderr (fd 2) between cap_begin and cap_end, for tests that check warnings
- * and notices. cap_begin(1) also unsets SPX_QUIET meanwhile (the notices are what is checked).
+ * and notices. cap_begin(1) also unsets SPX_QUIET meanwhile (the notices are what is checked; spx
+ * reads its environment again on each change, spx__config_reload).
  * POSIX (dup, dup2, fileno): include after _POSIX_C_SOURCE and spx_test.h. */
 #ifndef SPX_TEST_CAPTURE_H
 #define SPX_TEST_CAPTURE_H
 #include <unistd.h>
+#include <spx/internal/config.h>
 
 typedef struct capture { FILE *tmp; int saved_fd; int unquiet; char *quiet; } capture;
 
@@ -12,7 +14,10 @@ static inline capture cap_begin(int unquiet) {
   capture c;
   c.unquiet = unquiet;
   c.quiet = unquiet && getenv("SPX_QUIET") ? strdup(getenv("SPX_QUIET")) : NULL;
-  if (unquiet) unsetenv("SPX_QUIET");
+  if (unquiet) {
+    unsetenv("SPX_QUIET");
+    spx__config_reload();
+  }
   fflush(stderr);
   c.tmp = tmpfile();
   assert_non_null(c.tmp);
@@ -29,7 +34,10 @@ static inline char *cap_end(capture *c, int echo) {
   fflush(stderr);
   dup2(c->saved_fd, 2);
   close(c->saved_fd);
-  if (c->quiet) setenv("SPX_QUIET", c->quiet, 1);
+  if (c->quiet) {
+    setenv("SPX_QUIET", c->quiet, 1);
+    spx__config_reload();
+  }
   free(c->quiet);
   fseek(c->tmp, 0, SEEK_END);
   n = ftell(c->tmp);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "spx_test.h"
 #include <spx/internal/cuda_types.h> /* spx__h2d_count */
+#include "spx_test_env.h" /* env_put */
 
 static spx_context *gpu_ctx(void) {
   spx_context_options o = {SPX_BACKEND_CUDA, 0};
@@ -91,7 +92,7 @@ static void test_block_cache(void **state) {
   size_t bytes;
   spx_device_info i0, i1;
   (void)state;
-  unsetenv("SPX_DEVICE_CACHE_MB");
+  env_put("SPX_DEVICE_CACHE_MB", NULL);
   if (!(ctx = gpu_ctx())) skip();
   spx__dcache_stats(ctx, &h0, &blocks, &bytes);
   assert_int_equal(h0, 0);
@@ -157,7 +158,7 @@ static void test_block_cache(void **state) {
   assert_int_equal(blocks, 0);
   spx_context_destroy(ctx);
   /* SPX_DEVICE_CACHE_MB caps it (a block over the cap is freed at once), 0 turns it off */
-  setenv("SPX_DEVICE_CACHE_MB", "4", 1);
+  env_put("SPX_DEVICE_CACHE_MB", "4");
   ctx = gpu_ctx();
   assert_non_null(ctx);
   assert_int_equal(spx_device_alloc(ctx, 5 << 20, &a), SPX_OK);
@@ -172,7 +173,7 @@ static void test_block_cache(void **state) {
   assert_int_equal(blocks, 1);
   assert_true(bytes <= (size_t)4 << 20);
   spx_context_destroy(ctx);
-  setenv("SPX_DEVICE_CACHE_MB", "0", 1);
+  env_put("SPX_DEVICE_CACHE_MB", "0");
   off = gpu_ctx();
   assert_non_null(off);
   assert_int_equal(spx_device_alloc(off, 1 << 20, &a), SPX_OK);
@@ -181,7 +182,7 @@ static void test_block_cache(void **state) {
   assert_int_equal(blocks, 0);
   assert_int_equal(hits, 0);
   spx_context_destroy(off);
-  unsetenv("SPX_DEVICE_CACHE_MB");
+  env_put("SPX_DEVICE_CACHE_MB", NULL);
 }
 
 /* Uploads under the pooled size and every download go through the context's pinned buffer, in

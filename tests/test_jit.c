@@ -18,6 +18,7 @@
 #include "spx_test_capture.h"
 #include <spx/internal/cuda_types.h>
 #include <spx/internal/common.h>
+#include "spx_test_env.h" /* env_put */
 #include <stdatomic.h>
 
 const char *__asan_default_options(void);
@@ -30,9 +31,9 @@ typedef struct fixture {
 } fixture;
 
 static void env_unset_all(void) {
-  unsetenv("SPX_CACHE");
-  unsetenv("SPX_CACHE_DIR");
-  unsetenv("SPX_CACHE_MAX_MB");
+  env_put("SPX_CACHE", NULL);
+  env_put("SPX_CACHE_DIR", NULL);
+  env_put("SPX_CACHE_MAX_MB", NULL);
 }
 
 static int setup(void **state) {
@@ -42,7 +43,7 @@ static int setup(void **state) {
   if (!mkdtemp(f->root)) { free(f); return -1; }
   snprintf(f->dir, sizeof f->dir, "%s/%s", f->root, SPX_JIT_CACHE_SUBDIR);
   env_unset_all();
-  setenv("SPX_CACHE_DIR", f->root, 1);
+  env_put("SPX_CACHE_DIR", f->root);
   spx_jit_clear_memory();
   *state = f;
   return 0;
@@ -427,7 +428,7 @@ static void test_every_template_compiles(void **state) {
   int t, a, k, n, origin, ncomp = 0;
   (void)state;
   if (!spx_test_have_nvrtc()) skip();
-  setenv("SPX_CACHE", "off", 1);
+  env_put("SPX_CACHE", "off");
   spx_jit_stats_get(&s0);
   for (t = 0; t < spx_jit_template_count(); t++)
     for (a = 0; a < 2; a++)
@@ -674,7 +675,7 @@ static void test_disk_eviction(void **state) {
   assert_true(size > 128);
   set_mtime(path[0], t - 100); /* explicit ages: file times may be coarser than compiles are apart */
   snprintf(cap, sizeof cap, "%.9f", 2.5 * (double)(size + 64) / 1048576.0);
-  setenv("SPX_CACHE_MAX_MB", cap, 1);
+  env_put("SPX_CACHE_MAX_MB", cap);
   assert_int_equal(spx_jit_compile_only("vector", 2, d[1], "sm_90", &origin), SPX_OK);
   set_mtime(path[1], t - 90);
   spx_jit_stats_get(&s0);
@@ -710,10 +711,10 @@ static void test_disk_eviction(void **state) {
   assert_int_equal(access(path[3], F_OK), 0);
   assert_int_equal(count_entries(f->dir, NULL), 2);
   /* A cap below one entry keeps nothing; an invalid cap falls back to the default. */
-  setenv("SPX_CACHE_MAX_MB", "0.0000001", 1);
+  env_put("SPX_CACHE_MAX_MB", "0.0000001");
   assert_int_equal(spx_jit_compile_only("vector", 1, flt, "sm_90", &origin), SPX_OK);
   assert_int_equal(count_entries(f->dir, NULL), 0);
-  setenv("SPX_CACHE_MAX_MB", "lots", 1);
+  env_put("SPX_CACHE_MAX_MB", "lots");
   spx_jit_stats_get(&s1);
   assert_true(s1.disk_cap_mb == 512.0);
 }
@@ -727,7 +728,7 @@ static void test_cache_off(void **state) {
   struct dirent *de;
   (void)state;
   for (i = 0; i < 4; i++) {
-    setenv("SPX_CACHE", offs[i], 1);
+    env_put("SPX_CACHE", offs[i]);
     assert_null(spx_jit_cache_dir());
   }
   spx_jit_stats_get(&s);
@@ -742,7 +743,7 @@ static void test_cache_off(void **state) {
   while ((de = readdir(d)) != NULL)
     if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) fail_msg("%s/%s was written", f->root, de->d_name);
   closedir(d);
-  setenv("SPX_CACHE", "on", 1);
+  env_put("SPX_CACHE", "on");
   assert_string_equal(spx_jit_cache_dir(), f->root);
 }
 
@@ -751,22 +752,22 @@ static void test_cache_dir_resolution(void **state) {
   char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
   char *xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
   (void)state;
-  setenv("SPX_CACHE_DIR", "/a/b", 1);
-  setenv("XDG_CACHE_HOME", "/x", 1);
-  setenv("HOME", "/h", 1);
+  env_put("SPX_CACHE_DIR", "/a/b");
+  env_put("XDG_CACHE_HOME", "/x");
+  env_put("HOME", "/h");
   assert_string_equal(spx_jit_cache_dir(), "/a/b");
-  setenv("SPX_CACHE_DIR", "", 1);
+  env_put("SPX_CACHE_DIR", "");
   assert_string_equal(spx_jit_cache_dir(), "/x/spx");
-  unsetenv("SPX_CACHE_DIR");
+  env_put("SPX_CACHE_DIR", NULL);
   assert_string_equal(spx_jit_cache_dir(), "/x/spx");
-  setenv("XDG_CACHE_HOME", "relative/dir", 1); /* the XDG spec says to ignore it */
+  env_put("XDG_CACHE_HOME", "relative/dir"); /* the XDG spec says to ignore it */
   assert_string_equal(spx_jit_cache_dir(), "/h/.cache/spx");
-  unsetenv("XDG_CACHE_HOME");
+  env_put("XDG_CACHE_HOME", NULL);
   assert_string_equal(spx_jit_cache_dir(), "/h/.cache/spx");
-  unsetenv("HOME");
+  env_put("HOME", NULL);
   assert_null(spx_jit_cache_dir());
-  if (home) setenv("HOME", home, 1);
-  if (xdg) setenv("XDG_CACHE_HOME", xdg, 1);
+  if (home) env_put("HOME", home);
+  if (xdg) env_put("XDG_CACHE_HOME", xdg);
   free(home);
   free(xdg);
 }
@@ -907,7 +908,7 @@ static void test_disk_private_modes(void **state) {
   if (!spx_test_have_nvrtc()) skip();
   snprintf(root, sizeof root, "%s/new/cache", f->root); /* two levels that do not exist yet */
   snprintf(dir, sizeof dir, "%s/%s", root, SPX_JIT_CACHE_SUBDIR);
-  setenv("SPX_CACHE_DIR", root, 1);
+  env_put("SPX_CACHE_DIR", root);
   key_of("vector", 1, flt, "sm_80", hex);
   snprintf(path, sizeof path, "%s/%s", dir, hex);
   old = umask(0);
@@ -989,7 +990,7 @@ static void test_disk_untrusted_dir(void **state) {
   assert_int_equal(chmod(f->root, 0700), 0);
   /* A trusted one, with an entry (by NVRTC when it loads), for the cases below to plant. */
   assert_int_equal(mkdir(good, 0700), 0);
-  setenv("SPX_CACHE_DIR", good, 1);
+  env_put("SPX_CACHE_DIR", good);
   spx_jit_stats_get(&st);
   assert_int_equal(st.disk_enabled, 1);
   if (spx_test_have_nvrtc()) {
@@ -1010,15 +1011,15 @@ static void test_disk_untrusted_dir(void **state) {
     snprintf(bpath, sizeof bpath, "%s/%s", bdir, hex);
     copy_file(gpath, bpath);
   }
-  setenv("SPX_CACHE_DIR", bad, 1);
+  env_put("SPX_CACHE_DIR", bad);
   expect_refused(bdir, bdir, "is writable by its group (mode 0770)", spx_test_have_nvrtc() ? bpath : NULL);
   /* A symbolic link to the trusted directory. */
   snprintf(link, sizeof link, "%s/link", f->root);
   assert_int_equal(symlink(good, link), 0);
-  setenv("SPX_CACHE_DIR", link, 1);
+  env_put("SPX_CACHE_DIR", link);
   expect_refused(gdir, link, "is a symbolic link", spx_test_have_nvrtc() ? gpath : NULL);
   snprintf(bad, sizeof bad, "%s/", link); /* a trailing slash: lstat would follow the link */
-  setenv("SPX_CACHE_DIR", bad, 1);
+  env_put("SPX_CACHE_DIR", bad);
   expect_refused(gdir, link, "is a symbolic link", spx_test_have_nvrtc() ? gpath : NULL);
   /* Another user's (root can make one; others skip this case). */
   if (geteuid() == 0) {
@@ -1027,13 +1028,13 @@ static void test_disk_untrusted_dir(void **state) {
     snprintf(odir, sizeof odir, "%s/%s", other, SPX_JIT_CACHE_SUBDIR);
     assert_int_equal(mkdir(other, 0700), 0);
     assert_int_equal(chown(other, 65534, 65534), 0);
-    setenv("SPX_CACHE_DIR", other, 1);
+    env_put("SPX_CACHE_DIR", other);
     expect_refused(odir, other, "is owned by uid 65534", NULL);
   } else {
     print_message("not root: the other user's directory case is skipped\n");
   }
   /* The trusted one still works. */
-  setenv("SPX_CACHE_DIR", good, 1);
+  env_put("SPX_CACHE_DIR", good);
   spx_jit_stats_get(&st);
   assert_int_equal(st.disk_enabled, 1);
   if (spx_test_have_nvrtc()) {
@@ -1164,7 +1165,7 @@ static void test_clear_and_forget_stay_inside(void **state) {
     snprintf(dir2, sizeof dir2, "%s/%s", root2, SPX_JIT_CACHE_SUBDIR);
     assert_int_equal(mkdir(root2, 0700), 0);
     assert_int_equal(mkdir(dir2, 0700), 0);
-    setenv("SPX_CACHE_DIR", root2, 1);
+    env_put("SPX_CACHE_DIR", root2);
     snprintf(p, sizeof p, "%s/%s", out, key1);
     snprintf(q, sizeof q, "%s/%s", dir2, key1);
     assert_int_equal(symlink(p, q), 0);                           /* a key-named link out */
@@ -1449,7 +1450,7 @@ static void test_tier_switch_fake_compiler(void **state) {
   double t0;
   int i;
   (void)state;
-  setenv("SPX_QUIET", "1", 1);
+  env_put("SPX_QUIET", "1");
   /* a stand-in runs at once, and keeps running while the compile is under way */
   memset(&t, 0, sizeof t); memset(&o, 0, sizeof o);
   o.running = RUN_STANDIN;
@@ -1540,7 +1541,7 @@ static void test_tier_switch_fake_compiler(void **state) {
       nanosleep(&ts, NULL);
     }
   }
-  unsetenv("SPX_QUIET");
+  env_put("SPX_QUIET", NULL);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)

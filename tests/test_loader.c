@@ -8,6 +8,7 @@
 #include "spx_test.h"
 #include "spx_test_capture.h"
 #include <spx/internal/cuda_types.h>
+#include <spx/internal/config.h> /* spx__config_reload */
 
 /* Sanitizer settings this program needs; ASAN_OPTIONS in the environment still overrides them.
  * intercept_tls_get_addr=0: NVRTC and cuSPARSE use dynamic TLS, and the sanitizer runtimes of LLVM
@@ -29,12 +30,14 @@ static saved_env env_set(const char *name, const char *value) {
   s.value = old ? strdup(old) : NULL;
   if (value) setenv(name, value, 1);
   else unsetenv(name);
+  spx__config_reload(); /* spx reads its environment once */
   return s;
 }
 
 static void env_restore(saved_env *s) {
   if (s->was_set) setenv(s->name, s->value, 1);
   else unsetenv(s->name);
+  spx__config_reload();
   free(s->value);
   s->value = NULL;
 }

@@ -7,6 +7,7 @@
  * counts, and twice for bitwise determinism. */
 #define _POSIX_C_SOURCE 200809L
 #include "spx_test.h"
+#include <spx/internal/config.h> /* spx__config_reload */
 
 static spx_plan *host_plan(const spx_csr *a, const char *force) {
   spx_plan_options o;
@@ -1066,5 +1067,6 @@ int main(void) {
       cmocka_unit_test(test_badly_scaled_b), cmocka_unit_test(test_gpu_badly_scaled_b),
   };
   setenv("SPX_QUIET", "1", 0);
+  spx__config_reload();
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

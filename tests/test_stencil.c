@@ -5,6 +5,7 @@
  * per thread (plan, environment, JIT key), and the GPU runs (skipped without a GPU). */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include "spx_test.h"
+#include "spx_test_env.h" /* env_put */
 
 static const double pi = 3.14159265358979323846;
 
@@ -583,8 +584,8 @@ static void test_kernels_compile(void **state) {
 /* ---- x cells per thread of the one-step kernel (SPX_STENCIL_XV) ---------------------------------- */
 /* Sets (v non-NULL) or unsets SPX_STENCIL_XV. */
 static void xv_env(const char *v) {
-  if (v) assert_int_equal(setenv("SPX_STENCIL_XV", v, 1), 0);
-  else assert_int_equal(unsetenv("SPX_STENCIL_XV"), 0);
+  if (v) assert_int_equal(env_put("SPX_STENCIL_XV", v), 0);
+  else assert_int_equal(env_put("SPX_STENCIL_XV", NULL), 0);
 }
 
 /* The plan's xv: 2 in float where nx is even, at every depth, 1 in double (measured: no gain there);

@@ -56,6 +56,7 @@
 #include "formats.h"
 #include "loader.h"
 #include "device.h"
+#include "cuda.h" /* spx_dmatrix, spx_plan_dmatrix's result */
 
 #ifdef __cplusplus
 extern "C" {
@@ -199,6 +200,7 @@ typedef struct spx_plan_candidate {
   double score_us;            /* predicted_us + convert / expected_calls */
   double measured_us;         /* a trial's time per SpMV (-1: not timed) */
   double chain_us;            /* the longest serial walk of one thread: a floor of predicted_us */
+  double stream_us;           /* the streaming part (launches, bytes, idle lanes, gather) */
   char note[96];              /* why excluded, or what was notable */
 } spx_plan_candidate;
 
@@ -273,7 +275,8 @@ double spx_plan_build_ms(const spx_plan *p);
 /* Median microseconds per spx_plan_spmv (alpha 1, beta 0) over reps timed runs after a warm-up,
  * on vectors the plan allocates: device events on CUDA, the wall clock on the host. */
 spx_status spx_plan_time(spx_plan *p, int reps, double *us);
-/* The plan as one JSON object, or as text lines (json == 0). */
+/* The plan as one JSON object on one line (unknown numbers, such as an untimed candidate's
+ * measured_us, are null), or as text lines (json == 0). */
 spx_status spx_plan_print(const spx_plan *p, FILE *f, int json);
 
 /* ---- The cost model ------------------------------------------------------------------------ */

@@ -13,7 +13,7 @@
  *
  * OPTIONS (define before including spx.h in the implementation file)
  *   SPX_MALLOC(sz), SPX_REALLOC(p, sz), SPX_CALLOC(n, sz), SPX_FREE(p): the host allocator.
- * ENVIRONMENT
+ * ENVIRONMENT (one table: SPX__ENV in internal/config.h)
  *   SPX_QUIET             no notices or warnings on stderr
  *   SPX_BACKEND           auto | host | cuda: what an AUTO context picks (invalid: SPX_INVALID_ARGUMENT)
  *   SPX_LIBCUDA, SPX_LIBNVRTC, SPX_LIBCUSPARSE
@@ -22,7 +22,7 @@
  *   SPX_CACHE=off         no JIT disk cache (kernels are still cached in memory)
  *   SPX_CACHE_DIR         JIT disk cache directory (else $XDG_CACHE_HOME/spx, else ~/.cache/spx)
  *   SPX_CACHE_MAX_MB      disk cache size cap, least recently used entries go first (default 512)
- *   SPX_SHARED_MATRICES   where the tests find the shared SuiteSparse matrices
+ *   SPX_SHARED_MATRICES   where the tests and the spx command find the shared SuiteSparse matrices
  *   Tuning and diagnosis (defaults are what spx measured best; set these to compare or to look):
  *   SPX_DEVICE_CACHE_MB   device blocks spx_device_free keeps for reuse (default 1/16 of memory,
  *                         at most 2 GiB; 0: none)
@@ -36,6 +36,8 @@
  *                         temporal-blocking stencil: shortest and longest z-chunk of a launch,
  *                         blocks of its kernel the GPU runs at once
  *   SPX_STENCIL_TRACE=F   the out-of-core stencil's per-step timeline, written to F
+ *   The library reads these (SPX_SHARED_MATRICES aside), CUDA_HOME, XDG_CACHE_HOME and HOME once
+ *   per process, at its first look: setting them after that changes nothing.
  *
  * ERRORS
  *   Functions return spx_status (SPX_OK == 0); spx_last_error() gives the sentence that explains a
@@ -71,14 +73,54 @@
 #include "plan.h"
 #include "stencil.h"
 #include "solve.h"
+#include "amg.h"
 
 #endif /* SPX_SPX_H */
 
+/* ---- The implementation, bottom up --------------------------------------------------------------
+ * One translation unit, in this order. Each file calls only files listed before it (no two files
+ * use each other), includes the headers that declare what it uses, and compiles after them alone.
+ * An internal header without _impl (named in parentheses) declares what its file gives the files
+ * after it beyond the public headers; a name only its own file uses stays static.
+ *   file             what it is                                   what it calls
+ *   config_impl.h    the environment, read once (config.h)        nothing of spx
+ *   status_impl.h    errors, allocation, clock, warnings          config
+ *   job_impl.h       background jobs, tier switches               status
+ *   io_impl.h        files written whole or not at all            status
+ *   csr_impl.h       CSR and its checks (host.h)                  status
+ *   formats_impl.h   format registry, host converters, host SpMV  csr
+ *   mm_impl.h        Matrix Market                                csr, io
+ *   analyze_impl.h   matrix profile                               status
+ *   gen_impl.h       generated matrices                           csr
+ *   loader_impl.h    dlopen, symbol tables, driver checks, device
+ *                    queries, NVRTC, context push/pop
+ *                    (cuda_types.h, with device_impl.h's)         config
+ *   device_impl.h    device memory, block cache, pinned buffers,
+ *                    upload pool, timers; streams, events, async
+ *                    copies and the link's bandwidth for code
+ *                    that schedules its own work                  loader
+ *   context_impl.h   spx_context: create, destroy, info, print    loader, device
+ *   jit_impl.h       kernels from NVRTC, memory and disk caches   loader
+ *   baseline_impl.h  cuSPARSE                                     loader, device
+ *   kernels_impl.h   each format's kernel spec, decided on the
+ *                    host (kernels.h)                             formats
+ *   cuda_impl.h      device matrices and converters, launches
+ *                    (dmatrix.h)                                  kernels, jit, device, formats, job
+ *   stage_impl.h     a host CSR staged on the device for the
+ *                    planner                                      cuda, jit, device
+ *   plan_impl.h      the tuner                                    everything above (by this order)
+ *   stencil_impl.h   stencils                                     jit, context, device, loader
+ *   solve_impl.h     solvers                                      plan, cuda, jit, device
+ *   amg_impl.h       algebraic multigrid                          solve, plan, jit, context, device
+ * Exceptions, which compile only in this order: jit_impl.h and mm_impl.h take SPX_VERSION_STRING
+ * from this file; plan_impl.h and solve_impl.h use static names of files listed before them.
+ * tests/BUILD.gn (impl_alone) compiles the others alone. */
 #if defined(SPX_IMPLEMENTATION) && !defined(SPX__IMPLEMENTATION_DONE)
 #define SPX__IMPLEMENTATION_DONE
 #ifdef __cplusplus
 #error "compile the spx implementation (SPX_IMPLEMENTATION) in a C file; C++ files include spx.h only"
 #endif
+#include "internal/config_impl.h"
 #include "internal/status_impl.h"
 #include "internal/job_impl.h"
 #include "internal/io_impl.h"
@@ -89,11 +131,14 @@
 #include "internal/gen_impl.h"
 #include "internal/loader_impl.h"
 #include "internal/device_impl.h"
+#include "internal/context_impl.h"
 #include "internal/jit_impl.h"
 #include "internal/baseline_impl.h"
-#include "internal/cuda_impl.h"
 #include "internal/kernels_impl.h"
+#include "internal/cuda_impl.h"
+#include "internal/stage_impl.h"
 #include "internal/plan_impl.h"
 #include "internal/stencil_impl.h"
 #include "internal/solve_impl.h"
+#include "internal/amg_impl.h"
 #endif

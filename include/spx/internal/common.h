@@ -56,9 +56,9 @@ double spx__now(void);
 double spx__sqrt(double x);
 /* Warnings and one-time notices go to stderr unless SPX_QUIET is set in the environment. */
 void spx__warn(const char *fmt, ...) SPX__PRINTF(1, 2);
-/* A count knob of the environment (SPX_DEVICE_CACHE_MB, SPX_UPLOAD_THREADS, SPX_STENCIL_*): 1 with
- * *out when name is set to a whole number >= 0, 0 when it is unset or empty, -1 otherwise (*out
- * untouched); each caller says what a bad value means. */
+/* Environment variable `name` read now as a count (config.h's COUNT kind): 1 with *out when it is
+ * a whole number >= 0, 0 when it is unset or empty, -1 otherwise (*out untouched). The library
+ * reads its own variables once, through spx__cfg() (config.h); this is the same parse, for tests. */
 int spx__env_count(const char *name, long long *out);
 
 /* A function run once on a detached background thread (job_impl.h): start it (data, heap, is the
@@ -72,6 +72,11 @@ void spx__job_publish(spx__job *j, spx_status s);
 int spx__job_done(spx__job *j);
 spx_status spx__job_wait(spx__job *j);
 void spx__job_release(spx__job *j);
+/* Threads for spx's own parallel host loops: OpenMP's count less the jobs running now, at least 1.
+ * A loop split over every core waits for the thread whose core a compile shares: a scheduler time
+ * slice (milliseconds) on work of microseconds. */
+int spx__host_threads(void);
+int spx__jobs_busy(void); /* jobs running now */
 
 /* A tier switch: the owner runs a stand-in (or nothing) while a job makes what it wants; settle
  * binds that once the job is done (wait: waits for it), through bind(owner, 1), or, when the job

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Implementation of spx/csr.h. */
 #include "common.h"
+#include "host.h"
 #include "../csr.h"
 #if defined(_OPENMP)
 #include <omp.h>
@@ -106,7 +107,7 @@ static double spx__mem_available(void) {
  * saying so in msg. What spx_csr_from_coo holds at its peak: row pointers and a cursor (16 bytes
  * a row), bucketed columns and values (12 an entry), and for float the CSR it copies into. Needs
  * under 64 MiB are not checked: reading /proc costs more than they do, and malloc reports theirs. */
-static int spx__coo_short(int64_t nrows, int64_t nnz, spx_dtype dtype, double extra, char *msg, size_t len) {
+int spx__coo_short(int64_t nrows, int64_t nnz, spx_dtype dtype, double extra, char *msg, size_t len) {
   double rows = 16.0 * ((double)nrows + 1), ent = 12.0 * (double)nnz + extra, av;
   char b1[24], b2[24], b3[24];
   if (dtype == SPX_FLOAT) { rows += 8.0 * ((double)nrows + 1); ent += 8.0 * (double)nnz; }
@@ -153,10 +154,6 @@ void spx_csr_destroy(spx_csr *a) {
   SPX_FREE(a);
 }
 
-/* What spx__csr_verify checks: row pointers, then column bounds, then column order. */
-enum { SPX__CSR_PTRS = 0, SPX__CSR_BOUNDS = 1, SPX__CSR_SORTED = 2 };
-static spx_status spx__csr_verify(const spx_csr *a, int level);
-static spx_status spx__csr_in_bounds(const spx_csr *a);
 static spx_status spx__csr_validate_head(const spx_csr *a);
 
 spx_status spx_csr_copy(const spx_csr *a, spx_dtype dtype, spx_csr **out) {
@@ -284,7 +281,7 @@ spx_status spx_csr_from_coo(int64_t nrows, int64_t ncols, int64_t nnz, const int
       return spx__fail(SPX_OUT_OF_MEMORY, "spx_csr_from_coo: %s", msg);
   }
 #if defined(_OPENMP)
-#pragma omp parallel for reduction(| : bad) if (nnz > (1 << 16))
+#pragma omp parallel for reduction(| : bad) num_threads(spx__host_threads()) if (nnz > (1 << 16))
 #endif
   for (k = 0; k < nnz; k++)
     bad |= row[k] < 0 || row[k] >= nrows || col[k] < 0 || col[k] >= ncols;
@@ -423,12 +420,12 @@ static int spx__csr_cols_in(const spx_csr *a, int64_t i) {
  * Pointers first, so the entry checks never read past nnz. Both passes run in parallel
  * and keep the first bad row (a min reduction), which the serial loop then names: the same message
  * as a serial walk, at the cost of one pass on 16 cores (validation sits on every plan's setup). */
-static spx_status spx__csr_verify(const spx_csr *a, int level) {
+spx_status spx__csr_verify(const spx_csr *a, int level) {
   int64_t i, k, bad = a ? a->nrows : 0;
   spx_status s;
   if ((s = spx__csr_validate_head(a))) return s;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 4096) reduction(min : bad) if (a->nrows > 16384)
+#pragma omp parallel for schedule(static, 4096) reduction(min : bad) num_threads(spx__host_threads()) if (a->nrows > 16384)
 #endif
   for (i = 0; i < a->nrows; i++)
     if (a->row_ptr[i + 1] < a->row_ptr[i] || a->row_ptr[i + 1] > a->nnz) bad = SPX__MIN(bad, i);
@@ -437,7 +434,7 @@ static spx_status spx__csr_verify(const spx_csr *a, int level) {
                      (long long)bad + 1, (long long)a->row_ptr[bad + 1]);
   if (level == SPX__CSR_PTRS) return SPX_OK;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 1024) reduction(min : bad) if (a->nnz > 32768)
+#pragma omp parallel for schedule(static, 1024) reduction(min : bad) num_threads(spx__host_threads()) if (a->nnz > 32768)
 #endif
   for (i = 0; i < a->nrows; i++)
     if (!(level == SPX__CSR_SORTED ? spx__csr_rows_ok(a, i, i + 1) : spx__csr_cols_in(a, i))) bad = SPX__MIN(bad, i);
@@ -460,7 +457,7 @@ spx_status spx_csr_validate(const spx_csr *a) { return spx__csr_verify(a, SPX__C
  * order. Functions that only read the arrays that way check this much, so that no CSR makes them
  * read out of bounds: the converters take rows unsorted and with duplicates (SDIA keeps the last;
  * BSR refuses them in its own words, as its device converter does). */
-static spx_status spx__csr_in_bounds(const spx_csr *a) { return spx__csr_verify(a, SPX__CSR_BOUNDS); }
+spx_status spx__csr_in_bounds(const spx_csr *a) { return spx__csr_verify(a, SPX__CSR_BOUNDS); }
 
 /* One SpMV body per value type; accumulation in the value type's precision for float is what a
  * GPU kernel does too, but the oracle accumulates in double so it is the more accurate side. Each

@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Implementation of spx/cuda.h: device copies of formats and their kernel launches. */
+/* Implementation of spx/cuda.h: device copies of formats, the device converters, and their kernel
+ * launches. Which kernels a format runs is kernels_impl.h's (below); the planner's staged CSR,
+ * which the converters take as input, is stage_impl.h's (above). */
 #include "common.h"
+#include "config.h"
 #include "cuda_types.h"
+#include "dmatrix.h"
+#include "host.h"
+#include "kernels.h"
 #include "../cuda.h"
 #include "../jit.h"
 
@@ -22,45 +28,6 @@ struct spx_dmatrix {
   spx__tier tier;
   char describe[256];
 };
-
-static spx_kernel_spec_fn spx__kernel_specs[SPX_FORMAT_MAX];
-static int spx__kernel_specs_ready;
-static void spx__kernel_specs_init(void); /* in-tree specs, kernels_impl.h */
-static int spx__tpr(const spx_fmt *m, int want);   /* kernels_impl.h */
-
-spx_status spx_format_set_kernel(spx_format f, spx_kernel_spec_fn fn) {
-  if (!spx_format_info(f)) return spx__fail(SPX_INVALID_ARGUMENT, "spx_format_set_kernel: unknown format %d", (int)f);
-  spx__kernel_specs_init();
-  spx__kernel_specs[f] = fn;
-  return SPX_OK;
-}
-
-int spx_format_has_kernel(spx_format f) {
-  spx__kernel_specs_init();
-  return f >= 0 && f < SPX_FORMAT_MAX && spx__kernel_specs[f] != NULL;
-}
-
-/* printf into the next define slot of a launch. */
-static void spx__kdef(spx_kernel_launch *l, const char *fmt, ...) SPX__PRINTF(2, 3);
-static void spx__kdef(spx_kernel_launch *l, const char *fmt, ...) {
-  va_list ap;
-  if (l->ndefines >= SPX_KERNEL_DEFINES_MAX) return;
-  va_start(ap, fmt);
-  vsnprintf(l->defines[l->ndefines++], sizeof l->defines[0], fmt, ap);
-  va_end(ap);
-}
-
-/* A 1-D launch of `kernel` from `tmpl` covering `items` work items with `per_block` per block. */
-static void spx__klaunch(spx_kernel_launch *l, const char *tmpl, const char *kernel, int64_t items,
-                         unsigned block, int64_t per_block) {
-  int64_t g = per_block > 0 ? (items + per_block - 1) / per_block : 1;
-  memset(l, 0, sizeof *l);
-  snprintf(l->template_name, sizeof l->template_name, "%s", tmpl);
-  snprintf(l->kernel, sizeof l->kernel, "%s", kernel);
-  l->grid[0] = (unsigned)(g < 1 ? 1 : g > 2147483647 ? 2147483647 : g);
-  l->grid[1] = l->grid[2] = 1;
-  l->block[0] = block; l->block[1] = l->block[2] = 1;
-}
 
 static void spx__dmatrix_free_arrays(spx_dmatrix *d) {
   int i;
@@ -247,26 +214,31 @@ spx_status spx_dmatrix_wait(spx_dmatrix *d) {
 
 /* Builds a dmatrix for m: uploads its arrays, or, with `given` non-NULL, uses those device arrays
  * (caller-owned: never freed here). */
+static int spx__plan_tracing(void);
+static void spx__conv_mark(int tr, const char *conv, const char *step, double *t);
 static spx_status spx__dmatrix_build(spx_context *ctx, const spx_fmt *m, const spx_dmatrix_options *opt,
                                      const spx_devptr *given, spx_dmatrix **out) {
   spx_dmatrix_options o;
   spx_format_array arr[SPX_KERNEL_ARGS_MAX];
   spx_dmatrix *d;
+  spx_kernel_spec_fn spec;
   spx_status s;
   int i, n;
+  const int tr = spx__plan_tracing();
+  double tm = spx__now();
   if (!out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_dmatrix_create: out is NULL");
   *out = NULL;
   if (!ctx || !m) return spx__fail(SPX_INVALID_ARGUMENT, "spx_dmatrix_create: NULL argument");
   if (ctx->backend != SPX_BACKEND_CUDA)
     return spx__fail(SPX_NOT_AVAILABLE, "spx_dmatrix_create: the context uses the host backend (no GPU)");
-  spx__kernel_specs_init();
-  if (m->format < 0 || m->format >= SPX_FORMAT_MAX || !spx__kernel_specs[m->format])
+  if (!(spec = spx__kernel_spec(m->format)))
     return spx__fail(SPX_UNSUPPORTED, "format '%s' has no GPU kernel", spx_format_name(m->format));
   if (opt) o = *opt;
   else memset(&o, 0, sizeof o);
   if (!(d = (spx_dmatrix *)spx__calloc(1, sizeof *d))) return SPX_OUT_OF_MEMORY;
   d->ctx = ctx; d->format = m->format; d->dtype = m->dtype; d->nrows = m->nrows; d->ncols = m->ncols;
-  if ((s = spx__kernel_specs[m->format](m, &o, &ctx->info, &d->plan))) goto fail;
+  if ((s = spec(m, &o, &ctx->info, &d->plan))) goto fail;
+  spx__conv_mark(tr, "dmatrix", "kernel plan", &tm);
   for (i = 0; o.plain_loads > 0 && i < d->plan.nlaunch; i++) spx__kdef(&d->plan.launch[i], "SPX_PLAIN_LOADS=1");
   n = spx_fmt_arrays(m, arr, SPX_KERNEL_ARGS_MAX);
   if (n > SPX_KERNEL_ARGS_MAX - 4) { s = spx__fail(SPX_INTERNAL, "format '%s' has too many arrays", spx_format_name(m->format)); goto fail; }
@@ -282,6 +254,7 @@ static spx_status spx__dmatrix_build(spx_context *ctx, const spx_fmt *m, const s
     if ((s = spx_device_upload(ctx, d->arrays[i], arr[i].host, bytes))) goto fail;
   }
   for (i = 0; i < n; i++) d->bytes += (int64_t)((size_t)arr[i].count * arr[i].elem_size);
+  spx__conv_mark(tr, "dmatrix", given ? "wrap" : "upload", &tm);
   {
     const void *ptrs[SPX_KERNEL_ARGS_MAX];
     for (i = 0; i < n; i++) ptrs[i] = (const void *)(uintptr_t)(given ? given[i] : d->arrays[i]);
@@ -291,6 +264,7 @@ static spx_status spx__dmatrix_build(spx_context *ctx, const spx_fmt *m, const s
   if (o.tiered && !o.generic) {
     int done;
     if ((s = spx__dmatrix_tier_start(d, o.tiered, &done))) goto fail;
+    spx__conv_mark(tr, "dmatrix", "tier start", &tm);
     if (done) {
       spx__dmatrix_describe(d);
       *out = d;
@@ -305,6 +279,7 @@ static spx_status spx__dmatrix_build(spx_context *ctx, const spx_fmt *m, const s
     s = spx__dmatrix_jit(d, 1);
   }
   if (s) goto fail;
+  spx__conv_mark(tr, "dmatrix", "kernels", &tm);
   spx__dmatrix_describe(d);
   *out = d;
   return SPX_OK;
@@ -321,7 +296,7 @@ spx_status spx_dmatrix_create(spx_context *ctx, const spx_fmt *m, const spx_dmat
 /* SPX_PLAN_TRACE set to anything but "" or 0: the selection's stages and the device converters'
  * steps print their wall times on stderr. */
 static int spx__plan_tracing(void) {
-  const char *e = getenv("SPX_PLAN_TRACE");
+  const char *e = spx__cfg()->plan_trace;
   return e && *e && *e != '0';
 }
 
@@ -344,7 +319,7 @@ typedef struct spx__conv {
 } spx__conv;
 
 /* grid blocks of 256 threads on the context's stream (none when grid < 1). */
-static spx_status spx__launch256(spx_context *ctx, void *fn, int64_t grid, void **params, const char *name) {
+spx_status spx__launch256(spx_context *ctx, void *fn, int64_t grid, void **params, const char *name) {
   const spx__cuda_api *cu = spx__cuda();
   spx_status s;
   if (grid < 1) return SPX_OK;
@@ -379,163 +354,6 @@ static int64_t spx__conv_slots(const int32_t *w, int64_t nsl, int64_t c) {
   return t;
 }
 
-/* ---- A host CSR staged on the device for the planner (templates/analyze.cu) ----------------------
- * One upload serves the row profile and validation (kernels instead of host passes), then the
- * plan's build: cuSPARSE takes the 32-bit row_ptr the profile kernel writes on the way, the device
- * converters (SELL, SELL16, SDIA, BSR) the 64-bit one. */
-typedef struct spx__dcsr {
-  spx_context *ctx;
-  int64_t nrows, ncols, nnz;
-  spx_dtype dtype;
-  spx_devptr rp, rp32, ci, va; /* rp32 0 when nnz > INT32_MAX; va 0 until spx__dcsr_values */
-  int has_values;               /* va allocated and uploaded (or going up: va_up), for a build that uses the staged arrays */
-  spx__h2d_async *va_up;        /* the values' upload while a converter reads the pattern: spx__dcsr_values_wait */
-  double stage_s[4];            /* staging's parts (alloc, upload, rows kernel + download, histogram), for traces */
-} spx__dcsr;
-
-/* The values are on the device once this returns SPX_OK (their pooled upload, if any, joined). */
-static spx_status spx__dcsr_values_wait(spx__dcsr *d) {
-  spx__h2d_async *a = d->va_up;
-  d->va_up = NULL;
-  return spx__h2d_end(a);
-}
-
-static void spx__dcsr_free(spx__dcsr *d) {
-  if (!d || !d->ctx) return;
-  if (d->va_up) { /* workers may still write into va */
-    (void)spx__dcsr_values_wait(d);
-    spx_clear_error();
-  }
-  spx_device_free(d->ctx, d->rp); spx_device_free(d->ctx, d->rp32);
-  spx_device_free(d->ctx, d->ci); spx_device_free(d->ctx, d->va);
-  memset(d, 0, sizeof *d);
-}
-
-/* The values, allocated and uploaded when a build takes the staged arrays (a format converted on
- * the host does not: the pattern alone is what its profile cost, and the selection allocates no
- * value array it may not use). */
-static spx_status spx__dcsr_values_begin(spx__dcsr *d, const spx_csr *a) {
-  const size_t vb = SPX_DTYPE_SIZE(a->dtype);
-  spx_status s;
-  if (d->has_values) return SPX_OK;
-  if (a->nnz != d->nnz || a->dtype != d->dtype) return spx__fail(SPX_INTERNAL, "staged CSR and matrix differ");
-  if (!d->va && (s = spx_device_alloc(d->ctx, (size_t)a->nnz * vb + vb, &d->va))) return s;
-  if ((s = spx__h2d_upload(d->ctx, d->va, a->val.p, (size_t)a->nnz * vb, 0, &d->va_up))) return s;
-  d->has_values = 1;
-  return SPX_OK;
-}
-
-/* The values uploaded, done on return. spx__dcsr_values_begin instead lets them go up while the
- * caller works on the pattern (a device converter: its counts, scans and sort need no values),
- * and spx__dcsr_values_wait comes before the first kernel that reads them. */
-static spx_status spx__dcsr_values(spx__dcsr *d, const spx_csr *a) {
-  spx_status s = spx__dcsr_values_begin(d, a);
-  return s ? s : spx__dcsr_values_wait(d);
-}
-
-/* The diagonal (min(rows, cols) doubles, 0 where a row has none) from the staged arrays and their
- * values (uploaded, or waited for here) into the host array out: a kernel and an 8-byte-a-row
- * download, where the host's pass over col_idx took 4-12 ms on 20-27M nonzeros. */
-static spx_status spx__dcsr_diag(spx__dcsr *d, double *out) {
-  const char *defs[2] = {"SPX_BLOCK=256", d->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double"};
-  long long n = SPX__MIN(d->nrows, d->ncols);
-  int64_t grid = SPX__MIN((n + 255) / 256, 8 * (int64_t)SPX__MAX(1, d->ctx->info.sm_count));
-  spx_devptr dd = 0;
-  void *fn = NULL, *pr[5];
-  spx_status s;
-  if (!d->rp || !d->ci || !d->va) return spx__fail(SPX_INTERNAL, "spx__dcsr_diag: nothing staged");
-  if (n < 1) return SPX_OK;
-  if ((s = spx__dcsr_values_wait(d)) || (s = spx_jit_kernel(d->ctx, "analyze", "spx_analyze_diag", 2, defs, &fn)) ||
-      (s = spx_device_alloc(d->ctx, (size_t)n * sizeof(double), &dd)))
-    return s;
-  pr[0] = &n; pr[1] = &d->rp; pr[2] = &d->ci; pr[3] = &d->va; pr[4] = &dd;
-  s = spx__launch256(d->ctx, fn, grid, pr, "spx_analyze_diag");
-  if (!s) s = spx_device_download(d->ctx, out, dd, (size_t)n * sizeof(double));
-  spx_device_free(d->ctx, dd);
-  return s;
-}
-
-/* Uploads a's pattern (sizes and row_ptr[0], row_ptr[n] already checked) and profiles its rows: r[9] as
- * analyze.cu's out[] (r[0] the first bad row, ~0 when none), *hist the row-length histogram
- * (r[1] + 1 entries, the caller frees it). tpr: the CSR kernel's lanes per row for r[8]. On
- * failure nothing stays allocated. */
-/* Row-length bins spx_analyze_rows counts in shared memory (8 KiB per block); longer rows take a
- * second kernel. */
-#define SPX__ANALYZE_HIST 2048
-#define SPX__STR2(x) #x
-#define SPX__STR(x) SPX__STR2(x)
-static spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, spx__dcsr *d, uint64_t r[9],
-                                  int64_t **hist, double *upload_s) {
-  enum { hs = SPX__ANALYZE_HIST }; /* the histogram's bins the rows kernel fills */
-  const char *defs[2] = {"SPX_BLOCK=256", "SPX_HIST_SHARED=" SPX__STR(SPX__ANALYZE_HIST)};
-  void *frow = NULL, *fhist = NULL;
-  long long n = a->nrows, ncols = a->ncols, nnz = a->nnz, nbins, lo = hs;
-  spx_devptr out = 0, dh = 0;
-  uint64_t *o = NULL;
-  spx_status s;
-  double t0, ta = spx__now();
-  memset(d, 0, sizeof *d);
-  *hist = NULL;
-  if (ctx->backend != SPX_BACKEND_CUDA) return spx__fail(SPX_NOT_AVAILABLE, "staging a CSR needs the CUDA backend");
-  d->ctx = ctx; d->nrows = n; d->ncols = ncols; d->nnz = nnz; d->dtype = a->dtype;
-  if ((s = spx_jit_kernel(ctx, "analyze", "spx_analyze_rows", 2, defs, &frow)) ||
-      (s = spx_jit_kernel(ctx, "analyze", "spx_analyze_hist", 2, defs, &fhist)))
-    goto fail;
-  if (!(o = (uint64_t *)spx__alloc(9 + hs, sizeof *o))) { s = SPX_OUT_OF_MEMORY; goto fail; }
-  /* The counters live past row_ptr's end, in its allocation: a cuMemAlloc and a cuMemFree less */
-  if ((s = spx_device_alloc(ctx, (size_t)(n + 1 + 9 + hs) * 8, &d->rp)) || (s = spx_device_alloc(ctx, (size_t)nnz * 4 + 4, &d->ci)) ||
-      (nnz <= INT32_MAX && (s = spx_device_alloc(ctx, (size_t)(n + 1) * 4, &d->rp32))))
-    goto fail;
-  out = d->rp + (spx_devptr)((n + 1) * 8);
-  t0 = spx__now();
-  d->stage_s[0] = t0 - ta;
-  if ((s = spx_device_memset(ctx, out, 0, (9 + hs) * 8))) goto fail;
-  /* the column sample's thread runs beside: the workers leave it its CPUs */
-  if ((s = spx__h2d_upload(ctx, d->rp, a->row_ptr, (size_t)(n + 1) * 8, spx__h2d_workers_beside(), NULL)) ||
-      (s = spx__h2d_upload(ctx, d->ci, a->col_idx, (size_t)nnz * 4, spx__h2d_workers_beside(), NULL)))
-    goto fail;
-  d->stage_s[1] = spx__now() - t0;
-  /* device storage for the matrix and its upload: what any plan of it pays (cuSPARSE's too) */
-  *upload_s = d->stage_s[0] + d->stage_s[1];
-  t0 = spx__now();
-  {
-    void *pr[8] = {&n, &ncols, &nnz, &d->rp, &d->ci, &d->rp32, &tpr, &out};
-    /* grid-stride: a few blocks per SM, each one atomic per counter */
-    if ((s = spx__launch256(ctx, frow, SPX__MIN((n + 255) / 256, 1024), pr, "spx_analyze_rows"))) goto fail;
-  }
-  if ((s = spx_device_download(ctx, o, out, (9 + hs) * 8))) goto fail;
-  d->stage_s[2] = spx__now() - t0;
-  t0 = spx__now();
-  memcpy(r, o, 9 * sizeof *r);
-  r[0] = ~r[0]; r[2] = ~r[2]; /* the kernel keeps the two minima complemented */
-  if (r[0] != ~0ull) { /* a bad row: the caller's host validation names it */
-    SPX_FREE(o);
-    return SPX_OK;
-  }
-  nbins = (long long)r[1] + 1;
-  if (!(*hist = (int64_t *)spx__calloc((size_t)nbins, sizeof **hist))) { s = SPX_OUT_OF_MEMORY; goto fail; }
-  memcpy(*hist, o + 9, (size_t)SPX__MIN(nbins, (long long)hs) * sizeof **hist);
-  if (nbins > lo) { /* rows longer than the shared bins: their counts in a second pass */
-    void *pr[5] = {&n, &d->rp, &lo, &nbins, &dh};
-    int64_t g = SPX__MIN((n + 255) / 256, 1024);
-    if ((s = spx_device_alloc(ctx, (size_t)(nbins - lo) * 8, &dh)) || (s = spx_device_memset(ctx, dh, 0, (size_t)(nbins - lo) * 8)) ||
-        (s = spx__launch256(ctx, fhist, g, pr, "spx_analyze_hist")) ||
-        (s = spx_device_download(ctx, *hist + lo, dh, (size_t)(nbins - lo) * 8)))
-      goto fail;
-  }
-  spx_device_free(ctx, dh);
-  SPX_FREE(o);
-  d->stage_s[3] = spx__now() - t0;
-  return SPX_OK;
-fail:
-  spx_device_free(ctx, dh);
-  SPX_FREE(o);
-  SPX_FREE(*hist);
-  *hist = NULL;
-  spx__dcsr_free(d);
-  return s;
-}
-
 /* ---- What the device converters share -----------------------------------------------------------
  * Each takes a's arrays on the device: `staged` (the plan's spx__dcsr_stage, values uploaded by
  * spx__dcsr_values: no second upload) or, with staged NULL, an upload of its own. Each returns
@@ -546,6 +364,13 @@ typedef struct spx__conv_in {
   int owned;             /* uploaded here: freed by spx__conv_in_free */
   spx__dcsr *staged;     /* the staged arrays, whose values may still be going up */
 } spx__conv_in;
+
+/* The values are on the device once this returns SPX_OK (their pooled upload, if any, joined). */
+spx_status spx__dcsr_values_wait(spx__dcsr *d) {
+  spx__h2d_async *a = d->va_up;
+  d->va_up = NULL;
+  return spx__h2d_end(a);
+}
 
 /* Before the first kernel that reads in->va: the staged values' upload done. */
 static spx_status spx__conv_in_values(spx__conv_in *in) {
@@ -922,7 +747,7 @@ done:
 /* Formats with a device converter; SPX_DEVICE_CONVERT=0 in the environment turns them all off
  * (comparisons, debugging). The plan's cost model asks the same. */
 static int spx__device_converts(int f) {
-  const char *e = getenv("SPX_DEVICE_CONVERT");
+  const char *e = spx__cfg()->device_convert;
   return (f == SPX_FORMAT_SELL || f == SPX_FORMAT_SELL16 || f == SPX_FORMAT_SDIA || f == SPX_FORMAT_BSR) &&
          !(e && *e == '0');
 }
@@ -951,7 +776,9 @@ spx_status spx_dmatrix_convert(spx_context *ctx, const spx_csr *a, spx_format f,
   if ((s = spx__dmatrix_convert_device(ctx, a, f, params, opt, NULL, out)) || *out) return s;
   { /* no device converter for this format or these parameters: on the host, then upload */
     spx_fmt *m = NULL;
+    double tm = spx__now();
     if ((s = spx_fmt_from_csr(a, f, params, &m))) return s;
+    spx__conv_mark(spx__plan_tracing(), spx_format_name(f), "host convert", &tm);
     s = spx_dmatrix_create(ctx, m, opt, out);
     spx_fmt_destroy(m);
     return s;
@@ -1054,20 +881,6 @@ done:
   spx_device_free(ctx, a);
   spx_device_free(ctx, b);
   return s;
-}
-
-spx_status spx_dmatrix_plan(const spx_fmt *m, const spx_dmatrix_options *opt, spx_kernel_plan *plan) {
-  spx_dmatrix_options o;
-  spx_device_info dev;
-  if (!m || !plan) return spx__fail(SPX_INVALID_ARGUMENT, "spx_dmatrix_plan: NULL argument");
-  memset(plan, 0, sizeof *plan);
-  spx__kernel_specs_init();
-  if (m->format < 0 || m->format >= SPX_FORMAT_MAX || !spx__kernel_specs[m->format])
-    return spx__fail(SPX_UNSUPPORTED, "format '%s' has no GPU kernel", spx_format_name(m->format));
-  if (opt) o = *opt;
-  else memset(&o, 0, sizeof o);
-  memset(&dev, 0, sizeof dev);
-  return spx__kernel_specs[m->format](m, &o, &dev, plan);
 }
 
 spx_status spx_dmatrix_warm(const spx_fmt *m, const spx_dmatrix_options *opt, const char *arch,

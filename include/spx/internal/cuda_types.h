@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "../device.h"
 #include "../loader.h"
 
 /* ---- Types ---------------------------------------------------------------------------------- */
@@ -309,6 +310,10 @@ const char *spx__cu_error_name(spx__CUresult r);
     if (spx__try_s_ != SPX_OK) return spx__try_s_;                        \
   } while (0)
 
+/* The arch the JIT compiles for on a device of compute capability major.minor ("sm_90"), memoized
+ * (jit_impl.h). */
+spx_status spx__jit_device_arch(int major, int minor, char arch[32]);
+
 /* NVRTC: compile CUDA C++ `src` (named `name` in messages) with `opts`. cubin != 0 asks for a
  * CUBIN (the options must name a real sm_XY), else PTX (NUL-terminated). On success *image and
  * *size hold the binary (free with SPX_FREE). log, when non-NULL, receives the compile log
@@ -337,8 +342,23 @@ struct spx_context {
 spx_status spx__ctx_push(const spx_context *ctx);
 void spx__ctx_pop(const spx_context *ctx);
 
+/* What the contexts (context_impl.h) take from the loader. Device `ordinal`'s properties (library
+ * versions not filled) and its CUdevice. */
+spx_status spx__device_props(const spx__cuda_api *cu, int ordinal, spx__CUdevice *dev, spx_device_info *o);
+/* Free device memory, read inside the (retained) primary context `ctx`. */
+spx_status spx__free_mem(const spx__cuda_api *cu, spx__CUcontext ctx, int64_t *out);
+/* The library versions every device_info carries (loading NVRTC and cuSPARSE if needed). */
+void spx__lib_versions(spx_device_info *o);
+/* SPX_OK when `ordinal` names a device here; else the failure, with `why` there is no GPU. */
+spx_status spx__check_ordinal(int ordinal, char *why, size_t len);
+/* Why there is no CUDA backend now ("" when there is one). */
+void spx__no_gpu_reason(char *buf, size_t len);
+/* The one-per-process notice that AUTO fell back to the host (counted: spx__loader_notice_count). */
+void spx__fallback_notice(const char *why);
+
 /* Tests only: forget everything the loader learned (libraries, driver state, the fallback notice)
- * so that the next call loads again under the current environment. Libraries stay mapped (CUDA
+ * and read the environment again (spx__config_reload), so that the next call loads again under the
+ * current environment. Libraries stay mapped (CUDA
  * libraries start threads and must not be unloaded). Not safe while other threads use spx. */
 void spx__loader_reset(void);
 /* How many times the host-fallback notice was issued in this process (it should be once). */
@@ -350,6 +370,43 @@ size_t spx__h2d_min(void);
 /* Tests: spx_device_upload on at most `want` of the pool's workers (0: all), as a plan's pattern
  * goes up beside its column sample. */
 spx_status spx__h2d_upload_workers(spx_context *ctx, spx_devptr dst, const void *src, size_t bytes, int want);
+/* A pooled upload under way (device_impl.h). */
+typedef struct spx__h2d_async spx__h2d_async;
+/* The upload, through the pool where it can be had, else the driver's way; ordered after the
+ * context stream's queued work, as a copy on the stream would be. pending NULL: done on return.
+ * Else the pool's workers may go on after the return: *pending, for spx__h2d_end before dst is
+ * read or freed, is NULL when it is done. want: at most that many workers (0: all). */
+spx_status spx__h2d_upload(spx_context *ctx, spx_devptr dst, const void *src, size_t bytes, int want,
+                           spx__h2d_async **pending);
+/* Waits for the upload (NULL: nothing pending) and frees its record: its data is on the device after. */
+spx_status spx__h2d_end(spx__h2d_async *a);
+/* Workers for an upload with host work of its own beside it (the plan's pattern, while a thread
+ * samples its columns); 0 only when there is no pool. */
+int spx__h2d_workers_beside(void);
+/* Streams, events, async copies and page-locked host memory for code that schedules its own work
+ * over streams (device_impl.h; the stencil). The context is current; failures are checked as
+ * spx__cu_check does. Streams are non-blocking; events time only with timing != 0. */
+spx_status spx__stream_new(const spx__cuda_api *cu, spx__CUstream *st);
+void spx__stream_free(const spx__cuda_api *cu, spx__CUstream st);
+void spx__stream_drain(const spx__cuda_api *cu, spx__CUstream st); /* its result ignored, no message kept */
+spx_status spx__stream_sync(const spx__cuda_api *cu, spx__CUstream st, const char *what);
+spx_status spx__stream_wait(const spx__cuda_api *cu, spx__CUstream st, spx__CUevent ev);
+spx_status spx__event_new(const spx__cuda_api *cu, spx__CUevent *ev, int timing);
+void spx__event_free(const spx__cuda_api *cu, spx__CUevent ev);
+spx_status spx__event_record(const spx__cuda_api *cu, spx__CUevent ev, spx__CUstream st);
+spx_status spx__event_sync(const spx__cuda_api *cu, spx__CUevent ev);
+spx_status spx__event_ms(const spx__cuda_api *cu, float *ms, spx__CUevent from, spx__CUevent to);
+spx_status spx__copy_h2d_async(const spx__cuda_api *cu, spx_devptr dst, const void *src, size_t bytes,
+                               spx__CUstream st);
+spx_status spx__copy_d2h_async(const spx__cuda_api *cu, void *dst, spx_devptr src, size_t bytes, spx__CUstream st);
+spx_status spx__copy_d2d_async(const spx__cuda_api *cu, spx_devptr dst, spx_devptr src, size_t bytes,
+                               spx__CUstream st);
+/* Page-locked host memory (cuMemHostAlloc; `what` names it in a failure), and its release. */
+spx_status spx__host_alloc(const spx__cuda_api *cu, void **out, size_t bytes, const char *what);
+void spx__host_free(const spx__cuda_api *cu, void *p);
+/* The link's bandwidth to and from pinned host memory (spx_stencil_pcie_bandwidth's measure). */
+spx_status spx__link_bandwidth(spx_context *ctx, size_t bytes, int reps, double *h2d_gbs, double *d2h_gbs,
+                               double *duplex_gbs);
 /* The upload pool's users (device_impl.h): each CUDA spx_context counts on its device from
  * creation to destruction, and the last one's destruction lets the device's pool go (its pinned
  * buffers, streams and events), so that nothing registered outlives the contexts. */

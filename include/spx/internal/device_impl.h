@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Implementation of spx/device.h. Every entry point pushes the context's CUDA context and pops it
- * on the way out, so the caller's current context is never disturbed. */
+ * on the way out, so the caller's current context is never disturbed. At the end, the streams,
+ * events, async copies and page-locked memory that code scheduling its own work over streams (the
+ * stencil) takes from this layer (cuda_types.h), and the link's bandwidth measured with them. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
 #include "common.h"
+#include "config.h"
 #include "cuda_types.h"
 #include "../device.h"
 
@@ -73,10 +76,9 @@ struct spx__dcache {
 };
 
 static size_t spx__dcache_cap(const spx_context *ctx) {
-  long long mb = 0;
+  const spx__env_num *mb = &spx__cfg()->device_cache_mb;
   size_t cap;
-  const int set = spx__env_count("SPX_DEVICE_CACHE_MB", &mb);
-  if (set) return set > 0 && mb > 0 ? (size_t)mb << 20 : 0; /* a bad value: off, as 0 */
+  if (mb->set) return mb->set > 0 && mb->n > 0 ? (size_t)mb->n << 20 : 0; /* a bad value: off, as 0 */
   cap = ctx->info.total_mem > 0 ? (size_t)ctx->info.total_mem / 16 : 0;
   return cap > ((size_t)2 << 30) ? (size_t)2 << 30 : cap;
 }
@@ -284,10 +286,10 @@ static spx__h2d_pool *spx__h2d_pools[64]; /* by device ordinal; made at the firs
  * 8 workers 30.0 GB/s, 10 33.5, 12 36.9, 14 37.9, 16 33.6 (the host's memory bandwidth, not the
  * copies' count, bounds it past 12). */
 static int spx__h2d_workers(void) {
-  long long n = 0;
-  const int set = spx__env_count("SPX_UPLOAD_THREADS", &n); /* a bad value: none, as 0 */
-  if (!set) n = SPX__MIN(sysconf(_SC_NPROCESSORS_ONLN) * 3 / 4, 12);
-  else if (set < 0) n = 0;
+  const spx__env_num *k = &spx__cfg()->upload_threads;
+  long long n = k->n;
+  if (!k->set) n = SPX__MIN(sysconf(_SC_NPROCESSORS_ONLN) * 3 / 4, 12);
+  else if (k->set < 0) n = 0; /* a bad value: none, as 0 */
   if (n > SPX__H2D_MAXW) n = SPX__H2D_MAXW;
   return n < 2 ? 0 : (int)n;
 }
@@ -295,10 +297,9 @@ static int spx__h2d_workers(void) {
 /* Workers for an upload with host work of its own beside it (the plan's pattern, while a thread
  * samples its columns): SPX_UPLOAD_THREADS when set, else half the CPUs, at most 8, so that the
  * work beside keeps the rest. 0 only when there is no pool (0 to spx__h2d_upload means all). */
-static int spx__h2d_workers_beside(void) {
-  long long v;
+int spx__h2d_workers_beside(void) {
   const int n = spx__h2d_workers();
-  if (spx__env_count("SPX_UPLOAD_THREADS", &v) || n == 0) return n;
+  if (spx__cfg()->upload_threads.set || n == 0) return n;
   return (int)SPX__MAX(1, SPX__MIN((long)n, SPX__MIN(sysconf(_SC_NPROCESSORS_ONLN) / 2, 8L)));
 }
 
@@ -424,14 +425,14 @@ out:
 }
 
 /* A pooled upload under way: its workers, and the pool's lock it holds until spx__h2d_end. */
-typedef struct spx__h2d_async {
+struct spx__h2d_async {
   spx__h2d_pool *pl;
   int nw;
   spx__h2d_job job[SPX__H2D_MAXW];
   pthread_t th[SPX__H2D_MAXW];
   int started[SPX__H2D_MAXW];
   atomic_int stop;
-} spx__h2d_async;
+};
 
 /* Starts the upload on the pool's workers: worker 0 on this thread when `here` (the call then
  * returns with the copies done but for spx__h2d_end's joins), else all on threads of their own.
@@ -449,6 +450,11 @@ static spx_status spx__h2d_begin(const spx__cuda_api *cu, const spx_context *ctx
   a->pl = pl;
   atomic_init(&a->stop, 0);
   a->nw = (int)SPX__MIN((size_t)(want > 0 ? SPX__MIN(want, pl->nw) : pl->nw), (bytes + SPX__H2D_CHUNK - 1) / SPX__H2D_CHUNK);
+  { /* the chunks go round-robin, so the upload waits for its slowest worker: leave the cores of
+     * running jobs (NVRTC compiles) to them */
+    const long free_cpus = sysconf(_SC_NPROCESSORS_ONLN) - 1 - (long)spx__jobs_busy();
+    if (a->nw > 1 && free_cpus < a->nw) a->nw = (int)SPX__MAX(1L, free_cpus);
+  }
   for (i = 0; i < a->nw; i++) {
     spx__h2d_job *j = &a->job[i];
     j->ctx = ctx; j->pl = pl; j->id = i; j->nw = a->nw; j->dst = (spx__CUdeviceptr)dst;
@@ -462,7 +468,7 @@ static spx_status spx__h2d_begin(const spx__cuda_api *cu, const spx_context *ctx
 }
 
 /* Waits for the upload (NULL: nothing pending) and frees its record: its data is on the device after. */
-static spx_status spx__h2d_end(spx__h2d_async *a) {
+spx_status spx__h2d_end(spx__h2d_async *a) {
   spx_status s = SPX_OK;
   int i;
   if (!a) return SPX_OK;
@@ -565,8 +571,8 @@ long long spx__pin_count(const spx_context *ctx) {
  * context stream's queued work, as a copy on the stream would be. pending NULL: done on return.
  * Else the pool's workers may go on after the return (the plan's values while a converter reads
  * the pattern): *pending, for spx__h2d_end before dst is read or freed, is NULL when it is done. */
-static spx_status spx__h2d_upload(spx_context *ctx, spx_devptr dst, const void *src, size_t bytes, int want,
-                                  spx__h2d_async **pending) {
+spx_status spx__h2d_upload(spx_context *ctx, spx_devptr dst, const void *src, size_t bytes, int want,
+                           spx__h2d_async **pending) {
   const spx__cuda_api *cu;
   spx__h2d_async *a = NULL;
   spx_status s = SPX_OK;
@@ -718,5 +724,117 @@ spx_status spx_timer_stop(spx_timer *t, double *ms) {
   if (!s) s = spx__cu_check(cu->cuEventElapsedTime(&f, t->start, t->stop), "cuEventElapsedTime");
   spx__ctx_pop(t->ctx);
   *ms = f;
+  return s;
+}
+
+/* ---- Streams, events and page-locked host memory --------------------------------------------------
+ * For code that schedules its own copies and kernels over streams of its own (the stencil): the
+ * driver's stream, event and host-memory calls stay in this layer. Each runs with the context
+ * current (between spx__ctx_push and spx__ctx_pop), inside the caller's run of driver calls. */
+spx_status spx__stream_new(const spx__cuda_api *cu, spx__CUstream *st) {
+  return spx__cu_check(cu->cuStreamCreate(st, SPX__CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+}
+void spx__stream_free(const spx__cuda_api *cu, spx__CUstream st) { (void)cu->cuStreamDestroy(st); }
+void spx__stream_drain(const spx__cuda_api *cu, spx__CUstream st) { (void)cu->cuStreamSynchronize(st); }
+spx_status spx__stream_sync(const spx__cuda_api *cu, spx__CUstream st, const char *what) {
+  return spx__cu_check(cu->cuStreamSynchronize(st), what);
+}
+spx_status spx__stream_wait(const spx__cuda_api *cu, spx__CUstream st, spx__CUevent ev) {
+  return spx__cu_check(cu->cuStreamWaitEvent(st, ev, 0), "cuStreamWaitEvent");
+}
+
+spx_status spx__event_new(const spx__cuda_api *cu, spx__CUevent *ev, int timing) {
+  return spx__cu_check(cu->cuEventCreate(ev, timing ? SPX__CU_EVENT_DEFAULT : SPX__CU_EVENT_DISABLE_TIMING),
+                       "cuEventCreate");
+}
+void spx__event_free(const spx__cuda_api *cu, spx__CUevent ev) { (void)cu->cuEventDestroy(ev); }
+spx_status spx__event_record(const spx__cuda_api *cu, spx__CUevent ev, spx__CUstream st) {
+  return spx__cu_check(cu->cuEventRecord(ev, st), "cuEventRecord");
+}
+spx_status spx__event_sync(const spx__cuda_api *cu, spx__CUevent ev) {
+  return spx__cu_check(cu->cuEventSynchronize(ev), "cuEventSynchronize");
+}
+spx_status spx__event_ms(const spx__cuda_api *cu, float *ms, spx__CUevent from, spx__CUevent to) {
+  return spx__cu_check(cu->cuEventElapsedTime(ms, from, to), "cuEventElapsedTime");
+}
+
+spx_status spx__copy_h2d_async(const spx__cuda_api *cu, spx_devptr dst, const void *src, size_t bytes,
+                               spx__CUstream st) {
+  return spx__cu_check(cu->cuMemcpyHtoDAsync((spx__CUdeviceptr)dst, src, bytes, st), "cuMemcpyHtoDAsync");
+}
+spx_status spx__copy_d2h_async(const spx__cuda_api *cu, void *dst, spx_devptr src, size_t bytes, spx__CUstream st) {
+  return spx__cu_check(cu->cuMemcpyDtoHAsync(dst, (spx__CUdeviceptr)src, bytes, st), "cuMemcpyDtoHAsync");
+}
+spx_status spx__copy_d2d_async(const spx__cuda_api *cu, spx_devptr dst, spx_devptr src, size_t bytes,
+                               spx__CUstream st) {
+  return spx__cu_check(cu->cuMemcpyDtoDAsync((spx__CUdeviceptr)dst, (spx__CUdeviceptr)src, bytes, st),
+                       "cuMemcpyDtoDAsync");
+}
+
+spx_status spx__host_alloc(const spx__cuda_api *cu, void **out, size_t bytes, const char *what) {
+  return spx__cu_check(cu->cuMemHostAlloc(out, bytes, 0), what);
+}
+void spx__host_free(const spx__cuda_api *cu, void *p) { (void)cu->cuMemFreeHost(p); }
+
+/* ---- The link to the host -----------------------------------------------------------------------
+ * Copies between pinned host buffers and the device, each way alone and both at once, timed by
+ * events on two streams: what a transfer-bound schedule (the out-of-core stencil) can count on. */
+spx_status spx__link_bandwidth(spx_context *ctx, size_t bytes, int reps, double *h2d_gbs, double *d2h_gbs,
+                               double *duplex_gbs) {
+  const spx__cuda_api *cu = spx__cuda();
+  void *h[2] = {NULL, NULL};
+  spx_devptr dv[2] = {0, 0};
+  spx__CUstream st[2] = {NULL, NULL};
+  spx__CUevent ev[4] = {NULL, NULL, NULL, NULL};
+  double best[3] = {1e30, 1e30, 1e30}, t0;
+  spx_status s = SPX_OK;
+  int r, i, pushed = 0;
+  if (!h2d_gbs || !d2h_gbs || !duplex_gbs || !bytes || reps < 1 || !ctx)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_stencil_pcie_bandwidth: bad argument");
+  *h2d_gbs = *d2h_gbs = *duplex_gbs = 0;
+  if (ctx->backend != SPX_BACKEND_CUDA || !cu)
+    return spx__fail(SPX_NOT_AVAILABLE, "spx_stencil_pcie_bandwidth: the context uses the host backend (no GPU)");
+  for (i = 0; i < 2 && !s; i++) s = spx_device_alloc(ctx, bytes, &dv[i]);
+  if (s || (s = spx__ctx_push(ctx))) goto done;
+  pushed = 1;
+  for (i = 0; i < 2 && !s; i++) s = spx__host_alloc(cu, &h[i], bytes, "cuMemHostAlloc");
+  for (i = 0; i < 2 && !s; i++) s = spx__stream_new(cu, &st[i]);
+  for (i = 0; i < 4 && !s; i++) s = spx__event_new(cu, &ev[i], 1);
+  if (s) goto done;
+  memset(h[0], 1, bytes);
+  memset(h[1], 2, bytes);
+  t0 = spx__now();
+  /* r < 0: warm-up, until it has copied for 200 ms: an idle GPU's link comes up to speed only
+   * under load (a first measurement right after a build reads far below the later ones) */
+  for (r = -1; r < reps; r++) {
+    float ms[2] = {0, 0};
+    int mode;
+    if (r == 0 && spx__now() - t0 < 0.2) r = -1;
+    for (mode = 0; mode < 3; mode++) { /* 0: up, 1: down, 2: both at once */
+      if ((s = spx__event_record(cu, ev[0], st[0])) || (s = spx__stream_wait(cu, st[1], ev[0]))) goto done;
+      if (mode != 1 && (s = spx__copy_h2d_async(cu, dv[0], h[0], bytes, st[0]))) goto done;
+      if (mode != 0 && (s = spx__copy_d2h_async(cu, h[1], dv[1], bytes, st[1]))) goto done;
+      if ((s = spx__event_record(cu, ev[1], st[0])) || (s = spx__event_record(cu, ev[2], st[1])) ||
+          (s = spx__event_sync(cu, ev[1])) || (s = spx__event_sync(cu, ev[2])) ||
+          (s = spx__event_ms(cu, &ms[0], ev[0], ev[1])) || (s = spx__event_ms(cu, &ms[1], ev[0], ev[2])))
+        goto done;
+      if (r >= 0) {
+        double t = SPX__MAX(ms[0], ms[1]);
+        if (t < best[mode]) best[mode] = t;
+      }
+    }
+  }
+  *h2d_gbs = (double)bytes / (best[0] * 1e-3) * 1e-9;
+  *d2h_gbs = (double)bytes / (best[1] * 1e-3) * 1e-9;
+  *duplex_gbs = 2.0 * (double)bytes / (best[2] * 1e-3) * 1e-9;
+done:
+  if (pushed) {
+    for (i = 0; i < 2; i++) if (st[i]) spx__stream_drain(cu, st[i]);
+    for (i = 0; i < 4; i++) if (ev[i]) spx__event_free(cu, ev[i]);
+    for (i = 0; i < 2; i++) if (st[i]) spx__stream_free(cu, st[i]);
+    for (i = 0; i < 2; i++) if (h[i]) spx__host_free(cu, h[i]);
+    spx__ctx_pop(ctx);
+  }
+  for (i = 0; i < 2; i++) spx_device_free(ctx, dv[i]);
   return s;
 }

@@ -3,6 +3,7 @@
  * parameters, allocation, bytes, validation, dump, kernel arguments), the helpers the converters
  * share, then one file per format (internal/formats/<name>_impl.h). */
 #include "common.h"
+#include "host.h"
 #include "../formats.h"
 
 #include <stddef.h>
@@ -29,7 +30,7 @@ static spx_val spx__csr_val(const spx_csr *a) {
 }
 
 /* SPX_RANGE unless v fits a 32-bit index (what every format's offsets are). */
-static spx_status spx__fits32(int64_t v, const char *what) {
+spx_status spx__fits32(int64_t v, const char *what) {
   if (v > INT32_MAX)
     return spx__fail(SPX_RANGE, "%s = %lld does not fit the 32-bit indices spx formats use", what,
                      (long long)v);
@@ -37,7 +38,7 @@ static spx_status spx__fits32(int64_t v, const char *what) {
 }
 
 /* A converter's failure as spx_fmt_from_csr reports it (the device converters too). */
-static spx_status spx__fmt_wrap(spx_status s, const spx_csr *a, const char *fmt) {
+spx_status spx__fmt_wrap(spx_status s, const spx_csr *a, const char *fmt) {
   return spx__wrap(s, "converting a %lld x %lld matrix to %s", (long long)a->nrows, (long long)a->ncols, fmt);
 }
 
@@ -307,7 +308,7 @@ spx_status spx_format_register(const spx_format_vtable *vt, spx_format *out) {
 }
 
 /* ---- Parameters ----------------------------------------------------------------------------- */
-static size_t spx__param_off(int f, int j) {
+size_t spx__param_off(int f, int j) {
   const spx__format_entry *e = &spx__registry[f];
   return e->param_off ? e->param_off[j]
                       : offsetof(spx_format_params, ext) + (size_t)(e->ext_base + j) * sizeof(int64_t);

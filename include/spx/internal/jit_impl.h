@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "common.h"
+#include "config.h"
 #include "cuda_types.h"
 #include "../jit.h"
 #include "templates_gen.h"
@@ -316,7 +317,7 @@ static spx_status spx__jit_arch_check(const char *arch, int *cubin) {
 }
 
 /* The arch spx compiles for on a device of compute capability major.minor, memoized. */
-static spx_status spx__jit_device_arch(int major, int minor, char arch[32]) {
+spx_status spx__jit_device_arch(int major, int minor, char arch[32]) {
   char opt[64];
   const char *eq;
   int cc = major * 10 + minor, i, cubin;
@@ -446,8 +447,8 @@ static void spx__jit_remember_failure(spx__jit_key k, spx_status s) {
 /* ---- The disk cache --------------------------------------------------------------------------- */
 /* The cache directory (not the versioned subdirectory); 0 when the disk cache is off. */
 static int spx__jit_root(char *root, size_t len) {
-  const char *off = getenv("SPX_CACHE"), *d = getenv("SPX_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"),
-             *h = getenv("HOME");
+  const spx__config *cfg = spx__cfg();
+  const char *off = cfg->cache, *d = cfg->cache_dir, *x = cfg->xdg_cache_home, *h = cfg->home;
   int n;
   root[0] = 0;
   if (off && (!strcmp(off, "off") || !strcmp(off, "0") || !strcmp(off, "no") || !strcmp(off, "false") ||
@@ -582,7 +583,7 @@ static int spx__jit_is_mine(DIR *d, const char *name, struct stat *st) {
 
 static double spx__jit_cap_mb(void) {
   static atomic_int warned;
-  const char *e = getenv("SPX_CACHE_MAX_MB");
+  const char *e = spx__cfg()->cache_max_mb;
   char *end;
   double v;
   if (!e || !*e) return SPX__JIT_DEFAULT_CAP_MB;

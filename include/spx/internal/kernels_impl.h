@@ -1,9 +1,33 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The GPU kernel of every in-tree format: which template, which kernels in which order, which
  * specialization constants, and the launch shape. One spec function per format; the table at the
- * bottom is the only list. Out-of-tree formats add theirs with spx_format_set_kernel. */
+ * bottom is the only list. Out-of-tree formats add theirs with spx_format_set_kernel. Specs are
+ * decisions on the host (spx_dmatrix_plan needs no GPU): this file and its registry sit below the
+ * device matrices that launch what they choose (cuda_impl.h, through kernels.h). */
 #include "common.h"
+#include "kernels.h"
 #include "../cuda.h"
+
+/* printf into the next define slot of a launch. */
+void spx__kdef(spx_kernel_launch *l, const char *fmt, ...) {
+  va_list ap;
+  if (l->ndefines >= SPX_KERNEL_DEFINES_MAX) return;
+  va_start(ap, fmt);
+  vsnprintf(l->defines[l->ndefines++], sizeof l->defines[0], fmt, ap);
+  va_end(ap);
+}
+
+/* A 1-D launch of `kernel` from `tmpl` covering `items` work items with `per_block` per block. */
+static void spx__klaunch(spx_kernel_launch *l, const char *tmpl, const char *kernel, int64_t items,
+                         unsigned block, int64_t per_block) {
+  int64_t g = per_block > 0 ? (items + per_block - 1) / per_block : 1;
+  memset(l, 0, sizeof *l);
+  snprintf(l->template_name, sizeof l->template_name, "%s", tmpl);
+  snprintf(l->kernel, sizeof l->kernel, "%s", kernel);
+  l->grid[0] = (unsigned)(g < 1 ? 1 : g > 2147483647 ? 2147483647 : g);
+  l->grid[1] = l->grid[2] = 1;
+  l->block[0] = block; l->block[1] = l->block[2] = 1;
+}
 
 /* A shape constant as the kernels are specialized for it: above 32 rounded up to a bucket, so that
  * nearby matrices share one compiled kernel (the templates take it as a bound of the run-time
@@ -83,7 +107,7 @@ static int spx__tpr_mean(double mean) {
   while (t < 32 && 2.0 * t * 5.0 <= mean) t *= 2;
   return t;
 }
-static int spx__tpr(const spx_fmt *m, int want) {
+int spx__tpr(const spx_fmt *m, int want) {
   if (want >= 1 && want <= 32 && !(want & (want - 1))) return want;
   return spx__tpr_mean(m->nrows ? (double)m->nnz / (double)m->nrows : 0);
 }
@@ -541,10 +565,45 @@ static spx_status spx__ks_rbp_ell_r(const spx_fmt *m, const spx_dmatrix_options 
   _(SELL16,    spx__ks_sell16)         \
   _(SDIA,      spx__ks_sdia)
 
+/* The registry: in-tree specs from the table above, then what spx_format_set_kernel adds. */
+static spx_kernel_spec_fn spx__kernel_specs[SPX_FORMAT_MAX];
+static int spx__kernel_specs_ready;
+
 static void spx__kernel_specs_init(void) {
   if (spx__kernel_specs_ready) return;
 #define SPX__KSET(E, fn) spx__kernel_specs[SPX_FORMAT_##E] = fn;
   SPX__KERNELS(SPX__KSET)
 #undef SPX__KSET
   spx__kernel_specs_ready = 1;
+}
+
+spx_kernel_spec_fn spx__kernel_spec(spx_format f) {
+  spx__kernel_specs_init();
+  return f >= 0 && f < SPX_FORMAT_MAX ? spx__kernel_specs[f] : NULL;
+}
+
+spx_status spx_format_set_kernel(spx_format f, spx_kernel_spec_fn fn) {
+  if (!spx_format_info(f)) return spx__fail(SPX_INVALID_ARGUMENT, "spx_format_set_kernel: unknown format %d", (int)f);
+  spx__kernel_specs_init();
+  spx__kernel_specs[f] = fn;
+  return SPX_OK;
+}
+
+int spx_format_has_kernel(spx_format f) {
+  spx__kernel_specs_init();
+  return f >= 0 && f < SPX_FORMAT_MAX && spx__kernel_specs[f] != NULL;
+}
+
+spx_status spx_dmatrix_plan(const spx_fmt *m, const spx_dmatrix_options *opt, spx_kernel_plan *plan) {
+  spx_dmatrix_options o;
+  spx_device_info dev;
+  spx_kernel_spec_fn spec;
+  if (!m || !plan) return spx__fail(SPX_INVALID_ARGUMENT, "spx_dmatrix_plan: NULL argument");
+  memset(plan, 0, sizeof *plan);
+  if (!(spec = spx__kernel_spec(m->format)))
+    return spx__fail(SPX_UNSUPPORTED, "format '%s' has no GPU kernel", spx_format_name(m->format));
+  if (opt) o = *opt;
+  else memset(&o, 0, sizeof o);
+  memset(&dev, 0, sizeof dev);
+  return spec(m, &o, &dev, plan);
 }

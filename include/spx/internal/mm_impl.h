@@ -27,6 +27,8 @@
 #include <omp.h>
 #endif
 #include "common.h"
+#include "host.h"
+#include "../io.h"
 #include "../mm.h"
 
 /* Keyword tables, plus the keywords spx recognizes only to refuse them. */

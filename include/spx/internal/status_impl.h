@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Implementation of spx/status.h and spx/internal/common.h. */
-#include <errno.h>
 #include <math.h> /* NAN, isnan: macros only, no libm */
 #include "common.h"
+#include "config.h"
 
 static SPX__THREAD_LOCAL char spx__msg[1024];
 static SPX__THREAD_LOCAL spx_status spx__last = SPX_OK;
@@ -139,21 +139,9 @@ double spx__sqrt(double x) {
   return r;
 }
 
-int spx__env_count(const char *name, long long *out) {
-  const char *e = getenv(name);
-  char *end;
-  long long v;
-  if (!e || !*e) return 0;
-  errno = 0;
-  v = strtoll(e, &end, 10);
-  if (*end || v < 0 || errno) return -1;
-  *out = v;
-  return 1;
-}
-
 void spx__warn(const char *fmt, ...) {
   va_list ap;
-  if (getenv("SPX_QUIET")) return;
+  if (spx__cfg()->quiet) return;
   fputs("spx: ", stderr);
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <unistd.h>
 #include "common.h"
+#include "config.h"
 #include "cuda_types.h"
 #include "../stencil.h"
 #include "../jit.h"
@@ -264,7 +265,7 @@ static int spx__stencil_feasible(spx_stencil_method m, int d, int64_t R, int64_t
  * more bytes in flight per thread. 2 loads cell pairs as float2/double2, aligned only when every
  * row starts at an even index: an odd nx runs 1. */
 static spx_status spx__stencil_xv(const spx_stencil *p, const spx_stencil_options *o, int *xv) {
-  const char *e = getenv("SPX_STENCIL_XV");
+  const char *e = spx__cfg()->stencil_xv;
   /* Default 2 in float only. H100, in core, depth 1 (bench/results/stencil-ab-*): float xv 2
    * over xv 1 1.07-1.23x (80-87% -> 88-99% of the roofline); double 0.92x at 256^3 and
    * 1.00-1.01x from 512^3 (xv 1 already reaches 98-100%; the pairs cost registers). */
@@ -606,6 +607,7 @@ static spx_status spx__sx_internal(const char *what, int64_t a, int64_t b, int64
 
 static spx_status spx__sx_mark(spx__sx *x, int stream, int cat, int end) {
   spx__sx_timing *t;
+  spx_status s;
   if (!x->timing) return SPX_OK;
   if (!end) {
     if (x->nlog == x->caplog) {
@@ -618,13 +620,10 @@ static spx_status spx__sx_mark(spx__sx *x, int stream, int cat, int end) {
     memset(t, 0, sizeof *t);
     t->cat = cat;
     t->stream = stream;
-    SPX__CU_TRY(x->cu->cuEventCreate(&t->e0, 0));
-    SPX__CU_TRY(x->cu->cuEventCreate(&t->e1, 0));
-    SPX__CU_TRY(x->cu->cuEventRecord(t->e0, x->st[stream]));
-  } else {
-    SPX__CU_TRY(x->cu->cuEventRecord(x->log[x->nlog - 1].e1, x->st[stream]));
+    if ((s = spx__event_new(x->cu, &t->e0, 1)) || (s = spx__event_new(x->cu, &t->e1, 1))) return s;
+    return spx__event_record(x->cu, t->e0, x->st[stream]);
   }
-  return SPX_OK;
+  return spx__event_record(x->cu, x->log[x->nlog - 1].e1, x->st[stream]);
 }
 
 /* Address of plane k of buffer b, and of plane z of host grid g. */
@@ -652,14 +651,11 @@ static spx_status spx__sx_raw(spx__sx *x, int stream, int cat, uintptr_t dst, ui
   }
   if ((s = spx__sx_mark(x, stream, cat, 0))) return s;
   if (cat == SPX__SXC_H2D)
-    s = spx__cu_check(x->cu->cuMemcpyHtoDAsync((spx__CUdeviceptr)dst, (const void *)src, bytes, x->st[stream]),
-                      "cuMemcpyHtoDAsync");
+    s = spx__copy_h2d_async(x->cu, (spx_devptr)dst, (const void *)src, bytes, x->st[stream]);
   else if (cat == SPX__SXC_D2H)
-    s = spx__cu_check(x->cu->cuMemcpyDtoHAsync((void *)dst, (spx__CUdeviceptr)src, bytes, x->st[stream]),
-                      "cuMemcpyDtoHAsync");
+    s = spx__copy_d2h_async(x->cu, (void *)dst, (spx_devptr)src, bytes, x->st[stream]);
   else
-    s = spx__cu_check(x->cu->cuMemcpyDtoDAsync((spx__CUdeviceptr)dst, (spx__CUdeviceptr)src, bytes, x->st[stream]),
-                      "cuMemcpyDtoDAsync");
+    s = spx__copy_d2d_async(x->cu, (spx_devptr)dst, (spx_devptr)src, bytes, x->st[stream]);
   return s ? s : spx__sx_mark(x, stream, cat, 1);
 }
 
@@ -682,11 +678,11 @@ static spx_status spx__sx_d2d(spx__sx *x, int stream, int db, int64_t dk, int sb
 
 static spx_status spx__sx_record(spx__sx *x, int stream, int e) {
   if (!x->gpu) return SPX_OK;
-  return spx__cu_check(x->cu->cuEventRecord(x->ev[e], x->st[stream]), "cuEventRecord");
+  return spx__event_record(x->cu, x->ev[e], x->st[stream]);
 }
 static spx_status spx__sx_wait(spx__sx *x, int stream, int e) {
   if (!x->gpu) return SPX_OK;
-  return spx__cu_check(x->cu->cuStreamWaitEvent(x->st[stream], x->ev[e], 0), "cuStreamWaitEvent");
+  return spx__stream_wait(x->cu, x->st[stream], x->ev[e]);
 }
 
 /* Output planes per item (chunk) of spx_stencil_tb's launch over `range` planes of `ntile` column
@@ -1000,7 +996,7 @@ static int spx__stencil_defines(const spx_stencil *p, int depth, int shared, int
      * bench/results/tb-pf.txt: float depth 4 421 GStencil/s at 2 against 366 loading at use;
      * double depth 4 285 at 1, 250 at 2, 190 at use); SPX_STENCIL_TB_PF=0..8 overrides it, to
      * compare distances on one build (bench/device.sh tb-pf). */
-    const char *e = getenv("SPX_STENCIL_TB_PF");
+    const char *e = spx__cfg()->stencil_tb_pf;
     snprintf(d[n++], 64, "SPX_DEPTH=%d", depth);
     if (e && e[0] >= '0' && e[0] <= '8' && !e[1]) snprintf(d[n++], 64, "SPX_TB_PF=%c", e[0]);
     else snprintf(d[n++], 64, "SPX_TB_PF=%d", p->dtype == SPX_FLOAT ? 2 : 1);
@@ -1055,14 +1051,14 @@ static void spx__sx_release(spx__sx *x) {
   if (x->gpu) {
     if (!spx__ctx_push(x->ctx)) {
       for (t = 0; t < x->nlog; t++) {
-        if (x->log[t].e0) (void)x->cu->cuEventDestroy(x->log[t].e0);
-        if (x->log[t].e1) (void)x->cu->cuEventDestroy(x->log[t].e1);
+        if (x->log[t].e0) spx__event_free(x->cu, x->log[t].e0);
+        if (x->log[t].e1) spx__event_free(x->cu, x->log[t].e1);
       }
       for (i = 0; i < x->nev; i++)
-        if (x->ev && x->ev[i]) (void)x->cu->cuEventDestroy(x->ev[i]);
+        if (x->ev && x->ev[i]) spx__event_free(x->cu, x->ev[i]);
       for (i = 0; i < SPX__SXS_N; i++)
-        if (x->st[i]) (void)x->cu->cuStreamDestroy(x->st[i]);
-      if (x->g[1]) (void)x->cu->cuMemFreeHost(x->g[1]);
+        if (x->st[i]) spx__stream_free(x->cu, x->st[i]);
+      if (x->g[1]) spx__host_free(x->cu, x->g[1]);
       spx__ctx_pop(x->ctx);
     }
     for (i = 0; i < SPX__SXB_N; i++) spx_device_free(x->ctx, (spx_devptr)x->buf[i]);
@@ -1110,7 +1106,7 @@ static spx_status spx__sx_alloc(spx__sx *x) {
     if (x->gpu) {
       void *h = NULL;
       if ((s = spx__ctx_push(x->ctx))) return s;
-      s = spx__cu_check(x->cu->cuMemHostAlloc(&h, bytes, 0), "cuMemHostAlloc (the second host grid)");
+      s = spx__host_alloc(x->cu, &h, bytes, "cuMemHostAlloc (the second host grid)");
       spx__ctx_pop(x->ctx);
       if (s) return s;
       x->g[1] = (char *)h;
@@ -1123,11 +1119,14 @@ static spx_status spx__sx_alloc(spx__sx *x) {
 
 /* Streams, events and kernels of a GPU run (inside a pushed context). */
 static spx_status spx__sx_gpu_setup(spx__sx *x, const spx__stencil_kernels *k) {
+  spx_status s;
   int i;
   x->nev = SPX__SXE_TILE + (int)x->pl->nslabs;
   if (!(x->ev = (spx__CUevent *)spx__calloc((size_t)x->nev, sizeof *x->ev))) return SPX_OUT_OF_MEMORY;
-  for (i = 0; i < SPX__SXS_N; i++) SPX__CU_TRY(x->cu->cuStreamCreate(&x->st[i], SPX__CU_STREAM_NON_BLOCKING));
-  for (i = 0; i < x->nev; i++) SPX__CU_TRY(x->cu->cuEventCreate(&x->ev[i], SPX__CU_EVENT_DISABLE_TIMING));
+  for (i = 0; i < SPX__SXS_N; i++)
+    if ((s = spx__stream_new(x->cu, &x->st[i]))) return s;
+  for (i = 0; i < x->nev; i++)
+    if ((s = spx__event_new(x->cu, &x->ev[i], 0))) return s;
   x->main_block[0] = (unsigned)k->bx[0]; x->main_block[1] = (unsigned)k->by[0];
   x->one_block[0] = (unsigned)k->bx[1]; x->one_block[1] = (unsigned)k->by[1];
   x->main_xv = k->xv[0]; x->one_xv = k->xv[1];
@@ -1151,8 +1150,8 @@ static spx_status spx__sx_trace(const spx__sx *x, const char *path) {
   fprintf(f, "stream,kind,start_ms,end_ms\n");
   for (t = 0; t < x->nlog; t++) {
     float a = 0, b = 0;
-    spx_status s = spx__cu_check(x->cu->cuEventElapsedTime(&a, x->log[0].e0, x->log[t].e0), "cuEventElapsedTime");
-    if (!s) s = spx__cu_check(x->cu->cuEventElapsedTime(&b, x->log[0].e0, x->log[t].e1), "cuEventElapsedTime");
+    spx_status s = spx__event_ms(x->cu, &a, x->log[0].e0, x->log[t].e0);
+    if (!s) s = spx__event_ms(x->cu, &b, x->log[0].e0, x->log[t].e1);
     if (s) { fclose(f); return s; }
     fprintf(f, "%s,%s,%.4f,%.4f\n", sname[x->log[t].stream], cname[x->log[t].cat], a, b);
   }
@@ -1160,15 +1159,13 @@ static spx_status spx__sx_trace(const spx__sx *x, const char *path) {
   return SPX_OK;
 }
 
-/* A measurement knob: *out = the positive count in environment variable `name`, unchanged when
- * it is unset or empty; anything else is a clear error. */
-static spx_status spx__stencil_env_count(const char *name, const char *what, int64_t *out) {
-  long long v = 0;
-  const int set = spx__env_count(name, &v);
-  if (!set) return SPX_OK;
-  if (set < 0 || v < 1 || v > INT32_MAX)
-    return spx__fail(SPX_INVALID_ARGUMENT, "%s=%.20s: use %s >= 1, or unset it", name, getenv(name), what);
-  *out = v;
+/* A measurement knob: *out = the positive count in environment variable `name` (its value k),
+ * unchanged when it is unset or empty; anything else is a clear error. */
+static spx_status spx__stencil_env_count(const char *name, const spx__env_num *k, const char *what, int64_t *out) {
+  if (!k->set) return SPX_OK;
+  if (k->set < 0 || k->n < 1 || k->n > INT32_MAX)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s=%.20s: use %s >= 1, or unset it", name, k->str, what);
+  *out = k->n;
   return SPX_OK;
 }
 
@@ -1206,9 +1203,10 @@ spx_status spx_stencil_run(spx_context *ctx, const spx_stencil *p, void *grid, i
   x.pb = p->nx * p->ny * (int64_t)SPX_DTYPE_SIZE(p->dtype);
   x.g[0] = (char *)grid;
   x.timing = rep != NULL;
-  if ((s = spx__stencil_env_count("SPX_STENCIL_CHUNK", "a plane count", &x.min_chunk)) ||
-      (s = spx__stencil_env_count("SPX_STENCIL_CHUNK_MAX", "a plane count", &x.max_chunk)) ||
-      (s = spx__stencil_env_count("SPX_STENCIL_SLOTS", "a block count", &x.main_slots)))
+  if ((s = spx__stencil_env_count("SPX_STENCIL_CHUNK", &spx__cfg()->stencil_chunk, "a plane count", &x.min_chunk)) ||
+      (s = spx__stencil_env_count("SPX_STENCIL_CHUNK_MAX", &spx__cfg()->stencil_chunk_max, "a plane count",
+                                  &x.max_chunk)) ||
+      (s = spx__stencil_env_count("SPX_STENCIL_SLOTS", &spx__cfg()->stencil_slots, "a block count", &x.main_slots)))
     return s;
   x.sm_count = dev.sm_count;
   if (x.gpu) { /* the kernels first: a compile error costs no allocation */
@@ -1231,17 +1229,17 @@ spx_status spx_stencil_run(spx_context *ctx, const spx_stencil *p, void *grid, i
   if ((s = spx__sx_schedule(&x, &final))) goto done;
   if (x.gpu)
     for (i = 0; i < SPX__SXS_N; i++)
-      if ((s = spx__cu_check(x.cu->cuStreamSynchronize(x.st[i]), "cuStreamSynchronize (stencil)"))) goto done;
+      if ((s = spx__stream_sync(x.cu, x.st[i], "cuStreamSynchronize (stencil)"))) goto done;
   if (final) spx__sx_copy_back(&x);
   if (rep) {
     int64_t t;
     rep->total_ms = 1e3 * (spx__now() - t0);
     for (t = 0; t < x.nlog; t++) {
       float ms = 0;
-      if ((s = spx__cu_check(x.cu->cuEventElapsedTime(&ms, x.log[t].e0, x.log[t].e1), "cuEventElapsedTime"))) goto done;
+      if ((s = spx__event_ms(x.cu, &ms, x.log[t].e0, x.log[t].e1))) goto done;
       x.ms[x.log[t].cat] += ms;
     }
-    if (x.gpu && (trace = getenv("SPX_STENCIL_TRACE")) && *trace && (s = spx__sx_trace(&x, trace))) goto done;
+    if (x.gpu && (trace = spx__cfg()->stencil_trace) && *trace && (s = spx__sx_trace(&x, trace))) goto done;
     rep->plan = pl;
     rep->kernel_ms = x.ms[SPX__SXC_KERNEL];
     rep->h2d_ms = x.ms[SPX__SXC_H2D];
@@ -1257,7 +1255,7 @@ done:
   if (pushed) {
     if (s) /* drain what was queued before anything is freed */
       for (i = 0; i < SPX__SXS_N; i++)
-        if (x.st[i]) (void)x.cu->cuStreamSynchronize(x.st[i]);
+        if (x.st[i]) spx__stream_drain(x.cu, x.st[i]);
     spx__ctx_pop(ctx);
   }
   spx__sx_release(&x);
@@ -1279,7 +1277,7 @@ spx_status spx_stencil_grid_alloc(spx_context *ctx, const spx_stencil *p, const 
     const spx__cuda_api *cu = spx__cuda();
     if (!cu) return spx__fail(SPX_NOT_AVAILABLE, "spx_stencil_grid_alloc: no CUDA driver");
     if ((s = spx__ctx_push(ctx))) return s;
-    s = spx__cu_check(cu->cuMemHostAlloc(out, bytes, 0), "cuMemHostAlloc (stencil grid)");
+    s = spx__host_alloc(cu, out, bytes, "cuMemHostAlloc (stencil grid)");
     spx__ctx_pop(ctx);
     if (s) *out = NULL;
     return s;
@@ -1294,7 +1292,7 @@ void spx_stencil_grid_free(spx_context *ctx, void *grid) {
   if (!grid || !ctx) return;
   if (ctx->backend == SPX_BACKEND_CUDA) {
     if ((cu = spx__cuda()) && !spx__ctx_push(ctx)) {
-      (void)cu->cuMemFreeHost(grid);
+      spx__host_free(cu, grid);
       spx__ctx_pop(ctx);
     }
     return;
@@ -1304,68 +1302,5 @@ void spx_stencil_grid_free(spx_context *ctx, void *grid) {
 
 spx_status spx_stencil_pcie_bandwidth(spx_context *ctx, size_t bytes, int reps, double *h2d_gbs,
                                       double *d2h_gbs, double *duplex_gbs) {
-  const spx__cuda_api *cu = spx__cuda();
-  void *h[2] = {NULL, NULL};
-  spx_devptr dv[2] = {0, 0};
-  spx__CUstream st[2] = {NULL, NULL};
-  spx__CUevent ev[4] = {NULL, NULL, NULL, NULL};
-  double best[3] = {1e30, 1e30, 1e30}, t0;
-  spx_status s = SPX_OK;
-  int r, i, pushed = 0;
-  if (!h2d_gbs || !d2h_gbs || !duplex_gbs || !bytes || reps < 1 || !ctx)
-    return spx__fail(SPX_INVALID_ARGUMENT, "spx_stencil_pcie_bandwidth: bad argument");
-  *h2d_gbs = *d2h_gbs = *duplex_gbs = 0;
-  if (ctx->backend != SPX_BACKEND_CUDA || !cu)
-    return spx__fail(SPX_NOT_AVAILABLE, "spx_stencil_pcie_bandwidth: the context uses the host backend (no GPU)");
-  for (i = 0; i < 2 && !s; i++) s = spx_device_alloc(ctx, bytes, &dv[i]);
-  if (s || (s = spx__ctx_push(ctx))) goto done;
-  pushed = 1;
-  for (i = 0; i < 2 && !s; i++) s = spx__cu_check(cu->cuMemHostAlloc(&h[i], bytes, 0), "cuMemHostAlloc");
-  for (i = 0; i < 2 && !s; i++) s = spx__cu_check(cu->cuStreamCreate(&st[i], SPX__CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-  for (i = 0; i < 4 && !s; i++) s = spx__cu_check(cu->cuEventCreate(&ev[i], 0), "cuEventCreate");
-  if (s) goto done;
-  memset(h[0], 1, bytes);
-  memset(h[1], 2, bytes);
-  t0 = spx__now();
-  /* r < 0: warm-up, until it has copied for 200 ms: an idle GPU's link comes up to speed only
-   * under load (H100: a sweep's first measurement after a build read H2D 37.9, D2H 44.0, both
-   * 64.2 GB/s; runs a minute later 55.0, 55.2, 92.6) */
-  for (r = -1; r < reps; r++) {
-    float ms[2] = {0, 0};
-    int mode;
-    if (r == 0 && spx__now() - t0 < 0.2) r = -1;
-    for (mode = 0; mode < 3; mode++) { /* 0: up, 1: down, 2: both at once */
-      if ((s = spx__cu_check(cu->cuEventRecord(ev[0], st[0]), "cuEventRecord")) ||
-          (s = spx__cu_check(cu->cuStreamWaitEvent(st[1], ev[0], 0), "cuStreamWaitEvent")))
-        goto done;
-      if (mode != 1 && (s = spx__cu_check(cu->cuMemcpyHtoDAsync((spx__CUdeviceptr)dv[0], h[0], bytes, st[0]), "cuMemcpyHtoDAsync")))
-        goto done;
-      if (mode != 0 && (s = spx__cu_check(cu->cuMemcpyDtoHAsync(h[1], (spx__CUdeviceptr)dv[1], bytes, st[1]), "cuMemcpyDtoHAsync")))
-        goto done;
-      if ((s = spx__cu_check(cu->cuEventRecord(ev[1], st[0]), "cuEventRecord")) ||
-          (s = spx__cu_check(cu->cuEventRecord(ev[2], st[1]), "cuEventRecord")) ||
-          (s = spx__cu_check(cu->cuEventSynchronize(ev[1]), "cuEventSynchronize")) ||
-          (s = spx__cu_check(cu->cuEventSynchronize(ev[2]), "cuEventSynchronize")) ||
-          (s = spx__cu_check(cu->cuEventElapsedTime(&ms[0], ev[0], ev[1]), "cuEventElapsedTime")) ||
-          (s = spx__cu_check(cu->cuEventElapsedTime(&ms[1], ev[0], ev[2]), "cuEventElapsedTime")))
-        goto done;
-      if (r >= 0) {
-        double t = SPX__MAX(ms[0], ms[1]);
-        if (t < best[mode]) best[mode] = t;
-      }
-    }
-  }
-  *h2d_gbs = (double)bytes / (best[0] * 1e-3) * 1e-9;
-  *d2h_gbs = (double)bytes / (best[1] * 1e-3) * 1e-9;
-  *duplex_gbs = 2.0 * (double)bytes / (best[2] * 1e-3) * 1e-9;
-done:
-  if (pushed) {
-    for (i = 0; i < 2; i++) if (st[i]) (void)cu->cuStreamSynchronize(st[i]);
-    for (i = 0; i < 4; i++) if (ev[i]) (void)cu->cuEventDestroy(ev[i]);
-    for (i = 0; i < 2; i++) if (st[i]) (void)cu->cuStreamDestroy(st[i]);
-    for (i = 0; i < 2; i++) if (h[i]) (void)cu->cuMemFreeHost(h[i]);
-    spx__ctx_pop(ctx);
-  }
-  for (i = 0; i < 2; i++) spx_device_free(ctx, dv[i]);
-  return s;
+  return spx__link_bandwidth(ctx, bytes, reps, h2d_gbs, d2h_gbs, duplex_gbs);
 }

@@ -66,11 +66,11 @@ static int64_t spx__bsr_count(const spx_csr *a, int32_t r, int32_t c, int32_t *c
   return bad ? -1 : total;
 }
 
-static int64_t spx__bsr_bytes(const spx_csr *a, int64_t r, int64_t c, int64_t nblocks) {
+int64_t spx__bsr_bytes(const spx_csr *a, int64_t r, int64_t c, int64_t nblocks) {
   return 4 * ((a->nrows + r - 1) / r + 1) + 4 * nblocks + (int64_t)SPX_DTYPE_SIZE(a->dtype) * nblocks * r * c;
 }
 
-static spx_status spx__bsr_unsorted(void) {
+spx_status spx__bsr_unsorted(void) {
   return spx__fail(SPX_INVALID_ARGUMENT, "bsr: a row's columns are not strictly increasing or leave the matrix "
                    "(spx_csr_validate says where)");
 }

@@ -29,7 +29,7 @@ static int64_t spx__sdia_offsets(const spx_csr *a, int64_t r0, int64_t r1, int32
 
 /* The decline past max_fill (the device converter says the same): real slots in real rows, over
  * when the counts stopped early. */
-static spx_status spx__sdia_overfill(int64_t real, int over, int64_t nnz, int64_t max_fill) {
+spx_status spx__sdia_overfill(int64_t real, int over, int64_t nnz, int64_t max_fill) {
   return spx__fail(SPX_UNSUPPORTED, "sdia: the slices' diagonals would store %s%lld slots for %lld nonzeros "
                    "(more than sdia_max_fill = %lld per nonzero)", over ? "over " : "", (long long)real,
                    (long long)nnz, (long long)max_fill);

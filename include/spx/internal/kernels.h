@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* spx/internal/kernels.h: the kernel specs (kernels_impl.h) as the device matrices (cuda_impl.h)
+ * take them. A spec is a host-side decision (template, kernels, specialization constants, launch
+ * shape) and needs no GPU: the registry sits below everything that touches the driver.
+ * Internal: names carry the spx__ prefix and may change without notice. */
+#ifndef SPX_INTERNAL_KERNELS_H
+#define SPX_INTERNAL_KERNELS_H
+
+#include "common.h"
+#include "../cuda.h"
+
+/* Format f's kernel spec (in-tree, or set by spx_format_set_kernel); NULL when it has none. */
+spx_kernel_spec_fn spx__kernel_spec(spx_format f);
+/* printf into the next define slot of a launch (ignored past SPX_KERNEL_DEFINES_MAX). */
+void spx__kdef(spx_kernel_launch *l, const char *fmt, ...) SPX__PRINTF(2, 3);
+/* Threads per row of the CSR vector kernel for m (`want` when it is a power of two within 1..32). */
+int spx__tpr(const spx_fmt *m, int want);
+
+#endif /* SPX_INTERNAL_KERNELS_H */

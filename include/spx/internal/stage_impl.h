@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A host CSR staged on the device for the planner (templates/analyze.cu): the tuner's side of the
+ * device, above the device matrices. One upload serves the row profile and validation (kernels
+ * instead of host passes), then the plan's build: cuSPARSE and the CSR kernel wrap the staged
+ * arrays, the device converters (cuda_impl.h) take them as their input (spx__dcsr, dmatrix.h). */
+#include "common.h"
+#include "cuda_types.h"
+#include "dmatrix.h"
+#include "../csr.h"
+#include "../device.h"
+#include "../jit.h"
+
+static void spx__dcsr_free(spx__dcsr *d) {
+  if (!d || !d->ctx) return;
+  if (d->va_up) { /* workers may still write into va */
+    (void)spx__dcsr_values_wait(d);
+    spx_clear_error();
+  }
+  spx_device_free(d->ctx, d->rp); spx_device_free(d->ctx, d->rp32);
+  spx_device_free(d->ctx, d->ci); spx_device_free(d->ctx, d->va);
+  memset(d, 0, sizeof *d);
+}
+
+/* The values, allocated and uploaded when a build takes the staged arrays (a format converted on
+ * the host does not: the pattern alone is what its profile cost, and the selection allocates no
+ * value array it may not use). */
+static spx_status spx__dcsr_values_begin(spx__dcsr *d, const spx_csr *a) {
+  const size_t vb = SPX_DTYPE_SIZE(a->dtype);
+  spx_status s;
+  if (d->has_values) return SPX_OK;
+  if (a->nnz != d->nnz || a->dtype != d->dtype) return spx__fail(SPX_INTERNAL, "staged CSR and matrix differ");
+  if (!d->va && (s = spx_device_alloc(d->ctx, (size_t)a->nnz * vb + vb, &d->va))) return s;
+  if ((s = spx__h2d_upload(d->ctx, d->va, a->val.p, (size_t)a->nnz * vb, 0, &d->va_up))) return s;
+  d->has_values = 1;
+  return SPX_OK;
+}
+
+/* The values uploaded, done on return. spx__dcsr_values_begin instead lets them go up while the
+ * caller works on the pattern (a device converter: its counts, scans and sort need no values),
+ * and spx__dcsr_values_wait comes before the first kernel that reads them. */
+static spx_status spx__dcsr_values(spx__dcsr *d, const spx_csr *a) {
+  spx_status s = spx__dcsr_values_begin(d, a);
+  return s ? s : spx__dcsr_values_wait(d);
+}
+
+/* The diagonal (min(rows, cols) doubles, 0 where a row has none) from the staged arrays and their
+ * values (uploaded, or waited for here) into the host array out: a kernel and an 8-byte-a-row
+ * download, where the host's pass over col_idx took 4-12 ms on 20-27M nonzeros. */
+static spx_status spx__dcsr_diag(spx__dcsr *d, double *out) {
+  const char *defs[2] = {"SPX_BLOCK=256", d->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double"};
+  long long n = SPX__MIN(d->nrows, d->ncols);
+  int64_t grid = SPX__MIN((n + 255) / 256, 8 * (int64_t)SPX__MAX(1, d->ctx->info.sm_count));
+  spx_devptr dd = 0;
+  void *fn = NULL, *pr[5];
+  spx_status s;
+  if (!d->rp || !d->ci || !d->va) return spx__fail(SPX_INTERNAL, "spx__dcsr_diag: nothing staged");
+  if (n < 1) return SPX_OK;
+  if ((s = spx__dcsr_values_wait(d)) || (s = spx_jit_kernel(d->ctx, "analyze", "spx_analyze_diag", 2, defs, &fn)) ||
+      (s = spx_device_alloc(d->ctx, (size_t)n * sizeof(double), &dd)))
+    return s;
+  pr[0] = &n; pr[1] = &d->rp; pr[2] = &d->ci; pr[3] = &d->va; pr[4] = &dd;
+  s = spx__launch256(d->ctx, fn, grid, pr, "spx_analyze_diag");
+  if (!s) s = spx_device_download(d->ctx, out, dd, (size_t)n * sizeof(double));
+  spx_device_free(d->ctx, dd);
+  return s;
+}
+
+/* Uploads a's pattern (sizes and row_ptr[0], row_ptr[n] already checked) and profiles its rows: r[9] as
+ * analyze.cu's out[] (r[0] the first bad row, ~0 when none), *hist the row-length histogram
+ * (r[1] + 1 entries, the caller frees it). tpr: the CSR kernel's lanes per row for r[8]. On
+ * failure nothing stays allocated. */
+/* Row-length bins spx_analyze_rows counts in shared memory (8 KiB per block); longer rows take a
+ * second kernel. */
+#define SPX__ANALYZE_HIST 2048
+#define SPX__STR2(x) #x
+#define SPX__STR(x) SPX__STR2(x)
+static spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, spx__dcsr *d, uint64_t r[9],
+                                  int64_t **hist, double *upload_s) {
+  enum { hs = SPX__ANALYZE_HIST }; /* the histogram's bins the rows kernel fills */
+  const char *defs[2] = {"SPX_BLOCK=256", "SPX_HIST_SHARED=" SPX__STR(SPX__ANALYZE_HIST)};
+  void *frow = NULL, *fhist = NULL;
+  long long n = a->nrows, ncols = a->ncols, nnz = a->nnz, nbins, lo = hs;
+  spx_devptr out = 0, dh = 0;
+  uint64_t *o = NULL;
+  spx_status s;
+  double t0, ta = spx__now();
+  memset(d, 0, sizeof *d);
+  *hist = NULL;
+  if (ctx->backend != SPX_BACKEND_CUDA) return spx__fail(SPX_NOT_AVAILABLE, "staging a CSR needs the CUDA backend");
+  d->ctx = ctx; d->nrows = n; d->ncols = ncols; d->nnz = nnz; d->dtype = a->dtype;
+  if ((s = spx_jit_kernel(ctx, "analyze", "spx_analyze_rows", 2, defs, &frow)) ||
+      (s = spx_jit_kernel(ctx, "analyze", "spx_analyze_hist", 2, defs, &fhist)))
+    goto fail;
+  if (!(o = (uint64_t *)spx__alloc(9 + hs, sizeof *o))) { s = SPX_OUT_OF_MEMORY; goto fail; }
+  /* The counters live past row_ptr's end, in its allocation: a cuMemAlloc and a cuMemFree less */
+  if ((s = spx_device_alloc(ctx, (size_t)(n + 1 + 9 + hs) * 8, &d->rp)) || (s = spx_device_alloc(ctx, (size_t)nnz * 4 + 4, &d->ci)) ||
+      (nnz <= INT32_MAX && (s = spx_device_alloc(ctx, (size_t)(n + 1) * 4, &d->rp32))))
+    goto fail;
+  out = d->rp + (spx_devptr)((n + 1) * 8);
+  t0 = spx__now();
+  d->stage_s[0] = t0 - ta;
+  if ((s = spx_device_memset(ctx, out, 0, (9 + hs) * 8))) goto fail;
+  /* the column sample's thread runs beside: the workers leave it its CPUs */
+  if ((s = spx__h2d_upload(ctx, d->rp, a->row_ptr, (size_t)(n + 1) * 8, spx__h2d_workers_beside(), NULL)) ||
+      (s = spx__h2d_upload(ctx, d->ci, a->col_idx, (size_t)nnz * 4, spx__h2d_workers_beside(), NULL)))
+    goto fail;
+  d->stage_s[1] = spx__now() - t0;
+  /* device storage for the matrix and its upload: what any plan of it pays (cuSPARSE's too) */
+  *upload_s = d->stage_s[0] + d->stage_s[1];
+  t0 = spx__now();
+  {
+    void *pr[8] = {&n, &ncols, &nnz, &d->rp, &d->ci, &d->rp32, &tpr, &out};
+    /* grid-stride: a few blocks per SM, each one atomic per counter */
+    if ((s = spx__launch256(ctx, frow, SPX__MIN((n + 255) / 256, 1024), pr, "spx_analyze_rows"))) goto fail;
+  }
+  if ((s = spx_device_download(ctx, o, out, (9 + hs) * 8))) goto fail;
+  d->stage_s[2] = spx__now() - t0;
+  t0 = spx__now();
+  memcpy(r, o, 9 * sizeof *r);
+  r[0] = ~r[0]; r[2] = ~r[2]; /* the kernel keeps the two minima complemented */
+  if (r[0] != ~0ull) { /* a bad row: the caller's host validation names it */
+    SPX_FREE(o);
+    return SPX_OK;
+  }
+  nbins = (long long)r[1] + 1;
+  if (!(*hist = (int64_t *)spx__calloc((size_t)nbins, sizeof **hist))) { s = SPX_OUT_OF_MEMORY; goto fail; }
+  memcpy(*hist, o + 9, (size_t)SPX__MIN(nbins, (long long)hs) * sizeof **hist);
+  if (nbins > lo) { /* rows longer than the shared bins: their counts in a second pass */
+    void *pr[5] = {&n, &d->rp, &lo, &nbins, &dh};
+    int64_t g = SPX__MIN((n + 255) / 256, 1024);
+    if ((s = spx_device_alloc(ctx, (size_t)(nbins - lo) * 8, &dh)) || (s = spx_device_memset(ctx, dh, 0, (size_t)(nbins - lo) * 8)) ||
+        (s = spx__launch256(ctx, fhist, g, pr, "spx_analyze_hist")) ||
+        (s = spx_device_download(ctx, *hist + lo, dh, (size_t)(nbins - lo) * 8)))
+      goto fail;
+  }
+  spx_device_free(ctx, dh);
+  SPX_FREE(o);
+  d->stage_s[3] = spx__now() - t0;
+  return SPX_OK;
+fail:
+  spx_device_free(ctx, dh);
+  SPX_FREE(o);
+  SPX_FREE(*hist);
+  *hist = NULL;
+  spx__dcsr_free(d);
+  return s;
+}
