@@ -3,7 +3,7 @@
 # The GPU batch behind bench/results: run from the repository root on the device machine after
 # `gn gen out && ninja -C out`. Each part writes its files into DEST and prints a short summary.
 # Usage: bench/device.sh DEST PART...   PART: tests | select | shared | replicated | tiered | buckets | solve | solve-defer | upload | bench | stencil-ab |
-#                                       memcheck | trace | fig11 | stencil-trace | stencil-2800 | tb-pf
+#                                       memcheck | trace | fig11 | stencil-trace | stencil-2800 | tb-pf | amg
 # select runs the large-set eval twice in one cache directory and keeps both: the first pays every
 # NVRTC compile (cold cache), the second reads the kernels from the disk cache, as a program does
 # from its second run on (or after `spx jit --warm`).
@@ -137,7 +137,7 @@ for part in "$@"; do
     $spx select poisson7:32 > /dev/null 2>&1
     t0=$SECONDS; budget=${SPX_MEMCHECK_SECONDS:-480}
     : > "$dest/memcheck.txt"
-    for t in test_cuda test_device test_plan test_solve test_stencil test_baseline test_jit test_loader interop; do
+    for t in test_cuda test_device test_plan test_solve test_amg test_stencil test_baseline test_jit test_loader interop; do
       [ -x "out/$t" ] || continue
       left=$((budget - (SECONDS - t0)))
       if [ $left -lt 20 ]; then echo "== $t: not run (budget)" >> "$dest/memcheck.txt"; continue; fi
@@ -216,6 +216,37 @@ for part in "$@"; do
     echo "in-core depth-2 kernel rate at $e^3: ${r:-?} GStencil/s"
     $spx stencil --n 2800 --steps 32 --type float --method overlap ${r:+--incore-rate "$r"} > "$dest/stencil-2800.txt" 2>&1
     grep -E "^rate|of the bound|^kernel" "$dest/stencil-2800.txt" ;;
+  amg)
+    # AMG-PCG against AMGCL on the same card (issue 33): 3-D 7-point Poisson N^3, b = 1, x0 = 0,
+    # rtol 1e-8, N in $SPX_AMG_SIZES (default 100 150). spx: `spx solve --precond amg` with each
+    # smoother of $SPX_AMG_SMOOTHERS (default chebyshev gs), run twice (the first fills the JIT and
+    # tuner caches; the second is the one reported). AMGCL: CG + smoothed aggregation + SPAI0 on its
+    # CUDA backend (bench/peers/amgcl_poisson.cu, built here with nvcc from $SPX_AMGCL, default
+    # ../shared/peers/amgcl), 3 runs. Files: amg.txt (summary), amg-N-S.txt, amgcl-N.txt.
+    amgcl=${SPX_AMGCL:-../shared/peers/amgcl}
+    drv=""
+    if [ -d "$amgcl" ] && command -v nvcc > /dev/null; then
+      nvcc -O3 -std=c++17 -arch=native -Xcompiler -fopenmp -DAMGCL_NO_BOOST -I"$amgcl" bench/peers/amgcl_poisson.cu \
+        -o "$dest/amgcl_poisson" -lcusparse -lgomp > "$dest/amgcl-build.txt" 2>&1 && drv="$dest/amgcl_poisson"
+    fi
+    : > "$dest/amg.txt"
+    for n in ${SPX_AMG_SIZES:-100 150}; do
+      for s in ${SPX_AMG_SMOOTHERS:-chebyshev gs}; do
+        for run in 1 2; do
+          $spx solve "gen:poisson7:$n" --precond amg --smoother "$s" --ones --tol 1e-8 > "$dest/amg-$n-$s.txt" 2>&1
+        done
+        { echo "== spx $n^3, CG + AMG ($s)"
+          grep -E "^plan|^amg|^  level|^  +[0-9]+ |^  setup [0-9]|^  setup  |^  iterations  |^  end to end" "$dest/amg-$n-$s.txt"
+        } >> "$dest/amg.txt"
+      done
+      if [ -n "$drv" ]; then
+        "$drv" "$n" 3 > "$dest/amgcl-$n.txt" 2>&1
+        { echo "== amgcl $n^3"; grep -E "^amgcl|^run |complexity|levels" "$dest/amgcl-$n.txt"; } >> "$dest/amg.txt"
+      else
+        echo "== amgcl $n^3: not built (see amgcl-build.txt; needs nvcc and $amgcl)" >> "$dest/amg.txt"
+      fi
+    done
+    cat "$dest/amg.txt" ;;
   *) echo "bench/device.sh: unknown part '$part'" >&2; exit 2 ;;
   esac
 done

@@ -31,17 +31,23 @@ typedef struct solve_run {
   double bound_us; /* bandwidth bound of one iteration (0: no bandwidth) */
   double wall_ms;  /* spx_plan_create through the solve's return: what the caller waits for */
   char reason[800];
+  int has_amg;     /* the solve ran with AMG: amg holds its hierarchy's report */
+  spx_amg_report amg;
 } solve_run;
 
 /* --defer: spx's plan starts on the CSR as it is and converts once the residual says it pays (plan
  * option defer, solver option upgrade_at -1). Off by default until measured on a GPU. */
 static int solve_defer = 0;
 
+/* --precond amg (or --method amg): the hierarchy's options; NULL without AMG. */
+static const spx_amg_options *solve_amg = NULL;
+
 static int solve_one(spx_context *ctx, const spx_csr *a, const char *method, const char *force,
                      spx_plan_strategy strategy, const double *b, const spx_solve_options *o, int64_t calls,
                      double gbs, solve_run *out) {
   spx_plan_options po;
   spx_plan *p = NULL;
+  spx_amg *amg = NULL;
   double *x = calloc((size_t)a->nrows + 1, sizeof *x), t0;
   memset(out, 0, sizeof *out);
   spx_plan_options_default(&po);
@@ -52,7 +58,16 @@ static int solve_one(spx_context *ctx, const spx_csr *a, const char *method, con
   po.eager = 1; /* built now: a lazy plan would copy the matrix to build it at the first SpMV */
   po.defer = force == NULL && solve_defer;
   t0 = spx_cli_now();
-  if (!x || spx_plan_create(ctx, a, &po, &p)) {
+  if (solve_amg && force == NULL) { /* every level's plan tuned (the cuSPARSE side runs without AMG) */
+    spx_amg_options ao = *solve_amg;
+    ao.plan = &po;
+    po.defer = 0;
+    if (!x || spx_amg_create(ctx, a, &ao, &amg)) {
+      free(x);
+      return spx_cli_fail("solve");
+    }
+    p = spx_amg_plan(amg);
+  } else if (!x || spx_plan_create(ctx, a, &po, &p)) {
     free(x);
     return spx_cli_fail("solve");
   }
@@ -60,7 +75,13 @@ static int solve_one(spx_context *ctx, const spx_csr *a, const char *method, con
   snprintf(out->plan, sizeof out->plan, "%s", spx_plan_engine_of(p) == SPX_PLAN_ENGINE_CUSPARSE
                                                   ? "cusparse_csr" : spx_format_name(spx_plan_format(p)));
   spx_cli_progress("%s on %s", method, out->plan);
-  if (!strcmp(method, "pcg")) out->st = spx_solve_pcg_jacobi(p, b, x, o, &out->rep);
+  if (amg && !strcmp(method, "amg")) out->st = spx_amg_solve(amg, b, x, o, &out->rep);
+  else if (amg) {
+    spx_solve_options ao = *o;
+    ao.precond = spx_amg_precond;
+    ao.precond_data = amg;
+    out->st = !strcmp(method, "bicgstab") ? spx_solve_bicgstab(p, b, x, &ao, &out->rep) : spx_solve_cg(p, b, x, &ao, &out->rep);
+  } else if (!strcmp(method, "pcg")) out->st = spx_solve_pcg_jacobi(p, b, x, o, &out->rep);
   else if (!strcmp(method, "bicgstab")) out->st = spx_solve_bicgstab(p, b, x, o, &out->rep);
   else out->st = spx_solve_cg(p, b, x, o, &out->rep);
   out->wall_ms = 1e3 * (spx_cli_now() - t0);
@@ -77,7 +98,11 @@ static int solve_one(spx_context *ctx, const spx_csr *a, const char *method, con
     double bytes = out->rep.spmvs_per_iter * ((double)out->plan_bytes + 2 * n * vs) + (double)out->rep.vector_bytes_per_iter;
     out->bound_us = bytes / (gbs * 1e3);
   }
-  spx_plan_destroy(p);
+  if (amg) {
+    out->has_amg = 1;
+    out->amg = *spx_amg_report_of(amg);
+    spx_amg_destroy(amg); /* and its plans, p among them */
+  } else spx_plan_destroy(p);
   free(x);
   if (out->st && out->st != SPX_NOT_CONVERGED && out->st != SPX_BREAKDOWN) return spx_cli_fail("solve");
   return 0;
@@ -111,16 +136,25 @@ static void solve_print(const solve_run *r, int json) {
     spx_cli_json_printf(stdout, ", \"plan_bytes\": %lld, \"bound_us\": %.6g, \"wall_ms\": %.6g, \"report\": ",
                         (long long)r->plan_bytes, r->bound_us, r->wall_ms);
     spx_cli_json_solve_report(stdout, p);
+    if (r->has_amg) {
+      printf(", \"amg\": ");
+      spx_amg_report_print(&r->amg, stdout, 1);
+    }
     printf("}");
     return;
   }
   printf("plan %-14s %s\n", r->plan, p->message);
   printf("  why           %s\n", r->reason);
+  if (r->has_amg) spx_amg_report_print(&r->amg, stdout, 0);
   printf("  iterations      %lld\n", (long long)p->iterations);
   printf("  residual        ||b - Ax||/||b|| = %.3e recomputed (recurrence %.3e)\n", p->true_rel_resid, p->rel_resid);
-  printf("  setup           %.2f ms = analysis + choice %.2f + conversion, upload and SpMV compile %.2f + solver "
-         "kernels %.2f + workspace and r0 %.2f\n", p->analysis_ms + p->build_ms + p->setup_ms, p->analysis_ms, p->build_ms,
-         p->jit_ms, p->setup_ms - p->jit_ms);
+  if (r->has_amg)
+    printf("  setup           %.2f ms = AMG hierarchy %.2f (every level's plan included) + solver kernels %.2f + "
+           "workspace and r0 %.2f\n", r->amg.setup_ms + p->setup_ms, r->amg.setup_ms, p->jit_ms, p->setup_ms - p->jit_ms);
+  else
+    printf("  setup           %.2f ms = analysis + choice %.2f + conversion, upload and SpMV compile %.2f + solver "
+           "kernels %.2f + workspace and r0 %.2f\n", p->analysis_ms + p->build_ms + p->setup_ms, p->analysis_ms,
+           p->build_ms, p->jit_ms, p->setup_ms - p->jit_ms);
   printf("  iterations      %.2f ms, %.2f us per iteration", p->solve_ms, p->per_iter_us);
   if (r->bound_us > 0)
     printf(" = %.2fx the bandwidth bound %.2f us (SpMV %lld B x %d + vectors %lld B per iteration)", p->per_iter_us / r->bound_us,
@@ -143,7 +177,18 @@ const char *const spx_cli_solve_help[] = {
     "--rhs FILE\tthe right-hand side, an N x 1 Matrix Market file (default: b = A * ones, so the "
     "exact solution is all ones)",
     "--ones\tb = all ones instead of A * ones",
-    "--method M\tcg, pcg (Jacobi-preconditioned CG) or bicgstab (default cg)",
+    "--method M\tcg, pcg (Jacobi-preconditioned CG), bicgstab, or amg (V-cycles of the AMG hierarchy "
+    "alone) (default cg)",
+    "--precond P\tnone, or amg: cg and bicgstab preconditioned by one AMG V-cycle (smoothed aggregation, "
+    "every level's operators on tuned plans; the hierarchy's levels, sizes, complexities and setup "
+    "phases are printed; no cuSPARSE side) (default none)",
+    "--smoother S\twith AMG: jacobi, l1jacobi, chebyshev or gs (multicolor Gauss-Seidel, symmetric) on "
+    "every level (default chebyshev)",
+    "--sweeps N\twith AMG: smoothing sweeps before and after the coarse correction, 0 to 100 (default 1)",
+    "--theta T\twith AMG: strength threshold of the fine level, 0 to 1, halved on each coarser one "
+    "(default 0.08)",
+    "--relaxed\twith --smoother gs: color ignoring weak couplings (below 0.9 of the row's largest) for "
+    "fewer colors (default off)",
     "--tol T\trelative residual to stop at (default 1e-8)",
     "--maxit N\tmost iterations (default 10000)",
     "--strategy S\tthe tuner's strategy: auto, kubota, mps, trial or model (default auto)",
@@ -157,11 +202,11 @@ const char *const spx_cli_solve_help[] = {
     "(default off)",
     "--reps N\tside by side: runs per side, alternating, each reporting its median run, 1 to 9 "
     "(default 3)",
-    "$ spx solve gen:poisson7:64 --method pcg --tol 1e-10 --reps 5",
+    "$ spx solve gen:poisson7:100 --precond amg --smoother gs --ones",
     NULL};
 
 int spx_cli_solve(int argc, char **argv) {
-  const char *file = NULL, *rhs = NULL, *method = "cg", *v, *strategy_name = "auto", *format = NULL;
+  const char *file = NULL, *rhs = NULL, *method = "cg", *v, *strategy_name = "auto", *format = NULL, *precond = "none";
   int json = 0, host = 0, compare = 0, k, ones = 0, bad = 0, reps = 3, nrun = 0;
   double tol = 1e-8, gbs = 0;
   int64_t maxit = 10000, i;
@@ -170,11 +215,23 @@ int spx_cli_solve(int argc, char **argv) {
   spx_context_options co = {SPX_BACKEND_AUTO, 0};
   spx_csr *a = NULL;
   spx_solve_options o;
+  spx_amg_options amg;
   enum { max_reps = 9 };
   solve_run *runs = NULL, *css = NULL, run, cs;
   double *b = NULL;
+  spx_amg_options_default(&amg);
   for (k = 1; k < argc; k++) {
     if ((v = spx_cli_opt(argc, argv, &k, "--rhs"))) rhs = v;
+    else if ((v = spx_cli_opt(argc, argv, &k, "--precond"))) precond = v;
+    else if ((v = spx_cli_opt(argc, argv, &k, "--smoother"))) {
+      if (spx_amg_smoother_parse(v, &amg.smoother)) return spx_cli_usage("solve", "--smoother: %s", spx_last_error());
+    } else if ((v = spx_cli_opt(argc, argv, &k, "--sweeps"))) {
+      double w;
+      if (!spx_cli_number("solve", "--sweeps", v, "an integer 0 to 100", SPX_CLI_INTEGER, -1, 100, &w)) return 2;
+      amg.pre_sweeps = amg.post_sweeps = (int)w;
+    } else if ((v = spx_cli_opt(argc, argv, &k, "--theta"))) {
+      if (!spx_cli_number("solve", "--theta", v, "a number 0 to 1", 0, -1e-300, 1, &amg.theta)) return 2;
+    } else if (!strcmp(argv[k], "--relaxed")) amg.relaxed_coloring = 1;
     else if (!strcmp(argv[k], "--ones")) ones = 1;
     else if ((v = spx_cli_opt(argc, argv, &k, "--method"))) method = v;
     else if ((v = spx_cli_opt(argc, argv, &k, "--tol"))) {
@@ -197,8 +254,17 @@ int spx_cli_solve(int argc, char **argv) {
     else return spx_cli_usage("solve", "one matrix only ('%s' and '%s')", file, argv[k]);
   }
   if (!file) return spx_cli_usage("solve", "no matrix given");
-  if (strcmp(method, "cg") && strcmp(method, "pcg") && strcmp(method, "bicgstab"))
-    return spx_cli_usage("solve", "--method is cg, pcg or bicgstab, not '%s'", method);
+  if (strcmp(method, "cg") && strcmp(method, "pcg") && strcmp(method, "bicgstab") && strcmp(method, "amg"))
+    return spx_cli_usage("solve", "--method is cg, pcg, bicgstab or amg, not '%s'", method);
+  if (strcmp(precond, "none") && strcmp(precond, "amg"))
+    return spx_cli_usage("solve", "--precond is none or amg, not '%s'", precond);
+  if (!strcmp(method, "amg")) precond = "amg";
+  if (!strcmp(precond, "amg")) {
+    if (!strcmp(method, "pcg"))
+      return spx_cli_usage("solve", "--precond amg takes --method cg, bicgstab or amg (pcg is Jacobi's)");
+    if (format) return spx_cli_usage("solve", "--format does not apply with AMG: every level's plan is tuned");
+    solve_amg = &amg;
+  }
   if (spx_plan_strategy_parse(strategy_name, &strategy)) return spx_cli_usage("solve", "%s", spx_last_error());
   spx_cli_progress("reading %s", file);
   if (solve_load(file, &a)) { spx_cli_progress_done(); return spx_cli_fail("solve"); }
@@ -241,7 +307,7 @@ int spx_cli_solve(int argc, char **argv) {
     if (spx_copy_bandwidth(ctx, (size_t)1 << 29, 5, &gbs)) gbs = 0;
     spx_clear_error();
     spx_cli_progress_done();
-    compare = 1; /* always side by side on a GPU */
+    compare = solve_amg == NULL; /* always side by side on a GPU, but for AMG */
   } else compare = 0;
   spx_solve_options_default(&o);
   o.rtol = tol;
@@ -278,14 +344,15 @@ int spx_cli_solve(int argc, char **argv) {
   if (json) {
     printf("{\"matrix\": ");
     spx_cli_json_str(stdout, file);
-    spx_cli_json_printf(stdout, ", \"rows\": %lld, \"nnz\": %lld, \"method\": \"%s\", \"backend\": \"%s\", \"tol\": %g, "
-                        "\"copy_gbs\": %.6g, \"spx\": ", (long long)a->nrows, (long long)a->nnz, method, spx_backend_name(ctx), tol, gbs);
+    spx_cli_json_printf(stdout, ", \"rows\": %lld, \"nnz\": %lld, \"method\": \"%s\", \"precond\": \"%s\", \"backend\": \"%s\", "
+                        "\"tol\": %g, \"copy_gbs\": %.6g, \"spx\": ", (long long)a->nrows, (long long)a->nnz, method,
+                        solve_amg ? "amg" : "none", spx_backend_name(ctx), tol, gbs);
     solve_print(&run, 1);
     if (compare) { printf(", \"cusparse\": "); solve_print(&cs, 1); }
     printf("}\n");
   } else {
-    printf("spx solve %s: %lld rows, %lld nonzeros, %s, rtol %g, %s backend", file, (long long)a->nrows,
-           (long long)a->nnz, method, tol, spx_backend_name(ctx));
+    printf("spx solve %s: %lld rows, %lld nonzeros, %s%s, rtol %g, %s backend", file, (long long)a->nrows,
+           (long long)a->nnz, method, solve_amg && strcmp(method, "amg") ? " + amg" : "", tol, spx_backend_name(ctx));
     if (gbs > 0) printf(", copy bandwidth %.0f GB/s", gbs);
     printf("\n");
     solve_print(&run, 0);

@@ -19,6 +19,115 @@ typedef struct spx__template {
   uint64_t hash;             /* FNV-1a 64 of the source */
 } spx__template;
 
+/* templates/amg.cu */
+static const char *const spx__template_amg[] = {
+    /* chunk 0: bytes 0..3943 */
+    ("/* SPDX-License-Identifier: BSD-3-Clause */\n"
+    "/* amg.cu: the vector kernels of the AMG V-cycle (spx/amg.h): the smoothers' updates and a dot\n"
+    " * product. The SpMVs (residual, restriction, prolongation) are the levels' plans.\n"
+    " *\n"
+    " * MAPPING  one thread per element, grid-stride loop (thread t of a grid of G blocks handles t,\n"
+    " *          t + G*SPX_BLOCK, ...), launched with exactly SPX_BLOCK threads per block.\n"
+    " *          spx_amg_gs and spx_amg_put: one thread per row of one color. The color's rows are stored\n"
+    " *          in slices of 32 (row k of the color is lane k % 32 of slice k / 32), each slice column\n"
+    " *          major and as wide as its longest row (papers/003 section 3.2: rows regrouped per color so\n"
+    " *          that the lanes of a warp read consecutive addresses); perm[k] is the row in the level.\n"
+    " *          spx_amg_dot: each block leaves its sum in part[block] (tree in shared memory, fixed\n"
+    " *          order); the host adds the G partials in order. Same device, same grid: same bits.\n"
+    " * BYTES    per element, s = sizeof(SPX_VALUE_T), dinv in double (8):\n"
+    " *            spx_amg_jacobi   2s + 8 (read r, write x; +s when x is kept)\n"
+    " *            spx_amg_cheb     4s + 8 (read r, d, x; write d, x)\n"
+    " *            spx_amg_gs       per row: 4 + its slots x (4 + s, and s gathered) + 8 + 3s; per slice 8\n"
+    " *            spx_amg_put      2s + 4\n"
+    " *            spx_amg_dot      2s\n"
+    " *\n"
+    " * CONSTANTS (pass as -D options; each has a default so that nvcc compiles the file alone)\n"
+    " *   SPX_VALUE_T   element type of the vectors and matrix values   (default double)\n"
+    " *   SPX_BLOCK     threads per block, a power of two, exactly the launch's (default 256)\n"
+    " *\n"
+    " * Compile alone: nvcc -c templates/amg.cu */\n"
+    "\n"
+    "#ifndef SPX_VALUE_T\n"
+    "#define SPX_VALUE_T double\n"
+    "#endif\n"
+    "#ifndef SPX_BLOCK\n"
+    "#define SPX_BLOCK 256\n"
+    "#endif\n"
+    "\n"
+    "typedef SPX_VALUE_T spx_value_t;\n"
+    "\n"
+    "#define SPX_FOR_EACH(i, n)                                                              \\\n"
+    "  for (long long i = (long long)blockIdx.x * SPX_BLOCK + threadIdx.x; i < (n);           \\\n"
+    "       i += (long long)gridDim.x * SPX_BLOCK)\n"
+    "\n"
+    "/* x = w dinv r (keep == 0: x is not read) or x += w dinv r (keep == 1). */\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_amg_jacobi(long long n, double w, const double *__restrict__ dinv, const spx_value_t *__restrict__ r, int keep,\n"
+    "               spx_value_t *__restrict__ x) {\n"
+    "  SPX_FOR_EACH(i, n) {\n"
+    "    double v = w * dinv[i] * (double)r[i];\n"
+    "    x[i] = (spx_value_t)(keep ? (double)x[i] + v : v);\n"
+    "  }\n"
+    "}\n"
+    "\n"
+    "/* A Chebyshev step: d = a d + c dinv r (a == 0: d is not read), x += d. */\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_amg_cheb(long long n, double a, double c, const double *__restrict__ dinv, const spx_value_t *__restrict__ r,\n"
+    "             spx_value_t *__restrict__ d, spx_value_t *__restrict__ x) {\n"
+    "  SPX_FOR_EACH(i, n) {\n"
+    "    double v = c * dinv[i] * (double)r[i];\n"
+    "    if (a != 0.0) v += a * (double)d[i];\n"
+    "    d[i] = (spx_value_t)v;\n"
+    "    x[i] = (spx_value_t)((double)x[i] + v);\n"
+    "  }\n"
+    "}\n"
+    "\n"
+    "/* Gauss-Seidel on the count rows of one color: row perm[k] gets x + w dinv (b - A x). Its entries\n"
+    " * are slots base + 32 j + k % 32, j < width, of slice k / 32 (base = sp[k / 32], width = (sp[k / 32\n"
+    " * + 1] - base) / 32), in column order; a shorter row's padding is (its own column, 0), which adds\n"
+    " * an exact 0. t == NULL (strict coloring: the rows of a color do not couple) writes x in place;\n"
+    " * else the new values go to t[k] and spx_amg_put stores them after every row of the color has read\n"
+    " * x (relaxed coloring: same-color couplings read the old values). */\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_amg_gs(long long count, const long long *__restrict__ sp, const int *__restrict__ col,\n"
+    "           const spx_value_t *__restrict__ val, const int *__restrict__ perm, const double *__restrict__ dinv, double w,\n"
+    "           const spx_value_t *__restrict__ b, spx_value_t *x, spx_value_t *__restrict__ t) {\n"
+    "  SPX_FOR_EACH(k, count) {\n"),
+    /* chunk 1: bytes 3943..5211 */
+    ("    const long long base = sp[k >> 5], width = (sp[(k >> 5) + 1] - base) >> 5;\n"
+    "    const int row = perm[k];\n"
+    "    double s = (double)b[row];\n"
+    "    for (long long j = 0, q = base + (k & 31); j < width; j++, q += 32) s -= (double)val[q] * (double)x[col[q]];\n"
+    "    double v = (double)x[row] + w * dinv[row] * s;\n"
+    "    if (t) t[k] = (spx_value_t)v;\n"
+    "    else x[row] = (spx_value_t)v;\n"
+    "  }\n"
+    "}\n"
+    "\n"
+    "/* x[perm[k]] = t[k] for the count rows of one color. */\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_amg_put(long long count, const int *__restrict__ perm, const spx_value_t *__restrict__ t,\n"
+    "            spx_value_t *__restrict__ x) {\n"
+    "  SPX_FOR_EACH(k, count) x[perm[k]] = t[k];\n"
+    "}\n"
+    "\n"
+    "/* part[block] = this block's share of a.b, in double. */\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_amg_dot(long long n, const spx_value_t *__restrict__ a, const spx_value_t *__restrict__ b,\n"
+    "            double *__restrict__ part) {\n"
+    "  __shared__ double sh[SPX_BLOCK];\n"
+    "  double s = 0;\n"
+    "  SPX_FOR_EACH(i, n) s += (double)a[i] * (double)b[i];\n"
+    "  sh[threadIdx.x] = s;\n"
+    "  __syncthreads();\n"
+    "  for (int h = SPX_BLOCK / 2; h > 0; h >>= 1) {\n"
+    "    if ((int)threadIdx.x < h) sh[threadIdx.x] += sh[threadIdx.x + h];\n"
+    "    __syncthreads();\n"
+    "  }\n"
+    "  if (threadIdx.x == 0) part[blockIdx.x] = sh[0];\n"
+    "}\n"),
+};
+
 /* templates/analyze.cu */
 static const char *const spx__template_analyze[] = {
     /* chunk 0: bytes 0..3960 */
@@ -3063,6 +3172,7 @@ static const char *const spx__template_vector[] = {
 
 /* ORDER: sorted by name. */
 static const spx__template spx__templates[] = {
+    {"amg", spx__template_amg, 2, 5211, UINT64_C(0x1a6212a60ee34932)},
     {"analyze", spx__template_analyze, 3, 8543, UINT64_C(0x66e004e02a4ed7ab)},
     {"bsr", spx__template_bsr, 2, 4755, UINT64_C(0xa2d6689c4c9a724d)},
     {"convert", spx__template_convert, 6, 20577, UINT64_C(0xa69464c6d1980dee)},
@@ -3080,6 +3190,6 @@ static const spx__template spx__templates[] = {
     {"stencil", spx__template_stencil, 5, 18857, UINT64_C(0x7c97641272b8905a)},
     {"vector", spx__template_vector, 1, 2819, UINT64_C(0x2fdb9839e34aabe2)},
 };
-#define SPX__TEMPLATE_COUNT 16
+#define SPX__TEMPLATE_COUNT 17
 
 #endif /* SPX_INTERNAL_TEMPLATES_GEN_H */

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* spx/amg.h: algebraic multigrid (smoothed aggregation), standalone or as the preconditioner of the
+ * Krylov solvers, with every level's operators on plans (papers/003: the GPU AMG solve phase).
+ *
+ *   spx_amg_options o;  spx_amg_options_default(&o);  o.smoother = SPX_AMG_GS;
+ *   spx_amg *m;
+ *   spx_amg_create(ctx, a, &o, &m);             ctx NULL: a context of o.plan's backend (AUTO)
+ *   spx_solve_options so;  spx_solve_options_default(&so);
+ *   so.precond = spx_amg_precond;  so.precond_data = m;
+ *   spx_solve_cg(spx_amg_plan(m), b, x, &so, &rep);   the fine level's plan of A, tuned once
+ *   spx_amg_report_print(spx_amg_report_of(m), stdout, 0);  spx_amg_destroy(m);
+ *
+ * SETUP (on the host, in double; each step O(nnz) of its level, RAP O(its products))
+ *   strength      j is a strong neighbour of i when |a_ij| >= theta sqrt(|a_ii a_jj|) (symmetric
+ *                 criterion of smoothed aggregation; theta [0.08] on the fine level, times
+ *                 theta_decay [0.5] on each coarser one: a Galerkin operator spreads its couplings
+ *                 over more, weaker entries, and a fixed theta finds few strong ones there)
+ *   aggregation   standard SA, rows in order: pass 1 makes an aggregate of each row whose strong
+ *                 neighbours are all free (the row and those neighbours); pass 2 puts each row left
+ *                 into the aggregate of a strong neighbour (the first in column order); pass 3 makes
+ *                 every row still left (no strong neighbour) an aggregate of its own. Every row ends
+ *                 in exactly one aggregate.
+ *   tentative P   piecewise constant on the aggregates (near null space: the constant vector),
+ *                 each column scaled to unit 2-norm: T^T T = I
+ *   smoothed P    P = (I - omega D_F^-1 A_F) T. A_F is A with its weak off-diagonal entries lumped
+ *                 onto the diagonal (A_F 1 = A 1), D_F its diagonal; omega = prolong_omega / rho,
+ *                 prolong_omega [4/3], rho an upper estimate of the spectral radius of D_F^-1 A_F:
+ *                 power_iters [15] power iterations from a fixed pseudo-random start, the last
+ *                 Rayleigh quotient (x.A x / x.D x, a lower bound for symmetric A) times 1.1, capped
+ *                 by the Gershgorin bound max_i sum_j |a_ij| / |a_ii| (power_iters 0: the bound
+ *                 alone). prolong_omega 0 keeps T (plain aggregation).
+ *   R, A_c        R = P^T (transpose), A_c = R (A P) by two sparse products (Gustavson, two passes:
+ *                 row sizes, then values; columns sorted)
+ *   levels        coarsening stops at max_levels [10], when a level has at most coarse_size [500]
+ *                 rows, or when it stalls (aggregates > 0.9 of the rows); the report says which
+ *   coarsest      dense LU with partial pivoting on the host when it has at most dense_max [2000]
+ *                 rows, else coarse_sweeps [20] sweeps of its smoother. A pivot at most
+ *                 16 n eps max|a_ij| counts as zero and its unknown is set to 0 in the solve (a
+ *                 generalized inverse): the coarsest operator of a singular problem (pure Neumann,
+ *                 rows summing to 0) is singular to rounding, and a consistent system still
+ *                 converges; the report counts such pivots.
+ * Every level's A, P and R then goes through spx_plan_create with options.plan (NULL: the defaults,
+ * eager), so on the CUDA backend the tuner picks each one's format and its SpMVs run on the GPU.
+ * The input may be float (it is copied to double): AMG runs in double, and plans of options.plan
+ * with dtype SPX_FLOAT are refused.
+ *
+ * SMOOTHERS (options.smoother for every level; options.level[k] overrides level k)
+ *   jacobi     x += w D^-1 (b - A x), w = damping [2/3]
+ *   l1jacobi   the same with D_ii = sum_j |a_ij| (convergent without damping), w [1]
+ *   chebyshev  Chebyshev polynomial of D^-1 A of degree cheb_degree [2] on
+ *              [cheb_ratio rho, rho] (cheb_ratio [0.3]; rho as for P, of D^-1 A); damping unused
+ *   gs         multicolor Gauss-Seidel: rows colored greedily (coloring: rows in order, or
+ *              Welsh-Powell: by degree, highest first) so that rows of one color are not coupled;
+ *              a sweep relaxes the colors forward then backward (symmetric: it preconditions CG),
+ *              x_i += w (b - A x)_i / a_ii, w = damping [1]. relaxed_coloring 1 ignores the weak
+ *              couplings, |a_ij| < relaxed_fraction [0.9] times the row's largest off-diagonal,
+ *              for fewer colors (papers/003); rows of one color are then updated together from
+ *              the values before that color's update (deterministic, not chaotic).
+ * A "sweep" is one application (gs: forward and backward). The V-cycle smooths pre_sweeps [1]
+ * times before the coarse correction and post_sweeps [1] after; equal counts and a symmetric
+ * smoother make the cycle a symmetric operator, what CG needs.
+ *
+ * SOLVE
+ *   spx_amg_cycle     one V-cycle on A x = b from the x given
+ *   spx_amg_precond   an spx_precond_fn: z = one V-cycle from z = 0 (plug into spx_solve_cg and
+ *                     spx_solve_bicgstab through spx_solve_options.precond)
+ *   spx_amg_solve     AMG iteration: V-cycles until ||b - A x|| <= max(rtol ||b||, atol) (checked
+ *                     after every cycle), reported as a Krylov solve is (method "amg")
+ * Vectors are double arrays of the fine level's length: host arrays on the host backend, device
+ * pointers on CUDA (spx_amg_solve takes host arrays on either with solve options.host_vectors).
+ * WHERE  The setup runs on the host (OpenMP where a step is row-parallel). The V-cycle's SpMVs are
+ * the plans' (on CUDA the tuner's kernels or cuSPARSE on the device); its vector passes run on the
+ * host with OpenMP, or on CUDA as kernels of templates/amg.cu (gs: each color's rows in slices of
+ * 32 rows stored column major, papers/003 section 3.2); the coarsest level's vector goes to the
+ * host, through the LU, and back (papers/003). gs launches two kernels per color and sweep, so
+ * levels with many colors are bound by launches on a GPU: relaxed coloring, or gs on the fine
+ * level and another smoother below (options.level), keep that down.
+ * DETERMINISM  The cycle's own passes have a fixed order (the same x bit for bit run to run) on
+ * either backend; on CUDA that holds for the whole cycle when every level's plan runs a
+ * deterministic kernel (COO, HYB and the load-balanced CSR, which the tuner may choose, add with
+ * atomics: force a format through options.plan to rule them out).
+ * An spx_amg is not reentrant: one cycle at a time.
+ *
+ * ERRORS  SPX_INVALID_ARGUMENT for a non-square or empty matrix, a zero or non-finite diagonal entry
+ *   (the row is named), bad options; SPX_BREAKDOWN for a NaN or Inf in the coarsest LU; plan and
+ *   device failures pass through. Nothing is kept and nothing leaks on failure. */
+#ifndef SPX_AMG_H
+#define SPX_AMG_H
+
+#include <stdio.h>
+#include "status.h"
+#include "types.h"
+#include "csr.h"
+#include "plan.h"
+#include "solve.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Most levels a hierarchy has. */
+#define SPX_AMG_MAX_LEVELS 16
+
+/* Smoothers. ORDER: the enum values; names are what spx_amg_smoother_parse reads.
+ *  _(ENUM_SUFFIX, "name",      "what it does") */
+#define SPX_AMG_SMOOTHERS(_)                                                                    \
+  _(JACOBI,    "jacobi",    "damped Jacobi, x += w D^-1 (b - A x), w 2/3")                      \
+  _(L1_JACOBI, "l1jacobi",  "l1-Jacobi, D_ii = sum_j |a_ij|, w 1")                               \
+  _(CHEBYSHEV, "chebyshev", "Chebyshev polynomial of D^-1 A, degree 2, on [0.3 rho, rho]")      \
+  _(GS,        "gs",        "multicolor Gauss-Seidel, symmetric sweep (colors forward, backward)")
+
+typedef enum spx_amg_smoother {
+#define SPX__AMG_SMOOTHER_ENUM(e, name, what) SPX_AMG_##e,
+  SPX_AMG_SMOOTHERS(SPX__AMG_SMOOTHER_ENUM)
+#undef SPX__AMG_SMOOTHER_ENUM
+  SPX_AMG_SMOOTHER_COUNT
+} spx_amg_smoother;
+
+/* "jacobi"; "unknown" outside the table. */
+const char *spx_amg_smoother_name(spx_amg_smoother s);
+const char *spx_amg_smoother_description(spx_amg_smoother s);
+/* By name (case ignored); SPX_INVALID_ARGUMENT listing the names otherwise. */
+spx_status spx_amg_smoother_parse(const char *name, spx_amg_smoother *out);
+
+/* Coloring orders of the gs smoother. */
+typedef enum spx_amg_coloring {
+  SPX_AMG_COLOR_GREEDY = 0,      /* rows in order, each the smallest color its neighbours lack */
+  SPX_AMG_COLOR_WELSH_POWELL = 1 /* the same, rows by degree (highest first, ties in order) */
+} spx_amg_coloring;
+
+/* One level's overrides: -1 (or 0 for damping) takes the global option. */
+typedef struct spx_amg_level_options {
+  int smoother;    /* an spx_amg_smoother, or -1 */
+  int pre_sweeps;  /* -1: options.pre_sweeps */
+  int post_sweeps; /* -1: options.post_sweeps */
+  double damping;  /* 0: options.damping */
+} spx_amg_level_options;
+
+typedef struct spx_amg_options {
+  /* setup */
+  double theta;             /* strength threshold of the fine level [0.08]; 0: every nonzero is strong */
+  double theta_decay;       /* level l uses theta * theta_decay^l, (0, 1] [0.5] */
+  int max_levels;           /* levels at most, the coarsest included, 1..SPX_AMG_MAX_LEVELS [10] */
+  int64_t coarse_size;      /* a level of at most this many rows is the coarsest [500] */
+  int64_t dense_max;        /* the coarsest level by dense LU up to this many rows [2000] */
+  int coarse_sweeps;        /* else this many sweeps of its smoother [20] */
+  double prolong_omega;     /* P = (I - omega/rho D_F^-1 A_F) T with omega this [4/3]; 0: P = T */
+  int power_iters;          /* power iterations for rho [15]; 0: the Gershgorin bound */
+  /* smoothing */
+  spx_amg_smoother smoother; /* every level's [SPX_AMG_CHEBYSHEV] */
+  int pre_sweeps, post_sweeps; /* [1, 1] */
+  double damping;           /* 0: the smoother's own (jacobi 2/3, l1jacobi 1, gs 1) */
+  int cheb_degree;          /* 1..8 [2] */
+  double cheb_ratio;        /* the interval's lower end over its upper, (0, 1) [0.3] */
+  spx_amg_coloring coloring; /* gs [GREEDY] */
+  int relaxed_coloring;     /* gs: 1 ignores weak couplings when coloring [0] */
+  double relaxed_fraction;  /* weak: |a_ij| < this times the row's largest off-diagonal [0.9] */
+  spx_amg_level_options level[SPX_AMG_MAX_LEVELS]; /* per-level overrides [none] */
+  /* plans */
+  const spx_plan_options *plan; /* every level's A, P and R plans; NULL: defaults with eager 1 */
+} spx_amg_options;
+
+void spx_amg_options_default(spx_amg_options *o);
+
+/* One level as set up. */
+typedef struct spx_amg_level_info {
+  int64_t rows, nnz;        /* of A on this level */
+  int64_t p_cols, p_nnz;    /* of P to the next level (0 on the coarsest) */
+  int64_t weak;             /* off-diagonal entries the strength test found weak (lumped in A_F) */
+  spx_amg_smoother smoother;
+  int pre_sweeps, post_sweeps;
+  double damping;           /* what the smoother uses (after defaults) */
+  int colors;               /* gs: colors of this level (0 for the other smoothers) */
+  double rho;               /* the upper estimate of rho(D^-1 A) used by chebyshev */
+  double omega;             /* P's smoothing weight (prolong_omega / rho(D_F^-1 A_F); 0 on the coarsest) */
+  char format[24], p_format[24], r_format[24]; /* the plans' formats ("sell", "cusparse_csr"; "" none) */
+} spx_amg_level_info;
+
+typedef struct spx_amg_report {
+  int levels;
+  spx_amg_level_info level[SPX_AMG_MAX_LEVELS];
+  double operator_complexity; /* sum of the levels' nnz / the fine level's */
+  double grid_complexity;     /* sum of the levels' rows / the fine level's */
+  int coarse_direct;          /* 1: the coarsest level by dense LU; 0: by coarse_sweeps sweeps */
+  int64_t coarse_zero_pivots; /* pivots of that LU taken as zero (a singular problem, e.g. Neumann) */
+  char stop[160];             /* why coarsening stopped */
+  /* setup wall time, milliseconds, by phase */
+  double setup_ms;            /* all of spx_amg_create */
+  double strength_ms, aggregate_ms, prolong_ms; /* prolong: A_F, rho, T, P and R = P^T */
+  double rap_ms;              /* the Galerkin products */
+  double smoother_ms;         /* diagonals, rho for chebyshev, colorings */
+  double coarse_ms;           /* the dense LU */
+  double plan_ms;             /* spx_plan_create of every operator (analysis, choice, build) */
+  double device_ms;           /* CUDA: kernels, vectors and smoother arrays on the device */
+  int64_t cycles;             /* V-cycles run so far (spx_amg_cycle, spx_amg_precond, spx_amg_solve) */
+} spx_amg_report;
+
+typedef struct spx_amg spx_amg;
+
+/* Sets up the hierarchy of a (square, nonzero diagonal) on ctx (NULL: a context of
+ * options->plan's backend, owned by the hierarchy). a is not kept. options NULL: defaults.
+ * *out = NULL on failure. */
+spx_status spx_amg_create(spx_context *ctx, const spx_csr *a, const spx_amg_options *options, spx_amg **out);
+void spx_amg_destroy(spx_amg *m);
+
+/* One V-cycle: x (in: the guess, out: improved) for A x = b, vectors as said above. */
+spx_status spx_amg_cycle(spx_amg *m, const void *b, void *x);
+/* spx_precond_fn: z = M^-1 r, one V-cycle from z = 0; data is the spx_amg. */
+spx_status spx_amg_precond(void *data, const void *r, void *z);
+/* AMG as the solver: cycles until the tolerance or options->maxit cycles (options NULL: defaults);
+ * options->precond must be NULL. The report's method is "amg", its iterations the cycles. */
+spx_status spx_amg_solve(spx_amg *m, const void *b, void *x, const spx_solve_options *options,
+                         spx_solve_report *report);
+
+/* The fine level's plan of A (owned by the hierarchy): what the Krylov solver multiplies by. */
+spx_plan *spx_amg_plan(const spx_amg *m);
+spx_context *spx_amg_context(const spx_amg *m);
+const spx_amg_report *spx_amg_report_of(const spx_amg *m);
+
+/* One level's host matrices and setup data (owned by the hierarchy, valid until destroy). */
+typedef struct spx_amg_level_view {
+  const spx_csr *A;         /* the level's operator (level 0: the input, in double) */
+  const spx_csr *P, *R;     /* to and from the next level (NULL on the coarsest) */
+  const int32_t *aggregate; /* rows -> aggregate (the next level's row; NULL on the coarsest) */
+  const int32_t *color;     /* gs: rows -> color (NULL for the other smoothers) */
+  int colors;
+  spx_plan *plan_A, *plan_P, *plan_R;
+} spx_amg_level_view;
+/* SPX_INVALID_ARGUMENT for a level outside 0..levels-1. */
+spx_status spx_amg_level(const spx_amg *m, int level, spx_amg_level_view *out);
+
+/* The report as one JSON object, or as text lines (json == 0). */
+spx_status spx_amg_report_print(const spx_amg_report *r, FILE *f, int json);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SPX_AMG_H */

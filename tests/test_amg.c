@@ -1,0 +1,1099 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Tests of spx/amg.h on the host backend: AMG-PCG on 3-D Poisson (far fewer iterations than CG, the
+ * same count at 16^3 and 32^3), every smoother's V-cycle convergence factor (two-grid and
+ * multilevel), the aggregates and P (every row in one aggregate, orthonormal tentative columns, the
+ * smoothed P against its formula), R A P against a dense product, the colorings (strict: no coupled
+ * rows share a color; relaxed: only weak couplings do), AMG-PCG and AMG-BiCGSTAB on shared SPD
+ * matrices, the standalone iteration, the report, bad input and options (each failing with its
+ * status and a sentence, nothing leaked: the ASan build checks), determinism; the amg kernels
+ * compile (NVRTC, no GPU); and a GPU part (test_gpu_*, skipped without a GPU) that runs the same
+ * checks on the CUDA backend against the host's counts, and twice for bitwise determinism. */
+#define _POSIX_C_SOURCE 200809L
+#include "spx_test.h"
+
+/* ---- Helpers ------------------------------------------------------------------------------------ */
+static spx_plan_options host_plan_options(void) {
+  spx_plan_options o;
+  spx_plan_options_default(&o);
+  o.backend = SPX_BACKEND_HOST;
+  o.no_calibrate = 1;
+  o.eager = 1;
+  return o;
+}
+
+/* A hierarchy of a on ctx (NULL: the host backend) with o (NULL: defaults); fails the test
+ * otherwise. */
+static spx_amg *amg_make(spx_context *ctx, const spx_csr *a, const spx_amg_options *o) {
+  static spx_plan_options po;
+  spx_amg_options oo;
+  spx_amg *m = NULL;
+  if (o) oo = *o;
+  else spx_amg_options_default(&oo);
+  if (!ctx && !oo.plan) {
+    po = host_plan_options();
+    oo.plan = &po;
+  }
+  if (spx_amg_create(ctx, a, &oo, &m) != SPX_OK) fail_msg("spx_amg_create: %s", spx_last_error());
+  assert_non_null(m);
+  return m;
+}
+
+static spx_csr *shared(const char *name) {
+  char path[1024];
+  spx_csr *a = NULL;
+  spx_test_matrix_path(name, path, sizeof path);
+  if (spx_mm_read(path, SPX_DOUBLE, &a, NULL) != SPX_OK) fail_msg("%s: %s", name, spx_last_error());
+  return a;
+}
+
+/* 3-D Poisson n^3 whose z couplings are eps times the x and y ones (the paper's anisotropic
+ * diffusion): the generator's matrix with the z neighbours (column +-n^2) scaled, and the diagonal
+ * 4 + 2 eps (Dirichlet rows keep the full diagonal, as the generator's do). */
+static spx_csr *aniso(int64_t n, double eps) {
+  spx_csr *a;
+  int64_t i, k;
+  assert_int_equal(spx_gen_poisson3d(n, n, n, 7, SPX_DOUBLE, &a), SPX_OK);
+  for (i = 0; i < a->nrows; i++)
+    for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
+      int64_t j = a->col_idx[k];
+      if (j == i) a->val.d[k] = 4 + 2 * eps;
+      else if (j == i + n * n || j == i - n * n) a->val.d[k] *= eps;
+    }
+  return a;
+}
+
+/* ||b - A x|| / ||b|| by the reference SpMV. */
+static double rel_resid(const spx_csr *a, const double *b, const double *x) {
+  int64_t n = a->nrows, i;
+  double *q = malloc((size_t)n * 8), num = 0, den = 0;
+  assert_non_null(q);
+  assert_int_equal(spx_csr_spmv(a, 1.0, x, 0.0, q), SPX_OK);
+  for (i = 0; i < n; i++) {
+    double d = b[i] - q[i];
+    if (d != d) { num = 1e300; break; }
+    num += d * d;
+    den += b[i] * b[i];
+  }
+  free(q);
+  return sqrt(num / den);
+}
+
+static double *rand_vec(int64_t n) {
+  double *v = malloc((size_t)n * 8 + 8);
+  assert_non_null(v);
+  spx_test_fill(v, n);
+  return v;
+}
+
+/* A Krylov solve of a x = b (x0 = 0) preconditioned by m (m NULL: none), to rtol; checks the
+ * residual independently and returns the iterations. */
+static int64_t pcg(spx_amg *m, const spx_csr *a, spx_plan *p, const double *b, double rtol, int bicgstab,
+                   const char *what) {
+  spx_solve_options o;
+  spx_solve_report r;
+  double *x = calloc((size_t)a->nrows + 1, 8);
+  spx_status s;
+  spx_solve_options_default(&o);
+  o.rtol = rtol;
+  o.maxit = 20000;
+  if (m) {
+    o.precond = spx_amg_precond;
+    o.precond_data = m;
+  }
+  s = bicgstab ? spx_solve_bicgstab(p, b, x, &o, &r) : spx_solve_cg(p, b, x, &o, &r);
+  if (s != SPX_OK) fail_msg("%s: %s (%s)", what, spx_last_error(), r.message);
+  if (!(rel_resid(a, b, x) <= 3 * rtol)) fail_msg("%s: recomputed residual %.3g > %.3g", what, rel_resid(a, b, x), rtol);
+  if (m) assert_true(r.precond_calls >= r.iterations);
+  free(x);
+  return r.iterations;
+}
+
+/* The V-cycle's convergence factor: standalone AMG from x0 = 0 on a random b, the mean rate
+ * (||r_k|| / ||r_0||)^(1/k) over the cycles to rtol 1e-8 (at most 200). */
+static double cycle_factor(spx_amg *m, const spx_csr *a, const double *b, int64_t *cycles) {
+  spx_solve_options o;
+  spx_solve_report r;
+  double *x = calloc((size_t)a->nrows + 1, 8), hist[256];
+  spx_status s;
+  spx_solve_options_default(&o);
+  o.maxit = 200;
+  o.history = hist;
+  o.history_len = 256;
+  s = spx_amg_solve(m, b, x, &o, &r);
+  if (s != SPX_OK && s != SPX_NOT_CONVERGED) fail_msg("spx_amg_solve: %s", r.message);
+  assert_string_equal(r.method, "amg");
+  assert_true(r.iterations > 0);
+  assert_true(r.history_count == r.iterations + 1);
+  /* the report's residual is ||b - A x|| of the x returned */
+  assert_true(fabs(rel_resid(a, b, x) - r.rel_resid) <= 1e-6 * r.rel_resid + 1e-14);
+  free(x);
+  *cycles = r.iterations;
+  return pow(hist[r.iterations] / hist[0], 1.0 / (double)r.iterations);
+}
+
+/* ---- AMG-PCG on Poisson ------------------------------------------------------------------------- */
+/* AMG-PCG on 3-D Poisson: under 20 iterations to 1e-8 at 32^3, far fewer than CG, about the same
+ * count at 16^3 and 32^3 (the hierarchy keeps the condition number bounded as h shrinks). */
+static void test_poisson_pcg(void **state) {
+  static const int64_t sizes[] = {16, 32};
+  int64_t it_amg[2], it_cg[2];
+  int k;
+  (void)state;
+  for (k = 0; k < 2; k++) {
+    spx_csr *a;
+    spx_amg *m;
+    double *b;
+    const spx_amg_report *r;
+    assert_int_equal(spx_gen_poisson3d(sizes[k], sizes[k], sizes[k], 7, SPX_DOUBLE, &a), SPX_OK);
+    m = amg_make(NULL, a, NULL);
+    r = spx_amg_report_of(m);
+    b = rand_vec(a->nrows);
+    it_amg[k] = pcg(m, a, spx_amg_plan(m), b, 1e-8, 0, "amg-pcg");
+    it_cg[k] = pcg(NULL, a, spx_amg_plan(m), b, 1e-8, 0, "cg");
+    print_message("poisson %lld^3: %d levels, operator complexity %.3f, grid %.3f; AMG-PCG %lld iterations, CG %lld\n",
+                  (long long)sizes[k], r->levels, r->operator_complexity, r->grid_complexity, (long long)it_amg[k],
+                  (long long)it_cg[k]);
+    assert_true(r->levels >= 2);
+    assert_true(r->operator_complexity > 1 && r->operator_complexity < 2.5);
+    assert_true(r->cycles == it_amg[k]); /* one for r_0 and one per iteration that did not stop */
+    assert_true(it_amg[k] < 20);
+    assert_true(4 * it_amg[k] < it_cg[k]);
+    free(b);
+    spx_amg_destroy(m);
+    spx_csr_destroy(a);
+  }
+  if (it_amg[1] > it_amg[0] + 3) fail_msg("h-dependence: %lld iterations at 16^3, %lld at 32^3", (long long)it_amg[0],
+                                          (long long)it_amg[1]);
+}
+
+/* AMG-preconditioned BiCGSTAB on Poisson and on the anisotropic diffusion. */
+static void test_bicgstab(void **state) {
+  spx_csr *a, *an;
+  spx_amg *m, *ma;
+  spx_amg_options o;
+  double *b;
+  int64_t it, ita;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(24, 24, 24, 7, SPX_DOUBLE, &a), SPX_OK);
+  an = aniso(24, 1e-4);
+  b = rand_vec(a->nrows);
+  m = amg_make(NULL, a, NULL);
+  spx_amg_options_default(&o);
+  o.smoother = SPX_AMG_GS;
+  ma = amg_make(NULL, an, &o);
+  it = pcg(m, a, spx_amg_plan(m), b, 1e-8, 1, "amg-bicgstab poisson");
+  ita = pcg(ma, an, spx_amg_plan(ma), b, 1e-8, 1, "amg-bicgstab anisotropic");
+  print_message("AMG-BiCGSTAB: poisson 24^3 %lld iterations, anisotropic (gs) %lld\n", (long long)it, (long long)ita);
+  assert_true(it < 12 && ita < 30);
+  free(b);
+  spx_amg_destroy(m);
+  spx_amg_destroy(ma);
+  spx_csr_destroy(a);
+  spx_csr_destroy(an);
+}
+
+/* ---- Smoothers ---------------------------------------------------------------------------------- */
+typedef struct smoother_case {
+  const char *name;
+  spx_amg_smoother sm;
+  int relaxed, wp;
+  double two_grid, multi; /* bounds on the convergence factors */
+} smoother_case;
+
+static const smoother_case smoother_cases[] = {
+    {"jacobi", SPX_AMG_JACOBI, 0, 0, 0.7, 0.75},
+    {"l1jacobi", SPX_AMG_L1_JACOBI, 0, 0, 0.75, 0.8},
+    {"chebyshev", SPX_AMG_CHEBYSHEV, 0, 0, 0.35, 0.4},
+    {"gs", SPX_AMG_GS, 0, 0, 0.35, 0.4},
+    {"gs relaxed", SPX_AMG_GS, 1, 0, 0.35, 0.4},
+    {"gs welsh-powell", SPX_AMG_GS, 0, 1, 0.35, 0.4},
+};
+
+/* Every smoother reduces the error of a V-cycle: the convergence factor of two-grid (max_levels 2)
+ * and multilevel cycles on Poisson under a bound per smoother, two sweeps under the one-sweep factor
+ * (and under 0.2 for the polynomial and Gauss-Seidel smoothers), and AMG-PCG converges with each
+ * (a symmetric preconditioner: CG meets no r.z <= 0). */
+static void test_smoothers(void **state) {
+  spx_csr *a;
+  double *b;
+  size_t k;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(20, 20, 20, 7, SPX_DOUBLE, &a), SPX_OK);
+  b = rand_vec(a->nrows);
+  for (k = 0; k < sizeof smoother_cases / sizeof *smoother_cases; k++) {
+    const smoother_case *c = &smoother_cases[k];
+    spx_amg_options o;
+    spx_amg *m2, *ml, *m22;
+    double f2, fl, f22;
+    int64_t c2, cl, c22, it;
+    spx_amg_options_default(&o);
+    o.smoother = c->sm;
+    o.relaxed_coloring = c->relaxed;
+    o.coloring = c->wp ? SPX_AMG_COLOR_WELSH_POWELL : SPX_AMG_COLOR_GREEDY;
+    o.coarse_size = 50;
+    ml = amg_make(NULL, a, &o);
+    o.max_levels = 2;
+    o.dense_max = 8000;
+    m2 = amg_make(NULL, a, &o);
+    o.pre_sweeps = o.post_sweeps = 2;
+    m22 = amg_make(NULL, a, &o);
+    assert_int_equal(spx_amg_report_of(m2)->levels, 2);
+    assert_true(spx_amg_report_of(ml)->levels >= 3);
+    f2 = cycle_factor(m2, a, b, &c2);
+    fl = cycle_factor(ml, a, b, &cl);
+    f22 = cycle_factor(m22, a, b, &c22);
+    it = pcg(ml, a, spx_amg_plan(ml), b, 1e-8, 0, c->name);
+    print_message("%-16s factor two-grid %.3f (%lld cycles), two-grid 2+2 sweeps %.3f, %d levels %.3f (%lld cycles); "
+                  "AMG-PCG %lld iterations\n", c->name, f2, (long long)c2, f22, spx_amg_report_of(ml)->levels, fl,
+                  (long long)cl, (long long)it);
+    if (!(f2 < c->two_grid) || !(fl < c->multi) || !(f22 < f2))
+      fail_msg("%s: factors %.3f (two-grid), %.3f (multilevel), %.3f (2+2 sweeps) over the bounds %.2f, %.2f, %.3f",
+               c->name, f2, fl, f22, c->two_grid, c->multi, f2);
+    if (c->sm == SPX_AMG_CHEBYSHEV || c->sm == SPX_AMG_GS) assert_true(f22 < 0.2);
+    assert_true(it < 25);
+    spx_amg_destroy(m2);
+    spx_amg_destroy(ml);
+    spx_amg_destroy(m22);
+  }
+  free(b);
+  spx_csr_destroy(a);
+}
+
+/* Per-level smoothers (the paper's GS-JC mixed: Gauss-Seidel on the fine level, Jacobi below) and
+ * sweeps show in the report and converge. */
+static void test_per_level(void **state) {
+  spx_csr *a;
+  spx_amg_options o;
+  spx_amg *m;
+  const spx_amg_report *r;
+  double *b;
+  int64_t it;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(20, 20, 20, 7, SPX_DOUBLE, &a), SPX_OK);
+  spx_amg_options_default(&o);
+  o.smoother = SPX_AMG_JACOBI;
+  o.coarse_size = 50;
+  o.level[0].smoother = SPX_AMG_GS;
+  o.level[0].damping = 1.0;
+  o.level[1].pre_sweeps = o.level[1].post_sweeps = 2;
+  o.level[1].damping = 0.6;
+  m = amg_make(NULL, a, &o);
+  r = spx_amg_report_of(m);
+  assert_true(r->levels >= 3);
+  assert_int_equal(r->level[0].smoother, SPX_AMG_GS);
+  assert_true(r->level[0].colors >= 2);
+  assert_int_equal(r->level[1].smoother, SPX_AMG_JACOBI);
+  assert_int_equal(r->level[1].pre_sweeps, 2);
+  assert_true(r->level[1].damping == 0.6);
+  assert_true(fabs(r->level[2].damping - 2.0 / 3.0) < 1e-15);
+  b = rand_vec(a->nrows);
+  it = pcg(m, a, spx_amg_plan(m), b, 1e-8, 0, "gs-jacobi mixed");
+  print_message("GS on level 0, Jacobi below: AMG-PCG %lld iterations\n", (long long)it);
+  assert_true(it < 20);
+  free(b);
+  spx_amg_destroy(m);
+  spx_csr_destroy(a);
+}
+
+/* ---- The hierarchy ------------------------------------------------------------------------------ */
+/* Aggregates and P on 2-D Poisson: every row in exactly one aggregate (each aggregate nonempty); the
+ * tentative P (prolong_omega 0) has one entry per row, in its aggregate's column, and orthonormal
+ * columns; the smoothed P (theta 0: A_F = A) equals (I - omega D^-1 A) T with the report's omega,
+ * computed here. */
+static void test_prolongation(void **state) {
+  spx_csr *a;
+  spx_amg_options o;
+  spx_amg *mt, *ms;
+  spx_amg_level_view vt, vs;
+  int64_t n, nagg, i, k, *size;
+  double *norm2, omega;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(30, 25, 1, 7, SPX_DOUBLE, &a), SPX_OK);
+  n = a->nrows;
+  spx_amg_options_default(&o);
+  o.prolong_omega = 0;
+  o.coarse_size = 20;
+  mt = amg_make(NULL, a, &o);
+  assert_int_equal(spx_amg_level(mt, 0, &vt), SPX_OK);
+  assert_non_null(vt.P);
+  assert_non_null(vt.aggregate);
+  nagg = vt.P->ncols;
+  assert_true(nagg > 1 && nagg < n / 3);
+  size = calloc((size_t)nagg, sizeof *size);
+  norm2 = calloc((size_t)nagg, sizeof *norm2);
+  for (i = 0; i < n; i++) {
+    assert_true(vt.aggregate[i] >= 0 && vt.aggregate[i] < nagg);
+    size[vt.aggregate[i]]++;
+  }
+  for (i = 0; i < nagg; i++) assert_true(size[i] > 0);
+  assert_int_equal(vt.P->nnz, n);
+  for (i = 0; i < n; i++) {
+    assert_int_equal(vt.P->row_ptr[i + 1] - vt.P->row_ptr[i], 1);
+    assert_int_equal(vt.P->col_idx[vt.P->row_ptr[i]], vt.aggregate[i]);
+    norm2[vt.aggregate[i]] += vt.P->val.d[vt.P->row_ptr[i]] * vt.P->val.d[vt.P->row_ptr[i]];
+  }
+  for (i = 0; i < nagg; i++) assert_true(fabs(norm2[i] - 1) < 1e-14); /* one entry a row: columns orthogonal */
+  /* the smoothed P against the formula, dense */
+  o.prolong_omega = 4.0 / 3.0;
+  o.theta = 0;
+  ms = amg_make(NULL, a, &o);
+  assert_int_equal(spx_amg_level(ms, 0, &vs), SPX_OK);
+  omega = spx_amg_report_of(ms)->level[0].omega;
+  assert_true(omega > 0.5 && omega < 1.0); /* 4/3 over rho(D^-1 A) in (1.33, 2.67) */
+  assert_true(vs.P->ncols == vs.R->nrows && vs.P->nrows == n);
+  {
+    double *ref = calloc((size_t)(n * vs.P->ncols), 8), *got = calloc((size_t)(n * vs.P->ncols), 8), *t, *diag;
+    int64_t m = vs.P->ncols, j;
+    t = calloc((size_t)m, 8);
+    diag = calloc((size_t)n, 8);
+    for (i = 0; i < m; i++) size[i] = 0;
+    for (i = 0; i < n; i++) size[vs.aggregate[i]]++;
+    for (i = 0; i < n; i++)
+      for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++)
+        if (a->col_idx[k] == i) diag[i] = a->val.d[k];
+    for (i = 0; i < n; i++) {
+      ref[i * m + vs.aggregate[i]] += 1 / sqrt((double)size[vs.aggregate[i]]);
+      for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
+        j = a->col_idx[k];
+        ref[i * m + vs.aggregate[j]] -= omega / diag[i] * a->val.d[k] / sqrt((double)size[vs.aggregate[j]]);
+      }
+      for (k = vs.P->row_ptr[i]; k < vs.P->row_ptr[i + 1]; k++) {
+        if (k > vs.P->row_ptr[i]) assert_true(vs.P->col_idx[k] > vs.P->col_idx[k - 1]); /* sorted */
+        got[i * m + vs.P->col_idx[k]] = vs.P->val.d[k];
+      }
+    }
+    for (i = 0; i < n * m; i++)
+      if (fabs(ref[i] - got[i]) > 1e-13) fail_msg("P[%lld][%lld] = %.17g, formula %.17g", (long long)(i / m), (long long)(i % m), got[i], ref[i]);
+    free(ref); free(got); free(t); free(diag);
+  }
+  free(size);
+  free(norm2);
+  spx_amg_destroy(mt);
+  spx_amg_destroy(ms);
+  spx_csr_destroy(a);
+}
+
+/* A_c = P^T A P and R = P^T, dense, on every level of a small hierarchy (3-D Poisson and a shared
+ * structural matrix). */
+static void check_galerkin(spx_amg *m) {
+  int l, levels = spx_amg_report_of(m)->levels;
+  assert_true(levels >= 2);
+  for (l = 0; l + 1 < levels; l++) {
+    spx_amg_level_view v, c;
+    int64_t n, nc, i, j, k, q;
+    double *A, *P, *AP, *Ac, amax = 0;
+    assert_int_equal(spx_amg_level(m, l, &v), SPX_OK);
+    assert_int_equal(spx_amg_level(m, l + 1, &c), SPX_OK);
+    n = v.A->nrows;
+    nc = c.A->nrows;
+    assert_true(v.P->nrows == n && v.P->ncols == nc && v.R->nrows == nc && v.R->ncols == n);
+    assert_int_equal(spx_csr_validate(c.A), SPX_OK);
+    A = calloc((size_t)(n * n), 8); P = calloc((size_t)(n * nc), 8); AP = calloc((size_t)(n * nc), 8);
+    Ac = calloc((size_t)(nc * nc), 8);
+    for (i = 0; i < n; i++) {
+      for (k = v.A->row_ptr[i]; k < v.A->row_ptr[i + 1]; k++) A[i * n + v.A->col_idx[k]] = v.A->val.d[k];
+      for (k = v.P->row_ptr[i]; k < v.P->row_ptr[i + 1]; k++) P[i * nc + v.P->col_idx[k]] = v.P->val.d[k];
+    }
+    for (i = 0; i < nc; i++) /* R = P^T exactly */
+      for (k = v.R->row_ptr[i]; k < v.R->row_ptr[i + 1]; k++) assert_true(v.R->val.d[k] == P[v.R->col_idx[k] * nc + i]);
+    assert_int_equal(v.R->nnz, v.P->nnz);
+    for (i = 0; i < n; i++)
+      for (k = 0; k < n; k++)
+        if (A[i * n + k] != 0)
+          for (j = 0; j < nc; j++) AP[i * nc + j] += A[i * n + k] * P[k * nc + j];
+    for (i = 0; i < nc; i++)
+      for (q = 0; q < n; q++)
+        if (P[q * nc + i] != 0)
+          for (j = 0; j < nc; j++) Ac[i * nc + j] += P[q * nc + i] * AP[q * nc + j];
+    for (i = 0; i < nc * nc; i++) amax = fmax(amax, fabs(Ac[i]));
+    for (i = 0; i < nc; i++) {
+      double *row = calloc((size_t)nc, 8);
+      for (k = c.A->row_ptr[i]; k < c.A->row_ptr[i + 1]; k++) row[c.A->col_idx[k]] = c.A->val.d[k];
+      for (j = 0; j < nc; j++)
+        if (fabs(row[j] - Ac[i * nc + j]) > 1e-12 * amax)
+          fail_msg("level %d: A_c[%lld][%lld] = %.17g, P^T A P %.17g", l + 1, (long long)i, (long long)j, row[j],
+                   Ac[i * nc + j]);
+      free(row);
+    }
+    free(A); free(P); free(AP); free(Ac);
+  }
+}
+
+static void test_galerkin(void **state) {
+  spx_csr *a, *s;
+  spx_amg_options o;
+  spx_amg *m, *ms;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(9, 8, 7, 7, SPX_DOUBLE, &a), SPX_OK);
+  spx_amg_options_default(&o);
+  o.coarse_size = 10;
+  m = amg_make(NULL, a, &o);
+  assert_true(spx_amg_report_of(m)->levels >= 3);
+  check_galerkin(m);
+  s = shared("bcsstk08");
+  o.coarse_size = 100;
+  ms = amg_make(NULL, s, &o);
+  check_galerkin(ms);
+  spx_amg_destroy(m);
+  spx_amg_destroy(ms);
+  spx_csr_destroy(a);
+  spx_csr_destroy(s);
+}
+
+/* ---- Colorings ---------------------------------------------------------------------------------- */
+/* Checks level l's coloring of hierarchy m: every row colored in 0..colors-1, every color used, and
+ * no two rows of one color coupled (relaxed: unless the coupling is weak in both rows' view,
+ * |a_ij| < frac * the row's largest off-diagonal). Returns the couplings ignored. */
+static int64_t check_coloring(spx_amg *m, int l, int relaxed, double frac) {
+  spx_amg_level_view v;
+  const spx_csr *A;
+  double *rmax;
+  int64_t n, i, k, ignored = 0;
+  int *used;
+  assert_int_equal(spx_amg_level(m, l, &v), SPX_OK);
+  A = v.A;
+  n = A->nrows;
+  assert_non_null(v.color);
+  assert_true(v.colors >= 1);
+  rmax = calloc((size_t)n, 8);
+  used = calloc((size_t)v.colors, sizeof *used);
+  for (i = 0; i < n; i++) {
+    assert_true(v.color[i] >= 0 && v.color[i] < v.colors);
+    used[v.color[i]] = 1;
+    for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++)
+      if (A->col_idx[k] != i) rmax[i] = fmax(rmax[i], fabs(A->val.d[k]));
+  }
+  for (i = 0; i < v.colors; i++) assert_true(used[i]);
+  for (i = 0; i < n; i++)
+    for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++) {
+      int64_t j = A->col_idx[k], q;
+      double aij = fabs(A->val.d[k]), aji = 0;
+      if (j == i || aij == 0 || v.color[i] != v.color[j]) continue;
+      if (!relaxed) fail_msg("level %d: rows %lld and %lld are coupled (%g) and share color %d", l, (long long)i,
+                             (long long)j, A->val.d[k], v.color[i]);
+      for (q = A->row_ptr[j]; q < A->row_ptr[j + 1]; q++)
+        if (A->col_idx[q] == i) aji = fabs(A->val.d[q]);
+      if (!(aij < frac * rmax[i]) || !(aji < frac * rmax[j]))
+        fail_msg("level %d: a strong coupling of rows %lld and %lld (%g, %g; row maxima %g, %g) in one color", l,
+                 (long long)i, (long long)j, aij, aji, rmax[i], rmax[j]);
+      ignored++;
+    }
+  free(rmax);
+  free(used);
+  return ignored;
+}
+
+/* Strict colorings (greedy and Welsh-Powell) are valid on every level; relaxed ones ignore only
+ * weak couplings and, on the anisotropic problem's coarse levels, need fewer colors. */
+static void test_coloring(void **state) {
+  spx_csr *a;
+  spx_amg_options o;
+  spx_amg *ms, *mw, *mr;
+  int l, levels, cs = 0, cr = 0;
+  int64_t ignored = 0;
+  (void)state;
+  a = aniso(16, 1e-2);
+  spx_amg_options_default(&o);
+  o.smoother = SPX_AMG_GS;
+  o.coarse_size = 20;
+  o.dense_max = 0; /* the coarsest level smoothed too: colored */
+  ms = amg_make(NULL, a, &o);
+  o.coloring = SPX_AMG_COLOR_WELSH_POWELL;
+  mw = amg_make(NULL, a, &o);
+  o.coloring = SPX_AMG_COLOR_GREEDY;
+  o.relaxed_coloring = 1;
+  mr = amg_make(NULL, a, &o);
+  levels = spx_amg_report_of(ms)->levels;
+  assert_true(levels >= 3);
+  assert_int_equal(spx_amg_report_of(mr)->levels, levels);
+  for (l = 0; l < levels; l++) {
+    int c1 = spx_amg_report_of(ms)->level[l].colors, c2 = spx_amg_report_of(mw)->level[l].colors,
+        c3 = spx_amg_report_of(mr)->level[l].colors;
+    check_coloring(ms, l, 0, 0);
+    check_coloring(mw, l, 0, 0);
+    ignored += check_coloring(mr, l, 1, 0.9);
+    print_message("level %d: %lld rows, colors greedy %d, Welsh-Powell %d, relaxed %d\n", l,
+                  (long long)spx_amg_report_of(ms)->level[l].rows, c1, c2, c3);
+    cs += c1;
+    cr += c3;
+  }
+  assert_true(ignored > 0);
+  assert_true(cr < cs);
+  spx_amg_destroy(ms);
+  spx_amg_destroy(mw);
+  spx_amg_destroy(mr);
+  spx_csr_destroy(a);
+}
+
+/* ---- Shared matrices ---------------------------------------------------------------------------- */
+/* AMG-PCG on SPD matrices of power networks and structures converges to 1e-8 in fewer iterations
+ * than CG and than Jacobi-PCG. */
+static void test_shared_spd(void **state) {
+  static const char *const names[] = {"1138_bus", "662_bus", "bcsstk08", "bcsstk16", "bcsstk21"};
+  size_t k;
+  (void)state;
+  for (k = 0; k < sizeof names / sizeof *names; k++) {
+    spx_csr *a = shared(names[k]);
+    spx_amg *m = amg_make(NULL, a, NULL);
+    double *b = rand_vec(a->nrows), *x = calloc((size_t)a->nrows, 8);
+    spx_solve_options o;
+    spx_solve_report rj;
+    int64_t it_amg, it_cg;
+    it_amg = pcg(m, a, spx_amg_plan(m), b, 1e-8, 0, names[k]);
+    it_cg = pcg(NULL, a, spx_amg_plan(m), b, 1e-8, 0, names[k]);
+    spx_solve_options_default(&o);
+    o.maxit = 20000;
+    assert_int_equal(spx_solve_pcg_jacobi(spx_amg_plan(m), b, x, &o, &rj), SPX_OK);
+    print_message("%-9s %5lld rows, %d levels: AMG-PCG %lld iterations, Jacobi-PCG %lld, CG %lld\n", names[k],
+                  (long long)a->nrows, spx_amg_report_of(m)->levels, (long long)it_amg, (long long)rj.iterations,
+                  (long long)it_cg);
+    assert_true(spx_amg_report_of(m)->levels >= 2);
+    if (!(2 * it_amg < rj.iterations && 2 * it_amg < it_cg))
+      fail_msg("%s: AMG-PCG %lld iterations, Jacobi-PCG %lld, CG %lld", names[k], (long long)it_amg,
+               (long long)rj.iterations, (long long)it_cg);
+    free(b);
+    free(x);
+    spx_amg_destroy(m);
+    spx_csr_destroy(a);
+  }
+}
+
+/* ---- Small cases, the coarse solve, determinism, the report ------------------------------------ */
+/* A matrix of at most coarse_size rows is one level, the dense LU: one cycle solves it; with
+ * dense_max 0 the coarsest level is smoothed instead, and AMG-PCG still converges. A float input
+ * is taken (copied to double). */
+static void test_coarse(void **state) {
+  spx_csr *a, *af, *big;
+  spx_amg_options o;
+  spx_amg *m, *mf, *ms;
+  double *b, *x;
+  int64_t n, it, it_lu;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(7, 6, 5, 7, SPX_DOUBLE, &a), SPX_OK);
+  n = a->nrows;
+  m = amg_make(NULL, a, NULL);
+  assert_int_equal(spx_amg_report_of(m)->levels, 1);
+  assert_int_equal(spx_amg_report_of(m)->coarse_direct, 1);
+  b = rand_vec(n);
+  x = calloc((size_t)n, 8);
+  assert_int_equal(spx_amg_cycle(m, b, x), SPX_OK);
+  assert_true(rel_resid(a, b, x) < 1e-13);
+  assert_int_equal(spx_csr_copy(a, SPX_FLOAT, &af), SPX_OK);
+  mf = amg_make(NULL, af, NULL);
+  memset(x, 0, (size_t)n * 8);
+  assert_int_equal(spx_amg_precond(mf, b, x), SPX_OK);
+  assert_true(rel_resid(a, b, x) < 1e-6); /* A in float, rounded */
+  free(b);
+  free(x);
+  assert_int_equal(spx_gen_poisson3d(16, 16, 16, 7, SPX_DOUBLE, &big), SPX_OK);
+  b = rand_vec(big->nrows);
+  spx_amg_options_default(&o);
+  ms = amg_make(NULL, big, &o);
+  it_lu = pcg(ms, big, spx_amg_plan(ms), b, 1e-8, 0, "coarse lu");
+  spx_amg_destroy(ms);
+  o.dense_max = 0;
+  ms = amg_make(NULL, big, &o);
+  assert_int_equal(spx_amg_report_of(ms)->coarse_direct, 0);
+  it = pcg(ms, big, spx_amg_plan(ms), b, 1e-8, 0, "coarse smoothed");
+  print_message("16^3: AMG-PCG %lld iterations with the coarse LU, %lld with %d coarse sweeps\n", (long long)it_lu,
+                (long long)it, o.coarse_sweeps);
+  assert_true(it <= it_lu + 5);
+  free(b);
+  spx_amg_destroy(m);
+  spx_amg_destroy(mf);
+  spx_amg_destroy(ms);
+  spx_csr_destroy(a);
+  spx_csr_destroy(af);
+  spx_csr_destroy(big);
+}
+
+/* The same solve twice, and on two hierarchies of the same matrix: the same x bit for bit. */
+static void test_determinism(void **state) {
+  spx_csr *a;
+  spx_amg_options o;
+  spx_amg *m1, *m2;
+  spx_solve_options so;
+  spx_solve_report r;
+  double *b, *x1, *x2, *x3;
+  int64_t n;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(24, 20, 18, 7, SPX_DOUBLE, &a), SPX_OK);
+  n = a->nrows;
+  spx_amg_options_default(&o);
+  o.smoother = SPX_AMG_GS;
+  o.relaxed_coloring = 1;
+  m1 = amg_make(NULL, a, &o);
+  m2 = amg_make(NULL, a, &o);
+  b = rand_vec(n);
+  x1 = calloc((size_t)n, 8); x2 = calloc((size_t)n, 8); x3 = calloc((size_t)n, 8);
+  spx_solve_options_default(&so);
+  so.precond = spx_amg_precond;
+  so.precond_data = m1;
+  assert_int_equal(spx_solve_cg(spx_amg_plan(m1), b, x1, &so, &r), SPX_OK);
+  assert_int_equal(spx_solve_cg(spx_amg_plan(m1), b, x2, &so, &r), SPX_OK);
+  so.precond_data = m2;
+  assert_int_equal(spx_solve_cg(spx_amg_plan(m2), b, x3, &so, &r), SPX_OK);
+  assert_memory_equal(x1, x2, (size_t)n * 8);
+  assert_memory_equal(x1, x3, (size_t)n * 8);
+  free(b); free(x1); free(x2); free(x3);
+  spx_amg_destroy(m1);
+  spx_amg_destroy(m2);
+  spx_csr_destroy(a);
+}
+
+/* The report: levels, rows and nnz per level as the level views have them, the complexities
+ * recomputed, the phases' times within the setup's, and both printed forms. */
+static void test_report(void **state) {
+  spx_csr *a;
+  spx_amg *m;
+  const spx_amg_report *r;
+  double nnz = 0, rows = 0, parts;
+  int l;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(20, 20, 20, 7, SPX_DOUBLE, &a), SPX_OK);
+  m = amg_make(NULL, a, NULL);
+  r = spx_amg_report_of(m);
+  assert_true(r->levels >= 2 && r->levels <= SPX_AMG_MAX_LEVELS);
+  for (l = 0; l < r->levels; l++) {
+    spx_amg_level_view v;
+    assert_int_equal(spx_amg_level(m, l, &v), SPX_OK);
+    assert_int_equal(r->level[l].rows, v.A->nrows);
+    assert_int_equal(r->level[l].nnz, v.A->nnz);
+    assert_true(r->level[l].format[0] != 0);
+    assert_true(v.plan_A == (l == 0 ? spx_amg_plan(m) : v.plan_A) && v.plan_A);
+    if (l + 1 < r->levels) {
+      assert_int_equal(r->level[l].p_nnz, v.P->nnz);
+      assert_true(r->level[l].p_format[0] && r->level[l].r_format[0] && v.plan_P && v.plan_R);
+      assert_true(r->level[l].omega > 0);
+    }
+    nnz += (double)v.A->nnz;
+    rows += (double)v.A->nrows;
+  }
+  assert_true(fabs(r->operator_complexity - nnz / (double)a->nnz) < 1e-12);
+  assert_true(fabs(r->grid_complexity - rows / (double)a->nrows) < 1e-12);
+  assert_true(r->level[0].rho > 1.5 && r->level[0].rho <= 2.0); /* chebyshev's rho(D^-1 A), Gershgorin 2 */
+  parts = r->strength_ms + r->aggregate_ms + r->prolong_ms + r->rap_ms + r->smoother_ms + r->coarse_ms + r->plan_ms +
+          r->device_ms;
+  assert_true(parts > 0 && parts <= r->setup_ms * 1.001 + 0.01);
+  assert_true(strstr(r->stop, "coarse_size") != NULL);
+  f = open_memstream(&buf, &len);
+  assert_int_equal(spx_amg_report_print(r, f, 0), SPX_OK);
+  assert_int_equal(spx_amg_report_print(r, f, 1), SPX_OK);
+  fclose(f);
+  assert_non_null(strstr(buf, "operator complexity"));
+  assert_non_null(strstr(buf, "dense LU"));
+  assert_non_null(strstr(buf, "\"operator_complexity\": "));
+  assert_non_null(strstr(buf, "\"smoother\": \"chebyshev\""));
+  free(buf);
+  assert_int_equal(spx_amg_report_print(NULL, stdout, 0), SPX_INVALID_ARGUMENT);
+  spx_amg_destroy(m);
+  spx_csr_destroy(a);
+}
+
+/* ---- Bad input ---------------------------------------------------------------------------------- */
+static void expect_fail(const spx_csr *a, const spx_amg_options *o, spx_status want, const char *words) {
+  spx_amg *m = (spx_amg *)(uintptr_t)1;
+  spx_plan_options po = host_plan_options();
+  spx_amg_options oo;
+  spx_status s;
+  if (o) oo = *o;
+  else spx_amg_options_default(&oo);
+  if (!oo.plan) oo.plan = &po;
+  s = spx_amg_create(NULL, a, &oo, &m);
+  if (s != want) fail_msg("expected %s, got %s: %s", spx_status_string(want), spx_status_string(s), spx_last_error());
+  assert_null(m);
+  if (!strstr(spx_last_error(), words)) fail_msg("'%s' does not say '%s'", spx_last_error(), words);
+}
+
+/* Non-square, empty, a zero or NaN or missing diagonal entry, a singular matrix, bad options: each
+ * its status and a sentence naming the problem; nothing leaks (the ASan build checks). */
+static void test_bad_input(void **state) {
+  spx_csr *a, *r, *z, *e, *lap;
+  spx_amg_options o;
+  int32_t ri[] = {0, 1, 1}, ci[] = {0, 0, 2};
+  double rv[] = {1, 2, 3};
+  int64_t i, k;
+  spx_amg *m;
+  spx_solve_options so;
+  spx_solve_report rep;
+  spx_amg_level_view v;
+  double b[4] = {1, 1, 1, 1}, x[4] = {0, 0, 0, 0};
+  (void)state;
+  expect_fail(NULL, NULL, SPX_INVALID_ARGUMENT, "NULL matrix");
+  assert_int_equal(spx_csr_from_coo(2, 3, 3, ri, ci, rv, SPX_DOUBLE, &r), SPX_OK);
+  expect_fail(r, NULL, SPX_INVALID_ARGUMENT, "square");
+  assert_int_equal(spx_csr_create(0, 0, 0, SPX_DOUBLE, &e), SPX_OK);
+  expect_fail(e, NULL, SPX_INVALID_ARGUMENT, "empty");
+  /* zero diagonal at row 37 of a matrix large enough to coarsen: named, nothing leaked */
+  assert_int_equal(spx_gen_poisson3d(12, 12, 12, 7, SPX_DOUBLE, &a), SPX_OK);
+  assert_int_equal(spx_csr_copy(a, SPX_DOUBLE, &z), SPX_OK);
+  for (i = 0; i < z->nrows; i++)
+    for (k = z->row_ptr[i]; k < z->row_ptr[i + 1]; k++)
+      if (z->col_idx[k] == i && i == 37) z->val.d[k] = 0;
+  expect_fail(z, NULL, SPX_INVALID_ARGUMENT, "a[37][37] = 0");
+  for (i = 0; i < z->nrows; i++)
+    for (k = z->row_ptr[i]; k < z->row_ptr[i + 1]; k++)
+      if (z->col_idx[k] == i) z->val.d[k] = i == 37 ? 6.0 : i == 600 ? NAN : z->val.d[k];
+  expect_fail(z, NULL, SPX_INVALID_ARGUMENT, "a[600][600] = nan");
+  spx_csr_destroy(z);
+  {
+    /* row 1 without a diagonal entry */
+    int32_t r2[] = {0, 1, 2, 2}, c2[] = {0, 2, 1, 2};
+    double v2[] = {2, -1, -1, 2};
+    assert_int_equal(spx_csr_from_coo(3, 3, 4, r2, c2, v2, SPX_DOUBLE, &z), SPX_OK);
+    expect_fail(z, NULL, SPX_INVALID_ARGUMENT, "a[1][1] = 0");
+    spx_csr_destroy(z);
+  }
+  /* NaN off the diagonal */
+  assert_int_equal(spx_csr_copy(a, SPX_DOUBLE, &lap), SPX_OK);
+  lap->val.d[lap->row_ptr[500] + 1] = NAN;
+  expect_fail(lap, NULL, SPX_INVALID_ARGUMENT, "a[500][");
+  expect_fail(lap, NULL, SPX_INVALID_ARGUMENT, "finite entries");
+  spx_csr_destroy(lap);
+  /* options */
+  spx_amg_options_default(&o);
+  o.theta = -1;
+  expect_fail(a, &o, SPX_INVALID_ARGUMENT, "theta");
+  spx_amg_options_default(&o);
+  o.max_levels = 0;
+  expect_fail(a, &o, SPX_INVALID_ARGUMENT, "max_levels");
+  spx_amg_options_default(&o);
+  o.smoother = (spx_amg_smoother)99;
+  expect_fail(a, &o, SPX_INVALID_ARGUMENT, "smoother");
+  spx_amg_options_default(&o);
+  o.cheb_degree = 0;
+  expect_fail(a, &o, SPX_INVALID_ARGUMENT, "cheb_degree");
+  spx_amg_options_default(&o);
+  o.level[3].smoother = 7;
+  expect_fail(a, &o, SPX_INVALID_ARGUMENT, "level[3]");
+  {
+    spx_plan_options po = host_plan_options();
+    po.dtype = SPX_FLOAT;
+    spx_amg_options_default(&o);
+    o.plan = &po;
+    expect_fail(a, &o, SPX_INVALID_ARGUMENT, "float");
+  }
+  assert_int_equal(spx_amg_create(NULL, a, NULL, NULL), SPX_INVALID_ARGUMENT);
+  /* names */
+  {
+    spx_amg_smoother s;
+    assert_int_equal(spx_amg_smoother_parse("GS", &s), SPX_OK);
+    assert_int_equal(s, SPX_AMG_GS);
+    assert_int_equal(spx_amg_smoother_parse("sor", &s), SPX_INVALID_ARGUMENT);
+    assert_non_null(strstr(spx_last_error(), "chebyshev"));
+    assert_string_equal(spx_amg_smoother_name(SPX_AMG_L1_JACOBI), "l1jacobi");
+    assert_string_equal(spx_amg_smoother_name((spx_amg_smoother)42), "unknown");
+  }
+  /* the solve's and the views' arguments */
+  assert_int_equal(spx_csr_create(4, 4, 4, SPX_DOUBLE, &z), SPX_OK);
+  for (i = 0; i < 4; i++) {
+    z->row_ptr[i + 1] = i + 1;
+    z->col_idx[i] = (int32_t)i;
+    z->val.d[i] = 2;
+  }
+  m = amg_make(NULL, z, NULL);
+  spx_solve_options_default(&so);
+  so.rtol = 0;
+  assert_int_equal(spx_amg_solve(m, b, x, &so, &rep), SPX_INVALID_ARGUMENT);
+  assert_int_equal(rep.status, SPX_INVALID_ARGUMENT);
+  spx_solve_options_default(&so);
+  so.precond = spx_amg_precond;
+  assert_int_equal(spx_amg_solve(m, b, x, &so, &rep), SPX_INVALID_ARGUMENT);
+  assert_int_equal(spx_amg_solve(m, NULL, x, NULL, &rep), SPX_INVALID_ARGUMENT);
+  assert_int_equal(spx_amg_solve(m, b, x, NULL, &rep), SPX_OK);
+  assert_true(fabs(x[2] - 0.5) < 1e-15);
+  assert_int_equal(spx_amg_level(m, 1, &v), SPX_INVALID_ARGUMENT);
+  assert_int_equal(spx_amg_cycle(NULL, b, x), SPX_INVALID_ARGUMENT);
+  assert_int_equal(spx_amg_precond(m, NULL, x), SPX_INVALID_ARGUMENT);
+  assert_null(spx_amg_plan(NULL));
+  spx_amg_destroy(m);
+  spx_amg_destroy(NULL);
+  spx_csr_destroy(z);
+  spx_csr_destroy(a);
+  spx_csr_destroy(r);
+  spx_csr_destroy(e);
+}
+
+/* The standalone iteration: converges on Poisson with every smoother to its tolerance, stops at
+ * maxit with SPX_NOT_CONVERGED, and reports a NaN as a breakdown. */
+static void test_standalone(void **state) {
+  spx_csr *a;
+  spx_amg *m;
+  spx_solve_options o;
+  spx_solve_report r;
+  double *b, *x;
+  int64_t n;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(20, 20, 20, 7, SPX_DOUBLE, &a), SPX_OK);
+  n = a->nrows;
+  m = amg_make(NULL, a, NULL);
+  b = rand_vec(n);
+  x = calloc((size_t)n, 8);
+  spx_solve_options_default(&o);
+  o.rtol = 1e-10;
+  assert_int_equal(spx_amg_solve(m, b, x, &o, &r), SPX_OK);
+  assert_true(rel_resid(a, b, x) <= 1.0001e-10 && r.rel_resid <= 1e-10);
+  assert_true(r.iterations > 5 && r.iterations < 40);
+  assert_non_null(strstr(r.message, "converged"));
+  memset(x, 0, (size_t)n * 8);
+  o.maxit = 3;
+  assert_int_equal(spx_amg_solve(m, b, x, &o, &r), SPX_NOT_CONVERGED);
+  assert_int_equal(r.iterations, 3);
+  assert_non_null(strstr(spx_last_error(), "not converged"));
+  x[5] = NAN;
+  assert_int_equal(spx_amg_solve(m, b, x, &o, &r), SPX_BREAKDOWN);
+  assert_non_null(strstr(r.message, "NaN"));
+  free(b);
+  free(x);
+  spx_amg_destroy(m);
+  spx_csr_destroy(a);
+}
+
+/* A singular consistent system, the graph Laplacian of a grid (pure Neumann: rows sum to 0) with b
+ * in its range: the coarsest operator is singular to rounding, its zero pivot is counted and its
+ * unknown set to 0, and AMG-PCG converges. */
+static void test_singular(void **state) {
+  spx_csr *lap;
+  spx_amg *m;
+  double *b, *y;
+  int64_t i, k, it;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(14, 13, 12, 7, SPX_DOUBLE, &lap), SPX_OK);
+  for (i = 0; i < lap->nrows; i++) {
+    double s = 0;
+    int64_t kd = -1;
+    for (k = lap->row_ptr[i]; k < lap->row_ptr[i + 1]; k++) {
+      if (lap->col_idx[k] == i) kd = k;
+      else s += lap->val.d[k];
+    }
+    lap->val.d[kd] = -s;
+  }
+  m = amg_make(NULL, lap, NULL);
+  assert_int_equal(spx_amg_report_of(m)->coarse_zero_pivots, 1);
+  y = rand_vec(lap->nrows);
+  b = malloc((size_t)lap->nrows * 8);
+  assert_int_equal(spx_csr_spmv(lap, 1.0, y, 0.0, b), SPX_OK);
+  it = pcg(m, lap, spx_amg_plan(m), b, 1e-8, 0, "neumann");
+  print_message("Neumann Laplacian 14x13x12: AMG-PCG %lld iterations\n", (long long)it);
+  assert_true(it < 25);
+  free(b);
+  free(y);
+  spx_amg_destroy(m);
+  spx_csr_destroy(lap);
+}
+
+/* The amg kernels compile for sm_80 and sm_90 (NVRTC only, no GPU). */
+static void test_kernels_compile(void **state) {
+  static const char *const archs[] = {"sm_80", "sm_90"};
+  const char *defs[2] = {"SPX_VALUE_T=double", "SPX_BLOCK=256"};
+  int a, origin;
+  (void)state;
+  if (!spx_test_have_nvrtc()) skip();
+  for (a = 0; a < 2; a++)
+    if (spx_jit_compile_only("amg", 2, defs, archs[a], &origin) != SPX_OK)
+      fail_msg("amg %s: %s", archs[a], spx_last_error());
+}
+
+/* ---- GPU ---------------------------------------------------------------------------------------- */
+static spx_context *gpu_ctx(void) {
+  spx_context *g = NULL;
+  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  if (spx_device_count() < 1 || spx_context_create(&co, &g) != SPX_OK) {
+    spx_clear_error();
+    return NULL;
+  }
+  return g;
+}
+
+/* AMG-PCG on the GPU with device vectors: x (malloc'd, on the host) and the iterations. */
+static double *gpu_pcg(spx_context *g, spx_amg *m, const spx_csr *a, const double *b, int host_vectors, int64_t *it) {
+  spx_solve_options o;
+  spx_solve_report r;
+  int64_t n = a->nrows;
+  size_t bytes = (size_t)n * 8;
+  double *x = calloc((size_t)n, 8);
+  spx_devptr db = 0, dx = 0;
+  spx_status s;
+  spx_solve_options_default(&o);
+  o.precond = spx_amg_precond;
+  o.precond_data = m;
+  o.host_vectors = host_vectors;
+  if (host_vectors) s = spx_solve_cg(spx_amg_plan(m), b, x, &o, &r);
+  else {
+    assert_int_equal(spx_device_alloc(g, bytes, &db), SPX_OK);
+    assert_int_equal(spx_device_alloc(g, bytes, &dx), SPX_OK);
+    assert_int_equal(spx_device_upload(g, db, b, bytes), SPX_OK);
+    assert_int_equal(spx_device_memset(g, dx, 0, bytes), SPX_OK);
+    s = spx_solve_cg(spx_amg_plan(m), (const void *)(uintptr_t)db, (void *)(uintptr_t)dx, &o, &r);
+    assert_int_equal(spx_device_download(g, x, dx, bytes), SPX_OK);
+    spx_device_free(g, db);
+    spx_device_free(g, dx);
+  }
+  if (s != SPX_OK) fail_msg("gpu amg-pcg: %s (%s)", spx_last_error(), r.message);
+  assert_true(rel_resid(a, b, x) <= 3e-8);
+  *it = r.iterations;
+  return x;
+}
+
+/* The same hierarchy settings on the GPU and the host: the same levels; AMG-PCG within +-2 of the
+ * host's iterations, under 20 at 32^3, with the tuner's formats per level. Two GPU solves (device
+ * and host vectors) give the same bits where every level's plan runs a deterministic kernel (forced
+ * CSR here: COO, HYB and the load-balanced CSR, which the tuner may pick, add with atomics). */
+static void test_gpu_amg_pcg(void **state) {
+  static const spx_amg_smoother sms[] = {SPX_AMG_CHEBYSHEV, SPX_AMG_JACOBI, SPX_AMG_GS};
+  spx_context *g = gpu_ctx();
+  spx_csr *a;
+  double *b;
+  size_t k;
+  (void)state;
+  if (!g) skip();
+  assert_int_equal(spx_gen_poisson3d(32, 32, 32, 7, SPX_DOUBLE, &a), SPX_OK);
+  b = rand_vec(a->nrows);
+  for (k = 0; k < sizeof sms / sizeof *sms; k++) {
+    spx_amg_options o;
+    spx_plan_options po;
+    spx_amg *mh, *mg, *mc;
+    int64_t ith, itg, itc, itc2;
+    double *x1, *x2;
+    spx_amg_options_default(&o);
+    o.smoother = sms[k];
+    mh = amg_make(NULL, a, &o);
+    mg = amg_make(g, a, &o);
+    assert_int_equal(spx_amg_report_of(mg)->levels, spx_amg_report_of(mh)->levels);
+    ith = pcg(mh, a, spx_amg_plan(mh), b, 1e-8, 0, "host");
+    free(gpu_pcg(g, mg, a, b, 0, &itg));
+    print_message("GPU %s: AMG-PCG %lld iterations (host %lld)\n", spx_amg_smoother_name(sms[k]), (long long)itg,
+                  (long long)ith);
+    if (k == 0) spx_amg_report_print(spx_amg_report_of(mg), stdout, 0);
+    assert_true(itg >= ith - 2 && itg <= ith + 2 && itg < 20);
+    spx_plan_options_default(&po);
+    po.force = "csr";
+    po.eager = 1;
+    o.plan = &po;
+    mc = amg_make(g, a, &o);
+    x1 = gpu_pcg(g, mc, a, b, 0, &itc);
+    x2 = gpu_pcg(g, mc, a, b, 1, &itc2);
+    assert_true(itc >= ith - 2 && itc <= ith + 2);
+    assert_int_equal(itc, itc2);
+    if (memcmp(x1, x2, (size_t)a->nrows * 8)) fail_msg("%s: two GPU solves differ", spx_amg_smoother_name(sms[k]));
+    free(x1);
+    free(x2);
+    spx_amg_destroy(mh);
+    spx_amg_destroy(mg);
+    spx_amg_destroy(mc);
+  }
+  free(b);
+  spx_csr_destroy(a);
+  spx_context_destroy(g);
+}
+
+/* One V-cycle of every smoother on the GPU against the host's (the same hierarchy): the same x up to
+ * rounding; and the standalone iteration on the GPU (host vectors) converges in the host's cycles
+ * +-1, and AMG-BiCGSTAB converges. */
+static void test_gpu_cycle(void **state) {
+  spx_context *g = gpu_ctx();
+  spx_csr *a;
+  double *b;
+  int64_t n;
+  size_t k;
+  (void)state;
+  if (!g) skip();
+  assert_int_equal(spx_gen_poisson3d(20, 18, 16, 7, SPX_DOUBLE, &a), SPX_OK);
+  n = a->nrows;
+  b = rand_vec(n);
+  for (k = 0; k < sizeof smoother_cases / sizeof *smoother_cases; k++) {
+    const smoother_case *c = &smoother_cases[k];
+    spx_amg_options o;
+    spx_amg *mh, *mg;
+    spx_solve_options so;
+    spx_solve_report rh, rg;
+    double *xh = calloc((size_t)n, 8), *xg = calloc((size_t)n, 8), err;
+    spx_devptr db = 0, dx = 0;
+    spx_amg_options_default(&o);
+    o.smoother = c->sm;
+    o.relaxed_coloring = c->relaxed;
+    o.coloring = c->wp ? SPX_AMG_COLOR_WELSH_POWELL : SPX_AMG_COLOR_GREEDY;
+    o.coarse_size = 50;
+    mh = amg_make(NULL, a, &o);
+    mg = amg_make(g, a, &o);
+    assert_int_equal(spx_amg_cycle(mh, b, xh), SPX_OK);
+    assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &db), SPX_OK);
+    assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dx), SPX_OK);
+    assert_int_equal(spx_device_upload(g, db, b, (size_t)n * 8), SPX_OK);
+    assert_int_equal(spx_device_memset(g, dx, 0, (size_t)n * 8), SPX_OK);
+    assert_int_equal(spx_amg_cycle(mg, (const void *)(uintptr_t)db, (void *)(uintptr_t)dx), SPX_OK);
+    assert_int_equal(spx_device_download(g, xg, dx, (size_t)n * 8), SPX_OK);
+    err = spx_test_relerr(xg, xh, n);
+    if (!(err < 1e-10)) fail_msg("%s: one GPU V-cycle differs from the host's by %.3g", c->name, err);
+    spx_solve_options_default(&so);
+    so.host_vectors = 1;
+    memset(xh, 0, (size_t)n * 8);
+    memset(xg, 0, (size_t)n * 8);
+    assert_int_equal(spx_amg_solve(mh, b, xh, &so, &rh), SPX_OK);
+    if (spx_amg_solve(mg, b, xg, &so, &rg) != SPX_OK) fail_msg("%s: %s", c->name, rg.message);
+    assert_true(rg.iterations >= rh.iterations - 1 && rg.iterations <= rh.iterations + 1);
+    assert_true(rel_resid(a, b, xg) <= 1.01e-8);
+    if (k == 0) {
+      spx_solve_options_default(&so);
+      so.host_vectors = 1;
+      so.precond = spx_amg_precond;
+      so.precond_data = mg;
+      memset(xg, 0, (size_t)n * 8);
+      assert_int_equal(spx_solve_bicgstab(spx_amg_plan(mg), b, xg, &so, &rg), SPX_OK);
+      assert_true(rel_resid(a, b, xg) <= 3e-8);
+    }
+    spx_device_free(g, db);
+    spx_device_free(g, dx);
+    free(xh);
+    free(xg);
+    spx_amg_destroy(mh);
+    spx_amg_destroy(mg);
+  }
+  free(b);
+  spx_csr_destroy(a);
+  spx_context_destroy(g);
+}
+
+/* AMG-PCG on the shared SPD matrices on the GPU: converges in the host's iterations +-2. */
+static void test_gpu_shared_spd(void **state) {
+  static const char *const names[] = {"1138_bus", "bcsstk16"};
+  spx_context *g = gpu_ctx();
+  size_t k;
+  (void)state;
+  if (!g) skip();
+  for (k = 0; k < sizeof names / sizeof *names; k++) {
+    spx_csr *a = shared(names[k]);
+    spx_amg *mh = amg_make(NULL, a, NULL), *mg = amg_make(g, a, NULL);
+    double *b = rand_vec(a->nrows), *x;
+    int64_t ith = pcg(mh, a, spx_amg_plan(mh), b, 1e-8, 0, names[k]), itg;
+    x = gpu_pcg(g, mg, a, b, 1, &itg);
+    print_message("GPU %s: AMG-PCG %lld iterations (host %lld)\n", names[k], (long long)itg, (long long)ith);
+    assert_true(itg >= ith - 2 && itg <= ith + 2);
+    free(x);
+    free(b);
+    spx_amg_destroy(mh);
+    spx_amg_destroy(mg);
+    spx_csr_destroy(a);
+  }
+  spx_context_destroy(g);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_poisson_pcg),    cmocka_unit_test(test_bicgstab),
+      cmocka_unit_test(test_smoothers),      cmocka_unit_test(test_per_level),
+      cmocka_unit_test(test_prolongation),   cmocka_unit_test(test_galerkin),
+      cmocka_unit_test(test_coloring),       cmocka_unit_test(test_shared_spd),
+      cmocka_unit_test(test_coarse),         cmocka_unit_test(test_determinism),
+      cmocka_unit_test(test_report),         cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_standalone),     cmocka_unit_test(test_singular),
+      cmocka_unit_test(test_kernels_compile),
+      cmocka_unit_test(test_gpu_amg_pcg),    cmocka_unit_test(test_gpu_cycle),
+      cmocka_unit_test(test_gpu_shared_spd),
+  };
+  setenv("SPX_QUIET", "1", 0);
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
