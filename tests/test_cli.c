@@ -516,6 +516,20 @@ static void test_json_file_names(void **state) {
     assert_int_equal(spx_cli_run_stdout(args, out, sizeof out), 0);
     spx_cli_assert_json(args, out, want);
   }
+  /* select --json on two files: one JSON object per line, and nothing unknown as a number (an
+   * untimed candidate's measured_us is null, not -1) */
+  snprintf(args, sizeof args, "select --json --strategy model '%s' '%s'", path, path);
+  assert_int_equal(spx_cli_run_stdout(args, out, sizeof out), 0);
+  {
+    char *nl = strchr(out, '\n');
+    assert_non_null(nl);
+    assert_non_null(strchr(nl + 1, '\n'));
+    assert_string_equal(strchr(nl + 1, '\n') + 1, "");
+    *nl = 0;
+    spx_cli_assert_json(args, out, "\"measured_us\": null");
+    spx_cli_assert_json(args, nl + 1, "\"measured_us\": null");
+    if (strstr(out, ": -1,") || strstr(out, ": -2,")) fail_msg("%s: a sentinel number in:\n%s", args, out);
+  }
   snprintf(args, sizeof args, "stencil --sweep --host --edges 12 --steps 2 --budget 20K --methods mm --json-file '%s.json'",
            path);
   assert_int_equal(spx_cli_run_cmd(args, out, sizeof out), 0);

@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <unistd.h>
 #include "spx_test.h"
+#include "spx_test_env.h" /* env_put */
 
 /* n x n with the given row lengths (row i: columns i, i+1, ... wrapping), random values. */
 static spx_csr *rows_matrix(int64_t n, const int64_t *len) {
@@ -1015,10 +1016,10 @@ static spx_plan *dev_plan(spx_context *g, const spx_csr *a, int host_profile, co
   /* enough calls that the host profile reads the columns too (the staged one always does, beside
    * its upload): the two profiles are compared whole */
   o.expected_calls = 1000000000;
-  if (host_profile) setenv("SPX_PLAN_DEVICE_PROFILE", "0", 1);
+  if (host_profile) env_put("SPX_PLAN_DEVICE_PROFILE", "0");
   if (spx_plan_create(g, a, &o, &p)) fail_msg("%s plan (%s profile): %s", force ? force : "model",
                                               host_profile ? "host" : "device", spx_last_error());
-  unsetenv("SPX_PLAN_DEVICE_PROFILE");
+  env_put("SPX_PLAN_DEVICE_PROFILE", NULL);
   return p;
 }
 
@@ -1135,7 +1136,7 @@ static spx_dmatrix *dmatrix_of(spx_context *g, const spx_csr *a, spx_format f, i
 static void test_gpu_tiered_jit(void **state) {
   spx_context *g = NULL;
   spx_context_options co = {SPX_BACKEND_CUDA, 0};
-  spx_csr *a7, *a27, *big;
+  spx_csr *a7, *a27, *big, *small;
   spx_dmatrix *d;
   const char *forced[2] = {"sell", "csr"};
   int k;
@@ -1217,33 +1218,36 @@ static void test_gpu_tiered_jit(void **state) {
 
   /* plans: a staged matrix (>= 1M nonzeros) whose chosen kernel is cold runs on cuSPARSE over the
    * staged CSR, then on the chosen kernel; a converted format (SELL) and spx's CSR kernel (which
-   * runs on the staged arrays themselves) */
+   * runs on the staged arrays themselves). A matrix below the staging size (k >= 2) starts on a
+   * cuSPARSE CSR of its own. */
   assert_int_equal(spx_gen_poisson3d(64, 64, 64, 7, SPX_DOUBLE, &big), SPX_OK);
-  for (k = 0; k < 2; k++) {
+  assert_int_equal(spx_gen_poisson3d(23, 21, 19, 7, SPX_DOUBLE, &small), SPX_OK);
+  for (k = 0; k < 4; k++) {
     spx_plan_options o;
     spx_plan *p = NULL;
+    const spx_csr *m = k < 2 ? big : small;
     spx_plan_options_default(&o);
     o.eager = 1;
-    o.force = forced[k];
+    o.force = forced[k % 2];
     o.no_tiered_jit = 1;
-    if (spx_plan_create(g, big, &o, &p)) fail_msg("%s: %s", forced[k], spx_last_error());
+    if (spx_plan_create(g, m, &o, &p)) fail_msg("%s: %s", forced[k % 2], spx_last_error());
     assert_int_equal(spx_plan_compiling(p), 0);
     assert_non_null(spx_plan_dmatrix(p));
     assert_int_equal(spx_dmatrix_forget_kernels(spx_plan_dmatrix(p), SPX_KERNELS_SPECIALIZED | SPX_KERNELS_GENERIC),
                      SPX_OK);
     spx_plan_destroy(p);
     o.no_tiered_jit = 0;
-    if (spx_plan_create(g, big, &o, &p)) fail_msg("%s: %s", forced[k], spx_last_error());
+    if (spx_plan_create(g, m, &o, &p)) fail_msg("%s: %s", forced[k % 2], spx_last_error());
     assert_int_equal(spx_plan_compiling(p), 1);
-    if (!strstr(spx_plan_reason(p), "cuSPARSE runs until then")) fail_msg("%s: %s", forced[k], spx_plan_reason(p));
-    check_plan_spmv(g, p, big, forced[k]); /* on cuSPARSE, or the chosen kernel if it is done */
+    if (!strstr(spx_plan_reason(p), "cuSPARSE runs until then")) fail_msg("%s: %s", forced[k % 2], spx_plan_reason(p));
+    check_plan_spmv(g, p, m, forced[k % 2]); /* on cuSPARSE, or the chosen kernel if it is done */
     assert_int_equal(spx_plan_wait(p), SPX_OK);
     assert_int_equal(spx_plan_compiling(p), 0);
     assert_null(strstr(spx_dmatrix_describe(spx_plan_dmatrix(p)), "generic"));
-    check_plan_spmv(g, p, big, forced[k]);
+    check_plan_spmv(g, p, m, forced[k % 2]);
     spx_plan_destroy(p);
   }
-  spx_csr_destroy(a7); spx_csr_destroy(a27); spx_csr_destroy(big);
+  spx_csr_destroy(a7); spx_csr_destroy(a27); spx_csr_destroy(big); spx_csr_destroy(small);
   spx_context_destroy(g);
 }
 
@@ -1446,5 +1450,6 @@ int main(void) {
       cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_device_profile), cmocka_unit_test(test_gpu_tiered_jit), cmocka_unit_test(test_public_getters), cmocka_unit_test(test_gpu_nothing_pays_shortcut),
   };
   setenv("SPX_QUIET", "1", 0);
+  spx__config_reload();
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

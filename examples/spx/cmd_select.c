@@ -13,6 +13,7 @@
  * tiered JIT's case), against cuSPARSE CSR. Summary:
  * share within 5 % of the oracle, geometric-mean slowdown,
  * worst case; --json F and --svg F write the rows and a slowdown plot. */
+#define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,10 +55,14 @@ typedef struct sel_row {
    * [0] cuSPARSE CSR, [1] auto with warm JIT caches, [2] auto with its kernels (specialized and
    * generic) removed from the caches first; cold_standin: the cold plan started on a stand-in */
   double real_ms[3][2];
+  double real_setup_ms[3][2]; /* of the run kept in real_ms: plan creation until it returned */
   int cold_standin[2];
   int ncand;                                 /* candidates the oracle's trial timed */
   char cand[SPX_FORMAT_MAX + 1][24];
   double cand_pred_us[SPX_FORMAT_MAX + 1], cand_meas_us[SPX_FORMAT_MAX + 1];
+  /* the model's parts of each prediction, for fitting its constants offline on the fit half */
+  double cand_stream_us[SPX_FORMAT_MAX + 1], cand_chain_us[SPX_FORMAT_MAX + 1], cand_conv_ms[SPX_FORMAT_MAX + 1];
+  int64_t nrows, row_max;
 } sel_row;
 
 static const char *sel_cname(const spx_plan *p) {
@@ -88,10 +93,28 @@ static int sel_one(const char *path, int has_strategy, spx_plan_strategy only, i
       return spx_cli_fail("select");
     }
     spx_cli_progress_done();
-    if (json && !first) printf(",\n");
+    if (json && !first) printf(", ");
     first = 0;
     if (!json) printf("%s-- %s\n", st && !has_strategy ? "\n" : "", spx_plan_strategy_name(o.strategy));
-    spx_plan_print(p, stdout, json);
+    if (json) { /* the plan's one line, without its newline: one line per FILE (JSON Lines) */
+      char *line = NULL;
+      size_t len = 0;
+      FILE *m = open_memstream(&line, &len);
+      int bad = !m;
+      if (m) {
+        bad = spx_plan_print(p, m, 1) != SPX_OK;
+        bad |= fclose(m) != 0;
+      }
+      if (bad || !line) {
+        free(line);
+        spx_plan_destroy(p);
+        spx_csr_destroy(a);
+        return spx_cli_fail("select");
+      }
+      while (len > 0 && line[len - 1] == '\n') line[--len] = 0;
+      fputs(line, stdout);
+      free(line);
+    } else spx_plan_print(p, stdout, 0);
     spx_plan_destroy(p);
   }
   if (json) printf("]}\n");
@@ -250,7 +273,7 @@ static spx_status sel_real_row(spx_context *ctx, const spx_csr *a, sel_row *r) {
         spx_plan_options o;
         spx_plan *p = NULL;
         spx_cusparse_plan *cp = NULL;
-        double t0, ms;
+        double t0, ms, setup;
         spx_plan_options_default(&o);
         o.expected_calls = calls;
         o.eager = 1;
@@ -258,10 +281,14 @@ static spx_status sel_real_row(spx_context *ctx, const spx_csr *a, sel_row *r) {
         t0 = spx_cli_now();
         if (side == 0) s = spx_cusparse_plan_create(ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &cp);
         else s = spx_plan_create(ctx, a, &o, &p);
+        setup = 1e3 * (spx_cli_now() - t0);
         if (!s && side == 2 && rep == 0) r->cold_standin[it] = spx_plan_compiling(p);
         if (!s) s = sel_spmvs(ctx, p, cp, calls, x, y);
         ms = 1e3 * (spx_cli_now() - t0);
-        if (!s && (rep == 0 || ms < r->real_ms[side][it])) r->real_ms[side][it] = ms;
+        if (!s && (rep == 0 || ms < r->real_ms[side][it])) {
+          r->real_ms[side][it] = ms;
+          r->real_setup_ms[side][it] = setup;
+        }
         if (!s && p) s = spx_plan_wait(p); /* the cold plan's compile, done before the next run */
         if (!s && side == 1 && spx_plan_dmatrix(p)) /* the next run (side 2) finds the kernels gone */
           s = spx_dmatrix_forget_kernels(spx_plan_dmatrix(p), SPX_KERNELS_SPECIALIZED | SPX_KERNELS_GENERIC);
@@ -289,6 +316,11 @@ static spx_status sel_eval_matrix(spx_context *ctx, const char *spec, sel_row *r
   memset(r, 0, sizeof *r);
   if ((s = spx_cli_load_matrix(spec, &a, r->matrix, sizeof r->matrix))) return s;
   r->nnz = a->nnz;
+  r->nrows = a->nrows;
+  for (k = 0, r->row_max = 0; k < a->nrows; k++) {
+    const int64_t len = a->row_ptr[k + 1] - a->row_ptr[k];
+    if (len > r->row_max) r->row_max = len;
+  }
   if ((s = sel_cusparse(ctx, a, &cs_setup, &cs_us))) goto done;
   for (it = 0; it < 2; it++) r->cs_e2e_ms[it] = cs_setup + 2.0 * sel_iters[it] * cs_us * 1e-3;
   for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
@@ -342,6 +374,9 @@ static spx_status sel_eval_matrix(spx_context *ctx, const char *spec, sel_row *r
           if (r->ncand <= SPX_FORMAT_MAX) {
             snprintf(r->cand[r->ncand], sizeof r->cand[0], "%s", c[k].engine == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(c[k].format));
             r->cand_pred_us[r->ncand] = c[k].predicted_us;
+            r->cand_stream_us[r->ncand] = c[k].stream_us;
+            r->cand_chain_us[r->ncand] = c[k].chain_us;
+            r->cand_conv_ms[r->ncand] = c[k].convert_ms;
             r->cand_meas_us[r->ncand++] = c[k].measured_us;
           }
         }
@@ -414,7 +449,8 @@ static void sel_json(FILE *f, const sel_row *rows, int nr) {
     int k;
     fprintf(f, "%s\n {\"matrix\": ", i ? "," : "");
     spx_cli_json_str(f, r->matrix);
-    fprintf(f, ", \"nnz\": %lld, \"oracle\": ", (long long)r->nnz);
+    fprintf(f, ", \"nnz\": %lld, \"rows\": %lld, \"row_max\": %lld, \"oracle\": ", (long long)r->nnz,
+            (long long)r->nrows, (long long)r->row_max);
     spx_cli_json_str(f, r->oracle);
     spx_cli_json_printf(f, ", \"oracle_us\": %.6g, \"cusparse_e2e_ms\": [%.6g, %.6g], \"strategies\": {", r->oracle_us,
                         r->cs_e2e_ms[0], r->cs_e2e_ms[1]);
@@ -430,13 +466,17 @@ static void sel_json(FILE *f, const sel_row *rows, int nr) {
                         (long long)r->bicg_it[0][0], (long long)r->bicg_it[0][1], (long long)r->bicg_it[1][0], (long long)r->bicg_it[1][1]);
     if (sel_cold)
       spx_cli_json_printf(f, ", \"real_e2e_ms\": {\"calls\": [%d, %d], \"cusparse\": [%.6g, %.6g], \"auto_warm\": [%.6g, %.6g], "
-                 "\"auto_cold\": [%.6g, %.6g], \"cold_started_on_standin\": [%d, %d]}",
+                 "\"auto_cold\": [%.6g, %.6g], \"cold_started_on_standin\": [%d, %d], \"setup\": {\"cusparse\": [%.6g, %.6g], "
+                 "\"auto_warm\": [%.6g, %.6g], \"auto_cold\": [%.6g, %.6g]}}",
                           2 * sel_iters[0], 2 * sel_iters[1], r->real_ms[0][0], r->real_ms[0][1], r->real_ms[1][0], r->real_ms[1][1],
-                          r->real_ms[2][0], r->real_ms[2][1], r->cold_standin[0], r->cold_standin[1]);
+                          r->real_ms[2][0], r->real_ms[2][1], r->cold_standin[0], r->cold_standin[1], r->real_setup_ms[0][0],
+                          r->real_setup_ms[0][1], r->real_setup_ms[1][0], r->real_setup_ms[1][1], r->real_setup_ms[2][0],
+                          r->real_setup_ms[2][1]);
     fprintf(f, ", \"candidates\": [");
     for (k = 0; k < r->ncand; k++)
-      spx_cli_json_printf(f, "%s{\"format\": \"%s\", \"predicted_us\": %.6g, \"measured_us\": %.6g}", k ? ", " : "", r->cand[k],
-                          r->cand_pred_us[k], r->cand_meas_us[k]);
+      spx_cli_json_printf(f, "%s{\"format\": \"%s\", \"predicted_us\": %.6g, \"measured_us\": %.6g, \"stream_us\": %.6g, "
+                          "\"chain_us\": %.6g, \"convert_ms\": %.6g}", k ? ", " : "", r->cand[k], r->cand_pred_us[k],
+                          r->cand_meas_us[k], r->cand_stream_us[k], r->cand_chain_us[k], r->cand_conv_ms[k]);
     fprintf(f, "]}");
   }
   fprintf(f, "\n]}\n");
@@ -650,7 +690,8 @@ const char *const spx_cli_select_help[] = {
     "or generator specs (poisson7:N, rep:FILE:NNZ ...).",
     "--strategy S\tplans: only strategy S (default: every strategy)",
     "--calls N\tplans: SpMV calls the plan is made for (default 1000)",
-    "--json\tplans: print JSON instead of text (default: text)",
+    "--json\tplans: print JSON instead of text, one object per FILE on a line of its own (JSON Lines; "
+    "default: text)",
     "--eval\tmeasure against the oracle (needs a GPU)",
     "--list\tprint the matrices of the --set sets instead of running anything",
     "--set S\tadd a corpus set: shared, replicated, generated or large (up to 4; default: none)",

@@ -10,7 +10,23 @@
  * for a compile. The job's inputs live in its own allocation (data), never in the owner's. */
 #include <pthread.h>
 #include <stdatomic.h>
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 #include "common.h"
+
+static atomic_int spx__jobs_running; /* job threads started and not yet returned */
+
+int spx__jobs_busy(void) { return atomic_load(&spx__jobs_running); }
+
+int spx__host_threads(void) {
+#if defined(_OPENMP)
+  const int n = omp_get_max_threads() - atomic_load(&spx__jobs_running);
+  return n > 1 ? n : 1;
+#else
+  return 1;
+#endif
+}
 
 struct spx__job {
   spx_status (*fn)(spx__job *j, void *data);
@@ -50,6 +66,7 @@ static void *spx__job_main(void *v) {
   spx__job *j = (spx__job *)v;
   spx__job_run(j);
   spx__job_unref_(j);
+  atomic_fetch_sub(&spx__jobs_running, 1);
   return NULL;
 }
 
@@ -68,8 +85,11 @@ spx__job *spx__job_start(spx_status (*fn)(spx__job *j, void *data), void *data) 
   pthread_cond_init(&j->cv, NULL);
   atomic_init(&j->refs, 2);
   if (pthread_attr_init(&at) == 0) {
-    if (pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0)
+    if (pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0) {
+      atomic_fetch_add(&spx__jobs_running, 1);
       started = pthread_create(&th, &at, spx__job_main, j) == 0;
+      if (!started) atomic_fetch_sub(&spx__jobs_running, 1);
+    }
     pthread_attr_destroy(&at);
   }
   if (!started) {

@@ -9,6 +9,7 @@
 #include <omp.h>
 #endif
 #include "common.h"
+#include "config.h"
 #include "../plan.h"
 #include "../cuda.h"
 #include "../baseline.h"
@@ -106,7 +107,7 @@ static double spx__plan_idle(const spx_csr *a, int warp, int tpr) {
   double idle = 0;
   if (warp <= 1) return 0;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 2048) private(j) reduction(+ : idle) if (a->nrows > 65536)
+#pragma omp parallel for schedule(static, 2048) private(j) reduction(+ : idle) num_threads(spx__host_threads()) if (a->nrows > 65536)
 #endif
   for (i = 0; i < a->nrows; i += g) {
     int64_t steps = 0, sum = 0, e = SPX__MIN(a->nrows, i + g);
@@ -351,7 +352,7 @@ static spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__p
 #if defined(_OPENMP)
       /* beside the upload, the CPUs its pooled copies leave (spx__h2d_workers_beside): the upload runs at
        * 30 GB/s since the pool, so one thread here (4-7 ms on 20M nonzeros) came to outlast it */
-      int nt = omp_get_max_threads();
+      int nt = spx__host_threads();
       if (beside_upload) {
         long spare = sysconf(_SC_NPROCESSORS_ONLN) - spx__h2d_workers_beside() - 1;
         nt = (int)SPX__MAX(1, SPX__MIN((long)nt, SPX__MIN(spare, 8)));
@@ -442,14 +443,15 @@ static spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const sp
   } else {
     int64_t rmax = 0, runs = 0, kept = 0, *h;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 8192) reduction(max : rmax) if (a->nrows > 65536)
+#pragma omp parallel for schedule(static, 8192) reduction(max : rmax) num_threads(spx__host_threads()) if (a->nrows > 65536)
 #endif
     for (i = 0; i < a->nrows; i++) rmax = SPX__MAX(rmax, a->row_ptr[i + 1] - a->row_ptr[i]);
     p->row_max = rmax;
     if (!(h = p->hist = (int64_t *)spx__calloc((size_t)rmax + 1, sizeof *p->hist))) return SPX_OUT_OF_MEMORY;
     /* Per-thread histograms (an array-section reduction) while they stay small. */
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 8192) reduction(+ : runs, kept, h[:rmax + 1]) if (a->nrows > 65536 && rmax < 65536)
+#pragma omp parallel for schedule(static, 8192) reduction(+ : runs, kept, h[:rmax + 1]) num_threads(spx__host_threads()) \
+    if (a->nrows > 65536 && rmax < 65536)
 #endif
     for (i = 0; i < a->nrows; i++) {
       int64_t b = a->row_ptr[i], e = a->row_ptr[i + 1];
@@ -987,7 +989,7 @@ static void spx__plan_cusparse_cand(const spx_plan_device *d, const spx__pprof *
   c->padding = 1;
   c->fits = !(limit > 0 && c->bytes + vec > limit);
   if (!c->fits) snprintf(c->note, sizeof c->note, "over the %.1f MB limit", 1e-6 * (double)limit);
-  c->predicted_us = d->cusparse_factor * spx__plan_time_us(d, p, vb, c->bytes, 0, 1) + d->gather_cusparse * gather;
+  c->predicted_us = c->stream_us = d->cusparse_factor * spx__plan_time_us(d, p, vb, c->bytes, 0, 1) + d->gather_cusparse * gather;
   c->convert_ms = spx__plan_wrap_ms(d, p, c->bytes, 0.5);
   spx__plan_score(c, calls);
 }
@@ -1039,8 +1041,10 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
   gather = spx__plan_gather_us(d, &p, vb);
   spx__plan_walk_make(d, &p, &walk);
   if (tr)
-    fprintf(stderr, "spx plan:   profile  %8.3f ms (x sectors per nonzero %.4f, window span %.0f columns, gather %.4g us)\n",
-            1e3 * (spx__now() - tc), spx__pprof_xsec(&p), p.x_windows ? (double)p.x_span / (double)p.x_windows : 0.0, gather);
+    fprintf(stderr, "spx plan:   profile  %8.3f ms (x sectors per nonzero %.4f, window span %.0f columns, gather %.4g us; "
+            "columns %s)\n", 1e3 * (spx__now() - tc), spx__pprof_xsec(&p),
+            p.x_windows ? (double)p.x_span / (double)p.x_windows : 0.0, gather,
+            !p.cols_done ? "skipped" : rows && rows->cols_done ? "from the device profile" : cols_share < 0 ? "always read" : "paid");
   for (f = 0; f < spx_format_count() && k < max && with_cusparse != 2; f++) {
     const spx_format_vtable *vt = spx_format_info((spx_format)f);
     const spx__plan_pred *q;
@@ -1114,6 +1118,7 @@ static spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows,
       if (ff > 0) c->predicted_us *= ff;
       c->predicted_us += (d->format_gather[f] > 0 ? d->format_gather[f] : d->gather_default) * gather;
     }
+    c->stream_us = c->predicted_us;
     c->chain_us = spx__plan_chain_us(d, &p, &walk, q, vt);
     if (c->chain_us > c->predicted_us) c->predicted_us = c->chain_us;
     c->convert_ms = spx__plan_conv_ms(d, &p, c->bytes, cuda, f);
@@ -1246,28 +1251,35 @@ static int spx__plan_has_cusparse(const spx_plan *p);
  * (no compile, nothing copied: the values go up if they are not yet), and the first SpMV after the
  * compile ended moves to the chosen kernel. The staged CSR and the chosen format live side by side
  * meanwhile, so this start is taken only where both fit the memory limit. */
-static int spx__plan_start_fits(const spx_plan *p) {
+static int spx__plan_start_fits(const spx_plan *p, int64_t nnz) {
   const spx_plan_candidate *c = &p->cand[p->chosen];
   int64_t vb = (int64_t)SPX_DTYPE_SIZE(p->dtype);
-  int64_t csr = 4 * (p->dc.nrows + 1) + p->dc.nnz * (4 + vb), vec = vb * (p->nrows + p->ncols);
+  int64_t csr = 4 * (p->nrows + 1) + nnz * (4 + vb), vec = vb * (p->nrows + p->ncols);
   return p->limit <= 0 || c->bytes + csr + vec <= p->limit;
 }
 
-/* Starts SpMVs on cuSPARSE over the staged arrays when the built dmatrix has no kernel yet; 1 when
- * it did. Any failure here only means no start (the first SpMV waits for the compile). */
+/* Starts SpMVs on cuSPARSE when the built dmatrix has no kernel yet: over the staged arrays, or,
+ * where the matrix was not staged, over a CSR of its own uploaded from a (a second copy of the
+ * pattern for the compile's duration, against a first SpMV that waits tens to hundreds of ms).
+ * 1 when it did; any failure here only means no start (the first SpMV waits for the compile). */
 static int spx__plan_start(spx_plan *p, const spx_csr *a) {
-  spx_cusparse_device_csr w;
+  const int staged = p->dc.ci && p->dc.rp32;
   size_t n;
-  if (!p->tiered || !p->dm || spx__dmatrix_runnable(p->dm) || !p->dc.ci || !p->dc.rp32 ||
-      !spx__plan_has_cusparse(p) || !spx__plan_start_fits(p))
+  if (!p->tiered || !p->dm || spx__dmatrix_runnable(p->dm) || (!staged && !a) || !spx__plan_has_cusparse(p) ||
+      !spx__plan_start_fits(p, staged ? p->dc.nnz : a->nnz))
     return 0;
-  if (spx__dcsr_values(&p->dc, a)) { spx_clear_error(); return 0; }
-  memset(&w, 0, sizeof w);
-  w.nrows = p->dc.nrows; w.ncols = p->dc.ncols; w.nnz = p->dc.nnz; w.dtype = p->dc.dtype;
-  w.row_ptr = p->dc.rp32; w.col_idx = p->dc.ci; w.val = p->dc.va;
-  if (spx_cusparse_plan_create_device_csr(p->ctx, &w, SPX_CUSPARSE_CSR_ALG1, NULL, &p->start)) {
-    spx_clear_error();
+  if (staged) {
+    spx_cusparse_device_csr w;
+    if (spx__dcsr_values(&p->dc, a)) { spx_clear_error(); return 0; }
+    memset(&w, 0, sizeof w);
+    w.nrows = p->dc.nrows; w.ncols = p->dc.ncols; w.nnz = p->dc.nnz; w.dtype = p->dc.dtype;
+    w.row_ptr = p->dc.rp32; w.col_idx = p->dc.ci; w.val = p->dc.va;
+    if (spx_cusparse_plan_create_device_csr(p->ctx, &w, SPX_CUSPARSE_CSR_ALG1, NULL, &p->start)) p->start = NULL;
+  } else if (spx_cusparse_plan_create(p->ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &p->start)) {
     p->start = NULL;
+  }
+  if (!p->start) {
+    spx_clear_error();
     return 0;
   }
   n = strlen(p->reason);
@@ -1344,7 +1356,7 @@ static spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
     if (p->dm) { p->built = 1; return SPX_OK; }
   }
   /* The rest converts from the host CSR. The staged arrays stay only for a tiered build's start. */
-  if (!p->tiered || p->engine == SPX_PLAN_ENGINE_CUSPARSE || !spx__plan_start_fits(p)) spx__plan_drop_dc(p);
+  if (!p->tiered || p->engine == SPX_PLAN_ENGINE_CUSPARSE || !spx__plan_start_fits(p, p->dc.nnz)) spx__plan_drop_dc(p);
   if (p->engine == SPX_PLAN_ENGINE_CUSPARSE) {
     if ((s = spx_cusparse_plan_create(p->ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
   } else {
@@ -1682,7 +1694,7 @@ static int spx__plan_has_cusparse(const spx_plan *p) {
  * plan of that matrix pays anyway). SPX_PLAN_DEVICE_PROFILE=0 keeps it all on the host. */
 #define SPX__PLAN_STAGE_NNZ ((int64_t)1 << 20)
 static int spx__plan_stage_wanted(const spx_csr *a, const spx_plan_options *o) {
-  const char *e = getenv("SPX_PLAN_DEVICE_PROFILE");
+  const char *e = spx__cfg()->plan_device_profile;
   return a && a->nnz >= SPX__PLAN_STAGE_NNZ && o->backend != SPX_BACKEND_HOST && !o->device &&
          o->strategy != SPX_PLAN_TRIAL && !(e && *e == '0');
 }
@@ -1736,7 +1748,7 @@ static spx_status spx__plan_diag(spx_plan *p, const spx_csr *a) {
   spx__advise_huge(p->diag, ((size_t)n + 1) * sizeof *p->diag); /* 2 MiB faults: most of the pass on 4 KiB pages */
   p->diag[n] = 0;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 8192) private(k) if (n > 65536)
+#pragma omp parallel for schedule(static, 8192) private(k) num_threads(spx__host_threads()) if (n > 65536)
 #endif
   for (i = 0; i < n; i++) {
     double d = 0;
@@ -1878,7 +1890,8 @@ static void spx__plan_rowstats(const spx_csr *a, spx_analysis *an) {
   {
     int64_t mn = a->nrows ? INT64_MAX : 0, mx = 0, empty = 0;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 4096) reduction(min : mn) reduction(max : mx) reduction(+ : empty, sq) if (a->nrows > 16384)
+#pragma omp parallel for schedule(static, 4096) reduction(min : mn) reduction(max : mx) reduction(+ : empty, sq) \
+    num_threads(spx__host_threads()) if (a->nrows > 16384)
 #endif
     for (i = 0; i < a->nrows; i++) {
       int64_t l = a->row_ptr[i + 1] - a->row_ptr[i];
@@ -2196,7 +2209,9 @@ spx_status spx_plan_create(spx_context *ctx, const spx_csr *a, const spx_plan_op
   else spx_plan_options_default(&o);
   tv = spx__now();
   if ((s = spx__plan_check(a, &o))) return s;
-  if (tr) fprintf(stderr, "spx plan: %-10s %8.3f ms\n", "validate", 1e3 * (spx__now() - tv));
+  if (tr)
+    fprintf(stderr, "spx plan: %-10s %8.3f ms (strategy %s, %lld calls, %lld nonzeros)\n", "validate",
+            1e3 * (spx__now() - tv), spx_plan_strategy_name(o.strategy), (long long)o.expected_calls, (long long)a->nnz);
   if (!(p = (spx_plan *)spx__calloc(1, sizeof *p))) return SPX_OUT_OF_MEMORY;
   p->stage = 1;
   if ((s = spx__plan_context(p, ctx, &o)) || (s = spx__plan_select(p, a, &o))) {
@@ -2269,6 +2284,12 @@ static void spx__plan_json_str(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+/* `, "key": v`, or null where v is not a time (negative: not modelled, not timed). */
+static void spx__plan_json_time(FILE *f, const char *key, double v) {
+  if (v >= 0 && v <= 1e300) fprintf(f, ", \"%s\": %.6g", key, v);
+  else fprintf(f, ", \"%s\": null", key);
+}
+
 spx_status spx_plan_print(const spx_plan *p, FILE *f, int json) {
   int i;
   if (!p || !f) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_print: NULL argument");
@@ -2282,10 +2303,19 @@ spx_status spx_plan_print(const spx_plan *p, FILE *f, int json) {
     fprintf(f, ", \"candidates\": [");
     for (i = 0; i < p->ncand; i++) {
       const spx_plan_candidate *c = &p->cand[i];
-      fprintf(f, "%s\n  {\"name\": \"%s\", \"bytes\": %lld, \"bytes_exact\": %d, \"fits\": %d, \"padding\": %.4g, "
-                 "\"idle\": %.4g, \"predicted_us\": %.6g, \"convert_ms\": %.6g, \"score_us\": %.6g, \"measured_us\": %.6g, \"note\": ",
-              i ? "," : "", spx__plan_cname(c), (long long)c->bytes, c->bytes_exact, c->fits, c->padding, c->idle,
-              c->predicted_us, c->convert_ms, c->score_us, c->measured_us);
+      /* what is not known (a declined format's bytes and times, an untimed candidate) is null */
+      fprintf(f, "%s{\"name\": \"%s\", \"bytes\": ", i ? ", " : "", spx__plan_cname(c));
+      if (c->bytes >= 0) fprintf(f, "%lld", (long long)c->bytes);
+      else fputs("null", f);
+      fprintf(f, ", \"bytes_exact\": %d, \"fits\": %d, \"padding\": %.4g, \"idle\": %.4g", c->bytes_exact, c->fits,
+              c->padding, c->idle);
+      spx__plan_json_time(f, "predicted_us", c->predicted_us);
+      spx__plan_json_time(f, "stream_us", c->stream_us);
+      spx__plan_json_time(f, "chain_us", c->chain_us);
+      spx__plan_json_time(f, "convert_ms", c->convert_ms);
+      spx__plan_json_time(f, "score_us", c->score_us);
+      spx__plan_json_time(f, "measured_us", c->measured_us);
+      fputs(", \"note\": ", f);
       spx__plan_json_str(f, c->note);
       fputc('}', f);
     }
