@@ -15,7 +15,17 @@ shared=${SPX_SHARED_MATRICES:-../shared/matrices}
 for part in "$@"; do
   case $part in
   tests)
-    tests/run.sh out > "$dest/tests.txt" 2>&1
+    # the GPU machine has no package mirror (SPX_NO_INSTALL: a missing tool skips) and its Debian
+    # python3 lacks NumPy: the Python package is tested with a Python of the machine's that has
+    # NumPy and SciPy (CuPy too, where there is one), when there is one
+    if [ -z "${SPX_PYTHON:-}" ] && ! /usr/bin/python3 -c 'import numpy, scipy' 2>/dev/null; then
+      for py in /opt/*/.venv/bin/python /usr/local/bin/python3; do
+        if [ -x "$py" ] && "$py" -c 'import numpy, scipy, setuptools, wheel, pip' 2>/dev/null; then
+          export SPX_PYTHON=$py; break
+        fi
+      done
+    fi
+    SPX_NO_INSTALL=${SPX_NO_INSTALL:-1} tests/run.sh out > "$dest/tests.txt" 2>&1
     tail -1 "$dest/tests.txt" ;;
   select)
     for run in cold warm; do
