@@ -13,7 +13,8 @@
  *   kubota  papers/001 section 5, formula (2): ELL if B < 2.0 and R < 0.048 %, cuSPARSE CSR if
  *           B > 8.0 or R >= 0.048 %, else JDS.
  *   mps     papers/002 section 5.2.2, formula (5-1): the same rule retuned for small MPS matrices
- *           (B 2.3 / 2.7, R 0.005455 as a fraction); see plan_impl.h for the two printing slips.
+ *           (B 2.3 / 2.7, R 0.005455 as a fraction); see internal/plan_strategy_impl.h for the
+ *           two printing slips.
  *   trial   the papers' "exam": convert, run and time every candidate, keep the fastest.
  *   model   predicted time = bytes / bandwidth + launch + imbalance, at least the longest serial
  *           walk one thread of the format's kernel makes (spx_plan_device.chain_ns a step), plus

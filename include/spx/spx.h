@@ -107,13 +107,29 @@
  *   cuda_impl.h      device matrices and converters, launches
  *                    (dmatrix.h)                                  kernels, jit, device, formats, job
  *   stage_impl.h     a host CSR staged on the device for the
- *                    planner                                      cuda, jit, device
- *   plan_impl.h      the tuner                                    everything above (by this order)
+ *                    planner (dmatrix.h)                          cuda, jit, device
+ *   The tuner, in rooms (tuner.h declares what each gives the rooms after it):
+ *   plan_profile_impl.h    the row profile: rows, columns,
+ *                          sampling, idle lanes, row statistics   csr, formats, device, cuda
+ *   plan_device_impl.h     the device description and its file    context, io, jit, formats
+ *   plan_model_impl.h      byte predictors, serial walk, times,
+ *                          candidates, spx_plan_model             plan_profile, plan_device,
+ *                                                                 kernels, cuda, formats
+ *   plan_object_impl.h     spx_plan: build, SpMV, wait, destroy,
+ *                          timing, getters, print                 plan_model, cuda, stage, baseline,
+ *                                                                 device
+ *   plan_strategy_impl.h   the papers' rules, the model's choice,
+ *                          the trial, auto, a forced candidate    plan_object, plan_model
+ *   plan_calibrate_impl.h  spx_plan_calibrate                     plan_strategy and below, gen, stage
+ *   plan_impl.h            spx_plan_create: the selection; the
+ *                          deferred choice and its upgrade        every room above, stage, csr,
+ *                                                                 config
+ *   plan_reselect_impl.h   re-selection on a worker thread        plan_impl, plan_object, plan_model
  *   stencil_impl.h   stencils                                     jit, context, device, loader
  *   solve_impl.h     solvers                                      plan, cuda, jit, device
  *   amg_impl.h       algebraic multigrid                          solve, plan, jit, context, device
  * Exceptions, which compile only in this order: jit_impl.h and mm_impl.h take SPX_VERSION_STRING
- * from this file; plan_impl.h and solve_impl.h use static names of files listed before them.
+ * from this file.
  * tests/BUILD.gn (impl_alone) compiles the others alone. */
 #if defined(SPX_IMPLEMENTATION) && !defined(SPX__IMPLEMENTATION_DONE)
 #define SPX__IMPLEMENTATION_DONE
@@ -137,7 +153,14 @@
 #include "internal/kernels_impl.h"
 #include "internal/cuda_impl.h"
 #include "internal/stage_impl.h"
+#include "internal/plan_profile_impl.h"
+#include "internal/plan_device_impl.h"
+#include "internal/plan_model_impl.h"
+#include "internal/plan_object_impl.h"
+#include "internal/plan_strategy_impl.h"
+#include "internal/plan_calibrate_impl.h"
 #include "internal/plan_impl.h"
+#include "internal/plan_reselect_impl.h"
 #include "internal/stencil_impl.h"
 #include "internal/solve_impl.h"
 #include "internal/amg_impl.h"

@@ -154,8 +154,6 @@ void spx_csr_destroy(spx_csr *a) {
   SPX_FREE(a);
 }
 
-static spx_status spx__csr_validate_head(const spx_csr *a);
-
 spx_status spx_csr_copy(const spx_csr *a, spx_dtype dtype, spx_csr **out) {
   spx_csr *b;
   spx_status s;
@@ -281,7 +279,8 @@ spx_status spx_csr_from_coo(int64_t nrows, int64_t ncols, int64_t nnz, const int
       return spx__fail(SPX_OUT_OF_MEMORY, "spx_csr_from_coo: %s", msg);
   }
 #if defined(_OPENMP)
-#pragma omp parallel for reduction(| : bad) num_threads(spx__host_threads()) if (nnz > (1 << 16))
+#pragma omp parallel for reduction(| : bad) \
+    num_threads(spx__host_threads_for(nnz, SPX__HOST_GRAIN)) if (nnz > (1 << 16))
 #endif
   for (k = 0; k < nnz; k++)
     bad |= row[k] < 0 || row[k] >= nrows || col[k] < 0 || col[k] >= ncols;
@@ -377,7 +376,7 @@ spx_status spx_csr_transpose(const spx_csr *a, spx_csr **out) {
 
 /* The O(1) part of spx_csr_validate: sizes, arrays, row_ptr's ends (a plan that profiles the
  * matrix on the device checks the rest there, and calls spx_csr_validate for the message). */
-static spx_status spx__csr_validate_head(const spx_csr *a) {
+spx_status spx__csr_validate_head(const spx_csr *a) {
   if (!a) return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_validate: NULL matrix");
   if (a->nrows < 0 || a->ncols < 0 || a->ncols > INT32_MAX || a->nnz < 0)
     return spx__fail(SPX_INVALID_ARGUMENT, "CSR: bad sizes %lld x %lld, nnz %lld", (long long)a->nrows,
@@ -395,7 +394,7 @@ static spx_status spx__csr_validate_head(const spx_csr *a) {
 /* Rows [r0, r1) well formed: offsets in order within [0, nnz], columns strictly increasing inside
  * [0, ncols). spx_csr_validate's per-row test; the planner's column sample checks the few rows it
  * reads with it before the device has validated the rest. */
-static int spx__csr_rows_ok(const spx_csr *a, int64_t r0, int64_t r1) {
+int spx__csr_rows_ok(const spx_csr *a, int64_t r0, int64_t r1) {
   int64_t i, k;
   for (i = r0; i < r1; i++) {
     int64_t b = a->row_ptr[i], e = a->row_ptr[i + 1], prev = -1;
@@ -425,7 +424,8 @@ spx_status spx__csr_verify(const spx_csr *a, int level) {
   spx_status s;
   if ((s = spx__csr_validate_head(a))) return s;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 4096) reduction(min : bad) num_threads(spx__host_threads()) if (a->nrows > 16384)
+#pragma omp parallel for schedule(static, 4096) reduction(min : bad) \
+    num_threads(spx__host_threads_for(a->nrows, SPX__HOST_GRAIN)) if (a->nrows > 16384)
 #endif
   for (i = 0; i < a->nrows; i++)
     if (a->row_ptr[i + 1] < a->row_ptr[i] || a->row_ptr[i + 1] > a->nnz) bad = SPX__MIN(bad, i);
@@ -434,7 +434,8 @@ spx_status spx__csr_verify(const spx_csr *a, int level) {
                      (long long)bad + 1, (long long)a->row_ptr[bad + 1]);
   if (level == SPX__CSR_PTRS) return SPX_OK;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 1024) reduction(min : bad) num_threads(spx__host_threads()) if (a->nnz > 32768)
+#pragma omp parallel for schedule(static, 1024) reduction(min : bad) \
+    num_threads(spx__host_threads_for(a->nnz, SPX__HOST_GRAIN)) if (a->nnz > 32768)
 #endif
   for (i = 0; i < a->nrows; i++)
     if (!(level == SPX__CSR_SORTED ? spx__csr_rows_ok(a, i, i + 1) : spx__csr_cols_in(a, i))) bad = SPX__MIN(bad, i);

@@ -189,7 +189,7 @@ static spx_status spx__dmatrix_settle(spx_dmatrix *d, int wait) {
 int spx_dmatrix_compiling(const spx_dmatrix *d) { return d && d->tier.state != SPX__TIER_FINAL; }
 
 /* 1 when an SpMV can start at once (no compile to wait for). */
-static int spx__dmatrix_runnable(spx_dmatrix *d) { return spx__tier_runnable(&d->tier); }
+int spx__dmatrix_runnable(spx_dmatrix *d) { return spx__tier_runnable(&d->tier); }
 
 spx_status spx_dmatrix_forget_kernels(const spx_dmatrix *d, int which) {
   char arch[32];
@@ -214,8 +214,6 @@ spx_status spx_dmatrix_wait(spx_dmatrix *d) {
 
 /* Builds a dmatrix for m: uploads its arrays, or, with `given` non-NULL, uses those device arrays
  * (caller-owned: never freed here). */
-static int spx__plan_tracing(void);
-static void spx__conv_mark(int tr, const char *conv, const char *step, double *t);
 static spx_status spx__dmatrix_build(spx_context *ctx, const spx_fmt *m, const spx_dmatrix_options *opt,
                                      const spx_devptr *given, spx_dmatrix **out) {
   spx_dmatrix_options o;
@@ -295,13 +293,13 @@ spx_status spx_dmatrix_create(spx_context *ctx, const spx_fmt *m, const spx_dmat
 
 /* SPX_PLAN_TRACE set to anything but "" or 0: the selection's stages and the device converters'
  * steps print their wall times on stderr. */
-static int spx__plan_tracing(void) {
+int spx__plan_tracing(void) {
   const char *e = spx__cfg()->plan_trace;
   return e && *e && *e != '0';
 }
 
 /* One converter step's wall time under the trace (*t: the previous mark, moved on). */
-static void spx__conv_mark(int tr, const char *conv, const char *step, double *t) {
+void spx__conv_mark(int tr, const char *conv, const char *step, double *t) {
   const double now = spx__now();
   if (tr) fprintf(stderr, "spx conv: %-6s %-12s %8.3f ms\n", conv, step, 1e3 * (now - *t));
   *t = now;
@@ -746,16 +744,16 @@ done:
 
 /* Formats with a device converter; SPX_DEVICE_CONVERT=0 in the environment turns them all off
  * (comparisons, debugging). The plan's cost model asks the same. */
-static int spx__device_converts(int f) {
+int spx__device_converts(int f) {
   const char *e = spx__cfg()->device_convert;
   return (f == SPX_FORMAT_SELL || f == SPX_FORMAT_SELL16 || f == SPX_FORMAT_SDIA || f == SPX_FORMAT_BSR) &&
          !(e && *e == '0');
 }
 
 /* a converted to f on the device (from `staged` when non-NULL); *out NULL with SPX_OK: the host's job. */
-static spx_status spx__dmatrix_convert_device(spx_context *ctx, const spx_csr *a, spx_format f,
-                                              const spx_format_params *prm, const spx_dmatrix_options *opt,
-                                              spx__dcsr *staged, spx_dmatrix **out) {
+spx_status spx__dmatrix_convert_device(spx_context *ctx, const spx_csr *a, spx_format f,
+                                       const spx_format_params *prm, const spx_dmatrix_options *opt,
+                                       spx__dcsr *staged, spx_dmatrix **out) {
   *out = NULL;
   if (!spx__device_converts((int)f)) return SPX_OK;
   if (f == SPX_FORMAT_SDIA) return spx__dmatrix_sdia_device(ctx, a, prm, opt, staged, out);

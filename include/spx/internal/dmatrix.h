@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/internal/dmatrix.h: what the device matrices and converters (cuda_impl.h) give the planner's
  * side above them (stage_impl.h, the tuner): a CSR already on the device, which the converters
- * take as their input, and the plain launch the analysis kernels share with them.
+ * take as their input, the plain launch the analysis kernels share with them, the device
+ * converters' entry and the plan trace; then what stage_impl.h gives the tuner: the CSR staged.
  * Internal: names carry the spx__ prefix and may change without notice. */
 #ifndef SPX_INTERNAL_DMATRIX_H
 #define SPX_INTERNAL_DMATRIX_H
@@ -27,5 +28,29 @@ typedef struct spx__dcsr {
 spx_status spx__dcsr_values_wait(spx__dcsr *d);
 /* grid blocks of 256 threads on the context's stream (none when grid < 1). */
 spx_status spx__launch256(spx_context *ctx, void *fn, int64_t grid, void **params, const char *name);
+/* 1 when d can run an SpMV at once (no compile to wait for). */
+int spx__dmatrix_runnable(spx_dmatrix *d);
+/* Whether format f has a device converter (SELL, SELL16, SDIA, BSR; SPX_DEVICE_CONVERT=0: none). */
+int spx__device_converts(int f);
+/* a converted to f on the device (from `staged` when non-NULL); *out NULL with SPX_OK: the host's job. */
+spx_status spx__dmatrix_convert_device(spx_context *ctx, const spx_csr *a, spx_format f, const spx_format_params *prm,
+                                       const spx_dmatrix_options *opt, spx__dcsr *staged, spx_dmatrix **out);
+/* SPX_PLAN_TRACE: whether the selection's stages and the converters' steps print their times, and
+ * one step's wall time under that trace (*t: the previous mark, moved on). */
+int spx__plan_tracing(void);
+void spx__conv_mark(int tr, const char *conv, const char *step, double *t);
+
+/* ---- stage_impl.h: a host CSR staged on the device for the planner ----------------------------- */
+/* Uploads a's pattern into d and profiles its rows on the device: r[9] as analyze.cu's out[] (r[0]
+ * the first bad row, ~0 when none), *hist the row-length histogram (the caller frees it). */
+spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, spx__dcsr *d, uint64_t r[9], int64_t **hist,
+                           double *upload_s);
+/* The values: their upload started (_begin), or done on return. */
+spx_status spx__dcsr_values_begin(spx__dcsr *d, const spx_csr *a);
+spx_status spx__dcsr_values(spx__dcsr *d, const spx_csr *a);
+/* The diagonal (min(rows, cols) doubles) from the staged arrays into the host array out. */
+spx_status spx__dcsr_diag(spx__dcsr *d, double *out);
+/* Frees the staged arrays (waiting for a values upload in flight); d zeroed. */
+void spx__dcsr_free(spx__dcsr *d);
 
 #endif /* SPX_INTERNAL_DMATRIX_H */

@@ -23,6 +23,10 @@ spx_status spx__csr_in_bounds(const spx_csr *a);
 /* 1 when building a CSR of nrows rows from nnz triplets (extra: bytes the caller holds on top)
  * needs more memory than the machine has available, with the sentence saying so in msg. */
 int spx__coo_short(int64_t nrows, int64_t nnz, spx_dtype dtype, double extra, char *msg, size_t len);
+/* spx_csr_validate's O(1) part: sizes, arrays, row_ptr's ends (the device profile checks the rest). */
+spx_status spx__csr_validate_head(const spx_csr *a);
+/* 1 when rows [r0, r1) are well formed (spx_csr_validate's per-row test; the planner's sample). */
+int spx__csr_rows_ok(const spx_csr *a, int64_t r0, int64_t r1);
 
 /* ---- formats_impl.h ------------------------------------------------------------------------- */
 /* SPX_RANGE unless v fits a 32-bit index (what every format's offsets are). */
@@ -38,5 +42,8 @@ spx_status spx__bsr_unsorted(void);
 /* SDIA's decline past max_fill (formats/sdia_impl.h): real slots in real rows, over when the counts
  * stopped early. */
 spx_status spx__sdia_overfill(int64_t real, int over, int64_t nnz, int64_t max_fill);
+/* SDIA's distinct offsets (column - row) of rows [r0, r1), increasing, into u: how many, or cap + 1
+ * past cap (formats/sdia_impl.h; the tuner's profile counts with it too). */
+int64_t spx__sdia_offsets(const spx_csr *a, int64_t r0, int64_t r1, int32_t *u, int64_t cap);
 
 #endif /* SPX_INTERNAL_HOST_H */

@@ -9,6 +9,10 @@
 #include "common.h"
 #include "../cuda.h"
 
+/* Below this many nonzeros an SpMV is launch- and latency-bound (the small set of `spx bench`): the
+ * CSR kernel's choice changes there (kernels_impl.h), and the tuner's model follows it. */
+#define SPX__CSR_SMALL_NNZ 100000
+
 /* Format f's kernel spec (in-tree, or set by spx_format_set_kernel); NULL when it has none. */
 spx_kernel_spec_fn spx__kernel_spec(spx_format f);
 /* printf into the next define slot of a launch (ignored past SPX_KERNEL_DEFINES_MAX). */

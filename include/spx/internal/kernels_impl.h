@@ -128,8 +128,6 @@ static unsigned spx__kblock(const spx_dmatrix_options *o) {
  * Measured on an H100 (double): power-law rows (1M rows, 10-12M nonzeros, B 195-411) run at 1.25
  * TB/s merge-path against 0.89-1.02 for the best vector width; regular rows (7-81 per row) at
  * 1.8 TB/s merge-path against 2.5-2.7 vector, hence vector unless skewed. */
-/* Below this many nonzeros an SpMV is launch- and latency-bound (the small set of `spx bench`). */
-#define SPX__CSR_SMALL_NNZ 100000
 
 /* The rule on the row statistics (mean and longest row, variance of the lengths): shared by the row
  * scan below and spx_csr_kernel_options, which has a histogram instead of the rows. */

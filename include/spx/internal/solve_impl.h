@@ -4,6 +4,8 @@
 #include <math.h> /* NAN: a macro only, no libm */
 #include "common.h"
 #include "cuda_types.h"
+#include "dmatrix.h" /* the plan trace */
+#include "tuner.h"   /* the plan's diagonal */
 #include "../solve.h"
 #include "../cuda.h"
 #include "../jit.h"

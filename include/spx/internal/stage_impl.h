@@ -10,7 +10,7 @@
 #include "../device.h"
 #include "../jit.h"
 
-static void spx__dcsr_free(spx__dcsr *d) {
+void spx__dcsr_free(spx__dcsr *d) {
   if (!d || !d->ctx) return;
   if (d->va_up) { /* workers may still write into va */
     (void)spx__dcsr_values_wait(d);
@@ -24,7 +24,7 @@ static void spx__dcsr_free(spx__dcsr *d) {
 /* The values, allocated and uploaded when a build takes the staged arrays (a format converted on
  * the host does not: the pattern alone is what its profile cost, and the selection allocates no
  * value array it may not use). */
-static spx_status spx__dcsr_values_begin(spx__dcsr *d, const spx_csr *a) {
+spx_status spx__dcsr_values_begin(spx__dcsr *d, const spx_csr *a) {
   const size_t vb = SPX_DTYPE_SIZE(a->dtype);
   spx_status s;
   if (d->has_values) return SPX_OK;
@@ -38,7 +38,7 @@ static spx_status spx__dcsr_values_begin(spx__dcsr *d, const spx_csr *a) {
 /* The values uploaded, done on return. spx__dcsr_values_begin instead lets them go up while the
  * caller works on the pattern (a device converter: its counts, scans and sort need no values),
  * and spx__dcsr_values_wait comes before the first kernel that reads them. */
-static spx_status spx__dcsr_values(spx__dcsr *d, const spx_csr *a) {
+spx_status spx__dcsr_values(spx__dcsr *d, const spx_csr *a) {
   spx_status s = spx__dcsr_values_begin(d, a);
   return s ? s : spx__dcsr_values_wait(d);
 }
@@ -46,7 +46,7 @@ static spx_status spx__dcsr_values(spx__dcsr *d, const spx_csr *a) {
 /* The diagonal (min(rows, cols) doubles, 0 where a row has none) from the staged arrays and their
  * values (uploaded, or waited for here) into the host array out: a kernel and an 8-byte-a-row
  * download, where the host's pass over col_idx took 4-12 ms on 20-27M nonzeros. */
-static spx_status spx__dcsr_diag(spx__dcsr *d, double *out) {
+spx_status spx__dcsr_diag(spx__dcsr *d, double *out) {
   const char *defs[2] = {"SPX_BLOCK=256", d->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double"};
   long long n = SPX__MIN(d->nrows, d->ncols);
   int64_t grid = SPX__MIN((n + 255) / 256, 8 * (int64_t)SPX__MAX(1, d->ctx->info.sm_count));
@@ -74,8 +74,8 @@ static spx_status spx__dcsr_diag(spx__dcsr *d, double *out) {
 #define SPX__ANALYZE_HIST 2048
 #define SPX__STR2(x) #x
 #define SPX__STR(x) SPX__STR2(x)
-static spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, spx__dcsr *d, uint64_t r[9],
-                                  int64_t **hist, double *upload_s) {
+spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, spx__dcsr *d, uint64_t r[9],
+                           int64_t **hist, double *upload_s) {
   enum { hs = SPX__ANALYZE_HIST }; /* the histogram's bins the rows kernel fills */
   const char *defs[2] = {"SPX_BLOCK=256", "SPX_HIST_SHARED=" SPX__STR(SPX__ANALYZE_HIST)};
   void *frow = NULL, *fhist = NULL;

@@ -7,7 +7,7 @@
  * cap + 1 as soon as there are more than cap. A row's offsets increase with its columns, so one
  * forward walk over u per row finds or places them (O(len + w) a row, w the slice's offsets; the
  * walk restarts should a row's columns not increase). A stencil or FEM slice has a few dozen. */
-static int64_t spx__sdia_offsets(const spx_csr *a, int64_t r0, int64_t r1, int32_t *u, int64_t cap) {
+int64_t spx__sdia_offsets(const spx_csr *a, int64_t r0, int64_t r1, int32_t *u, int64_t cap) {
   int64_t n = 0, i, k;
   for (i = r0; i < r1; i++) {
     int64_t q = 0;

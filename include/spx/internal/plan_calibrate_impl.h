@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Calibration (spx_plan_calibrate): the device description measured on generated matrices (a
+ * 7-point Laplacian, power-law rows, 3-D elasticity): launch floor, bandwidth, cuSPARSE's factor,
+ * the cost of idle lanes, the upload rate, each format's conversion rate, time factor and gather
+ * cost; then kept in the calibration file. It calls the generators (gen.h), the plan object and
+ * the trial's one-candidate plans (plan_object_impl.h, plan_strategy_impl.h), the model, the
+ * profile, the device file (plan_device_impl.h) and the staged arrays (stage_impl.h). */
+#include "common.h"
+#include "dmatrix.h"
+#include "tuner.h"
+#include "../device.h"
+#include "../gen.h"
+#include "../loader.h"
+#include "../plan.h"
+
+/* Median microseconds of one candidate (format, engine) on a, built in ctx. */
+static spx_status spx__plan_probe(spx_context *ctx, const spx_csr *a, spx_format f, spx_plan_engine e, double *us) {
+  spx_plan shell, *q = NULL;
+  spx_status s;
+  memset(&shell, 0, sizeof shell);
+  shell.ctx = ctx; shell.backend = spx_context_backend(ctx); shell.dtype = a->dtype;
+  shell.nrows = a->nrows; shell.ncols = a->ncols; shell.ncand = 1;
+  shell.cand[0].format = f; shell.cand[0].engine = e;
+  if ((s = spx__plan_fixed(&shell, a, 0, &q))) return s;
+  s = spx_plan_time(q, 15, us);
+  spx_plan_destroy(q);
+  return s;
+}
+
+static int spx__plan_dcmp(const void *a, const void *b) { return spx__plan_cmp(a, b); }
+
+/* A plan of format f on ctx for a, to be handed its converted matrix and timed. */
+static spx_plan *spx__plan_shell(spx_context *ctx, const spx_csr *a, int f) {
+  spx_plan *q = (spx_plan *)spx__calloc(1, sizeof *q);
+  if (!q) return NULL;
+  q->ctx = ctx; q->backend = spx_context_backend(ctx); q->dtype = a->dtype; q->nrows = a->nrows; q->ncols = a->ncols;
+  q->format = (spx_format)f; q->engine = SPX_PLAN_ENGINE_SPX;
+  spx_format_params_default(&q->params);
+  return q;
+}
+
+/* Per format on the calibration matrix a: host conversion (ns per byte of the result) and the
+ * kernel's measured time over the model's (which has no per-format factor yet); the median
+ * conversion rate becomes the default for formats not measured. */
+#define SPX__CAL_STREAM 0
+#define SPX__CAL_BLOCK 1
+#define SPX__CAL_GATHER 2
+/* What a calibration pass stores for a kernel measured at us where the model predicted pred. */
+static double spx__cal_value(int mode, double us, double pred, double gather) {
+  if (mode != SPX__CAL_GATHER) return us / pred;
+  /* a format at or under its streaming prediction pays nothing for gathers; a tiny positive
+   * value keeps it "measured" (0 would mean gather_default) */
+  return us > pred ? (us - pred) / gather : 1e-6;
+}
+
+/* format_staged_convert_ns[f]: f converted on the device from a's CSR already there (staged into
+ * *dc on first use, values included), as spx_plan_upgrade converts a deferred plan; the second of
+ * two runs (the first compiles). Measured apart because the whole spx_dmatrix_convert rate less a
+ * scaled upload misprices it by up to an order of magnitude (docs/performance.md). Failures leave
+ * the rate unmeasured (the estimate falls back to that difference). */
+static void spx__plan_cal_staged(spx_context *ctx, const spx_csr *a, int f, const spx_format_params *dp, spx__dcsr *dc,
+                                 spx_plan_device *d) {
+  uint64_t r[9];
+  int64_t *hist = NULL;
+  double up, t0 = 0;
+  int rep;
+  spx_dmatrix *dm = NULL;
+  if (!dc->ctx) {
+    if (spx__dcsr_stage(ctx, a, spx__plan_tpr(a), dc, r, &hist, &up) || r[0] != ~0ull || spx__dcsr_values(dc, a)) {
+      SPX_FREE(hist);
+      spx__dcsr_free(dc);
+      spx_clear_error();
+      return;
+    }
+    SPX_FREE(hist);
+  }
+  for (rep = 0; rep < 2; rep++) {
+    spx_dmatrix_destroy(dm);
+    dm = NULL;
+    t0 = spx__now();
+    if (spx__dmatrix_convert_device(ctx, a, (spx_format)f, dp, NULL, dc, &dm) || !dm || spx_context_synchronize(ctx)) break;
+    t0 = spx__now() - t0;
+  }
+  if (rep == 2 && spx_dmatrix_bytes(dm) > 0) d->format_staged_convert_ns[f] = 1e9 * t0 / (double)spx_dmatrix_bytes(dm);
+  spx_dmatrix_destroy(dm);
+  spx_clear_error();
+}
+
+/* mode 1 (block): the block formats' factor on a matrix of 3x3 blocks; mode 2 (gather): each
+ * format's time beyond its full streaming prediction (factors included) on a matrix with random
+ * columns, per microsecond of its gather bytes (`gather`: spx__plan_gather_us of a). */
+static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int mode, double gather, spx_plan_device *d) {
+  spx_plan_candidate c[SPX_FORMAT_MAX + 1];
+  double conv[SPX_FORMAT_MAX + 1];
+  double *factor = mode == SPX__CAL_BLOCK ? d->format_factor_block : mode == SPX__CAL_GATHER ? d->format_gather : d->format_factor;
+  int n, k, nc = 0, block = mode == SPX__CAL_BLOCK;
+  spx_status s;
+  spx__dcsr dc; /* a staged on the device: the deferred plans' upgrades convert from there */
+  spx_format_params dp;
+  spx_plan_device d0 = *d; /* predictions without the term measured: a factor is measured / predicted */
+  memset(&dc, 0, sizeof dc);
+  spx_format_params_default(&dp);
+  memset(d0.format_gather, 0, sizeof d0.format_gather);
+  d0.gather_default = d0.gather_cusparse = 0;
+  if (mode != SPX__CAL_GATHER) {
+    memset(d0.format_factor, 0, sizeof d0.format_factor);
+    memset(d0.format_factor_block, 0, sizeof d0.format_factor_block);
+  } else if (!(gather > 0)) {
+    return SPX_OK; /* no gathers to measure (the host, a matrix within the cache) */
+  }
+  if ((s = spx__plan_candidates(a, NULL, &d0, 1, 0, 0, 0, c, SPX_FORMAT_MAX + 1, &n, NULL, -1))) return s;
+  for (k = 0; k < n; k++) {
+    int f = (int)c[k].format;
+    spx_plan *q;
+    spx_fmt *m = NULL;
+    double t0, us;
+    const char *nm = spx_format_name((spx_format)f);
+    if (c[k].engine != SPX_PLAN_ENGINE_SPX || !(c[k].predicted_us > 0) || f >= SPX_FORMAT_MAX) continue;
+    if (block && strcmp(nm, "bsr") && strncmp(nm, "rbp_", 4)) continue;
+    if (spx__plan_on_device(spx_context_backend(ctx) == SPX_BACKEND_CUDA, f)) {
+      /* Converted on the device: the whole spx_dmatrix_convert (upload included), once to compile */
+      spx_dmatrix *dm = NULL;
+      int rep;
+      for (rep = 0; rep < 2; rep++) {
+        spx_dmatrix_destroy(dm);
+        dm = NULL;
+        t0 = spx__now();
+        if (spx_dmatrix_convert(ctx, a, (spx_format)f, NULL, NULL, &dm) || spx_context_synchronize(ctx)) break;
+        t0 = spx__now() - t0;
+      }
+      if (!dm || rep < 2) { spx_clear_error(); spx_dmatrix_destroy(dm); continue; }
+      if (spx_dmatrix_bytes(dm) > 0 && mode != SPX__CAL_GATHER) {
+        d->format_convert_ns[f] = 1e9 * t0 / (double)spx_dmatrix_bytes(dm); /* not in the host median */
+        spx__plan_cal_staged(ctx, a, f, &dp, &dc, d);
+      }
+      if (!(q = spx__plan_shell(ctx, a, f))) { spx_dmatrix_destroy(dm); return SPX_OUT_OF_MEMORY; }
+      q->dm = dm;
+      q->built = 1;
+      if (spx_plan_time(q, 15, &us) == SPX_OK && us > 0) factor[f] = spx__cal_value(mode, us, c[k].predicted_us, gather);
+      spx_clear_error();
+      spx_plan_destroy(q);
+      continue;
+    }
+    t0 = spx__now();
+    if (spx_fmt_from_csr(a, (spx_format)f, NULL, &m)) { spx_clear_error(); continue; }
+    t0 = spx__now() - t0;
+    if (spx_fmt_bytes(m) > 0 && mode == SPX__CAL_STREAM) conv[nc++] = d->format_convert_ns[f] = 1e9 * t0 / (double)spx_fmt_bytes(m);
+    if (!(q = spx__plan_shell(ctx, a, f))) { spx_fmt_destroy(m); return SPX_OUT_OF_MEMORY; }
+    q->fmt = m; /* built from the conversion just timed */
+    if (spx__plan_build_from(q, a) == SPX_OK && spx_plan_time(q, 15, &us) == SPX_OK && us > 0)
+      factor[f] = spx__cal_value(mode, us, c[k].predicted_us, gather);
+    spx_clear_error();
+    spx_plan_destroy(q);
+  }
+  spx__dcsr_free(&dc);
+  if (nc) {
+    qsort(conv, (size_t)nc, sizeof *conv, spx__plan_dcmp);
+    d->convert_ns_per_byte = conv[nc / 2];
+    d->convert_ns_per_nnz = 0; /* folded into the per-byte rate */
+  }
+  return SPX_OK;
+}
+
+/* The gather costs (spx_plan_device.format_gather): every format and cuSPARSE on power-law rows
+ * (2..2000 nonzeros, exponent 2.2) with random columns, 3M rows: x is 24 MB in double, past most
+ * GPUs' L2 and half of the largest, so the gathers reach well beyond what one SM's L1 holds. */
+static spx_status spx__plan_cal_gather(spx_context *ctx, spx_plan_device *d) {
+  spx_csr *r = NULL;
+  spx__pprof pp;
+  double g[SPX_FORMAT_MAX], t_cs = -1, gather;
+  int k, ng = 0;
+  spx_status s;
+  spx_lib_status ls;
+  memset(&pp, 0, sizeof pp);
+  if ((s = spx_gen_powerlaw(3000000, 2.2, 2, 2000, 7, SPX_DOUBLE, &r)) || (s = spx__pprof_make(r, d->warp, 1, NULL, &pp)))
+    goto done;
+  gather = spx__plan_gather_us(d, &pp, 8);
+  if ((s = spx__plan_cal_formats(ctx, r, SPX__CAL_GATHER, gather, d))) goto done;
+  for (k = 0; k < SPX_FORMAT_MAX; k++)
+    if (d->format_gather[k] > 0) g[ng++] = d->format_gather[k];
+  if (ng) {
+    qsort(g, (size_t)ng, sizeof *g, spx__plan_dcmp);
+    d->gather_default = g[ng / 2];
+  }
+  spx_lib_status_get(SPX_LIB_CUSPARSE, &ls);
+  if (ls.loaded && d->cusparse_factor > 0 && gather > 0 &&
+      spx__plan_probe(ctx, r, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_CUSPARSE, &t_cs) == SPX_OK && t_cs > 0) {
+    double pred = d->cusparse_factor * spx__plan_time_us(d, &pp, 8, spx__pb_csr(&pp, NULL, 8), 0, 1);
+    d->gather_cusparse = spx__cal_value(SPX__CAL_GATHER, t_cs, pred, gather);
+  }
+  spx_clear_error();
+  s = SPX_OK;
+done:
+  spx__pprof_free(&pp);
+  spx_csr_destroy(r);
+  return s;
+}
+
+/* Measures d on ctx: streaming bandwidth of a CSR SpMV on a 7-point Laplacian, the launch floor on a
+ * 1 x 1 matrix, cuSPARSE relative to the model, the cost of idle lanes on a power-law matrix with
+ * ELL-R (one thread per row), upload bandwidth and host conversion rates. */
+static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
+  const int32_t z = 0;
+  const double one = 1;
+  spx_csr *tiny = NULL, *lap = NULL, *pl = NULL;
+  spx__pprof pp;
+  double t_launch = 0, t_csr = 0, t_cs = -1, t_er = 0, bal, idle_term, bpus;
+  int cuda = spx_context_backend(ctx) == SPX_BACKEND_CUDA, k;
+  spx_status s;
+  memset(&pp, 0, sizeof pp);
+  if ((s = spx_csr_from_coo(1, 1, 1, &z, &z, &one, SPX_DOUBLE, &tiny)) ||
+      /* 2M rows, 15M nonzeros (about 200 MB in double): well past any L2, so what the kernels
+       * stream is device memory (a grid that fits the L2 would read it as faster memory). */
+      (s = spx_gen_poisson3d(cuda ? 128 : 40, cuda ? 128 : 40, cuda ? 128 : 40, 7, SPX_DOUBLE, &lap)) ||
+      (s = spx_gen_powerlaw(200000, 2.0, 2, 400, 7, SPX_DOUBLE, &pl)))
+    goto done;
+  /* The launch floor: the least of three probes (the first ones of a process can run at idle
+   * clocks, up to twice the floor small matrices then run at) */
+  for (k = 0; k < 3; k++) {
+    double t = 0;
+    if ((s = spx__plan_probe(ctx, tiny, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_SPX, &t))) goto done;
+    if (k == 0 || t < t_launch) t_launch = t;
+  }
+  if ((s = spx__plan_probe(ctx, lap, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_SPX, &t_csr))) goto done;
+  d->launch_us = t_launch;
+  if ((s = spx__pprof_make(lap, d->warp, 1, NULL, &pp))) goto done;
+  { /* bandwidth from the balanced CSR time: moved bytes / (time - launch) */
+    double moved = (double)(spx__pb_csr(&pp, NULL, 8) + 8 * (lap->nrows + lap->ncols));
+    double busy = t_csr - t_launch > 0.05 * t_csr ? t_csr - t_launch : t_csr;
+    d->bandwidth_gbs = moved / (busy * 1e3);
+  }
+  spx__pprof_free(&pp);
+  if (cuda) {
+    spx_lib_status ls;
+    spx_lib_status_get(SPX_LIB_CUSPARSE, &ls);
+    if (ls.loaded && spx__plan_probe(ctx, lap, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_CUSPARSE, &t_cs) == SPX_OK && t_cs > 0)
+      d->cusparse_factor = t_cs / t_csr;
+    spx_clear_error();
+  }
+  /* Idle lanes: ELL-R runs a thread per row; what it loses against the balanced prediction. */
+  if (d->warp > 1) {
+    if ((s = spx__pprof_make(pl, d->warp, 1, NULL, &pp))) goto done;
+    if ((s = spx__plan_probe(ctx, pl, SPX_FORMAT_ELL_R, SPX_PLAN_ENGINE_SPX, &t_er))) goto done;
+    bpus = d->bandwidth_gbs * 1e3;
+    d->imbalance_weight = 0;
+    /* the same bytes the model charges ELL-R, so the weight absorbs what the padding does not cost */
+    bal = spx__plan_time_us(d, &pp, 8, spx__pb_ell_r(&pp, NULL, 8), 0, 1);
+    idle_term = pp.idle_row * 12.0 / bpus;
+    d->imbalance_weight = idle_term > 0 ? (t_er - bal) / idle_term : 0;
+    d->imbalance_weight = d->imbalance_weight < 0 ? 0 : d->imbalance_weight > 2 ? 2 : d->imbalance_weight;
+  }
+  if (cuda) { /* upload bandwidth: 64 MB, best of three */
+    size_t bytes = 64u << 20;
+    void *h = spx__calloc(bytes, 1);
+    spx_devptr dp = 0;
+    double best = 0;
+    if (h && spx_device_alloc(ctx, bytes, &dp) == SPX_OK)
+      for (k = 0; k < 3; k++) {
+        double t0 = spx__now();
+        if (spx_device_upload(ctx, dp, h, bytes)) break;
+        t0 = spx__now() - t0;
+        if (t0 > 0 && (best == 0 || (double)bytes / t0 > best)) best = (double)bytes / t0;
+      }
+    if (best > 0) d->h2d_gbs = best * 1e-9;
+    spx_device_free(ctx, dp);
+    SPX_FREE(h);
+    spx_clear_error();
+  }
+  if (!(s = spx__plan_cal_formats(ctx, lap, SPX__CAL_STREAM, 0, d))) {
+    spx_csr *el = NULL; /* the block formats again where they meet blocks (3 unknowns per node) */
+    if (!(s = spx_gen_elasticity3d(cuda ? 36 : 10, cuda ? 36 : 10, cuda ? 36 : 10, SPX_DOUBLE, &el)))
+      s = spx__plan_cal_formats(ctx, el, SPX__CAL_BLOCK, 0, d);
+    spx_csr_destroy(el);
+  }
+  if (!s && cuda) s = spx__plan_cal_gather(ctx, d);
+  d->calibrated = 1;
+done:
+  spx__pprof_free(&pp);
+  spx_csr_destroy(tiny);
+  spx_csr_destroy(lap);
+  spx_csr_destroy(pl);
+  return s;
+}
+
+spx_status spx_plan_calibrate(spx_context *ctx, int force, spx_plan_device *out) {
+  spx_plan_device d;
+  const char *path;
+  char keep[1400];
+  spx_status s;
+  if (!ctx || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_calibrate: NULL argument");
+  if ((s = spx_plan_device_default(ctx, &d))) return s;
+  path = spx_plan_device_path(d.name);
+  keep[0] = 0;
+  if (path) snprintf(keep, sizeof keep, "%s", path);
+  if (!force && keep[0]) {
+    spx_plan_device c;
+    int hit;
+    /* The file once per process: every plan asks, and reading it each time would add to every
+     * selection's cost */
+    hit = spx__calib_get(keep, d.name, &c);
+    if (hit || (spx_plan_device_load(keep, &c) == SPX_OK && c.calibrated && !strcmp(c.name, d.name))) {
+      if (!hit) spx__calib_keep(keep, &c);
+      c.memory_bytes = d.memory_bytes; /* free memory is now, not then */
+      *out = c;
+      return SPX_OK;
+    }
+    spx_clear_error();
+  }
+  if ((s = spx__plan_measure(ctx, &d))) return s;
+  { /* Measured under a profiler or sanitizer (or on a busy GPU) the constants describe that, not the
+     * device: use them for this process but do not store them for every later one. */
+    spx_device_info info;
+    if (spx_context_device_info(ctx, &info) == SPX_OK && info.peak_bandwidth_gbs > 0 &&
+        d.bandwidth_gbs < 0.25 * info.peak_bandwidth_gbs) {
+      spx__warn("spx: tuner calibration measured %.0f GB/s, under a quarter of the device's %.0f GB/s peak "
+                "(a sanitizer or profiler, or a busy GPU?); not saved\n", d.bandwidth_gbs, info.peak_bandwidth_gbs);
+      keep[0] = 0;
+    }
+    spx_clear_error();
+  }
+  if (keep[0]) {
+    spx__plan_mkdirs(keep);
+    if (spx_plan_device_save(keep, &d)) {
+      spx__warn("spx: tuner calibration not saved: %s\n", spx_last_error());
+      spx_clear_error();
+    } else {
+      spx__calib_keep(keep, &d);
+    }
+  }
+  *out = d;
+  return SPX_OK;
+}

@@ -1,0 +1,492 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The tuner's cost model (tuner.h): each format's byte predictor and lane mapping (the
+ * SPX__PLAN_PREDICTORS table), the longest serial walk of its kernel, the predicted time per SpMV
+ * and per conversion, and the candidates with their scores (spx_plan_model). It reads the row
+ * profile (plan_profile_impl.h) and the device description (plan_device_impl.h), converts a format
+ * that has no predictor to learn its bytes (formats), and asks the kernels (kernels.h, cuda.h) and
+ * the device converters (dmatrix.h) what they would do; nothing of the plan object above it. */
+#include "common.h"
+#include "dmatrix.h"
+#include "kernels.h"
+#include "tuner.h"
+#include "../cuda.h"
+#include "../formats.h"
+#include "../plan.h"
+
+/* ---- Byte predictors ------------------------------------------------------------------------
+ * One per format spx knows the layout of, keyed by registry name: the bytes spx_fmt_bytes would
+ * give after conversion with default parameters, from the row structure alone (tests check they are
+ * equal). A format without one is converted to learn its bytes. `map` says how lanes meet rows,
+ * which picks the imbalance term: FLAT (nonzeros spread evenly: COO, SS), PADDED (padding already
+ * in the bytes: ELL, SELL), ROW (a thread per row in row order), SORTED (rows sorted: JDS), CSR
+ * (the vector kernel's lanes per row). */
+enum { SPX__MAP_FLAT, SPX__MAP_PADDED, SPX__MAP_ROW, SPX__MAP_SORTED, SPX__MAP_CSR };
+
+typedef int64_t (*spx__pred_fn)(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb);
+
+/* A parameter's descriptor default by name (SPX_AUTO when the format decides, or has none). */
+static int64_t spx__plan_pdef(const spx_format_vtable *vt, const char *name) {
+  int i;
+  for (i = 0; i < vt->layout->nparams; i++)
+    if (!strcmp(vt->layout->params[i].name, name)) return vt->layout->params[i].def;
+  return SPX_AUTO;
+}
+
+static int64_t spx__pb_coo(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  (void)vt; return p->nnz * (8 + vb);
+}
+int64_t spx__pb_csr(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  (void)vt; return 4 * (p->n + 1) + p->nnz * (4 + vb);
+}
+static int64_t spx__pb_ell(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  int64_t k = spx__plan_pdef(vt, "k");
+  return p->n * (k == SPX_AUTO ? p->row_max : k) * (4 + vb);
+}
+int64_t spx__pb_ell_r(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  (void)vt; return p->n * p->row_max * (4 + vb) + 4 * p->n;
+}
+static int64_t spx__pb_jds(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  (void)vt; return 4 * p->n + 4 * (p->row_max + 1) + p->nnz * (4 + vb);
+}
+/* HYB's ELL width: the parameter, or Bell and Garland's rule as the converter applies it. */
+static int64_t spx__plan_hyb_k(const spx__pprof *p, const spx_format_vtable *vt) {
+  int64_t k = spx__plan_pdef(vt, "k"), rows = p->n, i;
+  if (k != SPX_AUTO) return k;
+  for (i = 0; i < p->row_max; i++) {
+    rows -= p->hist[i];
+    if (3 * rows < p->n || rows < 4096) return i;
+  }
+  return p->row_max;
+}
+static int64_t spx__pb_hyb(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  int64_t k = spx__plan_hyb_k(p, vt), i, ncoo = 0;
+  for (i = k + 1; i <= p->row_max; i++) ncoo += p->hist[i] * (i - k);
+  return p->n * k * (4 + vb) + ncoo * (8 + vb);
+}
+static int64_t spx__pb_ss(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  int64_t seg = spx__plan_pdef(vt, "seg"), nseg;
+  if (seg != 256) return -1; /* the profile counted runs for 256 */
+  nseg = (p->nnz + seg - 1) / seg;
+  return nseg * seg * (8 + vb) + 4 * p->ss_runs + 4 * (nseg + 1);
+}
+static int64_t spx__pb_rbp_csr(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  (void)vt; return vb * p->nval + 8 * p->nblocks + 12 * (p->n + 1) + (vb + 4) * p->nnon;
+}
+static int64_t spx__pb_rbp_ell(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  (void)vt; return vb * p->n * p->max_bval + 8 * p->n * p->max_blocks + 4 * (p->n + 1) + (vb + 4) * p->nnon;
+}
+static int64_t spx__pb_rbp_ell_r(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  return spx__pb_rbp_ell(p, vt, vb) + 4 * p->n;
+}
+
+/* SELL-C-sigma and SELL16 with C = 32 and sigma 1 or 256 (the descriptors' defaults); another C
+ * or sigma has no predictor (converted to learn its bytes). */
+static int64_t spx__pb_sell(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  int64_t c = spx__plan_pdef(vt, "c"), sigma = spx__plan_pdef(vt, "sigma");
+  if (c != 32 || (sigma != 1 && sigma != 256)) return -1;
+  return (sigma > 1 ? 4 * p->n : 0) + 4 * ((p->n + c - 1) / c + 1) + p->sell_slots[sigma > 1] * (4 + vb);
+}
+/* -2: the converter would decline (a slice spans more than 16 bits of columns). */
+static int64_t spx__pb_sell16(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  int64_t c = spx__plan_pdef(vt, "c"), sigma = spx__plan_pdef(vt, "sigma"), slot = 2 + vb, ns = (p->n + c - 1) / c;
+  if (c != 32 || (sigma != 1 && sigma != 256 && sigma != SPX_AUTO)) return -1;
+  if (sigma == SPX_AUTO) /* the converter's rule: sort only when it saves more than the perm array */
+    sigma = p->n > 1 && p->sell_slots[1] * slot + 4 * p->n < p->sell_slots[0] * slot ? 256 : 1;
+  /* A wide slice seen (even in a sample: its windows are real slices) means the converter declines. */
+  if (sigma == 1 && p->sell16_wide[0]) return -2;
+  /* Sorted windows: the window's span only bounds its slices'. A whole profile lets the converter
+   * decide; a sampled one declines too (converting a large matrix to find out costs seconds). */
+  if (sigma > 1 && p->sell16_wide[1]) return p->sampled ? -2 : -1;
+  return (sigma > 1 ? 4 * p->n : 0) + 4 * (ns + 1) + 4 * ns + p->sell_slots[sigma > 1] * slot;
+}
+/* BSR's square block of least bytes (ties to the smaller), as the converter picks; its bytes. */
+static int64_t spx__plan_bsr_best(const spx__pprof *p, int64_t vb, int64_t *bytes_out) {
+  int64_t b, best = -1, bb = 1;
+  for (b = 1; b <= 8; b++) {
+    int64_t bytes = 4 * ((p->n + b - 1) / b + 1) + 4 * p->bsr_blocks[b] + vb * p->bsr_blocks[b] * b * b;
+    if (best < 0 || bytes < best) { best = bytes; bb = b; }
+  }
+  if (bytes_out) *bytes_out = best;
+  return bb;
+}
+static int64_t spx__pb_bsr(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  int64_t bytes;
+  if (spx__plan_pdef(vt, "r") != SPX_AUTO || spx__plan_pdef(vt, "c") != SPX_AUTO) return -1;
+  spx__plan_bsr_best(p, vb, &bytes);
+  return bytes;
+}
+
+/* SDIA with C = 32: -2 when the converter would decline (over its fill limit; capped counts are
+ * lower bounds, so over stays over), -1 (convert to learn) when a sample lands near the limit or a
+ * slice was not counted out. */
+static int64_t spx__pb_sdia(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+  int64_t c = spx__plan_pdef(vt, "c"), mf = spx__plan_pdef(vt, "max_fill"), ns = (p->n + 31) / 32;
+  if (c != 32 || mf < 1) return -1;
+  if (p->sdia_slots > mf * p->nnz) return -2;
+  if (p->sdia_capped || (p->sampled && 10 * p->sdia_slots > 9 * mf * p->nnz)) return -1;
+  return 4 * (ns + 1) + p->sdia_diags * (4 + 32 * vb);
+}
+
+/* The longest serial walk one thread of a format's kernel makes, in steps of the device's chain_ns:
+ * NONE (nonzeros spread evenly over threads: COO, SS, cuSPARSE), ROW (a thread walks a whole row,
+ * or its slice's widest: factor x the longest row), HYB (its ELL part's width K), CSR (the vector
+ * kernel's lanes per row; none where the kernel balances by nonzeros). The factors (a step's cost
+ * against ELL-R's: SELL16 decodes offsets, RBP-ELL reads two arrays a step, RBP-CSR walks runs,
+ * BSR blocks) were fitted on the fit half of the shared matrices (bench/corpus/split.tsv). */
+enum { SPX__CHAIN_NONE, SPX__CHAIN_ROW, SPX__CHAIN_HYB, SPX__CHAIN_CSR };
+
+/* Predictors by registry name. _(name, predictor or NULL, lane mapping, kernel launches, reads the
+ * column counts (estimates when the profile is sampled), why the converter declines when the
+ * predictor says -2, serial walk, its factor) */
+#define SPX__SPAN_NOTE "a slice spans more than 65536 columns"
+#define SPX__FILL_NOTE "the slices' diagonals exceed sdia_max_fill slots per nonzero"
+#define SPX__PLAN_PREDICTORS(_)                                                                                        \
+  _("coo",       spx__pb_coo,        SPX__MAP_FLAT,   2, 0, NULL,           SPX__CHAIN_NONE, 0.0)  \
+  _("csr",       spx__pb_csr,        SPX__MAP_CSR,    1, 0, NULL,           SPX__CHAIN_CSR,  1.0)  \
+  _("ell",       spx__pb_ell,        SPX__MAP_PADDED, 1, 0, NULL,           SPX__CHAIN_ROW,  1.0)  \
+  _("ell_r",     spx__pb_ell_r,      SPX__MAP_ROW,    1, 0, NULL,           SPX__CHAIN_ROW,  1.0)  \
+  _("jds",       spx__pb_jds,        SPX__MAP_SORTED, 1, 0, NULL,           SPX__CHAIN_ROW,  1.05) \
+  _("sell",      spx__pb_sell,       SPX__MAP_PADDED, 1, 1, NULL,           SPX__CHAIN_ROW,  1.0)  \
+  _("sell16",    spx__pb_sell16,     SPX__MAP_PADDED, 1, 1, SPX__SPAN_NOTE, SPX__CHAIN_ROW,  1.45) \
+  _("bsr",       spx__pb_bsr,        SPX__MAP_FLAT,   1, 1, NULL,           SPX__CHAIN_ROW,  0.48) \
+  _("hyb",       spx__pb_hyb,        SPX__MAP_PADDED, 2, 0, NULL,           SPX__CHAIN_HYB,  1.0)  \
+  _("rbp_csr",   spx__pb_rbp_csr,    SPX__MAP_ROW,    1, 1, NULL,           SPX__CHAIN_ROW,  0.6)  \
+  _("rbp_ell",   spx__pb_rbp_ell,    SPX__MAP_ROW,    1, 1, NULL,           SPX__CHAIN_ROW,  1.7)  \
+  _("rbp_ell_r", spx__pb_rbp_ell_r,  SPX__MAP_ROW,    1, 1, NULL,           SPX__CHAIN_ROW,  1.75) \
+  _("ss",        spx__pb_ss,         SPX__MAP_FLAT,   2, 0, NULL,           SPX__CHAIN_NONE, 0.0)  \
+  _("sdia",      spx__pb_sdia,       SPX__MAP_PADDED, 1, 1, SPX__FILL_NOTE, SPX__CHAIN_ROW,  1.0)
+
+typedef struct spx__plan_pred {
+  const char *name;
+  spx__pred_fn fn;
+  int map, launches, cols;
+  const char *declines;
+  int chain;
+  double chain_factor;
+} spx__plan_pred;
+
+static const spx__plan_pred spx__plan_preds[] = {
+#define SPX__PP_ROW(name, fn, map, launches, cols, declines, chain, cf) {name, fn, map, launches, cols, declines, chain, cf},
+    SPX__PLAN_PREDICTORS(SPX__PP_ROW)
+#undef SPX__PP_ROW
+    /* the sentinel (a registered format without a predictor): a thread per row, the safe guess */
+    {NULL, NULL, SPX__MAP_FLAT, 1, 0, NULL, SPX__CHAIN_ROW, 1.0}};
+
+static const spx__plan_pred *spx__plan_pred_of(const char *name) {
+  const spx__plan_pred *q;
+  for (q = spx__plan_preds; q->name; q++)
+    if (!strcmp(q->name, name)) return q;
+  return q; /* the sentinel: no predictor, flat mapping, one launch */
+}
+
+/* Blocks of 256 threads an SM holds at once (2048 threads): a long row holds its block's slot. */
+#define SPX__PLAN_BLOCK_SLOTS 8
+
+/* What every format's serial walk shares, counted once per selection: the rounds in which the
+ * blocks holding a long row (over half the longest) take the device's block slots, and the steps
+ * of CSR's kernel (0 where it balances by nonzeros; spx_csr_kernel_options' choice). */
+typedef struct spx__plan_walk {
+  int64_t rounds;
+  double csr_steps;
+  int csr_balanced;
+} spx__plan_walk;
+
+static void spx__plan_walk_make(const spx_plan_device *d, const spx__pprof *p, spx__plan_walk *w) {
+  spx_dmatrix_options o;
+  int64_t l, nlong = 0, blocks, slots;
+  memset(w, 0, sizeof *w);
+  w->rounds = 1;
+  if (d->warp <= 1 || !p->hist || p->n == 0) return;
+  if (spx_csr_kernel_options(p->n, p->nnz, p->hist, p->row_max, &o) == SPX_OK) {
+    w->csr_balanced = o.stream || o.load_balance;
+    if (!w->csr_balanced) {
+      int tpr = o.threads_per_row > 0 ? o.threads_per_row : 1;
+      w->csr_steps = (double)((p->row_max + tpr - 1) / tpr);
+      /* a small matrix's kernel widens its lanes per row until the longest takes ~8 steps (kernels_impl.h) */
+      if (p->nnz < SPX__CSR_SMALL_NNZ && w->csr_steps > 8) w->csr_steps = 8;
+    }
+  }
+  spx_clear_error();
+  for (l = p->row_max / 2 + 1; l <= p->row_max; l++) nlong += p->hist[l];
+  blocks = SPX__MIN(nlong, (p->n + 255) / 256);
+  slots = (int64_t)d->sms * SPX__PLAN_BLOCK_SLOTS;
+  if (slots > 0) w->rounds = SPX__MAX(1, (blocks + slots - 1) / slots); /* SM count unknown: one round */
+}
+
+/* Microseconds of the longest serial walk of format q's kernel on p (0 on the host, and for
+ * formats that spread nonzeros evenly): rounds x its steps x chain_ns. */
+static double spx__plan_chain_us(const spx_plan_device *d, const spx__pprof *p, const spx__plan_walk *w,
+                                 const spx__plan_pred *q, const spx_format_vtable *vt) {
+  double steps = 0, ns = d->chain_ns > 0 ? d->chain_ns : SPX__PLAN_CHAIN_NS;
+  if (d->warp <= 1 || !p->hist || p->n == 0) return 0;
+  switch (q->chain) {
+  case SPX__CHAIN_ROW: steps = (double)p->row_max; break;
+  case SPX__CHAIN_HYB: steps = (double)spx__plan_hyb_k(p, vt); break;
+  case SPX__CHAIN_CSR: steps = w->csr_steps; break;
+  default: return 0;
+  }
+  return 1e-3 * (double)w->rounds * steps * q->chain_factor * ns;
+}
+
+/* ---- The model ---------------------------------------------------------------------------------- */
+/* Predicted microseconds per SpMV for a format storing `bytes`, with `idle` idle lane-slots. */
+double spx__plan_time_us(const spx_plan_device *d, const spx__pprof *p, int64_t vb, int64_t bytes,
+                         double idle, int launches) {
+  double bpus = d->bandwidth_gbs * 1e3; /* bytes per microsecond */
+  double moved = (double)bytes + (double)(vb * (p->ncols + p->n));
+  if (p->ncols * vb > d->cache_bytes) moved += d->x_miss * (double)(p->nnz * vb);
+  return d->launch_us * launches + moved / bpus + d->imbalance_weight * idle * (double)(4 + vb) / bpus;
+}
+
+/* Host nanoseconds per nonzero of the column profile on one thread (runs, 8 block sizes, SELL's
+ * slots, SDIA's offsets, x sectors): a server core's rate (docs/performance.md), priced whole
+ * because the profile only pays where it is a small share of the work. */
+#define SPX__PLAN_COLS_NS 30.0
+/* Whether the column profile pays: its priced cost (the windows it reads, one thread) at most
+ * `share` of the work `calls` SpMVs do on the CSR baseline as the model prices it from the rows. */
+static int spx__plan_columns_pay(const spx_csr *a, const spx_plan_device *d, const spx__pprof *p, int64_t calls,
+                                 double share) {
+  int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype);
+  double read = (double)a->nnz, work_ms;
+  if (spx__plan_sampled(a)) read = (double)spx__plan_sample_windows(a) * 256.0 * (double)a->nnz / (double)a->nrows;
+  work_ms = 1e-3 * (double)calls * spx__plan_time_us(d, p, vb, spx__pb_csr(p, NULL, vb), 0, 1);
+  return 1e-6 * SPX__PLAN_COLS_NS * read <= share * work_ms;
+}
+
+/* Random-gather microseconds of p at d's bandwidth (see spx_plan_device.format_gather): 0 on the
+ * host, and on matrices whose windows stay within a small part of the cache. */
+double spx__plan_gather_us(const spx_plan_device *d, const spx__pprof *p, int64_t vb) {
+  double span, reach;
+  if (d->warp <= 1 || p->x_windows == 0 || d->cache_bytes <= 0 || !(d->bandwidth_gbs > 0)) return 0;
+  span = (double)p->x_span / (double)p->x_windows * (double)vb;
+  reach = span >= (double)d->cache_bytes ? 1.0 : span / (double)d->cache_bytes;
+  return (double)p->nnz * 32.0 * spx__pprof_xsec(p) * reach / (d->bandwidth_gbs * 1e3);
+}
+
+/* Formats spx_dmatrix_convert converts on the device (their calibrated rate covers the upload):
+ * SELL, SELL16, SDIA and BSR (cuda_impl.h). */
+int spx__plan_on_device(int cuda, int f) { return cuda && spx__device_converts(f); }
+
+/* Conversion (host, or device) + upload + one compile, milliseconds; f < 0: no format-specific rate. */
+static double spx__plan_conv_ms(const spx_plan_device *d, const spx__pprof *p, int64_t bytes, int cuda, int f) {
+  int known = f >= 0 && f < SPX_FORMAT_MAX && d->format_convert_ns[f] > 0;
+  double ms = known ? 1e-6 * d->format_convert_ns[f] * (double)bytes
+                    : 1e-6 * (d->convert_ns_per_nnz * (double)p->nnz + d->convert_ns_per_byte * (double)bytes);
+  if (d->h2d_gbs > 0 && !(known && spx__plan_on_device(cuda, f))) ms += (double)bytes / (d->h2d_gbs * 1e6);
+  if (cuda) ms += d->jit_ms;
+  return ms;
+}
+
+/* A plan that wraps the CSR as it is (cuSPARSE's, or spx's kernel on the staged arrays): narrowing
+ * the row pointers, the upload, and `fixed_ms` (a handle and work buffer, or a kernel compile). */
+static double spx__plan_wrap_ms(const spx_plan_device *d, const spx__pprof *p, int64_t bytes, double fixed_ms) {
+  return 1e-6 * d->convert_ns_per_nnz * (double)p->n + (d->h2d_gbs > 0 ? (double)bytes / (d->h2d_gbs * 1e6) : 0) + fixed_ms;
+}
+
+static void spx__plan_score(spx_plan_candidate *c, int64_t calls) {
+  c->score_us = c->predicted_us + 1e3 * c->convert_ms / (double)(calls > 0 ? calls : 1);
+}
+
+/* A candidate's name as the reasons, the notes and `spx select` print it. */
+const char *spx__plan_cname(const spx_plan_candidate *c) {
+  return c->engine == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(c->format);
+}
+
+/* cuSPARSE CSR as a candidate: the CSR's bytes at the device's streaming model times its factor,
+ * plus its gather; no host conversion besides narrowing the row pointers, a handle and a buffer. */
+void spx__plan_cusparse_cand(const spx_plan_device *d, const spx__pprof *p, int64_t vb, double gather,
+                             int64_t limit, int64_t vec, int64_t calls, spx_plan_candidate *c) {
+  memset(c, 0, sizeof *c);
+  c->format = SPX_FORMAT_CSR;
+  c->engine = SPX_PLAN_ENGINE_CUSPARSE;
+  c->measured_us = -1;
+  c->bytes = spx__pb_csr(p, NULL, vb);
+  c->padding = 1;
+  c->fits = !(limit > 0 && c->bytes + vec > limit);
+  if (!c->fits) snprintf(c->note, sizeof c->note, "over the %.1f MB limit", 1e-6 * (double)limit);
+  c->predicted_us = c->stream_us = d->cusparse_factor * spx__plan_time_us(d, p, vb, c->bytes, 0, 1) + d->gather_cusparse * gather;
+  c->convert_ms = spx__plan_wrap_ms(d, p, c->bytes, 0.5);
+  spx__plan_score(c, calls);
+}
+
+/* Rows sorted by length (JDS) put unrelated rows side by side in a warp: their x reads stop sharing
+ * sectors. Bytes-equivalent of that: each nonzero of a row that lost its neighbour reads its own
+ * 32-byte sector from L2, at SPX__PLAN_SCATTER_WEIGHT of a DRAM byte (L2 moves about twice DRAM's
+ * bandwidth on data-center GPUs). Without this term the model took JDS on matrices whose rows lose
+ * their neighbours when sorted, where it ran several times its prediction; where rows keep them
+ * (stencils) the term is 0 and JDS runs at its prediction (docs/performance.md). */
+#define SPX__PLAN_SCATTER_WEIGHT 0.5
+static int64_t spx__plan_scatter(const spx__pprof *p, int map) {
+  double lost;
+  if (map != SPX__MAP_SORTED || p->n < 2) return 0;
+  lost = 1.0 - (double)p->sorted_kept / (double)(p->n - 1);
+  return (int64_t)(SPX__PLAN_SCATTER_WEIGHT * lost * 32.0 * (double)p->nnz);
+}
+
+/* Whether a block format meets blocks in this matrix (its block factor applies): BSR's best square
+ * block is larger than 1, RBP's runs average 4 columns or more. */
+static int spx__plan_blocky(const spx__pprof *p, spx__pred_fn fn, int64_t vb) {
+  if (fn == spx__pb_bsr) return spx__plan_bsr_best(p, vb, NULL) > 1;
+  if (fn == spx__pb_rbp_csr || fn == spx__pb_rbp_ell || fn == spx__pb_rbp_ell_r) return p->nblocks > 0 && p->nval >= 4 * p->nblocks;
+  return 0;
+}
+
+/* Fills the candidates of a (dtype of a). cuSPARSE CSR last when with_cusparse.
+ * with_cusparse 2: the cuSPARSE candidate alone (a plan forced to it reads no columns: the baseline
+ * pays what a cuSPARSE user pays, not our model). */
+/* With params non-NULL, the profile's choices go there for the build: BSR's block size (the build
+ * then converts once instead of counting blocks for 8 sizes first). */
+/* cols_share < 0: the profile reads the column counts; else only when they cost at most that share
+ * of the expected work (spx__plan_columns_pay), and without them the formats whose prediction
+ * needs them are not modelled, and say so. */
+spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const spx_plan_device *d, int64_t calls,
+                                int64_t limit, int with_cusparse, int cuda, spx_plan_candidate *out, int max, int *n,
+                                spx_format_params *params, double cols_share) {
+  spx__pprof p;
+  int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype), vec = vb * (a->nrows + a->ncols);
+  int f, k = 0;
+  spx_status s;
+  const int tr = spx__plan_tracing();
+  double tc = spx__now(), gather;
+  spx__plan_walk walk;
+  if ((s = spx__pprof_make(a, d->warp, with_cusparse == 2 ? 0 : 2, rows, &p))) return s;
+  if (with_cusparse != 2 && !p.cols_done && (cols_share < 0 || spx__plan_columns_pay(a, d, &p, calls, cols_share)) &&
+      (s = spx__pprof_columns(a, 0, &p)))
+    goto fail;
+  gather = spx__plan_gather_us(d, &p, vb);
+  spx__plan_walk_make(d, &p, &walk);
+  if (tr)
+    fprintf(stderr, "spx plan:   profile  %8.3f ms (x sectors per nonzero %.4f, window span %.0f columns, gather %.4g us; "
+            "columns %s)\n", 1e3 * (spx__now() - tc), spx__pprof_xsec(&p),
+            p.x_windows ? (double)p.x_span / (double)p.x_windows : 0.0, gather,
+            !p.cols_done ? "skipped" : rows && rows->cols_done ? "from the device profile" : cols_share < 0 ? "always read" : "paid");
+  for (f = 0; f < spx_format_count() && k < max && with_cusparse != 2; f++) {
+    const spx_format_vtable *vt = spx_format_info((spx_format)f);
+    const spx__plan_pred *q;
+    spx_plan_candidate *c = &out[k];
+    double idle = 0;
+    if (tr && f > 0 && spx__now() - tc > 5e-6)
+      fprintf(stderr, "spx plan:   %-8.8s %8.3f ms\n", spx_format_name((spx_format)(f - 1)), 1e3 * (spx__now() - tc));
+    tc = spx__now();
+    if (!vt || !spx_format_has_kernel((spx_format)f)) continue;
+    q = spx__plan_pred_of(vt->name);
+    memset(c, 0, sizeof *c);
+    c->format = (spx_format)f;
+    c->engine = SPX_PLAN_ENGINE_SPX;
+    c->measured_us = -1;
+    c->bytes = -1;
+    if (q->cols && !p.cols_done) { /* its bytes need the column counts, which were not worth reading */
+      snprintf(c->note, sizeof c->note, "not modelled: the column profile costs more than %s", "the choice can save here");
+      c->fits = 0;
+      c->predicted_us = c->score_us = c->convert_ms = -1;
+      k++;
+      continue;
+    }
+    if (q->fn) c->bytes = q->fn(&p, vt, vb);
+    if (params && q->fn == spx__pb_bsr && c->bytes >= 0) params->bsr_r = params->bsr_c = spx__plan_bsr_best(&p, vb, NULL);
+    if (c->bytes == -2) { /* the predictor knows the converter declines */
+      snprintf(c->note, sizeof c->note, "declined: %s%s", q->declines ? q->declines : "the converter would decline",
+               p.sampled ? " (from sampled windows)" : "");
+      c->fits = 0;
+      c->predicted_us = c->score_us = c->convert_ms = -1;
+      k++;
+      continue;
+    }
+    if (c->bytes >= 0 && p.sampled && q->cols)
+      snprintf(c->note, sizeof c->note, "bytes estimated from %d sampled windows of 256 rows", spx__plan_sample_windows(a));
+    if (c->bytes < 0) { /* no predictor: convert once and ask */
+      spx_fmt *m = NULL;
+      s = spx_fmt_from_csr(a, (spx_format)f, NULL, &m);
+      if (s == SPX_UNSUPPORTED || s == SPX_RANGE) {
+        snprintf(c->note, sizeof c->note, "declined: %.80s", spx_last_error());
+        spx_clear_error();
+        c->fits = 0;
+        c->predicted_us = c->score_us = c->convert_ms = -1;
+        k++;
+        continue;
+      }
+      if (s) goto fail;
+      c->bytes = spx_fmt_bytes(m);
+      c->bytes_exact = 1;
+      spx_fmt_destroy(m);
+    }
+    switch (q->map) {
+    case SPX__MAP_ROW: idle = p.idle_row; break;
+    case SPX__MAP_SORTED: idle = p.idle_sorted; break;
+    case SPX__MAP_CSR: idle = walk.csr_balanced ? 0 : p.idle_csr; break;
+    default: idle = 0;
+    }
+    c->idle = p.nnz ? idle / (double)p.nnz : 0;
+    c->padding = 1; /* stored slots / nnz, from the bytes: slots cost 4 + vb each */
+    if (q->map == SPX__MAP_PADDED && p.nnz) c->padding = (double)c->bytes / (double)(p.nnz * (4 + vb));
+    if (q->fn == spx__pb_sdia && p.nnz) c->padding = (double)p.sdia_slots / (double)p.nnz; /* slots carry no index */
+    c->fits = !(limit > 0 && c->bytes + vec > limit);
+    if (!c->fits)
+      snprintf(c->note, sizeof c->note, "%.1f MB + vectors over the %.1f MB limit", 1e-6 * (double)c->bytes,
+               1e-6 * (double)limit);
+    /* the streaming model (launches + bytes + idle lanes) times the format's calibrated factor,
+     * plus its gather cost; at least the longest serial walk */
+    c->predicted_us = spx__plan_time_us(d, &p, vb, c->bytes + spx__plan_scatter(&p, q->map), idle, q->launches);
+    if (f < SPX_FORMAT_MAX) {
+      double ff = d->format_factor[f];
+      if (d->format_factor_block[f] > 0 && spx__plan_blocky(&p, q->fn, vb)) ff = d->format_factor_block[f];
+      if (ff > 0) c->predicted_us *= ff;
+      c->predicted_us += (d->format_gather[f] > 0 ? d->format_gather[f] : d->gather_default) * gather;
+    }
+    c->stream_us = c->predicted_us;
+    c->chain_us = spx__plan_chain_us(d, &p, &walk, q, vt);
+    if (c->chain_us > c->predicted_us) c->predicted_us = c->chain_us;
+    c->convert_ms = spx__plan_conv_ms(d, &p, c->bytes, cuda, f);
+    if (rows && cuda && f == SPX_FORMAT_CSR && a->nnz <= INT32_MAX) /* wraps the staged arrays, as cuSPARSE does */
+      c->convert_ms = spx__plan_wrap_ms(d, &p, c->bytes, d->jit_ms);
+    else if (rows && f < SPX_FORMAT_MAX && d->format_staged_convert_ns[f] > 0 && spx__plan_on_device(cuda, f))
+      /* converted on the device from the staged arrays: the CSR's upload priced as for the wraps (all
+       * candidates share it), then the calibrated staged conversion. The whole-conversion rate (its
+       * own upload from pageable memory at the calibration's rate) overprices it many times over and
+       * turned auto away from conversions that pay back (docs/performance.md). */
+      c->convert_ms = spx__plan_wrap_ms(d, &p, spx__pb_csr(&p, NULL, vb), d->jit_ms) +
+                      1e-6 * d->format_staged_convert_ns[f] * (double)c->bytes;
+    spx__plan_score(c, calls);
+    k++;
+  }
+  if (with_cusparse && k < max) spx__plan_cusparse_cand(d, &p, vb, gather, limit, vec, calls, &out[k++]);
+  spx__pprof_free(&p);
+  *n = k;
+  return SPX_OK;
+fail:
+  spx__pprof_free(&p);
+  return s;
+}
+
+/* Whether no conversion can pay back on a (q: its sizes only): even a format as fast as reading
+ * the values once (at the smallest calibrated factor, one launch, no imbalance) would save at most
+ * half the model's per-kernel price (jit_ms) over expected_calls against cuSPARSE's prediction
+ * cs_us, made as the model makes it without the column profile (skipped there too: it would not
+ * pay). Then the model's ranking is known before it is made: auto and model take cuSPARSE CSR as
+ * it is, without the profile. */
+int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, const spx__pprof *q, int64_t calls,
+                           double share, double cs_us) {
+  int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype);
+  double fmin = 1;
+  int f;
+  for (f = 0; f < SPX_FORMAT_MAX; f++) {
+    if (d->format_factor[f] > 0) fmin = SPX__MIN(fmin, d->format_factor[f]);
+    if (d->format_factor_block[f] > 0) fmin = SPX__MIN(fmin, d->format_factor_block[f]);
+  }
+  if (!(d->jit_ms > 0) || spx__plan_columns_pay(a, d, q, calls, share)) return 0;
+  return (double)calls * (cs_us - fmin * spx__plan_time_us(d, q, vb, a->nnz * vb, 0, 1)) <= 0.5 * 1e3 * d->jit_ms;
+}
+
+spx_status spx_plan_model(const spx_csr *a, const spx_plan_device *dev, int64_t expected_calls,
+                          int64_t memory_limit, int with_cusparse, spx_plan_candidate *out, int max, int *n) {
+  spx_status s;
+  if (!a || !dev || !out || !n || max < 0)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_model: NULL argument or negative max");
+  *n = 0;
+  if (!(dev->bandwidth_gbs > 0) || dev->warp < 1)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_model: the device needs bandwidth_gbs > 0 and warp >= 1");
+  if (expected_calls < 0 || memory_limit < 0)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_model: negative expected_calls or memory_limit");
+  if ((s = spx_csr_validate(a))) return s;
+  return spx__plan_candidates(a, NULL, dev, expected_calls, memory_limit, with_cusparse, dev->h2d_gbs > 0, out, max, n, NULL, -1);
+}

@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The plan object (struct spx_plan, tuner.h): the strategies' names and the options' defaults,
+ * the build of a chosen candidate (from the host CSR or the arrays staged on the device, with
+ * cuSPARSE as the stand-in while a tiered kernel compiles), SpMV, wait, destroy, the timing the
+ * trial and calibration use, the getters and print. It calls the model (plan_model_impl.h), the
+ * device matrices and converters (cuda.h, dmatrix.h), the staged arrays (stage_impl.h) and
+ * cuSPARSE (baseline.h); no strategy: what a plan runs was chosen above it. */
+#include "common.h"
+#include "dmatrix.h"
+#include "tuner.h"
+#include "../baseline.h"
+#include "../cuda.h"
+#include "../device.h"
+#include "../loader.h"
+#include "../plan.h"
+
+/* ---- Strategy names, options ----------------------------------------------------------------- */
+static const char *const spx__plan_snames[] = {
+#define SPX__PS_NAME(e, name, what) name,
+    SPX_PLAN_STRATEGIES(SPX__PS_NAME)
+#undef SPX__PS_NAME
+};
+static const char *const spx__plan_sdescs[] = {
+#define SPX__PS_DESC(e, name, what) what,
+    SPX_PLAN_STRATEGIES(SPX__PS_DESC)
+#undef SPX__PS_DESC
+};
+
+const char *spx_plan_strategy_name(spx_plan_strategy s) {
+  return (int)s >= 0 && s < SPX_PLAN_STRATEGY_COUNT ? spx__plan_snames[s] : "unknown";
+}
+const char *spx_plan_strategy_description(spx_plan_strategy s) {
+  return (int)s >= 0 && s < SPX_PLAN_STRATEGY_COUNT ? spx__plan_sdescs[s] : "";
+}
+
+int spx__plan_ieq(const char *a, const char *b) {
+  for (; *a && *b; a++, b++) {
+    int x = *a >= 'A' && *a <= 'Z' ? *a + 32 : *a, y = *b >= 'A' && *b <= 'Z' ? *b + 32 : *b;
+    if (x != y) return 0;
+  }
+  return *a == *b;
+}
+
+/* A forced name that means the cuSPARSE engine (NULL: none forced). */
+int spx__plan_names_cusparse(const char *name) {
+  return name && (spx__plan_ieq(name, "cusparse") || spx__plan_ieq(name, "cusparse_csr"));
+}
+
+spx_status spx_plan_strategy_parse(const char *name, spx_plan_strategy *out) {
+  int i;
+  if (!name || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_strategy_parse: NULL argument");
+  for (i = 0; i < SPX_PLAN_STRATEGY_COUNT; i++)
+    if (spx__plan_ieq(name, spx__plan_snames[i])) { *out = (spx_plan_strategy)i; return SPX_OK; }
+  return spx__fail(SPX_INVALID_ARGUMENT, "unknown strategy \"%s\" (auto, kubota, mps, trial, model)", name);
+}
+
+void spx_plan_options_default(spx_plan_options *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->strategy = SPX_PLAN_AUTO;
+  o->expected_calls = 1000;
+  o->backend = SPX_BACKEND_AUTO;
+  o->dtype = -1;
+  o->trial_reps = 20;
+  o->trial_share = 0.02;
+  /* a trial only where the runner-up is predicted within 10% of the best: where the top two lie
+   * further apart the model's choice has been the oracle's, and a trial there only costs
+   * (docs/performance.md, "A trial inside a short solve") */
+  o->trial_gap = 1.1;
+  o->convert_margin = 0.05;
+}
+
+/* ---- Plans --------------------------------------------------------------------------------------- */
+/* Lets go of the staged arrays: frees them, or forgets them where they are the parent plan's. */
+static void spx__plan_drop_dc(spx_plan *p) {
+  if (p->dc_borrowed) memset(&p->dc, 0, sizeof p->dc);
+  else spx__dcsr_free(&p->dc);
+  p->dc_borrowed = 0;
+}
+
+void spx__plan_unbuild(spx_plan *p) {
+  spx_cusparse_plan_destroy(p->start); p->start = NULL;
+  spx_dmatrix_destroy(p->dm); p->dm = NULL;
+  spx_cusparse_plan_destroy(p->cs); p->cs = NULL;
+  spx_fmt_destroy(p->fmt); p->fmt = NULL;
+  spx__plan_drop_dc(p);
+  p->built = 0;
+}
+
+/* Whether the plan builds from its staged device arrays (p->dc): cuSPARSE and spx's CSR kernel wrap
+ * them, the device converters convert from them; every other build starts from the host CSR. The
+ * one test for spx__plan_build_from's path and for a trial candidate's loan of its parent's arrays. */
+int spx__plan_staged(const spx_plan *p) {
+  if (p->backend != SPX_BACKEND_CUDA || !p->dc.ci || p->fmt) return 0;
+  if (p->engine == SPX_PLAN_ENGINE_CUSPARSE || (p->format == SPX_FORMAT_CSR && p->csr_staged))
+    return p->dc.rp32 != 0;
+  return spx__plan_on_device(1, (int)p->format);
+}
+
+/* The diagonal from the staged arrays once their values are up (when create asked for it); on
+ * failure none, and create's host pass makes it. */
+static void spx__plan_ddiag(spx_plan *p) {
+  int64_t n = SPX__MIN(p->nrows, p->ncols);
+  if (!p->want_ddiag || p->diag) return;
+  p->want_ddiag = 0;
+  if (!(p->diag = (double *)spx__alloc((size_t)n + 1, sizeof *p->diag))) return;
+  spx__advise_huge(p->diag, ((size_t)n + 1) * sizeof *p->diag);
+  p->diag[n] = 0;
+  if (spx__dcsr_diag(&p->dc, p->diag)) {
+    SPX_FREE(p->diag);
+    spx_clear_error();
+  }
+}
+
+/* Whether the context has cuSPARSE. */
+int spx__plan_has_cusparse(const spx_plan *p) {
+  spx_lib_status ls;
+  if (p->backend != SPX_BACKEND_CUDA) return 0;
+  spx_lib_status_get(SPX_LIB_CUSPARSE, &ls);
+  return ls.loaded;
+}
+
+/* ---- Tiered JIT at the plan: nothing waits for NVRTC -----------------------------------------------
+ * A tiered build (spx_dmatrix_options.tiered) never compiles in the caller's way: the dmatrix runs
+ * its format's generic kernel while the specialized one compiles, or, with neither in the JIT
+ * caches, has nothing to run. Then SpMVs go to cuSPARSE on the CSR staged for the device profile
+ * (no compile, nothing copied: the values go up if they are not yet), and the first SpMV after the
+ * compile ended moves to the chosen kernel. The staged CSR and the chosen format live side by side
+ * meanwhile, so this start is taken only where both fit the memory limit. */
+static int spx__plan_start_fits(const spx_plan *p, int64_t nnz) {
+  const spx_plan_candidate *c = &p->cand[p->chosen];
+  int64_t vb = (int64_t)SPX_DTYPE_SIZE(p->dtype);
+  int64_t csr = 4 * (p->nrows + 1) + nnz * (4 + vb), vec = vb * (p->nrows + p->ncols);
+  return p->limit <= 0 || c->bytes + csr + vec <= p->limit;
+}
+
+/* Starts SpMVs on cuSPARSE when the built dmatrix has no kernel yet: over the staged arrays, or,
+ * where the matrix was not staged, over a CSR of its own uploaded from a (a second copy of the
+ * pattern for the compile's duration, against a first SpMV that waits tens to hundreds of ms).
+ * 1 when it did; any failure here only means no start (the first SpMV waits for the compile). */
+static int spx__plan_start(spx_plan *p, const spx_csr *a) {
+  const int staged = p->dc.ci && p->dc.rp32;
+  size_t n;
+  if (!p->tiered || !p->dm || spx__dmatrix_runnable(p->dm) || (!staged && !a) || !spx__plan_has_cusparse(p) ||
+      !spx__plan_start_fits(p, staged ? p->dc.nnz : a->nnz))
+    return 0;
+  if (staged) {
+    spx_cusparse_device_csr w;
+    if (spx__dcsr_values(&p->dc, a)) { spx_clear_error(); return 0; }
+    memset(&w, 0, sizeof w);
+    w.nrows = p->dc.nrows; w.ncols = p->dc.ncols; w.nnz = p->dc.nnz; w.dtype = p->dc.dtype;
+    w.row_ptr = p->dc.rp32; w.col_idx = p->dc.ci; w.val = p->dc.va;
+    if (spx_cusparse_plan_create_device_csr(p->ctx, &w, SPX_CUSPARSE_CSR_ALG1, NULL, &p->start)) p->start = NULL;
+  } else if (spx_cusparse_plan_create(p->ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &p->start)) {
+    p->start = NULL;
+  }
+  if (!p->start) {
+    spx_clear_error();
+    return 0;
+  }
+  n = strlen(p->reason);
+  snprintf(p->reason + n, sizeof p->reason - n, "; its kernel compiles in the background: cuSPARSE runs until then");
+  return 1;
+}
+
+/* Ends the start once the dmatrix can run (wait: waits for its compile): SpMVs already queued on
+ * cuSPARSE finish before its buffer and the staged arrays go. */
+static spx_status spx__plan_start_end(spx_plan *p, int wait) {
+  spx_status s;
+  if (!p->start || (!wait && !spx__dmatrix_runnable(p->dm))) return SPX_OK;
+  if ((s = spx_dmatrix_wait(p->dm)) || (s = spx_context_synchronize(p->ctx))) return s;
+  spx_cusparse_plan_destroy(p->start);
+  p->start = NULL;
+  if (!p->start_keeps_dc) spx__plan_drop_dc(p);
+  return SPX_OK;
+}
+
+/* Converts a to the plan's choice and makes it runnable on the backend. */
+spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
+  spx_dmatrix_options dmo;
+  spx_status s;
+  memset(&dmo, 0, sizeof dmo);
+  dmo.tiered = p->tiered;
+  /* where the plan has cuSPARSE on the staged arrays to start on, the generic CSR kernel (one
+   * thread a row) would be the slower stand-in */
+  if (p->tiered && p->format == SPX_FORMAT_CSR) dmo.tiered = 2;
+  if (p->built) return SPX_OK;
+  if (spx__plan_staged(p)) {
+    /* first: it allocates va. A conversion reads the pattern while the values go up (it waits for
+     * them before its fill); the wraps need them at once. */
+    const int wraps = p->engine == SPX_PLAN_ENGINE_CUSPARSE || (p->format == SPX_FORMAT_CSR && p->csr_staged);
+    const int tr = spx__plan_tracing();
+    double tm = spx__now();
+    if ((s = wraps ? spx__dcsr_values(&p->dc, a) : spx__dcsr_values_begin(&p->dc, a))) return s;
+    spx__conv_mark(tr, "plan", wraps ? "values" : "values start", &tm);
+    if (p->engine == SPX_PLAN_ENGINE_CUSPARSE) {
+      /* the staged arrays, wrapped (cuSPARSE does not copy them): they live as long as the plan */
+      spx_cusparse_device_csr w;
+      memset(&w, 0, sizeof w);
+      w.nrows = p->dc.nrows; w.ncols = p->dc.ncols; w.nnz = p->dc.nnz; w.dtype = p->dc.dtype;
+      w.row_ptr = p->dc.rp32; w.col_idx = p->dc.ci; w.val = p->dc.va;
+      if ((s = spx_cusparse_plan_create_device_csr(p->ctx, &w, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
+      spx__conv_mark(tr, "plan", "cusparse", &tm);
+      spx__plan_ddiag(p);
+      p->built = 1;
+      return SPX_OK;
+    }
+    if (p->format == SPX_FORMAT_CSR && p->csr_staged) {
+      /* the staged arrays are a CSR already: spx's kernel wraps them (nothing converted or copied),
+       * with the kernel the host rule would pick; they live as long as the plan */
+      spx_dmatrix_options o = p->csr_opt;
+      o.tiered = dmo.tiered;
+      if ((s = spx_dmatrix_wrap_csr(p->ctx, p->dc.nrows, p->dc.ncols, p->dc.nnz, p->dc.rp32, p->dc.ci, p->dc.va,
+                                    p->dc.dtype, &o, &p->dm)))
+        return s;
+      spx__plan_ddiag(p);
+      p->start_keeps_dc = 1;
+      (void)spx__plan_start(p, a);
+      p->built = 1;
+      return SPX_OK;
+    }
+    /* converted from the staged arrays: no second upload (BSR with the profile's block size) */
+    s = spx__dmatrix_convert_device(p->ctx, a, p->format, &p->params, &dmo, &p->dc, &p->dm);
+    spx__conv_mark(tr, "plan", "convert", &tm);
+    if (!s && p->dm) {
+      spx__plan_ddiag(p);
+      spx__conv_mark(tr, "plan", "diagonal", &tm);
+    }
+    if (s || !p->dm || !spx__plan_start(p, a)) spx__plan_drop_dc(p);
+    spx__conv_mark(tr, "plan", "free staged", &tm);
+    if (s) return s;
+    if (p->dm) { p->built = 1; return SPX_OK; }
+  }
+  /* The rest converts from the host CSR. The staged arrays stay only for a tiered build's start. */
+  if (!p->tiered || p->engine == SPX_PLAN_ENGINE_CUSPARSE || !spx__plan_start_fits(p, p->dc.nnz)) spx__plan_drop_dc(p);
+  if (p->engine == SPX_PLAN_ENGINE_CUSPARSE) {
+    if ((s = spx_cusparse_plan_create(p->ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
+  } else {
+    /* On a GPU, SELL, SELL16, SDIA and BSR convert on the device (spx_dmatrix_convert); the
+     * re-selection worker may have converted on its thread already. */
+    if (p->backend == SPX_BACKEND_CUDA && !p->fmt) {
+      s = spx_dmatrix_convert(p->ctx, a, p->format, &p->params, &dmo, &p->dm);
+    } else {
+      if (!p->fmt && (s = spx_fmt_from_csr(a, p->format, &p->params, &p->fmt))) return s;
+      if (p->backend == SPX_BACKEND_CUDA) {
+        s = spx_dmatrix_create(p->ctx, p->fmt, &dmo, &p->dm);
+        spx_fmt_destroy(p->fmt);
+        p->fmt = NULL;
+      }
+    }
+    if (s || !p->dm || !spx__plan_start(p, a)) spx__plan_drop_dc(p);
+    if (s) return s;
+  }
+  p->built = 1;
+  return SPX_OK;
+}
+
+spx_status spx_plan_wait(spx_plan *p) {
+  if (!p) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_wait: NULL plan");
+  if (!p->built) return SPX_OK;
+  if (p->start) return spx__plan_start_end(p, 1);
+  return p->dm ? spx_dmatrix_wait(p->dm) : SPX_OK;
+}
+
+const spx_dmatrix *spx_plan_dmatrix(const spx_plan *p) { return p && p->built ? p->dm : NULL; }
+
+int spx_plan_compiling(const spx_plan *p) { return p && (p->start || spx_dmatrix_compiling(p->dm)); }
+
+spx_status spx_plan_build(spx_plan *p) {
+  spx_status s;
+  double t0;
+  if (!p) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_build: NULL plan");
+  if (p->built) return SPX_OK;
+  if (!p->a) return spx__fail(SPX_INTERNAL, "spx_plan_build: the plan lost its matrix");
+  t0 = spx__now();
+  if ((s = spx__plan_build_from(p, p->a))) { spx__plan_unbuild(p); return s; }
+  p->build_ms = 1e3 * (spx__now() - t0);
+  spx_csr_destroy(p->a);
+  p->a = NULL;
+  return SPX_OK;
+}
+
+spx_status spx_plan_spmv(spx_plan *p, double alpha, const void *x, double beta, void *y) {
+  spx_status s;
+  if (!p || !x || !y) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_spmv: NULL argument");
+  if (!p->built && (s = spx_plan_build(p))) return s;
+  if (p->start && (s = spx__plan_start_end(p, 0))) return s;
+  if (p->start) return spx_cusparse_spmv(p->start, alpha, (spx_devptr)(uintptr_t)x, beta, (spx_devptr)(uintptr_t)y);
+  if (p->cs) return spx_cusparse_spmv(p->cs, alpha, (spx_devptr)(uintptr_t)x, beta, (spx_devptr)(uintptr_t)y);
+  if (p->dm) return spx_dmatrix_spmv(p->dm, alpha, (spx_devptr)(uintptr_t)x, beta, (spx_devptr)(uintptr_t)y);
+  if (p->fmt) return spx_fmt_spmv(p->fmt, alpha, x, beta, y);
+  return spx__fail(SPX_INTERNAL, "spx_plan_spmv: a built plan holds no matrix");
+}
+
+void spx_plan_destroy(spx_plan *p) {
+  if (!p) return;
+  spx__plan_unbuild(p);
+  spx_csr_destroy(p->a);
+  spx_csr_destroy(p->own_src);
+  SPX_FREE(p->diag);
+  if (p->own_ctx) spx_context_destroy(p->ctx);
+  SPX_FREE(p);
+}
+
+int spx__plan_cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* What spx_plan_time takes, in ms, for a plan of `us` per SpMV. On a GPU 4 SpMVs warm up and size
+ * the samples, then min(reps, 64) samples of about half a millisecond each, at least one SpMV (so a
+ * fast kernel's trial costs far more than reps + 4 of its SpMVs, and auto must price it so); on the
+ * host one warm-up and one SpMV a sample. */
+double spx__plan_time_ms(int cuda, double us, int reps) {
+  const int ns = reps < 64 ? reps : 64;
+  return cuda ? 1e-3 * (4 * us + ns * (us > 500 ? us : 500)) : 1e-3 * (1 + ns) * us;
+}
+
+spx_status spx_plan_time(spx_plan *p, int reps, double *us) {
+  double samples[64], ms = 0, t0;
+  int64_t vs, i;
+  int k, inner = 1, ns;
+  spx_status s;
+  if (!p || !us || reps < 1) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_time: NULL argument or reps < 1");
+  if ((!p->built && (s = spx_plan_build(p))) || (s = spx_plan_wait(p))) return s;
+  ns = reps < 64 ? reps : 64;
+  vs = (int64_t)SPX_DTYPE_SIZE(p->dtype);
+  if (p->backend == SPX_BACKEND_CUDA) {
+    spx_devptr x = 0, y = 0;
+    spx_timer *t = NULL;
+    /* x: every byte 0x3f, a finite normal value in float (0.747) and double (3.0e-4), set on the
+     * device: a host fill and upload of x cost a trial more than its SpMVs on large matrices */
+    if (!(s = spx_device_alloc(p->ctx, (size_t)((p->ncols + 1) * vs), &x)) &&
+        !(s = spx_device_alloc(p->ctx, (size_t)((p->nrows + 1) * vs), &y)) &&
+        !(s = spx_device_memset(p->ctx, x, 0x3f, (size_t)(p->ncols * vs))) && !(s = spx_timer_create(p->ctx, &t))) {
+      const void *vx = (const void *)(uintptr_t)x;
+      void *vy = (void *)(uintptr_t)y;
+      for (k = 0; k < 3 && !s; k++) s = spx_plan_spmv(p, 1.0, vx, 0.0, vy);
+      if (!s && !(s = spx_timer_start(t)) && !(s = spx_plan_spmv(p, 1.0, vx, 0.0, vy)) && !(s = spx_timer_stop(t, &ms))) {
+        inner = ms > 0 ? (int)(0.5 / ms) : 1000; /* samples of about half a millisecond */
+        inner = inner < 1 ? 1 : inner > 1000 ? 1000 : inner;
+        for (k = 0; k < ns && !s; k++) {
+          if ((s = spx_timer_start(t))) break;
+          for (i = 0; i < inner && !s; i++) s = spx_plan_spmv(p, 1.0, vx, 0.0, vy);
+          if (!s && !(s = spx_timer_stop(t, &ms))) samples[k] = 1e3 * ms / inner;
+        }
+      }
+    }
+    spx_timer_destroy(t);
+    spx_device_free(p->ctx, x);
+    spx_device_free(p->ctx, y);
+  } else {
+    void *hx = spx__alloc((size_t)p->ncols + 1, (size_t)vs), *hy = spx__alloc((size_t)p->nrows + 1, (size_t)vs);
+    s = hx && hy ? SPX_OK : SPX_OUT_OF_MEMORY;
+    for (i = 0; !s && i < p->ncols; i++) {
+      if (p->dtype == SPX_FLOAT) ((float *)hx)[i] = 0.5f + (float)(i % 7) * 0.1f;
+      else ((double *)hx)[i] = 0.5 + (double)(i % 7) * 0.1;
+    }
+    if (!s) s = spx_plan_spmv(p, 1.0, hx, 0.0, hy); /* warm-up */
+    for (k = 0; k < ns && !s; k++) {
+      t0 = spx__now();
+      s = spx_plan_spmv(p, 1.0, hx, 0.0, hy);
+      samples[k] = 1e6 * (spx__now() - t0);
+    }
+    SPX_FREE(hx);
+    SPX_FREE(hy);
+  }
+  if (s) return s;
+  qsort(samples, (size_t)ns, sizeof *samples, spx__plan_cmp);
+  *us = samples[ns / 2];
+  return SPX_OK;
+}
+
+spx_format spx_plan_format(const spx_plan *p) { return p ? p->format : SPX_FORMAT_COUNT; }
+spx_plan_engine spx_plan_engine_of(const spx_plan *p) { return p ? p->engine : SPX_PLAN_ENGINE_SPX; }
+spx_plan_strategy spx_plan_strategy_of(const spx_plan *p) { return p ? p->strategy : SPX_PLAN_STRATEGY_COUNT; }
+spx_backend spx_plan_backend(const spx_plan *p) { return p ? p->backend : SPX_BACKEND_HOST; }
+spx_dtype spx_plan_dtype(const spx_plan *p) { return p ? p->dtype : SPX_DOUBLE; }
+const spx_format_params *spx_plan_params(const spx_plan *p) { return p ? &p->params : NULL; }
+double spx_plan_predicted_us(const spx_plan *p) { return p ? p->cand[p->chosen].predicted_us : -1; }
+double spx_plan_convert_ms(const spx_plan *p) { return p ? p->cand[p->chosen].convert_ms : -1; }
+double spx_plan_select_ms(const spx_plan *p) { return p ? p->select_ms : -1; }
+const char *spx_plan_reason(const spx_plan *p) { return p ? p->reason : ""; }
+const spx_analysis *spx_plan_analysis(const spx_plan *p) { return p ? &p->an : NULL; }
+spx_context *spx_plan_context(const spx_plan *p) { return p ? p->ctx : NULL; }
+int64_t spx_plan_nrows(const spx_plan *p) { return p ? p->nrows : 0; }
+int64_t spx_plan_ncols(const spx_plan *p) { return p ? p->ncols : 0; }
+/* The matrix arrays staged on the device during the choice are the build's input (a cuSPARSE
+ * plan's own arrays, the device converters'): their allocation and upload count here. */
+double spx_plan_build_ms(const spx_plan *p) { return p && p->built && p->build_ms > 0 ? p->build_ms + 1e3 * p->stage_upload_s : 0; }
+/* The plan's diagonal without a copy (the GPU solver uploads it as it is); NULL: none kept. */
+const double *spx__plan_diag_kept(const spx_plan *p) { return p ? p->diag : NULL; }
+
+spx_status spx_plan_diagonal(const spx_plan *p, double *out) {
+  if (!p || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_diagonal: NULL argument");
+  if (!p->diag)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_diagonal: the plan kept no diagonal (made with options.no_diagonal)");
+  memcpy(out, p->diag, (size_t)SPX__MIN(p->nrows, p->ncols) * sizeof *out);
+  return SPX_OK;
+}
+int64_t spx_plan_bytes(const spx_plan *p) {
+  if (!p) return 0;
+  if (p->dm) return spx_dmatrix_bytes(p->dm);
+  if (p->cs) { /* a cuSPARSE plan wrapping the staged CSR owns none of its arrays: count what it reads */
+    int64_t b = spx_cusparse_plan_device_bytes(p->cs);
+    if (p->dc.rp32 && p->dc.ci && p->dc.va)
+      b += 4 * (p->dc.nrows + 1) + p->dc.nnz * (4 + (int64_t)SPX_DTYPE_SIZE(p->dc.dtype));
+    return b;
+  }
+  if (p->fmt) return spx_fmt_bytes(p->fmt);
+  return p->cand[p->chosen].bytes;
+}
+const spx_plan_candidate *spx_plan_candidates(const spx_plan *p, int *n) {
+  if (n) *n = p ? p->ncand : 0;
+  return p ? p->cand : NULL;
+}
+
+static void spx__plan_json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", (unsigned)(unsigned char)*s);
+    else fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+/* `, "key": v`, or null where v is not a time (negative: not modelled, not timed). */
+static void spx__plan_json_time(FILE *f, const char *key, double v) {
+  if (v >= 0 && v <= 1e300) fprintf(f, ", \"%s\": %.6g", key, v);
+  else fprintf(f, ", \"%s\": null", key);
+}
+
+spx_status spx_plan_print(const spx_plan *p, FILE *f, int json) {
+  int i;
+  if (!p || !f) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_print: NULL argument");
+  if (json) {
+    fprintf(f, "{\"strategy\": \"%s\", \"backend\": \"%s\", \"format\": \"%s\", \"engine\": \"%s\", \"dtype\": \"%s\", "
+               "\"predicted_us\": %.6g, \"convert_ms\": %.6g, \"select_ms\": %.6g, \"B\": %.6g, \"R\": %.6g, \"reason\": ",
+            spx_plan_strategy_name(p->strategy), p->backend == SPX_BACKEND_CUDA ? "cuda" : "host",
+            spx_format_name(p->format), p->engine == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse" : "spx",
+            spx_dtype_name(p->dtype), spx_plan_predicted_us(p), spx_plan_convert_ms(p), p->select_ms, p->an.B, p->an.R);
+    spx__plan_json_str(f, p->reason);
+    fprintf(f, ", \"candidates\": [");
+    for (i = 0; i < p->ncand; i++) {
+      const spx_plan_candidate *c = &p->cand[i];
+      /* what is not known (a declined format's bytes and times, an untimed candidate) is null */
+      fprintf(f, "%s{\"name\": \"%s\", \"bytes\": ", i ? ", " : "", spx__plan_cname(c));
+      if (c->bytes >= 0) fprintf(f, "%lld", (long long)c->bytes);
+      else fputs("null", f);
+      fprintf(f, ", \"bytes_exact\": %d, \"fits\": %d, \"padding\": %.4g, \"idle\": %.4g", c->bytes_exact, c->fits,
+              c->padding, c->idle);
+      spx__plan_json_time(f, "predicted_us", c->predicted_us);
+      spx__plan_json_time(f, "stream_us", c->stream_us);
+      spx__plan_json_time(f, "chain_us", c->chain_us);
+      spx__plan_json_time(f, "convert_ms", c->convert_ms);
+      spx__plan_json_time(f, "score_us", c->score_us);
+      spx__plan_json_time(f, "measured_us", c->measured_us);
+      fputs(", \"note\": ", f);
+      spx__plan_json_str(f, c->note);
+      fputc('}', f);
+    }
+    fprintf(f, "]}\n");
+  } else {
+    fprintf(f, "strategy    %s\nbackend     %s\nformat      %s%s (%s)\npredicted   %.4g us/SpMV, conversion %.4g ms, selection %.4g ms\nreason      %s\n",
+            spx_plan_strategy_name(p->strategy), p->backend == SPX_BACKEND_CUDA ? "cuda" : "host",
+            p->engine == SPX_PLAN_ENGINE_CUSPARSE ? "cuSPARSE " : "", spx_format_name(p->format), spx_dtype_name(p->dtype),
+            spx_plan_predicted_us(p), spx_plan_convert_ms(p), p->select_ms, p->reason);
+  }
+  return ferror(f) ? spx__fail(SPX_IO, "spx_plan_print: write failed") : SPX_OK;
+}

@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The tuner's row profile (tuner.h): what the byte predictors and the model read of a matrix's
+ * structure, and the row statistics the papers' rules read (B, R). Row lengths (the histogram, the
+ * longest row, SS's runs, the idle lane-slots of each lane mapping) are read in full; the counts
+ * that depend on columns (RBP's runs, BSR's blocks, SELL's slots, SELL16's spans, SDIA's
+ * diagonals, x's sectors) read every window of 256 rows, or a sample of windows scaled up on large
+ * matrices. It calls the CSR checks and SDIA's offset count (host.h), the upload pool's worker
+ * count (cuda_types.h) and the plan trace (dmatrix.h); nothing of the tuner above it. */
+#include <unistd.h>
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+#include "common.h"
+#include "cuda_types.h"
+#include "dmatrix.h"
+#include "host.h"
+#include "tuner.h"
+#include "../analyze.h"
+#include "../csr.h"
+
+/* Distinct 32-byte sectors of x per nonzero, over 32-row slices: 1 when every nonzero gathers
+ * its own sector (random columns), about 1/(row length) or less on a stencil. */
+double spx__pprof_xsec(const spx__pprof *p) { return p->x_nnz > 0 ? (double)p->x_sectors / (double)p->x_nnz : 0; }
+
+/* Idle lane-slots when `warp` lanes run `warp/tpr` consecutive rows, tpr lanes each, in lock step. */
+static double spx__plan_idle(const spx_csr *a, int warp, int tpr) {
+  int64_t g = warp / tpr > 0 ? warp / tpr : 1, i, j;
+  double idle = 0;
+  if (warp <= 1) return 0;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 2048) private(j) reduction(+ : idle) \
+    num_threads(spx__host_threads_for(a->nrows, SPX__HOST_GRAIN)) if (a->nrows > 65536)
+#endif
+  for (i = 0; i < a->nrows; i += g) {
+    int64_t steps = 0, sum = 0, e = SPX__MIN(a->nrows, i + g);
+    for (j = i; j < e; j++) {
+      int64_t l = a->row_ptr[j + 1] - a->row_ptr[j];
+      steps = SPX__MAX(steps, (l + tpr - 1) / tpr);
+      sum += l;
+    }
+    idle += (double)(steps * tpr * (e - i) - sum);
+  }
+  return idle;
+}
+
+void spx__pprof_free(spx__pprof *p) { SPX_FREE(p->hist); p->hist = NULL; }
+
+/* Above this many nonzeros the profile reads the columns of a sample of rows only: selection must
+ * cost little next to the SpMVs it serves, and a pass over every column index of a 20M-nonzero
+ * matrix costs as much as a few hundred of them. Row lengths (row_ptr) are always read in full,
+ * so ELL's K, the histogram and the idle-lane terms stay exact. */
+#define SPX__PLAN_SAMPLE_NNZ ((int64_t)1 << 20)
+#define SPX__PLAN_SAMPLE_WINDOWS 64  /* windows of 256 rows (SELL's sigma), evenly spaced */
+/* Dense rows take fewer windows (down to 16), so that a sample reads about this many nonzeros:
+ * the passes cost per nonzero, and 64 windows of rows of ~60 nonzeros would outlast the upload
+ * the sample runs beside (docs/performance.md, selection cost). */
+#define SPX__PLAN_SAMPLE_BUDGET ((int64_t)1 << 18)
+
+/* Whether the column profile of a reads a sample of windows rather than all of them. */
+int spx__plan_sampled(const spx_csr *a) {
+  return a->nnz > SPX__PLAN_SAMPLE_NNZ && (a->nrows + 255) / 256 > 4 * SPX__PLAN_SAMPLE_WINDOWS;
+}
+
+/* Windows a sample of a reads: SPX__PLAN_SAMPLE_WINDOWS, fewer for rows past 16 nonzeros. */
+int spx__plan_sample_windows(const spx_csr *a) {
+  int64_t per = a->nrows > 0 ? 256 * ((a->nnz + a->nrows - 1) / a->nrows) : 1, w;
+  w = (SPX__PLAN_SAMPLE_BUDGET + per - 1) / SPX__MAX(per, 1);
+  return (int)SPX__MAX(16, SPX__MIN(SPX__PLAN_SAMPLE_WINDOWS, w));
+}
+
+static int spx__i64_desc(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return (a < b) - (a > b);
+}
+
+/* Distinct blocks of b columns in rows [r0, r1): with stamp (one int32 per block column, zeroed
+ * once, indexed from block column boff) a block counts when its stamp is not this call's *gen;
+ * without, the rows' block columns
+ * are sorted in buf (room for the rows' nonzeros). Columns are sorted within a row, so a row's
+ * repeats of one block column are adjacent and skipped before the stamp is touched. The divisor is
+ * a constant in each case of the switch: a run-time 64-bit division per nonzero would cost most of
+ * the profile. */
+#define SPX__PLAN_BLOCKS_CASE(B)                                                              \
+  case B:                                                                                     \
+    for (i = r0; i < r1; i++) {                                                               \
+      uint32_t prev = UINT32_MAX;                                                             \
+      for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {                                   \
+        uint32_t bc = (uint32_t)a->col_idx[k] / B - boff;                                     \
+        if (bc == prev) continue;                                                             \
+        prev = bc;                                                                            \
+        if (stamp[bc] != g) { stamp[bc] = g; u++; }                                           \
+      }                                                                                       \
+    }                                                                                         \
+    return u;
+static int64_t spx__plan_blocks(const spx_csr *a, int64_t r0, int64_t r1, int64_t b, int64_t *buf, int32_t *stamp,
+                                uint32_t boff, int32_t *gen) {
+  int64_t m = 0, i, k, u = 0;
+  if (stamp) { /* stamp[block column - boff] */
+    int32_t g = ++*gen;
+    switch (b) {
+      SPX__PLAN_BLOCKS_CASE(1)
+      SPX__PLAN_BLOCKS_CASE(2)
+      SPX__PLAN_BLOCKS_CASE(3)
+      SPX__PLAN_BLOCKS_CASE(4)
+      SPX__PLAN_BLOCKS_CASE(5)
+      SPX__PLAN_BLOCKS_CASE(6)
+      SPX__PLAN_BLOCKS_CASE(7)
+      SPX__PLAN_BLOCKS_CASE(8)
+    default:
+      for (i = r0; i < r1; i++)
+        for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
+          int32_t *t = &stamp[a->col_idx[k] / b - boff];
+          if (*t != g) { *t = g; u++; }
+        }
+      return u;
+    }
+  }
+  for (i = r0; i < r1; i++)
+    for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) buf[m++] = a->col_idx[k] / b;
+  if (!m) return 0;
+  qsort(buf, (size_t)m, sizeof *buf, spx__i64_desc);
+  for (k = 0; k < m; k++) u += !k || buf[k] != buf[k - 1];
+  return u;
+}
+#undef SPX__PLAN_BLOCKS_CASE
+
+/* Offsets the profile counts per SDIA slice before it stops: past this many the slice is far over
+ * any sensible fill (32 rows x 256 slots against a few hundred entries). */
+#define SPX__SDIA_COUNT_MAX 256
+
+/* The column-dependent counts over rows [w0, w1) (a window of 256 rows, or the whole matrix in
+ * pieces): column runs (RBP), BSR blocks per square size, SELL slots and SELL16 column spans,
+ * SDIA diagonals. */
+static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx__pprof *p, int64_t *buf,
+                                  int32_t **stamps, int64_t *cap, int64_t most, int32_t *gen) {
+  int64_t i, k, b, len[256], lo[256], hi[256], sw = w1 - w0, sig, smin = INT64_MAX, smax = -1, nstamp = 0;
+  int32_t *stamp = NULL;
+  for (i = w0; i < w1; i++) {
+    int64_t rb = a->row_ptr[i], e = a->row_ptr[i + 1], blocks = 0, bval = 0;
+    for (k = rb; k < e;) { /* maximal runs of consecutive columns */
+      int64_t r = k + 1;
+      while (r < e && a->col_idx[r] == a->col_idx[r - 1] + 1) r++;
+      if (r - k >= 2) { blocks++; bval += r - k; }
+      else p->nnon++;
+      k = r;
+    }
+    p->nblocks += blocks; p->nval += bval;
+    p->max_blocks = SPX__MAX(p->max_blocks, blocks);
+    p->max_bval = SPX__MAX(p->max_bval, bval);
+    len[i - w0] = e - rb;
+    /* columns are sorted within a row; an empty row's padding sits on its diagonal (ELL's rule) */
+    lo[i - w0] = e > rb ? a->col_idx[rb] : (i < a->ncols ? i : a->ncols - 1);
+    hi[i - w0] = e > rb ? a->col_idx[e - 1] : lo[i - w0];
+  }
+  /* BSR: the block rows of b rows that start in the window (whole ones); a sample reads the first
+   * 64 rows of each window (BSR costs 8 passes, the rest one) and counts them 4 times. */
+  /* The stamps cover the columns of the rows the block rows read (up to 8 past the window); a
+   * wider span than the thread's stamps hold sorts instead. */
+  for (i = w0; i < SPX__MIN(a->nrows, w1 + 8); i++)
+    if (a->row_ptr[i + 1] > a->row_ptr[i]) {
+      smin = SPX__MIN(smin, a->col_idx[a->row_ptr[i]]);
+      smax = SPX__MAX(smax, a->col_idx[a->row_ptr[i + 1] - 1]);
+    }
+  /* The stamps this window indexes (spans, SDIA's offsets up to 32 rows further), grown on demand
+   * and zeroed as they grow: a calloc of the most (4 MB) per thread would fault in and clear huge
+   * pages beside the upload's copies, a large share of the sample's time. */
+  if (smax >= 0 && smax - smin + 64 <= most) {
+    int64_t need = smax - smin + 64;
+    if (need > *cap) {
+      int64_t nc = SPX__MIN(most, SPX__MAX(need, 2 * *cap));
+      int32_t *t = (int32_t *)realloc(*stamps, (size_t)nc * sizeof *t);
+      if (t) {
+        memset(t + *cap, 0, (size_t)(nc - *cap) * sizeof *t);
+        *stamps = t;
+        *cap = nc;
+      }
+    }
+    if (need <= *cap) { stamp = *stamps; nstamp = *cap; }
+  }
+  if (stamp && *gen > INT32_MAX - 1024) { memset(stamp, 0, sizeof *stamp * (size_t)nstamp); *gen = 0; }
+  for (b = 1; b <= 8; b++) {
+    int64_t bw1 = p->sampled ? SPX__MIN(w1, w0 + 64) : w1, got = 0;
+    for (i = (w0 + b - 1) / b * b; i < bw1; i += b)
+      got += spx__plan_blocks(a, i, SPX__MIN(i + b, a->nrows), b, buf, stamp, smax < 0 ? 0 : (uint32_t)(smin / b), gen);
+    p->bsr_blocks[b] += p->sampled && bw1 > w0 ? got * (w1 - w0) / (bw1 - w0) : got;
+  }
+  /* SELL, C = 32: unsorted slices (sigma 1), then the window sorted by length (sigma 256). */
+  for (sig = 0; sig < 2; sig++) {
+    int64_t l2[256];
+    memcpy(l2, len, sizeof(int64_t) * (size_t)sw);
+    if (sig) qsort(l2, (size_t)sw, sizeof *l2, spx__i64_desc);
+    for (i = 0; i < sw; i += 32) {
+      int64_t w = 0, j, cmin = INT64_MAX, cmax = -1;
+      for (j = i; j < SPX__MIN(sw, i + 32); j++) {
+        w = SPX__MAX(w, l2[j]);
+        if (!sig) { cmin = SPX__MIN(cmin, lo[j]); cmax = SPX__MAX(cmax, hi[j]); }
+      }
+      p->sell_slots[sig] += w * 32;
+      if (!sig && w > 0 && cmax - cmin > 65535) p->sell16_wide[0] = 1;
+      if (!sig) { /* SDIA's slice: its distinct offsets column - row, in [cmin - (r1 - 1), cmax - r0] */
+        int64_t r0 = w0 + i, r1 = SPX__MIN(w1, r0 + 32), u = 0, span = cmax - cmin + (r1 - r0);
+        if (stamp && cmax >= 0 && span < nstamp) { /* one stamp per offset: O(1) a nonzero */
+          int32_t g = ++*gen;
+          int64_t base = cmin - (r1 - 1), q, kk;
+          for (q = r0; q < r1; q++)
+            for (kk = a->row_ptr[q]; kk < a->row_ptr[q + 1]; kk++) {
+              int32_t *t = &stamp[(int64_t)a->col_idx[kk] - q - base];
+              if (*t != g) { *t = g; u++; }
+            }
+        } else /* a wide slice: sorted insertion into buf (room for the window's nonzeros) */
+          u = spx__sdia_offsets(a, r0, r1, (int32_t *)buf, SPX__SDIA_COUNT_MAX);
+        p->sdia_capped |= u > SPX__SDIA_COUNT_MAX;
+        p->sdia_diags += u;
+        p->sdia_slots += u * (r1 - w0 - i);
+        /* the slice's distinct x sectors (32 bytes: 4 doubles, 8 floats); a sample counts the first
+         * two slices of each window only (a ratio: fewer slices serve, and on random columns each
+         * slice's stamps touch pages all over the stamp array) */
+        if (cmax >= 0 && (!p->sampled || i < 64)) {
+          int sh = SPX_DTYPE_SIZE(a->dtype) == 8 ? 2 : 3;
+          int64_t sb = cmin >> sh, sspan = (cmax >> sh) - sb + 1, q, kk, m = 0, z = a->row_ptr[r1] - a->row_ptr[r0];
+          u = 0;
+          if (stamp && sspan < nstamp) {
+            int32_t g = ++*gen;
+            for (kk = a->row_ptr[r0]; kk < a->row_ptr[r1]; kk++) {
+              int32_t *t = &stamp[((int64_t)a->col_idx[kk] >> sh) - sb];
+              if (*t != g) { *t = g; u++; }
+            }
+          } else if (z > 0) {
+            for (kk = a->row_ptr[r0]; kk < a->row_ptr[r1]; kk++) buf[m++] = (int64_t)a->col_idx[kk] >> sh;
+            qsort(buf, (size_t)m, sizeof *buf, spx__i64_desc);
+            for (q = 0; q < m; q++) u += q == 0 || buf[q] != buf[q - 1];
+          }
+          p->x_sectors += u;
+          p->x_nnz += z;
+        }
+      }
+    }
+  }
+  { /* sigma 256 regroups rows inside the window: the window's span bounds every slice's */
+    int64_t cmin = INT64_MAX, cmax = -1;
+    for (i = 0; i < sw; i++) { cmin = SPX__MIN(cmin, lo[i]); cmax = SPX__MAX(cmax, hi[i]); }
+    if (sw > 0 && cmax - cmin > 65535) p->sell16_wide[1] = 1;
+    if (sw > 0 && cmax >= cmin) { p->x_span += cmax - cmin + 1; p->x_windows++; }
+  }
+  return SPX_OK;
+}
+
+/* The column-dependent counts of p (nnon .. sdia_capped, sampled), window by window: every window,
+ * or a sample scaled up. beside_upload: on a thread of its own beside the device profile's upload,
+ * before the device has validated the CSR, so serial, and the rows it reads (each window and the
+ * 8 rows past it) are checked first: SPX_INVALID_ARGUMENT, without a message, on a malformed one
+ * (the caller's host validation names it). */
+spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__pprof *p) {
+  int64_t nwin, w, rowmax_nnz = 0;
+  nwin = (a->nrows + 255) / 256;
+  p->sampled = spx__plan_sampled(a);
+  {
+    int64_t nw = p->sampled ? spx__plan_sample_windows(a) : nwin, rows = 0;
+    for (w = 0; w < nw && beside_upload; w++) {
+      int64_t w0 = (p->sampled ? w * nwin / nw : w) * 256;
+      if (!spx__csr_rows_ok(a, w0, SPX__MIN(a->nrows, w0 + 256 + 8))) return SPX_INVALID_ARGUMENT;
+    }
+    for (w = 0; w < nw; w++) { /* room for the largest block row of 8 rows a window holds */
+      int64_t w0 = (p->sampled ? w * nwin / nw : w) * 256, w1 = SPX__MIN(a->nrows, w0 + 256);
+      int64_t e = a->nrows - w1 > 8 ? w1 + 8 : a->nrows, z = a->row_ptr[e] - a->row_ptr[w0];
+      rowmax_nnz = SPX__MAX(rowmax_nnz, z);
+    }
+    /* Windows in parallel, each thread with its own counts, stamps (as many as the widest window
+     * so far needs: a window spans few columns on most matrices) and sort buffer, merged at the
+     * end: integer sums, so the result does not depend on the thread count. */
+    {
+      int64_t nstamp = SPX__MIN(a->ncols, (int64_t)1 << 20) + 1;
+      int failed = 0;
+#if defined(_OPENMP)
+      /* beside the upload, the CPUs its pooled copies leave (spx__h2d_workers_beside): the pooled
+       * upload is fast enough that one thread here would outlast it */
+      int nt = spx__host_threads();
+      if (beside_upload) {
+        long spare = sysconf(_SC_NPROCESSORS_ONLN) - spx__h2d_workers_beside() - 1;
+        nt = (int)SPX__MAX(1, SPX__MIN((long)nt, SPX__MIN(spare, 8)));
+      }
+#pragma omp parallel reduction(+ : rows) reduction(| : failed) num_threads(nt) if (nt > 1 && nw >= 16)
+#endif
+      {
+        spx__pprof loc;
+        int32_t *stamp = NULL, gen = 0;
+        int64_t *buf = (int64_t *)spx__alloc((size_t)rowmax_nnz + 1, sizeof *buf), ww, cap = 0;
+        memset(&loc, 0, sizeof loc);
+        loc.sampled = p->sampled;
+        failed |= !buf;
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, 1) nowait
+#endif
+        for (ww = 0; ww < nw; ww++) {
+          int64_t w0 = (p->sampled ? ww * nwin / nw : ww) * 256, w1 = SPX__MIN(a->nrows, w0 + 256);
+          if (!buf) continue;
+          spx__pprof_cols(a, w0, w1, &loc, buf, &stamp, &cap, nstamp + 64, &gen);
+          rows += w1 - w0;
+        }
+#if defined(_OPENMP)
+#pragma omp critical(spx__pprof_merge)
+#endif
+        {
+          int b;
+          p->nnon += loc.nnon; p->nblocks += loc.nblocks; p->nval += loc.nval;
+          p->max_blocks = SPX__MAX(p->max_blocks, loc.max_blocks);
+          p->max_bval = SPX__MAX(p->max_bval, loc.max_bval);
+          for (b = 1; b <= 8; b++) p->bsr_blocks[b] += loc.bsr_blocks[b];
+          p->sell_slots[0] += loc.sell_slots[0]; p->sell_slots[1] += loc.sell_slots[1];
+          p->sell16_wide[0] |= loc.sell16_wide[0]; p->sell16_wide[1] |= loc.sell16_wide[1];
+          p->sdia_diags += loc.sdia_diags; p->sdia_slots += loc.sdia_slots; p->sdia_capped |= loc.sdia_capped;
+          p->x_sectors += loc.x_sectors; p->x_nnz += loc.x_nnz; p->x_span += loc.x_span; p->x_windows += loc.x_windows;
+        }
+        SPX_FREE(stamp);
+        SPX_FREE(buf);
+      }
+      if (failed) { spx__pprof_free(p); return SPX_OUT_OF_MEMORY; }
+    }
+    if (p->sampled && rows > 0) { /* per-row averages of the sample, for every row */
+      double f = (double)a->nrows / (double)rows;
+      int b;
+      p->nblocks = (int64_t)(f * (double)p->nblocks + 0.5);
+      p->nval = (int64_t)(f * (double)p->nval + 0.5);
+      p->nnon = (int64_t)(f * (double)p->nnon + 0.5);
+      for (b = 1; b <= 8; b++) p->bsr_blocks[b] = (int64_t)(f * (double)p->bsr_blocks[b] + 0.5);
+      p->sell_slots[0] = (int64_t)(f * (double)p->sell_slots[0] + 0.5);
+      p->sell_slots[1] = (int64_t)(f * (double)p->sell_slots[1] + 0.5);
+      p->sdia_diags = (int64_t)(f * (double)p->sdia_diags + 0.5);
+      p->sdia_slots = (int64_t)(f * (double)p->sdia_slots + 0.5);
+    }
+  }
+  p->cols_done = 1;
+  return SPX_OK;
+}
+
+/* The CSR kernel's threads per row: a power of two near a fifth of the mean row. */
+int spx__plan_tpr(const spx_csr *a) {
+  double mean = a->nrows ? (double)a->nnz / (double)a->nrows : 0;
+  int t = 1;
+  while (t < 32 && 2.0 * t <= mean / 5.0) t *= 2;
+  return t;
+}
+
+/* full 0: row lengths only (what a forced cuSPARSE candidate needs); 1: everything; 2: all but the
+ * column counts (spx__plan_candidates reads them when they pay). given (may be NULL): the
+ * row-length part already measured on the device (row_max, hist, ss_runs, sorted_kept, idle_row,
+ * idle_csr), and the column counts when given->cols_done. */
+spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const spx__pprof *given, spx__pprof *p) {
+  int64_t i;
+  spx_status s;
+  const int tr = spx__plan_tracing(); /* the model's passes, under the plan's trace */
+  double tl = spx__now();
+#define SPX__PPROF_TRACE(what)                                                                         \
+  do {                                                                                                 \
+    if (tr) fprintf(stderr, "spx plan:   %-8s %8.3f ms\n", what, 1e3 * (spx__now() - tl)); \
+    tl = spx__now();                                                                                   \
+  } while (0)
+  enum { seg = 256 }; /* SS's default segment; a constant, so the per-row divisions are shifts */
+  memset(p, 0, sizeof *p);
+  p->n = a->nrows; p->ncols = a->ncols; p->nnz = a->nnz;
+  if (given) { /* everything it holds; the histogram is the caller's, so copied */
+    *p = *given;
+    if (!(p->hist = (int64_t *)spx__alloc((size_t)given->row_max + 1, sizeof *p->hist))) return SPX_OUT_OF_MEMORY;
+    memcpy(p->hist, given->hist, ((size_t)given->row_max + 1) * sizeof *p->hist);
+  } else {
+    int64_t rmax = 0, runs = 0, kept = 0, *h;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 8192) reduction(max : rmax) \
+    num_threads(spx__host_threads_for(a->nrows, SPX__HOST_GRAIN)) if (a->nrows > 65536)
+#endif
+    for (i = 0; i < a->nrows; i++) rmax = SPX__MAX(rmax, a->row_ptr[i + 1] - a->row_ptr[i]);
+    p->row_max = rmax;
+    if (!(h = p->hist = (int64_t *)spx__calloc((size_t)rmax + 1, sizeof *p->hist))) return SPX_OUT_OF_MEMORY;
+    /* Per-thread histograms (an array-section reduction) while they stay small. */
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 8192) reduction(+ : runs, kept, h[:rmax + 1]) \
+    num_threads(spx__host_threads_for(a->nrows, SPX__HOST_GRAIN)) \
+    if (a->nrows > 65536 && rmax < 65536)
+#endif
+    for (i = 0; i < a->nrows; i++) {
+      int64_t b = a->row_ptr[i], e = a->row_ptr[i + 1];
+      h[e - b]++;
+      if (e > b) runs += ((e - 1) >> 8) - (b >> 8) + 1; /* / seg, for the non-negative offsets */
+      kept += i + 1 < a->nrows && a->row_ptr[i + 2] - e == e - b;
+    }
+    p->ss_runs = runs;
+    p->sorted_kept = kept;
+  }
+  SPX__PPROF_TRACE("rows");
+  if (!full) return SPX_OK;
+  if (full == 1 && !p->cols_done && (s = spx__pprof_columns(a, 0, p))) {
+    spx__pprof_free(p);
+    return s;
+  }
+  SPX__PPROF_TRACE("columns");
+  /* Sorted rows: walk the histogram from the longest down, warps of `warp` rows. */
+  if (warp > 1) {
+    int64_t len = p->row_max, left = 0, in = 0, mx = 0, sum = 0;
+    for (; len >= 0; len--) {
+      left = p->hist[len];
+      if (in > 0 && left > 0) { /* top up the open warp */
+        int64_t take = SPX__MIN(left, warp - in);
+        in += take; sum += take * len; left -= take;
+        if (in == warp) { p->idle_sorted += (double)(mx * warp - sum); in = 0; sum = 0; }
+      }
+      /* whole warps of this one length idle nowhere: skip them in one step (a row at a time
+       * would be most of the model on millions of rows) */
+      left %= warp;
+      if (left > 0) { mx = len; in = left; sum = left * len; }
+    }
+    if (in) p->idle_sorted += (double)(mx * in - sum);
+  }
+  p->tpr = spx__plan_tpr(a);
+  if (!given) {
+    p->idle_row = spx__plan_idle(a, warp, 1);
+    p->idle_csr = spx__plan_idle(a, warp, p->tpr);
+  }
+  SPX__PPROF_TRACE("idle");
+#undef SPX__PPROF_TRACE
+  return SPX_OK;
+}
+
+void spx__plan_rowstats_finish(const spx_csr *a, double sq, spx_analysis *an) {
+  if (a->nrows) {
+    an->row_mean = (double)a->nnz / (double)a->nrows;
+    an->row_stddev = spx__sqrt(SPX__MAX(0.0, sq / (double)a->nrows - an->row_mean * an->row_mean));
+  }
+  an->B = a->nnz ? (double)an->row_max / an->row_mean : 0;
+  an->R = a->nrows && a->ncols ? (double)a->nnz / ((double)a->nrows * (double)a->ncols) : 0;
+}
+
+/* The part of spx_analyze the strategies read (row lengths: B, R), from row_ptr alone: the full
+ * analysis walks every column and the transpose, which costs more than the choice is worth. */
+void spx__plan_rowstats(const spx_csr *a, spx_analysis *an) {
+  double t0 = spx__now(), sq = 0;
+  int64_t i;
+  memset(an, 0, sizeof *an);
+  an->nrows = a->nrows; an->ncols = a->ncols; an->nnz = a->nnz;
+  {
+    int64_t mn = a->nrows ? INT64_MAX : 0, mx = 0, empty = 0;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 4096) reduction(min : mn) reduction(max : mx) reduction(+ : empty, sq) \
+    num_threads(spx__host_threads_for(a->nrows, SPX__HOST_GRAIN)) if (a->nrows > 16384)
+#endif
+    for (i = 0; i < a->nrows; i++) {
+      int64_t l = a->row_ptr[i + 1] - a->row_ptr[i];
+      mn = SPX__MIN(mn, l);
+      mx = SPX__MAX(mx, l);
+      empty += l == 0;
+      sq += (double)l * (double)l;
+    }
+    an->row_min = mn; an->row_max = mx; an->empty_rows = empty;
+  }
+  spx__plan_rowstats_finish(a, sq, an);
+  an->seconds = spx__now() - t0;
+}

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* spx/internal/tuner.h: what the tuner's rooms (plan_*_impl.h, listed bottom up in spx.h) give the
+ * rooms above them: the row profile, the device description's constants and file cache, the
+ * model's prices and candidates, the plan object with its build, the strategies and the selection.
+ * Each section names the file that defines it; a room calls only the sections before its own.
+ * Internal: names carry the spx__ prefix and may change without notice. */
+#ifndef SPX_INTERNAL_TUNER_H
+#define SPX_INTERNAL_TUNER_H
+
+#include "common.h"
+#include "dmatrix.h"
+#include "../baseline.h"
+#include "../cuda.h"
+#include "../formats.h"
+#include "../plan.h"
+
+/* ---- plan_profile_impl.h: the row structure the predictors read ------------------------------ */
+typedef struct spx__pprof {
+  int64_t n, ncols, nnz, row_max;
+  int64_t *hist;       /* hist[len]: rows of length len, 0 .. row_max */
+  int64_t nblocks, nval, nnon, max_blocks, max_bval; /* column runs (RBP) */
+  int64_t ss_runs;     /* row pieces of SS with its default segment */
+  double idle_row;     /* idle lane-slots of one thread per row, warps of consecutive rows */
+  double idle_sorted;  /* the same with rows sorted by length (JDS) */
+  double idle_csr;     /* the CSR vector kernel's groups (tpr lanes per row) */
+  int tpr;
+  int64_t bsr_blocks[9];  /* [b]: blocks of b x b (BSR) */
+  int64_t sell_slots[2];  /* SELL with C = 32: slots with sigma 1, sigma 256 */
+  int sell16_wide[2];     /* some slice spans more than 65536 columns (sigma 1); some window (256) */
+  int64_t sdia_diags;     /* SDIA with C = 32: diagonals summed over the slices */
+  int64_t sdia_slots;     /* ... times each slice's real rows */
+  int sdia_capped;        /* some slice has over SPX__SDIA_COUNT_MAX offsets (counts are lower bounds) */
+  int sampled;            /* the column counts above are a sample scaled up (estimates) */
+  int64_t sorted_kept;    /* rows i with len(i + 1) == len(i): still neighbours once sorted by length */
+  int64_t x_sectors;      /* distinct 32-byte sectors of x each 32-row slice reads, summed ... */
+  int64_t x_nnz;          /* ... over slices holding this many nonzeros (their ratio: x locality) */
+  int64_t x_span;         /* columns from the first to the last one of each 256-row window, summed ... */
+  int64_t x_windows;      /* ... over this many windows */
+  int cols_done;          /* the column counts above are filled (spx__pprof_columns) */
+} spx__pprof;
+
+/* Distinct 32-byte sectors of x per nonzero over 32-row slices (1: every nonzero its own). */
+double spx__pprof_xsec(const spx__pprof *p);
+void spx__pprof_free(spx__pprof *p);
+/* Whether the column counts of a come from a sample of windows, and how many windows it reads. */
+int spx__plan_sampled(const spx_csr *a);
+int spx__plan_sample_windows(const spx_csr *a);
+/* The column counts of p (every window, or a sample scaled up); beside_upload: on a thread beside
+ * the device profile's upload, checking the rows it reads first. */
+spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__pprof *p);
+/* The CSR vector kernel's threads per row: a power of two near a fifth of the mean row. */
+int spx__plan_tpr(const spx_csr *a);
+/* full 0: row lengths; 1: everything; 2: all but the column counts. given: the device's part. */
+spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const spx__pprof *given, spx__pprof *p);
+/* spx_analysis's row statistics (sizes, row lengths, B, R) from row_ptr alone; _finish completes
+ * them from the sum of squared row lengths sq (the device profile's counters give it too). */
+void spx__plan_rowstats(const spx_csr *a, spx_analysis *an);
+void spx__plan_rowstats_finish(const spx_csr *a, double sq, spx_analysis *an);
+
+/* ---- plan_device_impl.h: the device description and its file --------------------------------- */
+/* The step of a serial walk in ns where the description leaves chain_ns 0 (a thread walking a row
+ * of L nonzeros adds about L steps): fitted with the formats' chain factors on the fit half of the
+ * shared matrices (bench/corpus/split.tsv). */
+#define SPX__PLAN_CHAIN_NS 90.0
+/* This process's copy of the calibration file: 1 with *d when the file at path was last read or
+ * written here and describes the device named name; _keep records d as path's contents. */
+int spx__calib_get(const char *path, const char *name, spx_plan_device *d);
+void spx__calib_keep(const char *path, const spx_plan_device *d);
+/* mkdir -p of the directory part of path. */
+void spx__plan_mkdirs(const char *path);
+
+/* ---- plan_model_impl.h: byte predictors and the cost model ----------------------------------- */
+/* CSR's and ELL-R's bytes from the profile (vt unused; the calibration's references). */
+int64_t spx__pb_csr(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb);
+int64_t spx__pb_ell_r(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb);
+/* Predicted microseconds per SpMV for a format storing `bytes`, with `idle` idle lane-slots. */
+double spx__plan_time_us(const spx_plan_device *d, const spx__pprof *p, int64_t vb, int64_t bytes, double idle,
+                         int launches);
+/* Random-gather microseconds of p at d's bandwidth (0 on the host and within the cache). */
+double spx__plan_gather_us(const spx_plan_device *d, const spx__pprof *p, int64_t vb);
+/* Whether format f converts on the device (cuda: the plan's backend is CUDA). */
+int spx__plan_on_device(int cuda, int f);
+/* A candidate's name as reasons and `spx select` print it ("cusparse_csr" for cuSPARSE). */
+const char *spx__plan_cname(const spx_plan_candidate *c);
+/* cuSPARSE CSR as a candidate, from the row sizes alone. */
+void spx__plan_cusparse_cand(const spx_plan_device *d, const spx__pprof *p, int64_t vb, double gather, int64_t limit,
+                             int64_t vec, int64_t calls, spx_plan_candidate *c);
+/* The candidates of a, scored (rows: the device's row profile, or NULL; plan_model_impl.h says the
+ * rest). */
+spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const spx_plan_device *d, int64_t calls,
+                                int64_t limit, int with_cusparse, int cuda, spx_plan_candidate *out, int max, int *n,
+                                spx_format_params *params, double cols_share);
+/* Whether no conversion can pay back on a against cuSPARSE's prediction cs_us (q: sizes only). */
+int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, const spx__pprof *q, int64_t calls,
+                           double share, double cs_us);
+
+/* ---- plan_object_impl.h: the plan ------------------------------------------------------------ */
+/* The plan's life, in its fields (those not named here are options, the choice and its record):
+ *   selected, not built  built 0, a: the matrix copy the build converts (a lazy plan builds at its
+ *                        first SpMV or spx_plan_build); fmt may already hold a host conversion (the
+ *                        re-selection worker's), which the build uploads.
+ *   built                built 1, a NULL; fmt (host backend), dm (spx's kernel) or cs (cuSPARSE)
+ *                        runs; spx_plan_spmv asks start, cs, dm, fmt in that order.
+ *   starting             built 1 and start: dm's kernel compiles in the background (tiered) and
+ *                        cuSPARSE runs meanwhile; the first SpMV after the compile (or
+ *                        spx_plan_wait) destroys start.
+ *   deferred             pending 1, beside either state above: cand[chosen] is a CSR start that
+ *                        converts nothing, cand[pend_idx] the choice spx_plan_upgrade builds from
+ *                        src (own_src: the plan's copy), then unbuilds the start and clears pending.
+ * The staged arrays dc (the device profile's upload) are the build's input and stay after it only
+ * while something reads them: cs or dm wraps them (cuSPARSE; csr_staged: spx's CSR kernel), or
+ * start runs on them (start_keeps_dc: dm wraps them too, so they outlive start). dc_borrowed: a
+ * trial candidate's dc is its parent's, never freed by it. want_ddiag: only between the selection
+ * and an eager build that takes the diagonal from dc. */
+struct spx_plan {
+  spx_context *ctx;
+  int own_ctx;
+  spx_backend backend;
+  spx_plan_strategy strategy;
+  spx_dtype dtype;
+  int64_t nrows, ncols;
+  spx_format format;
+  spx_plan_engine engine;
+  spx_format_params params;
+  double margin;           /* options.convert_margin */
+  spx_csr *a;              /* a copy, kept until built (lazy plans) */
+  spx_fmt *fmt;            /* the converted matrix (host backend: what runs) */
+  spx_dmatrix *dm;
+  spx_cusparse_plan *cs;
+  int built;
+  spx_analysis an;
+  spx_plan_candidate cand[SPX_FORMAT_MAX + 1];
+  int ncand, chosen;       /* chosen: index into cand */
+  int64_t calls;           /* expected_calls */
+  double select_ms, build_ms;
+  double *diag;            /* a_ii, min(nrows, ncols) entries (Jacobi) */
+  int stage;               /* spx_plan_create may profile on the device (not the re-selection worker) */
+  double stage_upload_s;   /* of which the CSR's device arrays: allocation and upload, seconds */
+  spx__dcsr dc;            /* the CSR as staged for the device profile: the build's input, then
+                            * cuSPARSE's arrays (freed after cs) or spx's CSR kernel's (after dm) */
+  int pending, pend_idx;   /* defer: the choice (cand[pend_idx]) waits for spx_plan_upgrade */
+  const spx_csr *src;      /* defer: the matrix to convert then (the caller's, or own_src) */
+  spx_csr *own_src;        /* defer: the plan's copy when the value type changed */
+  double upgrade_ms;       /* defer: what spx_plan_upgrade took */
+  double pend_staged_ns;   /* defer: the pending format's calibrated conversion from staged arrays, ns/byte (0: none) */
+  spx_dmatrix_options csr_opt; /* the CSR kernel the host rule would pick, from the profile (staged) */
+  int csr_staged;          /* 1: a CSR plan wraps the staged arrays (csr_opt set) */
+  int want_ddiag;          /* 1: the build takes the diagonal from the staged arrays (spx__plan_ddiag) */
+  int dc_borrowed;         /* 1: dc is the parent plan's (a trial candidate): never freed here */
+  int tiered;              /* the build's dmatrix is tiered (options.no_tiered_jit 0, CUDA, not a trial) */
+  int64_t limit;           /* the selection's memory limit in bytes (0: none) */
+  spx_cusparse_plan *start; /* tiered: cuSPARSE on the staged CSR while dm has no kernel to run */
+  int start_keeps_dc;      /* 1: dm runs on dc's arrays (spx's CSR kernel): they stay when start goes */
+  char reason[768];
+};
+
+/* Case-insensitive string equality; whether a forced name means the cuSPARSE engine. */
+int spx__plan_ieq(const char *a, const char *b);
+int spx__plan_names_cusparse(const char *name);
+/* Destroys what the build made (start, dm, cs, fmt, the staged arrays); built 0. */
+void spx__plan_unbuild(spx_plan *p);
+/* Whether the plan builds from its staged device arrays (p->dc). */
+int spx__plan_staged(const spx_plan *p);
+/* Whether the plan's context has cuSPARSE. */
+int spx__plan_has_cusparse(const spx_plan *p);
+/* Converts a to the plan's choice and makes it runnable on the backend. */
+spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a);
+/* qsort's order of doubles, ascending. */
+int spx__plan_cmp(const void *a, const void *b);
+/* What spx_plan_time takes, in ms, for a plan of `us` per SpMV. */
+double spx__plan_time_ms(int cuda, double us, int reps);
+/* The plan's diagonal without a copy (NULL: none kept); the solvers' Jacobi. */
+const double *spx__plan_diag_kept(const spx_plan *p);
+
+/* ---- plan_strategy_impl.h: the strategies ---------------------------------------------------- */
+/* Whether candidate i exists, fits and has a prediction. */
+int spx__plan_usable(const spx_plan *p, int i);
+/* A plan for candidate i, built in p's context from a (the trial's and calibration's). */
+spx_status spx__plan_fixed(spx_plan *p, const spx_csr *a, int i, spx_plan **out);
+/* The choice among p's candidates (options.force, else the strategy), with its reason. */
+spx_status spx__plan_strategy(spx_plan *p, const spx_csr *use, const spx_plan_options *o);
+
+/* ---- plan_impl.h: the selection -------------------------------------------------------------- */
+/* The plan's context: the caller's, checked against the options, or one of its own. */
+spx_status spx__plan_context(spx_plan *p, spx_context *ctx, const spx_plan_options *o);
+/* The model's constants: given, calibrated, or defaults. */
+spx_status spx__plan_devdesc(spx_plan *p, const spx_plan_options *o, spx_plan_device *d);
+/* Selection proper (spx_plan_create's, and the re-selection worker's). */
+spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_options *o);
+
+#endif /* SPX_INTERNAL_TUNER_H */
