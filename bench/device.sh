@@ -3,7 +3,8 @@
 # The GPU batch behind bench/results: run from the repository root on the device machine after
 # `gn gen out && ninja -C out`. Each part writes its files into DEST and prints a short summary.
 # Usage: bench/device.sh DEST PART...   PART: tests | select | shared | replicated | tiered | buckets | solve | solve-defer | upload | bench | stencil-ab |
-#                                       memcheck | trace | fig11 | stencil-trace | stencil-2800 | tb-pf | amg
+#                                       memcheck | trace | fig11 | stencil-trace | stencil-2800 | tb-pf | amg |
+#                                       amg-paper
 # select runs the large-set eval twice in one cache directory and keeps both: the first pays every
 # NVRTC compile (cold cache), the second reads the kernels from the disk cache, as a program does
 # from its second run on (or after `spx jit --warm`).
@@ -257,6 +258,20 @@ for part in "$@"; do
       fi
     done
     cat "$dest/amg.txt" ;;
+  amg-paper)
+    # papers/003's experiment (examples/amg_paper): iso N^3 and ani N^3 (z coupling 1e-4) x the
+    # paper's configurations (JC-based, GS-JC-mixed, Chaotic-GS-based, CPU-GS-based, spx's default)
+    # x AMG alone and AMG-BiCGSTAB, to 1e-8, on the GPU and then on the host backend (all host
+    # cores), with the paper's iterations beside. Sizes: the paper's (iso 10..70, ani 10..60) plus
+    # $SPX_AMG_PAPER_LARGE (default 100 150) on the GPU. The first GPU run fills the JIT and tuner
+    # caches and is discarded (--csv gives the same rows as CSV). Files: amg-paper-gpu.txt, amg-paper-host.txt.
+    large=$(echo ${SPX_AMG_PAPER_LARGE:-100 150} | tr ' ' ',')
+    out/amg_paper --iso 10 --ani '' --mode amg > /dev/null 2>&1
+    out/amg_paper --iso "10,20,30,40,50,60,70${large:+,$large}" --ani 10,20,30,40,50,60 \
+      > "$dest/amg-paper-gpu.txt" 2>&1
+    out/amg_paper --host > "$dest/amg-paper-host.txt" 2>&1
+    grep -E "^prob|70\^3|60\^3" "$dest/amg-paper-gpu.txt"
+    grep -E "70\^3|60\^3" "$dest/amg-paper-host.txt" | sed 's/^/host /' ;;
   *) echo "bench/device.sh: unknown part '$part'" >&2; exit 2 ;;
   esac
 done

@@ -5,9 +5,12 @@
  * smoothed P against its formula), R A P against a dense product, the colorings (strict: no coupled
  * rows share a color; relaxed: only weak couplings do), AMG-PCG and AMG-BiCGSTAB on shared SPD
  * matrices, the standalone iteration, the report, bad input and options (each failing with its
- * status and a sentence, nothing leaked: the ASan build checks), determinism; the amg kernels
- * compile (NVRTC, no GPU); and a GPU part (test_gpu_*, skipped without a GPU) that runs the same
- * checks on the CUDA backend against the host's counts, and twice for bitwise determinism. */
+ * status and a sentence, nothing leaked: the ASan build checks), determinism; setup reuse
+ * (spx_amg_update: the same hierarchy as a fresh setup where P is unchanged, Galerkin operators
+ * P^T A_new P, refusals, recovery after a failure part way, its time against a full setup); the
+ * W- and F-cycles; the amg kernels compile (NVRTC, no GPU); and a GPU part (test_gpu_*, skipped
+ * without a GPU) that runs the same checks on the CUDA backend against the host's counts, and
+ * twice for bitwise determinism. */
 #define _POSIX_C_SOURCE 200809L
 #include "spx_test.h"
 
@@ -47,18 +50,10 @@ static spx_csr *shared(const char *name) {
 }
 
 /* 3-D Poisson n^3 whose z couplings are eps times the x and y ones (the paper's anisotropic
- * diffusion): the generator's matrix with the z neighbours (column +-n^2) scaled, and the diagonal
- * 4 + 2 eps (Dirichlet rows keep the full diagonal, as the generator's do). */
+ * diffusion). */
 static spx_csr *aniso(int64_t n, double eps) {
   spx_csr *a;
-  int64_t i, k;
-  assert_int_equal(spx_gen_poisson3d(n, n, n, 7, SPX_DOUBLE, &a), SPX_OK);
-  for (i = 0; i < a->nrows; i++)
-    for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
-      int64_t j = a->col_idx[k];
-      if (j == i) a->val.d[k] = 4 + 2 * eps;
-      else if (j == i + n * n || j == i - n * n) a->val.d[k] *= eps;
-    }
+  assert_int_equal(spx_gen_poisson3d_aniso(n, n, n, 1, 1, eps, SPX_DOUBLE, &a), SPX_OK);
   return a;
 }
 
@@ -885,6 +880,253 @@ static void test_singular(void **state) {
   spx_csr_destroy(lap);
 }
 
+/* ---- Setup reuse -------------------------------------------------------------------------------- */
+/* A copy of a with its values mapped: scale > 0 multiplies every entry; scale 0 perturbs the
+ * off-diagonals symmetrically by up to +-30% (a fixed hash of the pair) and makes the diagonal
+ * 1.05 times the row's off-diagonal |sum| (SPD, strictly dominant). */
+static spx_csr *revalue(const spx_csr *a, double scale) {
+  spx_csr *c;
+  int64_t i, k;
+  assert_int_equal(spx_csr_copy(a, SPX_DOUBLE, &c), SPX_OK);
+  for (i = 0; i < c->nrows; i++) {
+    double off = 0;
+    int64_t kd = -1;
+    for (k = c->row_ptr[i]; k < c->row_ptr[i + 1]; k++) {
+      int64_t j = c->col_idx[k], lo = j < i ? j : i, hi = j < i ? i : j;
+      if (scale > 0) c->val.d[k] *= scale;
+      else if (j == i) kd = k;
+      else {
+        uint64_t h = (uint64_t)(lo * 2654435761u + hi * 40503u) * 0x9E3779B97F4A7C15ull;
+        c->val.d[k] *= 1.0 + 0.6 * ((double)(h >> 11) / 9007199254740992.0 - 0.5);
+        off += fabs(c->val.d[k]);
+      }
+    }
+    if (kd >= 0) c->val.d[kd] = 1.05 * off + (off == 0);
+  }
+  return c;
+}
+
+/* Two hierarchies hold the same matrices bit for bit on every level (A, P, R and the aggregates). */
+static void same_hierarchy(spx_amg *m1, spx_amg *m2) {
+  int l, levels = spx_amg_report_of(m1)->levels;
+  assert_int_equal(spx_amg_report_of(m2)->levels, levels);
+  for (l = 0; l < levels; l++) {
+    spx_amg_level_view v1, v2;
+    assert_int_equal(spx_amg_level(m1, l, &v1), SPX_OK);
+    assert_int_equal(spx_amg_level(m2, l, &v2), SPX_OK);
+    assert_int_equal(v1.A->nnz, v2.A->nnz);
+    assert_memory_equal(v1.A->row_ptr, v2.A->row_ptr, (size_t)(v1.A->nrows + 1) * 8);
+    assert_memory_equal(v1.A->col_idx, v2.A->col_idx, (size_t)v1.A->nnz * 4);
+    if (memcmp(v1.A->val.d, v2.A->val.d, (size_t)v1.A->nnz * 8)) fail_msg("level %d: the operators' values differ", l);
+    if (!v1.P) continue;
+    assert_memory_equal(v1.aggregate, v2.aggregate, (size_t)v1.A->nrows * 4);
+    assert_int_equal(v1.P->nnz, v2.P->nnz);
+    assert_memory_equal(v1.P->val.d, v2.P->val.d, (size_t)v1.P->nnz * 8);
+    assert_memory_equal(v1.R->val.d, v2.R->val.d, (size_t)v1.R->nnz * 8);
+  }
+}
+
+/* spx_amg_update with every smoother: a (reused for) 2a, an exact scaling that leaves the strength
+ * test, the aggregates and P as they were, gives the hierarchy a fresh setup of 2a gives, bit for
+ * bit, and the same x from one cycle and from AMG-PCG; perturbed values keep the aggregates and P
+ * (the same arrays), make every Galerkin operator P^T A_new P (dense check), and AMG-PCG converges
+ * within 2 iterations of a fresh setup's; the report counts the update and zeroes the kept phases. */
+static void test_update(void **state) {
+  static const spx_amg_smoother sms[] = {SPX_AMG_CHEBYSHEV, SPX_AMG_JACOBI, SPX_AMG_L1_JACOBI, SPX_AMG_GS};
+  spx_csr *a, *a2, *a3;
+  double *b;
+  size_t k;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(10, 9, 8, 7, SPX_DOUBLE, &a), SPX_OK);
+  a2 = revalue(a, 2.0);
+  a3 = revalue(a, 0);
+  b = rand_vec(a->nrows);
+  for (k = 0; k < sizeof sms / sizeof *sms; k++) {
+    spx_amg_options o;
+    spx_amg *m, *f2, *f3;
+    spx_amg_report r0;
+    spx_amg_level_view v0, v1;
+    const int32_t *agg0;
+    double *x1 = calloc((size_t)a->nrows, 8), *x2 = calloc((size_t)a->nrows, 8);
+    int64_t it_u, it_f;
+    spx_amg_options_default(&o);
+    o.smoother = sms[k];
+    o.relaxed_coloring = sms[k] == SPX_AMG_GS;
+    o.coarse_size = 10;
+    m = amg_make(NULL, a, &o);
+    r0 = *spx_amg_report_of(m);
+    assert_int_equal(r0.updates, 0);
+    assert_int_equal(spx_amg_level(m, 0, &v0), SPX_OK);
+    agg0 = v0.aggregate;
+    f2 = amg_make(NULL, a2, &o);
+    if (spx_amg_update(m, a2) != SPX_OK) fail_msg("update: %s", spx_last_error());
+    same_hierarchy(m, f2);
+    assert_int_equal(spx_amg_cycle(m, b, x1), SPX_OK);
+    assert_int_equal(spx_amg_cycle(f2, b, x2), SPX_OK);
+    if (memcmp(x1, x2, (size_t)a->nrows * 8)) fail_msg("%s: a cycle after the update differs from a fresh setup's",
+                                                      spx_amg_smoother_name(sms[k]));
+    assert_int_equal(pcg(m, a2, spx_amg_plan(m), b, 1e-8, 0, "updated 2a"), pcg(f2, a2, spx_amg_plan(f2), b, 1e-8, 0, "2a"));
+    /* perturbed: P kept, the operators follow A */
+    if (spx_amg_update(m, a3) != SPX_OK) fail_msg("update: %s", spx_last_error());
+    assert_int_equal(spx_amg_level(m, 0, &v1), SPX_OK);
+    assert_ptr_equal(v1.aggregate, agg0);
+    check_galerkin(m);
+    f3 = amg_make(NULL, a3, &o);
+    it_u = pcg(m, a3, spx_amg_plan(m), b, 1e-8, 0, "updated perturbed");
+    it_f = pcg(f3, a3, spx_amg_plan(f3), b, 1e-8, 0, "fresh perturbed");
+    print_message("update %-9s: perturbed AMG-PCG %lld iterations (fresh setup %lld); setup %.2f ms, update %.2f ms\n",
+                  spx_amg_smoother_name(sms[k]), (long long)it_u, (long long)it_f, r0.setup_ms,
+                  spx_amg_report_of(m)->setup_ms);
+    assert_true(it_u <= it_f + 2 && it_u >= it_f - 2);
+    assert_int_equal(spx_amg_report_of(m)->updates, 2);
+    assert_true(spx_amg_report_of(m)->strength_ms == 0 && spx_amg_report_of(m)->aggregate_ms == 0 &&
+                spx_amg_report_of(m)->prolong_ms == 0);
+    assert_int_equal(spx_amg_report_of(m)->levels, r0.levels);
+    free(x1);
+    free(x2);
+    spx_amg_destroy(m);
+    spx_amg_destroy(f2);
+    spx_amg_destroy(f3);
+  }
+  free(b);
+  spx_csr_destroy(a);
+  spx_csr_destroy(a2);
+  spx_csr_destroy(a3);
+}
+
+/* The update's refusals: another pattern (other nnz; the same nnz with one column moved), a zero
+ * diagonal, a NaN, NULL: each SPX_INVALID_ARGUMENT with a sentence, the hierarchy as it was (a
+ * cycle gives the x it gave before). A failure part way (values whose products overflow) leaves
+ * the hierarchy refusing cycles until a good update, after which it equals a fresh setup again.
+ * Nothing leaks (the ASan build checks). */
+static void test_update_refused(void **state) {
+  spx_csr *a, *other, *moved, *zero, *nan_, *huge, *a2;
+  spx_amg_options o;
+  spx_amg *m, *f2;
+  double *b, *x0, *x1;
+  int64_t n, k;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(10, 9, 8, 7, SPX_DOUBLE, &a), SPX_OK);
+  assert_int_equal(spx_gen_poisson3d(9, 10, 8, 7, SPX_DOUBLE, &other), SPX_OK); /* same rows, other nnz */
+  n = a->nrows;
+  spx_amg_options_default(&o);
+  o.coarse_size = 10;
+  m = amg_make(NULL, a, &o);
+  b = rand_vec(n);
+  x0 = calloc((size_t)n, 8);
+  x1 = calloc((size_t)n, 8);
+  assert_int_equal(spx_amg_cycle(m, b, x0), SPX_OK);
+  moved = revalue(a, 1.0); /* row 0: columns 0, 1, 10, 90; 90 -> 91 keeps the rows sorted */
+  assert_int_equal(moved->col_idx[moved->row_ptr[1] - 1], 90);
+  moved->col_idx[moved->row_ptr[1] - 1] = 91;
+  zero = revalue(a, 1.0);
+  for (k = zero->row_ptr[5]; k < zero->row_ptr[6]; k++) zero->val.d[k] = zero->col_idx[k] == 5 ? 0 : -1;
+  nan_ = revalue(a, 1.0);
+  nan_->val.d[7] = NAN;
+  assert_int_equal(spx_amg_update(m, other), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "same pattern"));
+  assert_int_equal(spx_amg_update(m, moved), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "column 91"));
+  assert_int_equal(spx_amg_update(m, zero), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "a[5][5] = 0"));
+  assert_int_equal(spx_amg_update(m, nan_), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "finite"));
+  assert_int_equal(spx_amg_update(m, NULL), SPX_INVALID_ARGUMENT);
+  assert_int_equal(spx_amg_update(NULL, a), SPX_INVALID_ARGUMENT);
+  assert_int_equal(spx_amg_cycle(m, b, x1), SPX_OK);
+  assert_memory_equal(x0, x1, (size_t)n * 8);
+  assert_int_equal(spx_amg_report_of(m)->updates, 0);
+  /* part way: every entry 1.7e308 (finite) overflows A P */
+  huge = revalue(a, 1.0);
+  for (k = 0; k < huge->nnz; k++) huge->val.d[k] = 1.7e308;
+  assert_int_not_equal(spx_amg_update(m, huge), SPX_OK);
+  print_message("an overflowing update: %s\n", spx_last_error());
+  memset(x1, 0, (size_t)n * 8);
+  assert_int_equal(spx_amg_cycle(m, b, x1), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "spx_amg_update failed"));
+  assert_int_equal(spx_amg_precond(m, b, x1), SPX_INVALID_ARGUMENT);
+  a2 = revalue(a, 2.0);
+  assert_int_equal(spx_amg_update(m, a2), SPX_OK);
+  f2 = amg_make(NULL, a2, &o);
+  same_hierarchy(m, f2);
+  memset(x0, 0, (size_t)n * 8);
+  memset(x1, 0, (size_t)n * 8);
+  assert_int_equal(spx_amg_cycle(m, b, x0), SPX_OK);
+  assert_int_equal(spx_amg_cycle(f2, b, x1), SPX_OK);
+  assert_memory_equal(x0, x1, (size_t)n * 8);
+  free(b); free(x0); free(x1);
+  spx_amg_destroy(m);
+  spx_amg_destroy(f2);
+  spx_csr_destroy(a); spx_csr_destroy(other); spx_csr_destroy(moved); spx_csr_destroy(zero);
+  spx_csr_destroy(nan_); spx_csr_destroy(huge); spx_csr_destroy(a2);
+}
+
+/* The reuse's time by phase against a full setup, 48^3 Poisson (printed; the update must be
+ * faster, as it skips strength, aggregation, prolongation and the symbolic products). */
+static void test_update_time(void **state) {
+  spx_csr *a, *a3;
+  spx_amg *m;
+  spx_amg_report full;
+  const spx_amg_report *u;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(48, 48, 48, 7, SPX_DOUBLE, &a), SPX_OK);
+  a3 = revalue(a, 0);
+  m = amg_make(NULL, a, NULL);
+  full = *spx_amg_report_of(m);
+  assert_int_equal(spx_amg_update(m, a3), SPX_OK);
+  u = spx_amg_report_of(m);
+  print_message("48^3 setup %.2f ms (strength %.2f, aggregation %.2f, prolongation %.2f, RAP %.2f, smoothers %.2f, "
+                "LU %.2f, plans %.2f); update %.2f ms (RAP %.2f, smoothers %.2f, LU %.2f, plans %.2f)\n",
+                full.setup_ms, full.strength_ms, full.aggregate_ms, full.prolong_ms, full.rap_ms, full.smoother_ms,
+                full.coarse_ms, full.plan_ms, u->setup_ms, u->rap_ms, u->smoother_ms, u->coarse_ms, u->plan_ms);
+  assert_true(u->setup_ms < full.setup_ms);
+  spx_amg_destroy(m);
+  spx_csr_destroy(a);
+  spx_csr_destroy(a3);
+}
+
+/* ---- Cycles ------------------------------------------------------------------------------------- */
+/* V, W and F on 3-D Poisson (four levels and more): each converges standalone with a factor below
+ * 0.25 (the V-cycle's is about 0.22 here, where four levels add up their errors), the W-cycle's
+ * factor at most the V-cycle's; AMG-PCG with W and AMG-BiCGSTAB with F converge;
+ * the names parse and a bad cycle is refused. */
+static void test_cycles(void **state) {
+  spx_csr *a;
+  spx_amg_options o;
+  double *b, f[SPX_AMG_CYCLE_COUNT];
+  spx_amg_cycle_type c;
+  int k;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(24, 22, 20, 7, SPX_DOUBLE, &a), SPX_OK);
+  b = rand_vec(a->nrows);
+  for (k = 0; k < SPX_AMG_CYCLE_COUNT; k++) {
+    spx_amg *m;
+    int64_t cycles, it;
+    spx_amg_options_default(&o);
+    o.cycle = (spx_amg_cycle_type)k;
+    o.coarse_size = 30;
+    m = amg_make(NULL, a, &o);
+    assert_true(spx_amg_report_of(m)->levels >= 4);
+    assert_int_equal(spx_amg_report_of(m)->cycle, k);
+    f[k] = cycle_factor(m, a, b, &cycles);
+    it = pcg(m, a, spx_amg_plan(m), b, 1e-8, k == SPX_AMG_CYCLE_F, spx_amg_cycle_type_name(o.cycle));
+    print_message("%s-cycle: factor %.4f (%lld cycles), AMG-%s %lld iterations\n", spx_amg_cycle_type_name(o.cycle),
+                  f[k], (long long)cycles, k == SPX_AMG_CYCLE_F ? "BiCGSTAB" : "PCG", (long long)it);
+    assert_true(f[k] < 0.25);
+    spx_amg_destroy(m);
+  }
+  assert_true(f[SPX_AMG_CYCLE_W] <= f[SPX_AMG_CYCLE_V]);
+  assert_int_equal(spx_amg_cycle_type_parse("W", &c), SPX_OK);
+  assert_int_equal(c, SPX_AMG_CYCLE_W);
+  assert_int_equal(spx_amg_cycle_type_parse("x", &c), SPX_INVALID_ARGUMENT);
+  assert_string_equal(spx_amg_cycle_type_name(SPX_AMG_CYCLE_F), "f");
+  spx_amg_options_default(&o);
+  o.cycle = (spx_amg_cycle_type)7;
+  expect_fail(a, &o, SPX_INVALID_ARGUMENT, "cycle 7");
+  free(b);
+  spx_csr_destroy(a);
+}
+
 /* The amg kernels compile for sm_80 and sm_90 (NVRTC only, no GPU). */
 static void test_kernels_compile(void **state) {
   static const char *const archs[] = {"sm_80", "sm_90"};
@@ -1081,6 +1323,90 @@ static void test_gpu_shared_spd(void **state) {
   spx_context_destroy(g);
 }
 
+/* Setup reuse and W/F cycles on the GPU, gs and chebyshev (the update re-uploads the inverse
+ * diagonals and the gs slices' values): after an update to 2a a cycle gives the x a fresh GPU setup
+ * of 2a gives, bit for bit (plans forced to CSR: deterministic kernels); after a perturbed update
+ * AMG-PCG converges within 2 of the host's updated hierarchy; one W- and one F-cycle match the
+ * host's to rounding. */
+static void test_gpu_amg_update(void **state) {
+  static const spx_amg_smoother sms[] = {SPX_AMG_GS, SPX_AMG_CHEBYSHEV};
+  spx_context *g = gpu_ctx();
+  spx_csr *a, *a2, *a3;
+  double *b;
+  int64_t n;
+  size_t k;
+  (void)state;
+  if (!g) skip();
+  assert_int_equal(spx_gen_poisson3d(20, 18, 16, 7, SPX_DOUBLE, &a), SPX_OK);
+  n = a->nrows;
+  a2 = revalue(a, 2.0);
+  a3 = revalue(a, 0);
+  b = rand_vec(n);
+  for (k = 0; k < sizeof sms / sizeof *sms; k++) {
+    spx_amg_options o;
+    spx_plan_options po;
+    spx_amg *mg, *fg, *mh;
+    double *x1, *x2, *xh = calloc((size_t)n, 8);
+    int64_t itg, ith, c;
+    spx_amg_options_default(&o);
+    o.smoother = sms[k];
+    o.coarse_size = 50;
+    spx_plan_options_default(&po);
+    po.force = "csr";
+    po.eager = 1;
+    o.plan = &po;
+    mg = amg_make(g, a, &o);
+    fg = amg_make(g, a2, &o);
+    if (spx_amg_update(mg, a2) != SPX_OK) fail_msg("gpu update: %s", spx_last_error());
+    x1 = gpu_pcg(g, mg, a2, b, 1, &itg);
+    x2 = gpu_pcg(g, fg, a2, b, 1, &ith);
+    assert_int_equal(itg, ith);
+    if (memcmp(x1, x2, (size_t)n * 8)) fail_msg("%s: GPU AMG-PCG after an update differs from a fresh setup's",
+                                               spx_amg_smoother_name(sms[k]));
+    free(x1);
+    free(x2);
+    o.plan = NULL;
+    mh = amg_make(NULL, a, &o);
+    assert_int_equal(spx_amg_update(mh, a3), SPX_OK);
+    assert_int_equal(spx_amg_update(mg, a3), SPX_OK);
+    ith = pcg(mh, a3, spx_amg_plan(mh), b, 1e-8, 0, "host updated");
+    free(gpu_pcg(g, mg, a3, b, 1, &itg));
+    assert_true(itg >= ith - 2 && itg <= ith + 2);
+    spx_amg_destroy(mh);
+    spx_amg_destroy(mg);
+    spx_amg_destroy(fg);
+    for (c = SPX_AMG_CYCLE_W; c <= SPX_AMG_CYCLE_F; c++) { /* one cycle, host vs GPU */
+      spx_devptr db = 0, dx = 0;
+      double *xg = calloc((size_t)n, 8), err;
+      o.cycle = (spx_amg_cycle_type)c;
+      mh = amg_make(NULL, a, &o);
+      mg = amg_make(g, a, &o);
+      memset(xh, 0, (size_t)n * 8);
+      assert_int_equal(spx_amg_cycle(mh, b, xh), SPX_OK);
+      assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &db), SPX_OK);
+      assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dx), SPX_OK);
+      assert_int_equal(spx_device_upload(g, db, b, (size_t)n * 8), SPX_OK);
+      assert_int_equal(spx_device_memset(g, dx, 0, (size_t)n * 8), SPX_OK);
+      assert_int_equal(spx_amg_cycle(mg, (const void *)(uintptr_t)db, (void *)(uintptr_t)dx), SPX_OK);
+      assert_int_equal(spx_device_download(g, xg, dx, (size_t)n * 8), SPX_OK);
+      err = spx_test_relerr(xg, xh, n);
+      if (!(err < 1e-10)) fail_msg("%s %s-cycle: GPU differs from the host by %.3g", spx_amg_smoother_name(sms[k]),
+                                   spx_amg_cycle_type_name(o.cycle), err);
+      spx_device_free(g, db);
+      spx_device_free(g, dx);
+      free(xg);
+      spx_amg_destroy(mh);
+      spx_amg_destroy(mg);
+    }
+    free(xh);
+  }
+  free(b);
+  spx_csr_destroy(a);
+  spx_csr_destroy(a2);
+  spx_csr_destroy(a3);
+  spx_context_destroy(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_poisson_pcg),    cmocka_unit_test(test_bicgstab),
@@ -1090,9 +1416,11 @@ int main(void) {
       cmocka_unit_test(test_coarse),         cmocka_unit_test(test_determinism),
       cmocka_unit_test(test_report),         cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_standalone),     cmocka_unit_test(test_singular),
+      cmocka_unit_test(test_update),         cmocka_unit_test(test_update_refused),
+      cmocka_unit_test(test_update_time),    cmocka_unit_test(test_cycles),
       cmocka_unit_test(test_kernels_compile),
       cmocka_unit_test(test_gpu_amg_pcg),    cmocka_unit_test(test_gpu_cycle),
-      cmocka_unit_test(test_gpu_shared_spd),
+      cmocka_unit_test(test_gpu_shared_spd), cmocka_unit_test(test_gpu_amg_update),
   };
   setenv("SPX_QUIET", "1", 0);
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -112,6 +112,7 @@ void spx_cli_progress_done(void);
  * A format that stores less (BSR, RBP) can pass 100% of copy bandwidth. */
 double spx_cli_spmv_min_bytes(const spx_csr *a, size_t value_bytes);
 /* A matrix from a spec: a Matrix Market file or a generator, poisson7:N, poisson27:N (N^3 grid),
+ * aniso7:N (N^3, 7-point, z couplings 1e-4 of x and y: papers/003's anisotropic problem),
  * elasticity:N (N^3 hexahedra, 3 unknowns per node), powerlaw:N (rows), rep:FILE:NNZ (block-diagonal
  * copies of a file, a path or a shared matrix name, until at least NNZ nonzeros). name receives a
  * short label. */

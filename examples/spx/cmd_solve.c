@@ -170,7 +170,7 @@ static void solve_print(const solve_run *r, int json) {
 /* `spx help solve` (cli.h: paragraphs, "OPTION\twhat it does", one "$ example"). */
 const char *const spx_cli_solve_help[] = {
     "MATRIX is a Matrix Market file or a generator: gen:poisson7:N, gen:poisson27:N, "
-    "gen:elasticity:N, gen:powerlaw:N, or any spec bench takes (rep:FILE:NNZ ...); it must be "
+    "gen:aniso7:N (z couplings 1e-4 of x and y), gen:elasticity:N, gen:powerlaw:N, or any spec bench takes (rep:FILE:NNZ ...); it must be "
     "square. Prints the iterations, the residual recomputed from scratch, setup vs iteration time "
     "and the time per iteration against its bandwidth bound. On a GPU the same solve also runs on a "
     "cuSPARSE plan, side by side, after a 2-iteration warm-up on each.",
@@ -187,6 +187,7 @@ const char *const spx_cli_solve_help[] = {
     "--sweeps N\twith AMG: smoothing sweeps before and after the coarse correction, 0 to 100 (default 1)",
     "--theta T\twith AMG: strength threshold of the fine level, 0 to 1, halved on each coarser one "
     "(default 0.08)",
+    "--cycle C\twith AMG: v, w or f (f is not symmetric: prefer --method bicgstab or amg) (default v)",
     "--relaxed\twith --smoother gs: color ignoring weak couplings (below 0.9 of the row's largest) for "
     "fewer colors (default off)",
     "--tol T\trelative residual to stop at (default 1e-8)",
@@ -231,6 +232,8 @@ int spx_cli_solve(int argc, char **argv) {
       amg.pre_sweeps = amg.post_sweeps = (int)w;
     } else if ((v = spx_cli_opt(argc, argv, &k, "--theta"))) {
       if (!spx_cli_number("solve", "--theta", v, "a number 0 to 1", 0, -1e-300, 1, &amg.theta)) return 2;
+    } else if ((v = spx_cli_opt(argc, argv, &k, "--cycle"))) {
+      if (spx_amg_cycle_type_parse(v, &amg.cycle)) return spx_cli_usage("solve", "--cycle: %s", spx_last_error());
     } else if (!strcmp(argv[k], "--relaxed")) amg.relaxed_coloring = 1;
     else if (!strcmp(argv[k], "--ones")) ones = 1;
     else if ((v = spx_cli_opt(argc, argv, &k, "--method"))) method = v;

@@ -354,13 +354,17 @@ static long long spx_cli_spec_size(const char *s) {
 spx_status spx_cli_load_matrix(const char *spec, spx_csr **a, char *name, size_t len) {
   const char *c = strchr(spec, ':');
   const int gen = !strncmp(spec, "poisson7:", 9) || !strncmp(spec, "poisson27:", 10) ||
-                  !strncmp(spec, "elasticity:", 11) || !strncmp(spec, "powerlaw:", 9);
+                  !strncmp(spec, "aniso7:", 7) || !strncmp(spec, "elasticity:", 11) || !strncmp(spec, "powerlaw:", 9);
   long long n = gen ? spx_cli_spec_size(c + 1) : 0;
   if (n < 0)
     return spx_format_fail(SPX_INVALID_ARGUMENT, "%s: the size after ':' must be a positive integer", spec);
   if (!strncmp(spec, "poisson7:", 9) || !strncmp(spec, "poisson27:", 10)) {
     snprintf(name, len, "%s", spec);
     return spx_gen_poisson3d(n, n, n, spec[7] == '7' ? 7 : 27, SPX_DOUBLE, a);
+  }
+  if (!strncmp(spec, "aniso7:", 7)) { /* papers/003's anisotropic diffusion: z coupling 1e-4 of x and y */
+    snprintf(name, len, "%s", spec);
+    return spx_gen_poisson3d_aniso(n, n, n, 1, 1, 1e-4, SPX_DOUBLE, a);
   }
   if (!strncmp(spec, "elasticity:", 11)) {
     snprintf(name, len, "%s", spec);

@@ -56,15 +56,38 @@
  *              couplings, |a_ij| < relaxed_fraction [0.9] times the row's largest off-diagonal,
  *              for fewer colors (papers/003); rows of one color are then updated together from
  *              the values before that color's update (deterministic, not chaotic).
- * A "sweep" is one application (gs: forward and backward). The V-cycle smooths pre_sweeps [1]
+ * A "sweep" is one application (gs: forward and backward). The cycle smooths pre_sweeps [1]
  * times before the coarse correction and post_sweeps [1] after; equal counts and a symmetric
- * smoother make the cycle a symmetric operator, what CG needs.
+ * smoother make the V- and W-cycles symmetric operators, what CG needs.
+ *
+ * CYCLES (options.cycle)
+ *   V  [default] the coarse correction is one cycle of the next level
+ *   W  two: the second from the first's result (the coarsest level's LU is applied once, as a
+ *      second exact solve would change nothing). Symmetric; about twice the V-cycle's coarse work
+ *      per level, so it pays where the coarse levels are cheap and the V-cycle's factor is poor.
+ *   F  an F-cycle of the next level, then a V-cycle of it from that result. Between V and W in
+ *      cost and strength; not a symmetric operator (its two coarse visits differ): precondition
+ *      BiCGSTAB with it, or CG knowing that its theory assumes symmetry.
+ *
+ * REUSE (time stepping)  spx_amg_update(m, a_new) takes a matrix of the same pattern (the same
+ * nrows, nnz, row pointers and columns as the one set up) and keeps the strength graph's outcome:
+ * the aggregates, P and R (so the levels' sizes and patterns), the colorings (the relaxed one's
+ * weak couplings are those of the first matrix) and every plan of P and R. It recomputes the
+ * Galerkin operators' values R (A P) into their existing patterns (a numeric pass over the
+ * symbolic pass's row pointers and columns, kept from the setup: A P is stored per level for it),
+ * the smoothers' data (diagonals, rho, the gs slices' values), the coarse LU, and each level's plan
+ * of A: plan.h has no update of a plan's values, so those plans are created again, each forced to
+ * the format (or cuSPARSE) its first setup chose, which skips the tuner's choice. The fine level's
+ * plan is then a new object: call spx_amg_plan again after an update. The result is the hierarchy a
+ * fresh setup with the same P would give, bit for bit (the products sum in the same order); a fresh
+ * setup of a_new itself may aggregate differently (the strength test reads the values). The report
+ * then describes the update (its strength, aggregation and prolongation times 0, updates counted).
  *
  * SOLVE
- *   spx_amg_cycle     one V-cycle on A x = b from the x given
- *   spx_amg_precond   an spx_precond_fn: z = one V-cycle from z = 0 (plug into spx_solve_cg and
+ *   spx_amg_cycle     one cycle (options.cycle: V, W or F) on A x = b from the x given
+ *   spx_amg_precond   an spx_precond_fn: z = one cycle from z = 0 (plug into spx_solve_cg and
  *                     spx_solve_bicgstab through spx_solve_options.precond)
- *   spx_amg_solve     AMG iteration: V-cycles until ||b - A x|| <= max(rtol ||b||, atol) (checked
+ *   spx_amg_solve     AMG iteration: cycles until ||b - A x|| <= max(rtol ||b||, atol) (checked
  *                     after every cycle), reported as a Krylov solve is (method "amg")
  * Vectors are double arrays of the fine level's length: host arrays on the host backend, device
  * pointers on CUDA (spx_amg_solve takes host arrays on either with solve options.host_vectors).
@@ -83,7 +106,11 @@
  *
  * ERRORS  SPX_INVALID_ARGUMENT for a non-square or empty matrix, a zero or non-finite diagonal entry
  *   (the row is named), bad options; SPX_BREAKDOWN for a NaN or Inf in the coarsest LU; plan and
- *   device failures pass through. Nothing is kept and nothing leaks on failure. */
+ *   device failures pass through. Nothing is kept and nothing leaks on failure. spx_amg_update
+ *   refuses a matrix of another pattern, or with a non-finite entry, with SPX_INVALID_ARGUMENT and
+ *   leaves the hierarchy as it was; a failure after that check (a zero coarse diagonal, memory, a
+ *   plan, the device) leaves it unusable: its cycles fail with SPX_INVALID_ARGUMENT until an update
+ *   succeeds (nothing leaks either way). */
 #ifndef SPX_AMG_H
 #define SPX_AMG_H
 
@@ -122,6 +149,25 @@ const char *spx_amg_smoother_description(spx_amg_smoother s);
 /* By name (case ignored); SPX_INVALID_ARGUMENT listing the names otherwise. */
 spx_status spx_amg_smoother_parse(const char *name, spx_amg_smoother *out);
 
+/* Cycles. ORDER: the enum values; names are what spx_amg_cycle_type_parse reads.
+ *  _(ENUM_SUFFIX, "name", "what it does") */
+#define SPX_AMG_CYCLES(_)                                                        \
+  _(V, "v", "V-cycle: one coarse cycle per level")                             \
+  _(W, "w", "W-cycle: two coarse cycles per level (symmetric)")                \
+  _(F, "f", "F-cycle: an F-cycle then a V-cycle of the next level (not symmetric)")
+
+typedef enum spx_amg_cycle_type {
+#define SPX__AMG_CYCLE_ENUM(e, name, what) SPX_AMG_CYCLE_##e,
+  SPX_AMG_CYCLES(SPX__AMG_CYCLE_ENUM)
+#undef SPX__AMG_CYCLE_ENUM
+  SPX_AMG_CYCLE_COUNT
+} spx_amg_cycle_type;
+
+/* "v", "w", "f"; "unknown" outside the table. */
+const char *spx_amg_cycle_type_name(spx_amg_cycle_type c);
+/* By name (case ignored; "V" too); SPX_INVALID_ARGUMENT listing the names otherwise. */
+spx_status spx_amg_cycle_type_parse(const char *name, spx_amg_cycle_type *out);
+
 /* Coloring orders of the gs smoother. */
 typedef enum spx_amg_coloring {
   SPX_AMG_COLOR_GREEDY = 0,      /* rows in order, each the smallest color its neighbours lack */
@@ -156,6 +202,7 @@ typedef struct spx_amg_options {
   int relaxed_coloring;     /* gs: 1 ignores weak couplings when coloring [0] */
   double relaxed_fraction;  /* weak: |a_ij| < this times the row's largest off-diagonal [0.9] */
   spx_amg_level_options level[SPX_AMG_MAX_LEVELS]; /* per-level overrides [none] */
+  spx_amg_cycle_type cycle; /* V, W or F [SPX_AMG_CYCLE_V] */
   /* plans */
   const spx_plan_options *plan; /* every level's A, P and R plans; NULL: defaults with eager 1 */
 } spx_amg_options;
@@ -192,7 +239,12 @@ typedef struct spx_amg_report {
   double coarse_ms;           /* the dense LU */
   double plan_ms;             /* spx_plan_create of every operator (analysis, choice, build) */
   double device_ms;           /* CUDA: kernels, vectors and smoother arrays on the device */
-  int64_t cycles;             /* V-cycles run so far (spx_amg_cycle, spx_amg_precond, spx_amg_solve) */
+  int64_t cycles;             /* cycles run so far (spx_amg_cycle, spx_amg_precond, spx_amg_solve) */
+  spx_amg_cycle_type cycle;
+  /* The setup fields above describe the last setup: spx_amg_create's, or the last successful
+   * spx_amg_update's (strength, aggregation and prolongation 0: kept; plan_ms the plans of A made
+   * again; device_ms the values uploaded). Keep a copy after create to compare the two. */
+  int64_t updates;            /* successful spx_amg_update calls */
 } spx_amg_report;
 
 typedef struct spx_amg spx_amg;
@@ -202,10 +254,13 @@ typedef struct spx_amg spx_amg;
  * *out = NULL on failure. */
 spx_status spx_amg_create(spx_context *ctx, const spx_csr *a, const spx_amg_options *options, spx_amg **out);
 void spx_amg_destroy(spx_amg *m);
+/* Setup reuse (the header's REUSE): the hierarchy of m for a, a matrix of the pattern m was set up
+ * with and new values (float or double). */
+spx_status spx_amg_update(spx_amg *m, const spx_csr *a);
 
-/* One V-cycle: x (in: the guess, out: improved) for A x = b, vectors as said above. */
+/* One cycle (options.cycle): x (in: the guess, out: improved) for A x = b, vectors as said above. */
 spx_status spx_amg_cycle(spx_amg *m, const void *b, void *x);
-/* spx_precond_fn: z = M^-1 r, one V-cycle from z = 0; data is the spx_amg. */
+/* spx_precond_fn: z = M^-1 r, one cycle from z = 0; data is the spx_amg. */
 spx_status spx_amg_precond(void *data, const void *r, void *z);
 /* AMG as the solver: cycles until the tolerance or options->maxit cycles (options NULL: defaults);
  * options->precond must be NULL. The report's method is "amg", its iterations the cycles. */

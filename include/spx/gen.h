@@ -23,6 +23,15 @@ extern "C" {
 spx_status spx_gen_poisson3d(int64_t nx, int64_t ny, int64_t nz, int points, spx_dtype dtype,
                              spx_csr **out);
 
+/* Anisotropic diffusion: the 7-point pattern of spx_gen_poisson3d with coefficient cx on the x
+ * couplings (-cx to the x neighbours), cy on y, cz on z, and 2 (cx + cy + cz) on the diagonal
+ * (Dirichlet boundary eliminated, so boundary rows keep the full diagonal and are strictly
+ * dominant). cx = cy = cz = 1 is spx_gen_poisson3d's 7-point matrix; cx = cy = 1, cz = 1e-4 is the
+ * anisotropic problem of papers/003 (z coupling 0.01% of x and y), whose strong couplings run in
+ * xy planes. SPD for positive finite coefficients; others are SPX_INVALID_ARGUMENT. */
+spx_status spx_gen_poisson3d_aniso(int64_t nx, int64_t ny, int64_t nz, double cx, double cy, double cz,
+                                   spx_dtype dtype, spx_csr **out);
+
 /* 3-D linear elasticity stiffness matrix: nx x ny x nz unit-cube trilinear (Q1) hexahedra,
  * isotropic material E = 1, nu = 0.3, element stiffness by 2x2x2 Gauss quadrature.
  * Nodes (ix, iy, iz), 0 <= ix <= nx etc. The face x = 0 is clamped and its nodes are REMOVED (no

@@ -82,6 +82,27 @@ spx_status spx_amg_smoother_parse(const char *name, spx_amg_smoother *out) {
   return spx__fail(SPX_INVALID_ARGUMENT, "unknown smoother '%s': jacobi, l1jacobi, chebyshev or gs", name);
 }
 
+static const char *const spx__amg_cycle_names[] = {
+#define SPX__AMG_CYCLE_NAME(e, name, what) name,
+    SPX_AMG_CYCLES(SPX__AMG_CYCLE_NAME)
+#undef SPX__AMG_CYCLE_NAME
+};
+
+const char *spx_amg_cycle_type_name(spx_amg_cycle_type c) {
+  return (unsigned)c < SPX_AMG_CYCLE_COUNT ? spx__amg_cycle_names[c] : "unknown";
+}
+
+spx_status spx_amg_cycle_type_parse(const char *name, spx_amg_cycle_type *out) {
+  int k;
+  if (!name || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_cycle_type_parse: NULL argument");
+  for (k = 0; k < SPX_AMG_CYCLE_COUNT; k++)
+    if (spx__amg_streq_nocase(name, spx__amg_cycle_names[k])) {
+      *out = (spx_amg_cycle_type)k;
+      return SPX_OK;
+    }
+  return spx__fail(SPX_INVALID_ARGUMENT, "unknown cycle '%s': v, w or f", name);
+}
+
 void spx_amg_options_default(spx_amg_options *o) {
   int l;
   if (!o) return;
@@ -109,6 +130,7 @@ void spx_amg_options_default(spx_amg_options *o) {
 /* ---- The hierarchy ----------------------------------------------------------------------------- */
 typedef struct spx__amg_level {
   spx_csr *A, *P, *R;        /* host, double; P, R NULL on the coarsest */
+  spx_csr *AP;               /* A P, kept for spx_amg_update's numeric products (NULL on the coarsest) */
   int32_t *agg;              /* rows -> aggregate (NULL on the coarsest) */
   double *dinv;              /* the smoother's inverse diagonal (l1jacobi: 1 / sum_j |a_ij|) */
   int smoother, pre, post;
@@ -127,7 +149,10 @@ typedef struct spx__amg_level {
 struct spx_amg {
   spx_context *ctx;
   int own_ctx, cuda, nl;
+  int broken;                /* a failed spx_amg_update left the levels inconsistent: no cycles */
   spx_amg_options o;
+  spx_plan_options po;       /* every level's plan options (o.plan copied: update makes plans again) */
+  spx_plan_device pdev;      /* po.device's copy, when given */
   spx__amg_level lv[SPX_AMG_MAX_LEVELS];
   double *lu;                /* the coarsest level's dense LU (row-major), NULL when smoothed */
   int32_t *piv;
@@ -169,7 +194,7 @@ static void spx__amg_scan(int64_t *rp, int64_t n) {
 }
 
 /* The diagonal a_ii of each row; a zero or non-finite one is SPX_INVALID_ARGUMENT naming it. */
-static spx_status spx__amg_diag(const spx_csr *A, int level, double *d) {
+static spx_status spx__amg_diag(const char *fn, const spx_csr *A, int level, double *d) {
   const int64_t n = A->nrows, n_ = n;
   int64_t i, bad = n;
   SPX__AMG_FOR
@@ -183,10 +208,10 @@ static spx_status spx__amg_diag(const spx_csr *A, int level, double *d) {
     if (d[i] == 0 || !spx__amg_finite(d[i])) bad = i;
   if (bad == n) return SPX_OK;
   if (level == 0)
-    return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_create: a[%lld][%lld] = %g: AMG needs a nonzero finite diagonal",
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: a[%lld][%lld] = %g: AMG needs a nonzero finite diagonal", fn,
                      (long long)bad, (long long)bad, d[bad]);
-  return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_create: the level-%d operator has a[%lld][%lld] = %g (a coarse "
-                   "diagonal of zero: the matrix is not positive definite, or its entries overflow)", level,
+  return spx__fail(SPX_INVALID_ARGUMENT, "%s: the level-%d operator has a[%lld][%lld] = %g (a coarse "
+                   "diagonal of zero: the matrix is not positive definite, or its entries overflow)", fn, level,
                    (long long)bad, (long long)bad, d[bad]);
 }
 
@@ -564,14 +589,49 @@ static spx_status spx__amg_spgemm(const spx_csr *A, const spx_csr *B, spx_csr **
   return SPX_OK;
 }
 
-/* A_c = R (A P). */
-static spx_status spx__amg_galerkin(const spx_csr *A, const spx_csr *P, const spx_csr *R, spx_csr **Ac) {
-  spx_csr *AP = NULL;
+/* The values of C = A B into C's pattern (the symbolic pass's row pointers and sorted columns, from
+ * spx__amg_spgemm of matrices of the same patterns): each row's sums in A's then B's column order,
+ * as spx__amg_spgemm adds them (0 + x is x), so the values are that product's bit for bit. The
+ * accumulator is cleared at the row's columns only: O(the row's products). */
+static spx_status spx__amg_spgemm_values(const spx_csr *A, const spx_csr *B, spx_csr *C) {
+  const int64_t n = A->nrows, m = B->ncols;
+  int fail = 0;
+#if defined(_OPENMP)
+#pragma omp parallel if (n > 4096)
+#endif
+  {
+    double *acc = (double *)SPX_MALLOC(((size_t)m + 1) * sizeof(double));
+    int64_t i;
+    if (!acc) {
+#if defined(_OPENMP)
+#pragma omp atomic write
+#endif
+      fail = 1;
+    }
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, 512)
+#endif
+    for (i = 0; i < n; i++) {
+      int64_t k, q;
+      if (!acc) continue;
+      for (k = C->row_ptr[i]; k < C->row_ptr[i + 1]; k++) acc[C->col_idx[k]] = 0;
+      for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++) {
+        const double a = A->val.d[k];
+        const int32_t j = A->col_idx[k];
+        for (q = B->row_ptr[j]; q < B->row_ptr[j + 1]; q++) acc[B->col_idx[q]] += a * B->val.d[q];
+      }
+      for (k = C->row_ptr[i]; k < C->row_ptr[i + 1]; k++) C->val.d[k] = acc[C->col_idx[k]];
+    }
+    SPX_FREE(acc);
+  }
+  return fail ? spx__fail(SPX_OUT_OF_MEMORY, "spx_amg: out of host memory in a sparse matrix product") : SPX_OK;
+}
+
+/* A_c = R (A P); *AP is kept (spx_amg_update's numeric pass reuses its pattern). */
+static spx_status spx__amg_galerkin(const spx_csr *A, const spx_csr *P, const spx_csr *R, spx_csr **AP, spx_csr **Ac) {
   spx_status st;
-  if ((st = spx__amg_spgemm(A, P, &AP))) return st;
-  st = spx__amg_spgemm(R, AP, Ac);
-  spx_csr_destroy(AP);
-  return st;
+  if ((st = spx__amg_spgemm(A, P, AP))) return st;
+  return spx__amg_spgemm(R, *AP, Ac);
 }
 
 /* ---- Coloring ---------------------------------------------------------------------------------- */
@@ -875,20 +935,19 @@ static spx_status spx__amg_coarsen(spx_amg *m, int l, const double *d, int *stal
   if ((st = spx_csr_transpose(L->P, &L->R))) return st;
   rep->prolong_ms += 1e3 * (spx__now() - t);
   t = spx__now();
-  st = spx__amg_galerkin(L->A, L->P, L->R, &m->lv[l + 1].A);
+  st = spx__amg_galerkin(L->A, L->P, L->R, &L->AP, &m->lv[l + 1].A);
   rep->rap_ms += 1e3 * (spx__now() - t);
   return st;
 }
 
-/* Level l's smoother from its diagonal d: the inverse diagonal, rho (chebyshev), the coloring and
- * the color-ordered rows (gs). */
-static spx_status spx__amg_smoother_setup(spx_amg *m, int l, const double *d, double rhoA) {
+/* The values of level l's smoother from its diagonal d (L->dinv allocated): the inverse diagonal,
+ * rho (chebyshev; rhoA when known, else estimated), and C's values (gs: A's rows in color order). */
+static spx_status spx__amg_smoother_values(spx_amg *m, int l, const double *d, double rhoA) {
   spx__amg_level *L = &m->lv[l];
   const spx_csr *A = L->A;
   const int64_t n = A->nrows, n_ = n;
   int64_t i;
   spx_status st;
-  if (!(L->dinv = (double *)spx__alloc((size_t)n + 1, sizeof(double)))) return SPX_OUT_OF_MEMORY;
   SPX__AMG_FOR
   for (i = 0; i < n_; i++) {
     if (L->smoother == SPX_AMG_L1_JACOBI) {
@@ -902,6 +961,26 @@ static spx_status spx__amg_smoother_setup(spx_amg *m, int l, const double *d, do
     if (rhoA > 0) L->rho = rhoA;
     else if ((st = spx__amg_rho(A, d, m->o.power_iters, &L->rho))) return st;
   }
+  if (L->C) {
+    SPX__AMG_FOR
+    for (i = 0; i < n_; i++) {
+      const int32_t r = L->perm[i];
+      memcpy(L->C->val.d + L->C->row_ptr[i], A->val.d + A->row_ptr[r],
+             (size_t)(A->row_ptr[r + 1] - A->row_ptr[r]) * sizeof(double));
+    }
+  }
+  return SPX_OK;
+}
+
+/* Level l's smoother from its diagonal d: the inverse diagonal, rho (chebyshev), the coloring and
+ * the color-ordered rows (gs). */
+static spx_status spx__amg_smoother_setup(spx_amg *m, int l, const double *d, double rhoA) {
+  spx__amg_level *L = &m->lv[l];
+  const spx_csr *A = L->A;
+  const int64_t n = A->nrows;
+  spx_status st;
+  if (!(L->dinv = (double *)spx__alloc((size_t)n + 1, sizeof(double)))) return SPX_OUT_OF_MEMORY;
+  if ((st = spx__amg_smoother_values(m, l, d, rhoA))) return st;
   if (L->smoother == SPX_AMG_GS) {
     if (!(L->color = (int32_t *)spx__alloc((size_t)n + 1, sizeof(int32_t)))) return SPX_OUT_OF_MEMORY;
     if ((st = spx__amg_color(A, m->o.relaxed_coloring, m->o.relaxed_fraction, m->o.coloring == SPX_AMG_COLOR_WELSH_POWELL,
@@ -927,7 +1006,7 @@ static spx_status spx__amg_hierarchy(spx_amg *m, const spx_csr *a) {
     spx__amg_level_cfg(&m->o, l, L);
     t = spx__now();
     if (!(d = (double *)spx__alloc((size_t)n + 1, sizeof(double)))) return SPX_OUT_OF_MEMORY;
-    if ((st = spx__amg_diag(L->A, l, d))) goto fail;
+    if ((st = spx__amg_diag("spx_amg_create", L->A, l, d))) goto fail;
     rep->smoother_ms += 1e3 * (spx__now() - t);
     if (n <= m->o.coarse_size) {
       snprintf(rep->stop, sizeof rep->stop, "level %d has %lld rows <= coarse_size %lld", l + 1, (long long)n,
@@ -966,17 +1045,13 @@ static void spx__amg_plan_name(const spx_plan *p, char *buf, size_t len) {
                                                                                    : spx_format_name(spx_plan_format(p)));
 }
 
-/* A plan of a with the options every level shares, built and its kernel final (tiered JIT): a
- * stand-in kernel would make the cycle's rounding depend on timing. */
-static spx_status spx__amg_plan(spx_amg *m, const spx_csr *a, int no_diag, spx_plan **p) {
-  spx_plan_options o;
+/* A plan of a with the options every level shares (force NULL: theirs), built and its kernel final
+ * (tiered JIT): a stand-in kernel would make the cycle's rounding depend on timing. */
+static spx_status spx__amg_plan(spx_amg *m, const spx_csr *a, int no_diag, const char *force, spx_plan **p) {
+  spx_plan_options o = m->po;
   spx_status st;
-  if (m->o.plan) o = *m->o.plan;
-  else {
-    spx_plan_options_default(&o);
-    o.eager = 1;
-  }
   o.dtype = SPX_DOUBLE;
+  if (force) o.force = force;
   if (no_diag) o.no_diagonal = 1;
   if ((st = spx_plan_create(m->ctx, a, &o, p)) || (st = spx_plan_build(*p)) || (st = spx_plan_wait(*p)))
     return spx__wrap(st, "spx_amg_create: the plan of a %lld x %lld operator", (long long)a->nrows, (long long)a->ncols);
@@ -989,8 +1064,9 @@ static spx_status spx__amg_plans(spx_amg *m) {
   spx_status st;
   for (l = 0; l < m->nl; l++) {
     spx__amg_level *L = &m->lv[l];
-    if ((st = spx__amg_plan(m, L->A, 0, &L->pA))) return st;
-    if (L->P && ((st = spx__amg_plan(m, L->P, 1, &L->pP)) || (st = spx__amg_plan(m, L->R, 1, &L->pR)))) return st;
+    if ((st = spx__amg_plan(m, L->A, 0, NULL, &L->pA))) return st;
+    if (L->P && ((st = spx__amg_plan(m, L->P, 1, NULL, &L->pP)) || (st = spx__amg_plan(m, L->R, 1, NULL, &L->pR))))
+      return st;
   }
   m->rep.plan_ms = 1e3 * (spx__now() - t);
   return SPX_OK;
@@ -1018,14 +1094,15 @@ static spx_status spx__amg_upload(spx_amg *m, const void *src, size_t bytes, spx
 /* CUDA gs: the color-ordered rows of C in slices of 32 rows, column major (the template's layout):
  * soff[c] the first slice of color c, sp[s] slice s's first slot, sp[s + 1] - sp[s] 32 times its
  * longest row; padding is (the row's own column, 0), lanes past a color's last row (0, 0). Built
- * on the host, uploaded with perm, freed. */
-static spx_status spx__amg_slices(spx_amg *m, spx__amg_level *L) {
+ * on the host, uploaded with perm, freed. values_only: the layout is on the device already (the
+ * same pattern, so the same slots): only the values go up. */
+static spx_status spx__amg_slices(spx_amg *m, spx__amg_level *L, int values_only) {
   const spx_csr *C = L->C;
   int64_t ns = 0, s, c, k, *sp = NULL;
   int32_t *col = NULL;
   double *val = NULL;
   spx_status st = SPX_OUT_OF_MEMORY;
-  if (!(L->soff = (int64_t *)spx__alloc((size_t)L->ncolors + 1, sizeof(int64_t)))) return SPX_OUT_OF_MEMORY;
+  if (!L->soff && !(L->soff = (int64_t *)spx__alloc((size_t)L->ncolors + 1, sizeof(int64_t)))) return SPX_OUT_OF_MEMORY;
   for (c = 0; c < L->ncolors; c++) {
     L->soff[c] = ns;
     ns += (L->coff[c + 1] - L->coff[c] + 31) / 32;
@@ -1052,7 +1129,8 @@ static spx_status spx__amg_slices(spx_amg *m, spx__amg_level *L) {
           val[q] = e < C->row_ptr[k + 1] ? C->val.d[e] : 0.0;
         }
     }
-  if (!(st = spx__amg_upload(m, sp, ((size_t)ns + 1) * sizeof(int64_t), &L->dsp)) &&
+  if (values_only) st = sp[ns] ? spx_device_upload(m->ctx, L->dval, val, (size_t)sp[ns] * sizeof(double)) : SPX_OK;
+  else if (!(st = spx__amg_upload(m, sp, ((size_t)ns + 1) * sizeof(int64_t), &L->dsp)) &&
       !(st = spx__amg_upload(m, col, (size_t)sp[ns] * sizeof(int32_t), &L->dcol)) &&
       !(st = spx__amg_upload(m, val, (size_t)sp[ns] * sizeof(double), &L->dval)))
     st = spx__amg_upload(m, L->perm, (size_t)C->nrows * sizeof(int32_t), &L->dperm);
@@ -1093,7 +1171,7 @@ static spx_status spx__amg_device(spx_amg *m) {
       if (k == 3) L->t = SPX__AMG_VP(v[3]);
     }
     if (L->dinv && (st = spx__amg_upload(m, L->dinv, (size_t)n * sizeof(double), &L->ddinv))) return st;
-    if (L->C && (st = spx__amg_slices(m, L))) return st;
+    if (L->C && (st = spx__amg_slices(m, L, 0))) return st;
   }
   if (m->lu) {
     const size_t nc = (size_t)m->lv[m->nl - 1].A->nrows + 1;
@@ -1318,16 +1396,31 @@ static spx_status spx__amg_coarse(spx_amg *m, const void *b, void *x, int xzero)
   return spx_device_upload(m->ctx, SPX__AMG_DP(x), m->hx, (size_t)n * sizeof(double));
 }
 
-static spx_status spx__amg_vcycle(spx_amg *m, int l, const void *b, void *x, int xzero) {
+/* One cycle of type c (an spx_amg_cycle_type) from level l down. The coarse correction solves
+ * A_{l+1} e = R r: V by one cycle, W by two (the second from the first's e), F by an F-cycle then a
+ * V-cycle. A second visit reads only N->b, which the first left as it was, and skips the coarsest
+ * level's LU (an exact solve again would change nothing). */
+static spx_status spx__amg_cycle_from(spx_amg *m, int l, int c, const void *b, void *x, int xzero) {
   spx__amg_level *L = &m->lv[l], *N;
   spx_status st;
   if (l == m->nl - 1) return spx__amg_coarse(m, b, x, xzero);
   N = &m->lv[l + 1];
   if ((st = spx__amg_smooth(m, l, b, x, L->pre, xzero)) || (st = spx__amg_resid(m, l, b, x, L->r)) ||
-      (st = spx__amg_spmv(m, L->pR, 1.0, L->r, 0.0, N->b)) || (st = spx__amg_vcycle(m, l + 1, N->b, N->x, 1)) ||
-      (st = spx__amg_spmv(m, L->pP, 1.0, N->x, 1.0, x)))
+      (st = spx__amg_spmv(m, L->pR, 1.0, L->r, 0.0, N->b)) || (st = spx__amg_cycle_from(m, l + 1, c, N->b, N->x, 1)))
     return st;
+  if (c != SPX_AMG_CYCLE_V && !(l + 1 == m->nl - 1 && m->lu) &&
+      (st = spx__amg_cycle_from(m, l + 1, c == SPX_AMG_CYCLE_W ? SPX_AMG_CYCLE_W : SPX_AMG_CYCLE_V, N->b, N->x, 0)))
+    return st;
+  if ((st = spx__amg_spmv(m, L->pP, 1.0, N->x, 1.0, x))) return st;
   return spx__amg_smooth(m, l, b, x, L->post, 0);
+}
+
+/* The options' cycle on the fine level; refused while a failed update left the levels inconsistent. */
+static spx_status spx__amg_vcycle(spx_amg *m, int l, const void *b, void *x, int xzero) {
+  if (m->broken)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg: the last spx_amg_update failed part way, so the levels are "
+                     "inconsistent; update again with a good matrix, or destroy the hierarchy");
+  return spx__amg_cycle_from(m, l, (int)m->o.cycle, b, x, xzero);
 }
 
 /* ---- Entry points ------------------------------------------------------------------------------ */
@@ -1365,25 +1458,27 @@ static spx_status spx__amg_check_options(const spx_amg_options *o) {
       return spx__fail(SPX_INVALID_ARGUMENT, "%s: level[%d] = {smoother %d, sweeps %d/%d, damping %g} out of range", fn,
                        l, lo->smoother, lo->pre_sweeps, lo->post_sweeps, lo->damping);
   }
+  if ((unsigned)o->cycle >= SPX_AMG_CYCLE_COUNT)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: cycle %d is not an spx_amg_cycle_type (V, W or F)", fn, (int)o->cycle);
   if (o->plan && o->plan->dtype == SPX_FLOAT)
     return spx__fail(SPX_INVALID_ARGUMENT, "%s: plans of float are not supported: AMG runs in double", fn);
   return SPX_OK;
 }
 
-static spx_status spx__amg_check_matrix(const spx_csr *a) {
+static spx_status spx__amg_check_matrix(const char *fn, const spx_csr *a) {
   int64_t i, k;
   spx_status st;
-  if (!a) return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_create: NULL matrix");
+  if (!a) return spx__fail(SPX_INVALID_ARGUMENT, "%s: NULL matrix", fn);
   if (a->nrows != a->ncols)
-    return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_create: the matrix is %lld x %lld; AMG needs a square matrix",
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: the matrix is %lld x %lld; AMG needs a square matrix", fn,
                      (long long)a->nrows, (long long)a->ncols);
-  if (a->nrows == 0) return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_create: the matrix is empty (0 x 0)");
-  if ((st = spx_csr_validate(a))) return spx__wrap(st, "spx_amg_create");
+  if (a->nrows == 0) return spx__fail(SPX_INVALID_ARGUMENT, "%s: the matrix is empty (0 x 0)", fn);
+  if ((st = spx_csr_validate(a))) return spx__wrap(st, "%s", fn);
   for (i = 0; i < a->nrows; i++) /* a NaN or Inf would surface levels down, far from its cause */
     for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
       double v = a->dtype == SPX_FLOAT ? (double)a->val.f[k] : a->val.d[k];
       if (!spx__amg_finite(v))
-        return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_create: a[%lld][%d] = %g: AMG needs finite entries",
+        return spx__fail(SPX_INVALID_ARGUMENT, "%s: a[%lld][%d] = %g: AMG needs finite entries", fn,
                          (long long)i, a->col_idx[k], v);
     }
   return SPX_OK;
@@ -1401,6 +1496,7 @@ void spx_amg_destroy(spx_amg *m) {
     spx_csr_destroy(L->A);
     spx_csr_destroy(L->P);
     spx_csr_destroy(L->R);
+    spx_csr_destroy(L->AP);
     spx_csr_destroy(L->C);
     SPX_FREE(L->agg);
     SPX_FREE(L->dinv);
@@ -1441,6 +1537,7 @@ static void spx__amg_fill_report(spx_amg *m) {
   double nnz = 0, rows = 0;
   int l;
   r->levels = m->nl;
+  r->cycle = m->o.cycle;
   r->coarse_direct = m->lu != NULL;
   for (l = 0; l < m->nl; l++) {
     const spx__amg_level *L = &m->lv[l];
@@ -1474,9 +1571,19 @@ spx_status spx_amg_create(spx_context *ctx, const spx_csr *a, const spx_amg_opti
   *out = NULL;
   if (options) o = *options;
   else spx_amg_options_default(&o);
-  if ((st = spx__amg_check_options(&o)) || (st = spx__amg_check_matrix(a))) return st;
+  if ((st = spx__amg_check_options(&o)) || (st = spx__amg_check_matrix("spx_amg_create", a))) return st;
   if (!(m = (spx_amg *)spx__calloc(1, sizeof *m))) return SPX_OUT_OF_MEMORY;
-  m->o = o; /* o.plan is read during this call only (the plans copy it), and forgotten after */
+  m->o = o; /* o.plan is copied (with its device) for spx_amg_update's plans, and forgotten */
+  if (o.plan) {
+    m->po = *o.plan;
+    if (o.plan->device) {
+      m->pdev = *o.plan->device;
+      m->po.device = &m->pdev;
+    }
+  } else {
+    spx_plan_options_default(&m->po);
+    m->po.eager = 1;
+  }
   if (!ctx) {
     spx_context_options co = {o.plan ? o.plan->backend : SPX_BACKEND_AUTO, 0};
     if ((st = spx_context_create(&co, &m->ctx))) goto fail;
@@ -1487,6 +1594,7 @@ spx_status spx_amg_create(spx_context *ctx, const spx_csr *a, const spx_amg_opti
       (st = m->cuda ? spx__amg_device(m) : spx__amg_host_vectors(m)))
     goto fail;
   m->o.plan = NULL;
+  m->po.force = NULL; /* the caller's string; an update forces each plan's own choice */
   spx__amg_fill_report(m);
   m->rep.setup_ms = 1e3 * (spx__now() - t0);
   *out = m;
@@ -1494,6 +1602,144 @@ spx_status spx_amg_create(spx_context *ctx, const spx_csr *a, const spx_amg_opti
 fail:
   spx_amg_destroy(m);
   return st;
+}
+
+/* ---- Setup reuse (spx_amg_update) --------------------------------------------------------------- */
+/* a has the pattern of the fine level and a nonzero diagonal (checked before anything changes, so
+ * that a refusal leaves the hierarchy as it was). */
+static spx_status spx__amg_same_pattern(const spx_amg *m, const spx_csr *a) {
+  const spx_csr *A0 = m->lv[0].A;
+  int64_t i, k;
+  if (a->nrows != A0->nrows || a->nnz != A0->nnz)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_update: the matrix is %lld x %lld with %lld nonzeros; the hierarchy "
+                     "was set up for %lld x %lld with %lld (setup reuse needs the same pattern: create a new hierarchy)",
+                     (long long)a->nrows, (long long)a->ncols, (long long)a->nnz, (long long)A0->nrows,
+                     (long long)A0->ncols, (long long)A0->nnz);
+  for (i = 0; i < a->nrows; i++) {
+    int diag = 0;
+    if (a->row_ptr[i + 1] != A0->row_ptr[i + 1])
+      return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_update: row %lld has %lld nonzeros where the hierarchy's matrix has "
+                       "%lld (setup reuse needs the same pattern: create a new hierarchy)", (long long)i,
+                       (long long)(a->row_ptr[i + 1] - a->row_ptr[i]), (long long)(A0->row_ptr[i + 1] - A0->row_ptr[i]));
+    for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
+      if (a->col_idx[k] != A0->col_idx[k])
+        return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_update: row %lld has column %d where the hierarchy's matrix has "
+                         "%d (setup reuse needs the same pattern: create a new hierarchy)", (long long)i, a->col_idx[k],
+                         A0->col_idx[k]);
+      if (a->col_idx[k] == i) diag = (a->dtype == SPX_FLOAT ? (double)a->val.f[k] : a->val.d[k]) != 0;
+    }
+    if (!diag)
+      return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_update: a[%lld][%lld] = 0: AMG needs a nonzero diagonal",
+                       (long long)i, (long long)i);
+  }
+  return SPX_OK;
+}
+
+/* The name that forces plan p's choice again: "cusparse", or its format's. */
+static const char *spx__amg_force_name(const spx_plan *p) {
+  return spx_plan_engine_of(p) == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse" : spx_format_name(spx_plan_format(p));
+}
+
+/* The Galerkin operators' values, level by level: A P into its kept pattern, then R (A P). */
+static spx_status spx__amg_update_rap(spx_amg *m) {
+  int l;
+  spx_status st;
+  for (l = 0; l + 1 < m->nl; l++) {
+    spx__amg_level *L = &m->lv[l];
+    if ((st = spx__amg_spgemm_values(L->A, L->P, L->AP)) || (st = spx__amg_spgemm_values(L->R, L->AP, m->lv[l + 1].A)))
+      return st;
+  }
+  return SPX_OK;
+}
+
+/* Every level's diagonal checked and its smoother's values made again (the levels with a smoother:
+ * all but a coarsest solved by LU). */
+static spx_status spx__amg_update_smoothers(spx_amg *m) {
+  double *d = NULL;
+  int l;
+  spx_status st = SPX_OK;
+  if (!(d = (double *)spx__alloc((size_t)m->lv[0].A->nrows + 1, sizeof(double)))) return SPX_OUT_OF_MEMORY;
+  for (l = 0; l < m->nl && !st; l++) { /* coarser levels are smaller: d fits them all */
+    if (!(st = spx__amg_diag("spx_amg_update", m->lv[l].A, l, d)) && m->lv[l].dinv)
+      st = spx__amg_smoother_values(m, l, d, -1);
+  }
+  SPX_FREE(d);
+  return st;
+}
+
+/* Each level's plan of A made again, forced to its first choice; the old one goes once the new one
+ * stands. */
+static spx_status spx__amg_update_plans(spx_amg *m) {
+  int l;
+  spx_status st;
+  for (l = 0; l < m->nl; l++) {
+    spx__amg_level *L = &m->lv[l];
+    spx_plan *p = NULL;
+    if ((st = spx__amg_plan(m, L->A, 0, spx__amg_force_name(L->pA), &p))) return st;
+    spx_plan_destroy(L->pA);
+    L->pA = p;
+  }
+  return SPX_OK;
+}
+
+/* CUDA: the inverse diagonals and the gs slices' values into the arrays already there. */
+static spx_status spx__amg_update_device(spx_amg *m) {
+  int l;
+  spx_status st;
+  for (l = 0; l < m->nl; l++) {
+    spx__amg_level *L = &m->lv[l];
+    if (L->dinv && (st = spx_device_upload(m->ctx, L->ddinv, L->dinv, (size_t)L->A->nrows * sizeof(double)))) return st;
+    if (L->C && (st = spx__amg_slices(m, L, 1))) return st;
+  }
+  return spx_context_synchronize(m->ctx);
+}
+
+spx_status spx_amg_update(spx_amg *m, const spx_csr *a) {
+  spx_amg_report *rep;
+  spx__amg_level *L0;
+  double t0 = spx__now(), t;
+  int64_t k;
+  spx_status st;
+  if (!m) return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_update: NULL hierarchy");
+  if ((st = spx__amg_check_matrix("spx_amg_update", a)) || (st = spx__amg_same_pattern(m, a))) return st;
+  rep = &m->rep;
+  L0 = &m->lv[0];
+  m->broken = 1; /* until every step below has run */
+  rep->strength_ms = rep->aggregate_ms = rep->prolong_ms = 0;
+  rep->coarse_zero_pivots = 0;
+  t = spx__now();
+  for (k = 0; k < a->nnz; k++) L0->A->val.d[k] = a->dtype == SPX_FLOAT ? (double)a->val.f[k] : a->val.d[k];
+  st = spx__amg_update_rap(m);
+  rep->rap_ms = 1e3 * (spx__now() - t);
+  if (st) return st;
+  t = spx__now();
+  st = spx__amg_update_smoothers(m);
+  rep->smoother_ms = 1e3 * (spx__now() - t);
+  if (st) return st;
+  if (rep->coarse_direct) { /* the create's choice (m->lu is NULL after a failed update) */
+    t = spx__now();
+    SPX_FREE(m->lu);
+    SPX_FREE(m->piv);
+    st = spx__amg_lu(m->lv[m->nl - 1].A, &m->lu, &m->piv, &rep->coarse_zero_pivots);
+    rep->coarse_ms = 1e3 * (spx__now() - t);
+    if (st) return st;
+  }
+  t = spx__now();
+  st = spx__amg_update_plans(m);
+  rep->plan_ms = 1e3 * (spx__now() - t);
+  if (st) return st;
+  rep->device_ms = 0;
+  if (m->cuda) {
+    t = spx__now();
+    st = spx__amg_update_device(m);
+    rep->device_ms = 1e3 * (spx__now() - t);
+    if (st) return st;
+  }
+  spx__amg_fill_report(m);
+  rep->updates++;
+  rep->setup_ms = 1e3 * (spx__now() - t0);
+  m->broken = 0;
+  return SPX_OK;
 }
 
 spx_status spx_amg_cycle(spx_amg *m, const void *b, void *x) {
@@ -1655,10 +1901,11 @@ spx_status spx_amg_report_print(const spx_amg_report *r, FILE *f, int json) {
     fprintf(f, "{\"levels\": %d, \"operator_complexity\": %.6g, \"grid_complexity\": %.6g, \"coarse_direct\": %d, "
                "\"setup_ms\": %.6g, \"strength_ms\": %.6g, \"aggregate_ms\": %.6g, \"prolong_ms\": %.6g, \"rap_ms\": %.6g, "
                "\"smoother_ms\": %.6g, \"coarse_ms\": %.6g, \"plan_ms\": %.6g, \"device_ms\": %.6g, \"cycles\": %lld, "
-               "\"coarse_zero_pivots\": %lld, \"stop\": \"",
+               "\"coarse_zero_pivots\": %lld, \"cycle\": \"%s\", \"updates\": %lld, \"stop\": \"",
             r->levels, r->operator_complexity, r->grid_complexity, r->coarse_direct, r->setup_ms, r->strength_ms,
             r->aggregate_ms, r->prolong_ms, r->rap_ms, r->smoother_ms, r->coarse_ms, r->plan_ms, r->device_ms,
-            (long long)r->cycles, (long long)r->coarse_zero_pivots);
+            (long long)r->cycles, (long long)r->coarse_zero_pivots, spx_amg_cycle_type_name(r->cycle),
+            (long long)r->updates);
     for (c = r->stop; *c; c++) {
       if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
       else if ((unsigned char)*c >= 0x20) fputc(*c, f);
@@ -1676,8 +1923,9 @@ spx_status spx_amg_report_print(const spx_amg_report *r, FILE *f, int json) {
     fprintf(f, "]}");
     return SPX_OK;
   }
-  fprintf(f, "amg               %d levels, operator complexity %.3f, grid complexity %.3f; %s\n", r->levels,
-          r->operator_complexity, r->grid_complexity, r->stop);
+  fprintf(f, "amg               %d levels, %s-cycle, operator complexity %.3f, grid complexity %.3f; %s\n", r->levels,
+          r->cycle == SPX_AMG_CYCLE_W ? "W" : r->cycle == SPX_AMG_CYCLE_F ? "F" : "V", r->operator_complexity,
+          r->grid_complexity, r->stop);
   fprintf(f, "  level      rows        nnz  nnz/row  smoother   sweeps  damping colors      rho  P omega  format (A, P, R)\n");
   for (l = 0; l < r->levels; l++) {
     const spx_amg_level_info *li = &r->level[l];
@@ -1692,6 +1940,9 @@ spx_status spx_amg_report_print(const spx_amg_report *r, FILE *f, int json) {
   if (r->coarse_zero_pivots)
     fprintf(f, "  the coarsest matrix is singular to rounding: %lld zero pivots, those unknowns set to 0 (a consistent "
                "singular system still converges)\n", (long long)r->coarse_zero_pivots);
+  if (r->updates)
+    fprintf(f, "  reused          the last of %lld updates (same pattern): aggregates, P, R, colorings and their plans "
+               "kept; the times below are that update's\n", (long long)r->updates);
   fprintf(f, "  setup %.3f ms: strength %.3f, aggregation %.3f, prolongation %.3f, RAP %.3f, smoothers %.3f, coarse LU "
              "%.3f, plans %.3f, device %.3f\n",
           r->setup_ms, r->strength_ms, r->aggregate_ms, r->prolong_ms, r->rap_ms, r->smoother_ms, r->coarse_ms, r->plan_ms,

@@ -93,6 +93,39 @@ spx_status spx_gen_poisson3d(int64_t nx, int64_t ny, int64_t nz, int points, spx
   return SPX_OK;
 }
 
+/* The 7-point pattern, then each row's values by direction: the pattern's row order (-z, -y, -x,
+ * self, +x, +y, +z, each where the neighbour exists) tells which entry is which, whatever the
+ * grid's extents (with nx = 1 the column r + 1 is a y neighbour, so columns alone would not). */
+spx_status spx_gen_poisson3d_aniso(int64_t nx, int64_t ny, int64_t nz, double cx, double cy, double cz,
+                                   spx_dtype dtype, spx_csr **out) {
+  static const char fn[] = "spx_gen_poisson3d_aniso";
+  int64_t line;
+  spx_csr *a;
+  spx_status s;
+  if (!out) return spx__fail(SPX_INVALID_ARGUMENT, "%s: out is NULL", fn);
+  *out = NULL;
+  if (!(cx > 0 && cy > 0 && cz > 0) || cx - cx != 0 || cy - cy != 0 || cz - cz != 0)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: coefficients %g, %g, %g must be positive and finite (SPD)", fn, cx,
+                     cy, cz);
+  if ((s = spx_gen_poisson3d(nx, ny, nz, 7, dtype, &a))) return spx__wrap(s, "%s", fn);
+  SPX__GEN_OMP_FOR
+  for (line = 0; line < ny * nz; line++) {
+    int64_t y = line % ny, z = line / ny, x;
+    for (x = 0; x < nx; x++) {
+      int64_t k = a->row_ptr[line * nx + x];
+      if (z > 0) spx__setv(a, k++, -cz);
+      if (y > 0) spx__setv(a, k++, -cy);
+      if (x > 0) spx__setv(a, k++, -cx);
+      spx__setv(a, k++, 2 * (cx + cy + cz));
+      if (x < nx - 1) spx__setv(a, k++, -cx);
+      if (y < ny - 1) spx__setv(a, k++, -cy);
+      if (z < nz - 1) spx__setv(a, k, -cz);
+    }
+  }
+  *out = a;
+  return SPX_OK;
+}
+
 /* ---- Elasticity ---------------------------------------------------------------------------- */
 
 /* Stiffness of one unit-cube Q1 element, 24 x 24, local node a = ax + 2*ay + 4*az (ax, ay, az in
