@@ -76,6 +76,12 @@ void spx__job_release(spx__job *j);
  * A loop split over every core waits for the thread whose core a compile shares: a scheduler time
  * slice (milliseconds) on work of microseconds. */
 int spx__host_threads(void);
+/* spx__host_threads, at most one thread per `grain` items of `work`: a loop of microseconds split
+ * over every core waits for the slowest of them, and each more thread is one more chance to meet a
+ * core that is busy (a spinning thread of another parallel region, a driver's wait). */
+int spx__host_threads_for(int64_t work, int64_t grain);
+/* Items per thread of spx's light host loops (a few ns each): tens of microseconds of work. */
+#define SPX__HOST_GRAIN ((int64_t)1 << 15)
 int spx__jobs_busy(void); /* jobs running now */
 
 /* A tier switch: the owner runs a stand-in (or nothing) while a job makes what it wants; settle

@@ -6,6 +6,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 #include "common.h"
 #include "config.h"
 #include "cuda_types.h"
@@ -460,6 +463,18 @@ static spx_status spx__h2d_begin(const spx__cuda_api *cu, const spx_context *ctx
     j->ctx = ctx; j->pl = pl; j->id = i; j->nw = a->nw; j->dst = (spx__CUdeviceptr)dst;
     j->src = (const char *)src; j->bytes = bytes; j->stop = &a->stop;
   }
+#if defined(_OPENMP)
+  /* An upload the caller waits for runs on OpenMP's threads: right after a parallel loop (the
+   * plan's validation, a row-pointer narrowing) they still spin on every core, and threads of the
+   * pool's own would wait behind them for scheduler slices. */
+  if (here && !omp_in_parallel()) {
+#pragma omp parallel for num_threads(a->nw) schedule(static, 1)
+    for (i = 0; i < a->nw; i++) spx__h2d_worker(&a->job[i]);
+    for (i = 0; i < a->nw; i++) a->started[i] = 2;
+    *out = a;
+    return SPX_OK;
+  }
+#endif
   /* a worker that could not start has its chunks copied by spx__h2d_end */
   for (i = here ? 1 : 0; i < a->nw; i++) a->started[i] = pthread_create(&a->th[i], NULL, spx__h2d_worker, &a->job[i]) == 0;
   if (here) { a->started[0] = 2; spx__h2d_worker(&a->job[0]); } /* 2: ran on this thread */

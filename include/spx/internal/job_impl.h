@@ -28,6 +28,12 @@ int spx__host_threads(void) {
 #endif
 }
 
+int spx__host_threads_for(int64_t work, int64_t grain) {
+  const int n = spx__host_threads();
+  const int64_t w = grain > 0 ? work / grain : n;
+  return w < 1 ? 1 : w < n ? (int)w : n;
+}
+
 struct spx__job {
   spx_status (*fn)(spx__job *j, void *data);
   void *data;             /* freed with the job (SPX_FREE) */
