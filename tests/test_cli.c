@@ -288,6 +288,9 @@ static void test_solve_host(void **state) {
   assert_int_equal(spx_cli_run_cmd("solve gen:poisson7:10 --host --method cg", buf, sizeof buf), 0);
   assert_non_null(strstr(buf, "converged in"));
   assert_non_null(strstr(buf, "why           auto"));
+  /* a host run names no GPU step (upload, compile, device kernels) in its setup */
+  assert_non_null(strstr(buf, "setup "));
+  if (strstr(buf, "upload") || strstr(buf, "compile") || strstr(buf, "solver kernels")) fail_msg("GPU terms in:\n%s", buf);
   assert_int_equal(spx_cli_run_cmd("solve gen:poisson7:10 --host --method bicgstab --format jds", buf, sizeof buf), 0);
   assert_non_null(strstr(buf, "plan jds"));
   assert_non_null(strstr(buf, "forced: jds"));
