@@ -93,7 +93,7 @@ typedef enum spx_plan_engine {
 
 /* The constants of the cost model for one device (all times per SpMV unless said otherwise). */
 typedef struct spx_plan_device {
-  char name[64];              /* "NVIDIA H100 80GB HBM3", "host" */
+  char name[64];              /* the device's name as the driver gives it, or "host" */
   double bandwidth_gbs;       /* achievable streaming bandwidth of an SpMV kernel, 1e9 B/s */
   double launch_us;           /* fixed cost of one SpMV call (launch + tail), microseconds */
   double imbalance_weight;    /* 0..1: cost of an idle lane-slot relative to a busy one */
@@ -119,8 +119,8 @@ typedef struct spx_plan_device {
   double format_staged_convert_ns[SPX_FORMAT_MAX];
   /* The factor of the block formats (BSR, RBP-*) measured on a 3-unknowns-per-node elasticity
    * matrix, used where the matrix has blocks (BSR's best block > 1, RBP's mean run >= 4): on the
-   * Poisson matrix those kernels run 1x1 blocks and runs of 3, another kernel regime (measured on
-   * the H100: BSR 3x3 reached 94% of copy bandwidth where the Poisson factor predicted 75%).
+   * Poisson matrix those kernels run 1x1 blocks and runs of 3, another kernel regime, so the
+   * Poisson factor mispredicts real blocks (docs/performance.md).
    * Stored as "blockfactor_NAME"; 0: use format_factor. */
   double format_factor_block[SPX_FORMAT_MAX];
   /* Random x gathers. The streaming model charges x once; a matrix whose 32-row slices read many
@@ -156,7 +156,7 @@ typedef struct spx_plan_options {
                                * work [0.02] */
   double trial_gap;           /* auto: and only when the runner-up's predicted time is within this
                                * factor of the best's [1.1]: past it the model's ranking stands
-                               * (its choices' median error is ~4%); <= 1: never a trial */
+                               * (its error is smaller than that gap); <= 1: never a trial */
   double convert_margin;      /* auto and model: a format that converts the matrix must score at
                                * least this share below the best CSR baseline (spx's CSR kernel
                                * or cuSPARSE) to be chosen: the model's error on small kernels is

@@ -101,8 +101,8 @@ typedef struct spx_stencil {
 spx_status spx_stencil_init(spx_stencil *p, int64_t nx, int64_t ny, int64_t nz, spx_dtype dtype,
                             double c0, double cx, double cy, double cz);
 
-/* The temporal-blocking depth when the options give none (H100: depth 4 is slower in core at
- * 640-1024^3, faster only at 2000^3; bench/results/stencil-fig11-s128-d4.txt). */
+/* The temporal-blocking depth when the options give none: depth 4 is no faster than 2 at most
+ * sizes (docs/performance.md; bench/results/stencil-fig11-s128-d4.txt). */
 #define SPX_STENCIL_DEFAULT_DEPTH 2
 
 typedef struct spx_stencil_options {

@@ -2,7 +2,7 @@
 /* Implementation of spx/device.h. Every entry point pushes the context's CUDA context and pops it
  * on the way out, so the caller's current context is never disturbed. At the end, the streams,
  * events, async copies and page-locked memory that code scheduling its own work over streams (the
- * stencil) takes from this layer (cuda_types.h), and the link's bandwidth measured with them. */
+ * stencil) takes from this layer (cuda_types.h), and the link's bandwidth timed with them. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -46,15 +46,16 @@ static void spx__pinned_free(const spx__cuda_api *cu, char *p) {
 }
 
 /* ---- A cache of freed blocks --------------------------------------------------------------------
- * On the H100 host cuMemAlloc costs 0.06-0.2 ms and cuMemFree 0.05-0.25 ms (it also waits for the
- * device): a plan's build allocates and frees a dozen blocks (the staged CSR, a converter's scratch)
- * and a solver's workspace a dozen more, about a millisecond of a 13-iteration BiCGSTAB. So
- * spx_device_free keeps a block, with an event recorded on the context's stream, and
- * spx_device_alloc hands out the smallest kept block that fits (at most twice the request) once its
- * event has completed: no work queued before the free can still touch it, on any stream. The cache
- * holds at most SPX_DEVICE_CACHE_MB (default: 1/16 of the device's memory, at most 2 GiB; 0 turns
- * it off) and 64 blocks, oldest out first; a cuMemAlloc that runs out of memory empties it and
- * tries again, spx_device_trim empties it on demand, and spx_context_device_info counts it free. */
+ * cuMemAlloc and cuMemFree cost a tenth of a millisecond or more each (a free also waits for the
+ * device), and a plan's build allocates and frees a dozen blocks (the staged CSR, a converter's
+ * scratch) and a solver's workspace a dozen more: a visible share of a short solve
+ * (docs/performance.md, "Allocation and free"). So spx_device_free keeps a block, with an event
+ * recorded on the context's stream, and spx_device_alloc hands out the smallest kept block that
+ * fits (at most twice the request) once its event has completed: no work queued before the free
+ * can still touch it, on any stream. The cache holds at most SPX_DEVICE_CACHE_MB (default: 1/16
+ * of the device's memory, at most 2 GiB; 0 turns it off) and 64 blocks, oldest out first; a
+ * cuMemAlloc that runs out of memory empties it and tries again, spx_device_trim empties it on
+ * demand, and spx_context_device_info counts it free. */
 #define SPX__DCACHE_SLOTS 64
 
 typedef struct spx__dblock {
@@ -258,15 +259,15 @@ size_t spx__dcache_bytes(const spx_context *ctx) {
 }
 
 /* ---- Uploads through pinned buffers -------------------------------------------------------------
- * A copy from pageable memory runs through the driver's own staging copy on the calling thread: 6-7
- * GB/s on the H100 host (the link does 55 GB/s from pinned memory), so a 250 MB matrix took 36 ms
- * to go up, most of a plan's setup. Large uploads instead go through a pool of pinned buffers, one
- * per device while any spx_context on it lives (spx__h2d_release): T worker threads each copy their chunks (k, k + T, ...) into two
- * buffers of their own and queue them on their own stream, so host copies run in parallel and
- * overlap the DMA. Measured there: 8 workers with 1 MiB buffers 35-37 GB/s, 4 workers 24 GB/s.
- * The buffers come from spx__pinned_new. SPX_UPLOAD_THREADS sets T (0: the driver's path only). */
-/* Smaller copies: the context's pinned buffer, a piece at a time (about 6 GB/s there, where the pool
- * runs 30 after ~0.2 ms of thread starts: even at 2 MiB). */
+ * A copy from pageable memory runs through the driver's own staging copy on the calling thread, at
+ * a fraction of the link's pinned rate, and for a large matrix that copy is most of a plan's
+ * setup. Large uploads instead go through a pool of pinned buffers, one per device while any
+ * spx_context on it lives (spx__h2d_release): T worker threads each copy their chunks (k, k + T,
+ * ...) into two buffers of their own and queue them on their own stream, so host copies run in
+ * parallel and overlap the DMA (rates: docs/performance.md, "The pool's workers"). The buffers
+ * come from spx__pinned_new. SPX_UPLOAD_THREADS sets T (0: the driver's path only). */
+/* Smaller copies: the context's pinned buffer, a piece at a time; from SPX__H2D_MIN the pool wins
+ * even after its threads' start-up. */
 #define SPX__H2D_MIN ((size_t)2 << 20)
 #define SPX__H2D_CHUNK ((size_t)1 << 20)
 #define SPX__H2D_MAXW 16
@@ -285,9 +286,8 @@ static atomic_llong spx__h2d_done; /* pooled uploads so far: tests see that the 
 static spx__h2d_pool *spx__h2d_pools[64]; /* by device ordinal; made at the first large upload */
 
 /* Workers for pooled uploads (the pool's size): SPX_UPLOAD_THREADS, else three quarters of the
- * online CPUs, at most 12. < 2: none. On the 16-CPU H100 host, medians of 7 uploads of 256 MiB:
- * 8 workers 30.0 GB/s, 10 33.5, 12 36.9, 14 37.9, 16 33.6 (the host's memory bandwidth, not the
- * copies' count, bounds it past 12). */
+ * online CPUs, at most 12. < 2: none. Past about 12 workers the host's memory bandwidth, not the
+ * copies' count, bounds the rate (docs/performance.md, "The pool's workers"). */
 static int spx__h2d_workers(void) {
   const spx__env_num *k = &spx__cfg()->upload_threads;
   long long n = k->n;
@@ -504,9 +504,9 @@ size_t spx__h2d_min(void) { return SPX__H2D_MIN; }
 
 /* ---- Copies through a pinned buffer -------------------------------------------------------------
  * A copy from or to pageable memory goes through the driver's own staging, and beside a pooled
- * upload that path crawled: on the H100 host a 400 KB download took 1-2 ms and halved the pool's
- * rate (a converter's width and scan copies run while the values go up); an 8 MB download into
- * fresh pages ran at 2-4 GB/s. Uploads under SPX__H2D_MIN and every download instead go through
+ * upload that path crawls: a small download (a converter's width and scan copies, run while the
+ * values go up) stalls for milliseconds and slows the pool, and a download into fresh pages runs
+ * far below the link's rate. Uploads under SPX__H2D_MIN and every download instead go through
  * the context's registered buffer of SPX__PIN_BYTES on the context's stream: uploads a piece at a
  * time, downloads in its two halves in turn; when another thread holds it, the driver's way. */
 #define SPX__PIN_BYTES ((size_t)1 << 20)
@@ -627,7 +627,7 @@ spx_status spx_device_download(spx_context *ctx, void *dst, spx_devptr src, size
   if (!bytes) return SPX_OK;
   if (!src || !dst) return spx__fail(SPX_INVALID_ARGUMENT, "spx_device_download: NULL pointer");
   if (!(cu = spx__dev_api(ctx, "spx_device_download"))) return spx_last_status();
-  /* any size: the driver's pageable path ran 2-4 GB/s into fresh pages (a plan's 8 MB diagonal) */
+  /* any size: the driver's pageable path is slow into fresh pages (a plan's diagonal) */
   s = spx__pin_copy(cu, ctx, 0, (spx__CUdeviceptr)src, (char *)dst, bytes, &done);
   if (!s && !done) {
     s = spx__cu_check(cu->cuMemcpyDtoHAsync(dst, (spx__CUdeviceptr)src, bytes, ctx->stream), "cuMemcpyDtoHAsync");
@@ -820,7 +820,7 @@ spx_status spx__link_bandwidth(spx_context *ctx, size_t bytes, int reps, double 
   memset(h[1], 2, bytes);
   t0 = spx__now();
   /* r < 0: warm-up, until it has copied for 200 ms: an idle GPU's link comes up to speed only
-   * under load (a first measurement right after a build reads far below the later ones) */
+   * under load (a first timing right after a build reads far below the later ones) */
   for (r = -1; r < reps; r++) {
     float ms[2] = {0, 0};
     int mode;

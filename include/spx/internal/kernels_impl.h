@@ -33,8 +33,8 @@ static void spx__klaunch(spx_kernel_launch *l, const char *tmpl, const char *ker
  * nearby matrices share one compiled kernel (the templates take it as a bound of the run-time
  * width). Eight buckets per doubling (33-36, 37-40, ..., 61-64): at most 3 extra steps of an
  * unrolled loop, each a load the L1 serves and an add of nothing. Up to 32 each value is its own:
- * there one extra step is 3% or more of a row's work, and the A/B (bench/results/buckets.txt)
- * found rounding 25 up to 28 cost 2-3%. options.exact_shape: no bucket (for comparison). */
+ * there one extra step is a visible share of a row's work (bench/results/buckets.txt).
+ * options.exact_shape: no bucket (for comparison). */
 static int64_t spx__shape_bucket(int64_t v, const spx_dmatrix_options *o) {
   int64_t step = 1;
   if (v <= 32 || o->exact_shape) return v;
@@ -99,9 +99,8 @@ static int spx__tpr_of(double mean, int want) {
 }
 
 /* Threads per row of the CSR vector kernel: the largest power of two within 1..32 not above a fifth
- * of the mean row length (measured on an H100, double and float: 7 per row runs best with 1-2
- * lanes, 27 with 4, 81 with 8-16; whole warps on short rows idle most lanes and halve the
- * bandwidth), or `want` when it is one. */
+ * of the mean row length (whole warps on short rows idle most lanes and lose bandwidth; the
+ * rates are in docs/performance.md, "CSR kernel choice"), or `want` when it is one. */
 static int spx__tpr_mean(double mean) {
   int t = 1;
   while (t < 32 && 2.0 * t * 5.0 <= mean) t *= 2;
@@ -125,9 +124,8 @@ static unsigned spx__kblock(const spx_dmatrix_options *o) {
 /* When the vector kernel loses to load balancing: B = longest/mean row > 8 with rows of 64 or more
  * (a few long rows serialize their warps while the others idle), or mean row > 64 with a
  * coefficient of variation > 0.5 (whole-warp rows of very different lengths). O(nrows).
- * Measured on an H100 (double): power-law rows (1M rows, 10-12M nonzeros, B 195-411) run at 1.25
- * TB/s merge-path against 0.89-1.02 for the best vector width; regular rows (7-81 per row) at
- * 1.8 TB/s merge-path against 2.5-2.7 vector, hence vector unless skewed. */
+ * Merge-path wins on skewed rows and loses clearly on regular ones, hence vector unless skewed
+ * (docs/performance.md, "CSR kernel choice"). */
 
 /* The rule on the row statistics (mean and longest row, variance of the lengths): shared by the row
  * scan below and spx_csr_kernel_options, which has a histogram instead of the rows. */
@@ -156,11 +154,9 @@ static int spx__csr_skewed(const spx_fmt_csr *c, int64_t n, int64_t nnz, double 
 
 /* When CSR-stream beats the vector and merge-path kernels: large matrices (small ones are latency-
  * bound, where its two barriers per chunk cost more than they save) with short rows on average and
- * no row so long that one thread's serial sum from shared memory dominates. Measured on an H100
- * (bench-large, double/float): graphs and circuits with 5 per row run 1.2-1.25x faster than the
- * best vector width (ct2010 x60: 81% of copy bandwidth against 67%), power-law rows (mean 5, up
- * to 2000) 1.05-1.14x faster than merge path; 3-D Poisson 7/27-point ties (+-3%); 60-80 per row
- * (FEM) lose 10-15% to 8 lanes per row. */
+ * no row so long that one thread's serial sum from shared memory dominates: it wins on short
+ * irregular rows (graphs, circuits, power-law), ties on stencils and loses on long FEM rows
+ * (docs/performance.md, "CSR kernel choice"). */
 #define SPX__STREAM_MEAN_MAX 32.0
 #define SPX__STREAM_ROW_MAX 2048
 static int spx__csr_stream_pays_stats(int64_t n, int64_t nnz, int64_t longest) {

@@ -798,7 +798,8 @@ static spx_status spx__g_setup(spx__solver *s, const void *b, void *x, spx_devpt
   spx__conv_mark(tr, "solve", "workspace", &tm);
   if (s->jacobi) {
     /* dinv in the vector type, from the plan's diagonal on the device: the host passes (copy,
-     * invert, convert) cost 5-10 ms on 1M rows where the upload and a kernel take under one. Double
+     * invert, convert) cost several times the upload and a kernel (docs/performance.md, "The
+     * Jacobi setup"). Double
      * vectors invert in place; float ones from a staging copy. */
     const double *d = spx__plan_diag_kept(s->A);
     long long n = s->n;
@@ -990,7 +991,7 @@ static spx_status spx__solve_diag(spx__solver *s, const char *fn) {
   spx_status st;
   if (!(d = s->diag = (double *)spx__alloc((size_t)n + 1, sizeof(double)))) return SPX_OUT_OF_MEMORY;
   if ((st = spx_plan_diagonal(s->A, d))) return st;
-  /* in parallel: on a 1M-row GPU solve this loop and the dinv copy were 10 ms of host setup */
+  /* in parallel: on a large GPU solve this loop is a visible part of the host setup */
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(static) reduction(min : bad) if (n > 65536)
 #endif

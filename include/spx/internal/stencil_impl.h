@@ -143,8 +143,8 @@ static spx_status spx__host_fits(int64_t need, const spx_stencil_options *o, con
  * a shallower launch after a deeper one: in mmtb's ring windows, launch k+1 then writes below the
  * top 2 dk planes of launch k's input, which the next slab reads (see spx__sx_mmtb). One-step
  * launches: r % d, and d more where `odd` asks for an odd launch count and d is even (overlap: the
- * output then lands in the second window, so uploads need not wait for downloads; float 2800^3
- * with 32 steps at depth 2, 16 launches, ran 266 GStencil/s with the waits). */
+ * output then lands in the second window, so uploads need not wait for downloads, which an even
+ * count makes them do). */
 static int64_t spx__stencil_ones(int64_t r, int d, int odd) {
   int64_t u = r % d;
   if (odd && d % 2 == 0 && r - u >= d && (u + (r - u) / d) % 2 == 0) u += d;
@@ -266,9 +266,8 @@ static int spx__stencil_feasible(spx_stencil_method m, int d, int64_t R, int64_t
  * row starts at an even index: an odd nx runs 1. */
 static spx_status spx__stencil_xv(const spx_stencil *p, const spx_stencil_options *o, int *xv) {
   const char *e = spx__cfg()->stencil_xv;
-  /* Default 2 in float only. H100, in core, depth 1 (bench/results/stencil-ab-*): float xv 2
-   * over xv 1 1.07-1.23x (80-87% -> 88-99% of the roofline); double 0.92x at 256^3 and
-   * 1.00-1.01x from 512^3 (xv 1 already reaches 98-100%; the pairs cost registers). */
+  /* Default 2 in float only: pairs bring float close to the roofline, while double already
+   * reaches it with one cell and the pairs cost registers (bench/results/stencil-ab.txt). */
   *xv = p->dtype == SPX_FLOAT ? 2 : 1;
   if (o->xv) {
     if (o->xv != 1 && o->xv != 2)
@@ -366,8 +365,9 @@ spx_status spx_stencil_choose(const spx_stencil *p, int64_t steps, const spx_ste
        * any jitter stalls the pipeline; 64 + 64 leaves slack in both. overlap at an even depth
        * takes the next multiple when that one has an even number of launches and the last round
        * stays within d steps of the others (66 + 62, not 64 + 64): an even count runs d one-step
-       * launches more (spx__stencil_ones), 1.6x the time of a depth-2 launch per step (H100,
-       * 640^3: 401 -> 416 GStencil/s). Not 34 x 3 + 26 for 32 x 4 (1024^3: 350 -> 309). */
+       * launches more (spx__stencil_ones), each dearer per step than a depth-d launch. Not
+       * 34 x 3 + 26 for 32 x 4: uneven rounds cost more than the odd count saves
+       * (docs/performance.md, "Kernel waves"). */
       if (!o.tts && o.method != SPX_STENCIL_NORMAL) {
         int64_t n = (steps + R - 1) / R, Rn = (steps + n - 1) / n;
         if (R % pl.depth && R > pl.depth && R != steps) continue;
@@ -392,12 +392,12 @@ spx_status spx_stencil_choose(const spx_stencil *p, int64_t steps, const spx_ste
     if (Rbest && o.method == SPX_STENCIL_OVERLAP && !o.slab) {
       /* Thinner slabs than the budget allows, at the tts chosen above: the pipeline fills with the
        * first slab's upload and drains with the last one's download, which the other slabs do not
-       * hide (float 2800^3 on an H100 in 5 slabs of 596 planes: 0.7 s of 2.9). More slabs cost
+       * hide (with a few large slabs, a quarter of the run). More slabs cost
        * device copies and launches instead; the model weighs both, but not below 4 x tts planes a
        * slab: there the 4 tts planes each boundary copies outweigh the slab, and the copies (at half
-       * the copy bandwidth) and the shorter z-marches cost more than the model says (measured,
-       * 2800^3: 80 slabs of 35 planes 265 GStencil/s, 20 of 140 288, 5 of 596 244; under a 1 GiB
-       * budget, thinner slabs at a smaller tts lost 5-14%). J grows by ~1/8 a step. */
+       * the copy bandwidth) and the shorter z-marches cost more than the model says; nor at a
+       * smaller tts than chosen (docs/performance.md, "Stencil slabs and chunks"). J grows by
+       * ~1/8 a step. */
       int64_t J2 = Jbest, Jcap = SPX__MIN(64 * Jbest, Z / (4 * Rbest));
       R = Rbest;
       while ((J2 = SPX__MAX(J2 + 1, J2 + J2 / 8)) <= Jcap) {
@@ -688,12 +688,10 @@ static spx_status spx__sx_wait(spx__sx *x, int stream, int e) {
 /* Output planes per item (chunk) of spx_stencil_tb's launch over `range` planes of `ntile` column
  * tiles with P resident blocks, and its blocks: the chunk whose modelled time is least. Per item,
  * its planes plus 2 dk + 2 of start-up (the levels and the loads ahead); whole waves of P items,
- * then the M left cut into S pieces, as the kernel counts them. The 3-D grid this replaces often
- * ended on a few blocks (640^3 overlap slabs of 129 planes: launches 13% longer per plane than in
- * core, H100). Chunks of at most 48 dk planes (SPX_STENCIL_CHUNK_MAX overrides): longer z-marches
- * ran slower per plane, measured in core, float, H100, by the longest chunk allowed at depth 2:
- * 96: 640^3 519, 1024^3 506 GStencil/s; 256: 503, 487; whole columns: 395, 324; depth 4 at 640^3
- * 437 at 96, 454 at 192. SPX_STENCIL_CHUNK bounds the chunk below. */
+ * then the M left cut into S pieces, as the kernel counts them: a grid of fixed chunks ends each
+ * launch on a few blocks running alone. Chunks of at most 48 dk planes (SPX_STENCIL_CHUNK_MAX
+ * overrides): longer z-marches run slower per plane (docs/performance.md, "Kernel waves").
+ * SPX_STENCIL_CHUNK bounds the chunk below. */
 static int64_t spx__stencil_tb_chunk(int64_t range, int64_t ntile, int64_t P, int dk, int64_t min_chunk,
                                      int64_t max_chunk, int64_t *blocks) {
   const int64_t minp = 4 * (int64_t)dk, over = 2 * (int64_t)dk + 2;
@@ -764,9 +762,8 @@ static spx_status spx__sx_step(spx__sx *x, int dk, int in, int out, int64_t wz0,
       gy = 1; gz = 1;
       if (gx < 1) return spx__sx_internal("tb grid", range, gx, slots);
     } else {
-      /* About eight waves of resident blocks: with two or three, the last partial wave left the
-       * GPU part idle (measured: 1024^3 float one-step at 64 % of the roofline with one chunk per
-       * column, four waves). Each chunk costs 2 extra planes, so not shorter than 32. */
+      /* About eight waves of resident blocks: with a few, the last partial wave leaves the GPU
+       * part idle. Each chunk costs 2 extra planes, so not shorter than 32. */
       const int64_t want = (int64_t)SPX__MAX(1, x->sm_count) * SPX__MAX(1, 2048 / (int64_t)(bx * by)) * 8;
       const int64_t nch = SPX__MAX(1, (want + gx * gy - 1) / (gx * gy));
       chunk = SPX__MAX((range + nch - 1) / nch, x->min_chunk > 0 ? x->min_chunk : 32);
@@ -992,10 +989,10 @@ static int spx__stencil_defines(const spx_stencil *p, int depth, int shared, int
   snprintf(d[n++], 64, "SPX_BX=%d", bx);
   snprintf(d[n++], 64, "SPX_BY=%d", by);
   if (shared) {
-    /* The shared-memory kernel's load distance: 2 planes in float, 1 in double (H100 in core,
-     * bench/results/tb-pf.txt: float depth 4 421 GStencil/s at 2 against 366 loading at use;
-     * double depth 4 285 at 1, 250 at 2, 190 at use); SPX_STENCIL_TB_PF=0..8 overrides it, to
-     * compare distances on one build (bench/device.sh tb-pf). */
+    /* The shared-memory kernel's load distance: 2 planes in float, 1 in double, the fastest of
+     * each (bench/results/tb-pf.txt); loads ahead stay in flight across the levels' barriers.
+     * SPX_STENCIL_TB_PF=0..8 overrides it, to compare distances on one build (bench/device.sh
+     * tb-pf). */
     const char *e = spx__cfg()->stencil_tb_pf;
     snprintf(d[n++], 64, "SPX_DEPTH=%d", depth);
     if (e && e[0] >= '0' && e[0] <= '8' && !e[1]) snprintf(d[n++], 64, "SPX_TB_PF=%c", e[0]);
