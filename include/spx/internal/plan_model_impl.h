@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The tuner's cost model (tuner.h): each format's byte predictor and lane mapping (the
- * SPX__PLAN_PREDICTORS table), the longest serial walk of its kernel, the predicted time per SpMV
- * and per conversion, and the candidates with their scores (spx_plan_model). It reads the row
- * profile (plan_profile_impl.h) and the device description (plan_device_impl.h), converts a format
- * that has no predictor to learn its bytes (formats), and asks the kernels (kernels.h, cuda.h) and
- * the device converters (dmatrix.h) what they would do; nothing of the plan object above it. */
+/* The tuner's cost model (tuner.h): each format's byte predictor, its model (lane mapping,
+ * launches, serial walk) as the format's registry line gives it (SPX_FORMATS), the longest serial
+ * walk of its kernel, the predicted time per SpMV and per conversion, and the candidates with their
+ * scores (spx_plan_model). It reads the row profile (plan_profile_impl.h) and the device
+ * description (plan_device_impl.h), converts a format that has no predictor to learn its bytes
+ * (formats), and asks the kernels (kernels.h, cuda.h) and the device converters (dmatrix.h) what
+ * they would do; nothing of the plan object above it. */
 #include "common.h"
 #include "dmatrix.h"
 #include "kernels.h"
@@ -14,12 +15,12 @@
 #include "../plan.h"
 
 /* ---- Byte predictors ------------------------------------------------------------------------
- * One per format spx knows the layout of, keyed by registry name: the bytes spx_fmt_bytes would
- * give after conversion with default parameters, from the row structure alone (tests check they are
- * equal). A format without one is converted to learn its bytes. `map` says how lanes meet rows,
- * which picks the imbalance term: FLAT (nonzeros spread evenly: COO, SS), PADDED (padding already
- * in the bytes: ELL, SELL), ROW (a thread per row in row order), SORTED (rows sorted: JDS), CSR
- * (the vector kernel's lanes per row). */
+ * One per format spx knows the layout of, spx__pb_<p> for the predictor p its registry line names:
+ * the bytes spx_fmt_bytes would give after conversion with default parameters, from the row
+ * structure alone (tests check they are equal). A format without one is converted to learn its
+ * bytes. The lane mapping (the line's lanes) picks the imbalance term: FLAT (nonzeros spread
+ * evenly: COO, SS), PADDED (padding already in the bytes: ELL, SELL), ROW (a thread per row in row
+ * order), SORTED (rows sorted: JDS), CSR (the vector kernel's lanes per row). */
 enum { SPX__MAP_FLAT, SPX__MAP_PADDED, SPX__MAP_ROW, SPX__MAP_SORTED, SPX__MAP_CSR };
 
 typedef int64_t (*spx__pred_fn)(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb);
@@ -127,56 +128,43 @@ static int64_t spx__pb_sdia(const spx__pprof *p, const spx_format_vtable *vt, in
   return 4 * (ns + 1) + p->sdia_diags * (4 + 32 * vb);
 }
 
-/* The longest serial walk one thread of a format's kernel makes, in steps of the device's chain_ns:
- * NONE (nonzeros spread evenly over threads: COO, SS, cuSPARSE), ROW (a thread walks a whole row,
- * or its slice's widest: factor x the longest row), HYB (its ELL part's width K), CSR (the vector
- * kernel's lanes per row; none where the kernel balances by nonzeros). The factors (a step's cost
- * against ELL-R's: SELL16 decodes offsets, RBP-ELL reads two arrays a step, RBP-CSR walks runs,
- * BSR blocks) were fitted on the fit half of the shared matrices (bench/corpus/split.tsv). */
+/* The longest serial walk one thread of a format's kernel makes, in steps of the device's chain_ns
+ * (the line's walk): NONE (nonzeros spread evenly over threads: COO, SS, cuSPARSE), ROW (a thread
+ * walks a whole row, or its slice's widest: factor x the longest row), HYB (its ELL part's width
+ * K), CSR (the vector kernel's lanes per row; none where the kernel balances by nonzeros). The
+ * factors (a step's cost against ELL-R's: SELL16 decodes offsets, RBP-ELL reads two arrays a step,
+ * RBP-CSR walks runs, BSR blocks) were fitted on the fit half of the shared matrices
+ * (bench/corpus/split.tsv). */
 enum { SPX__CHAIN_NONE, SPX__CHAIN_ROW, SPX__CHAIN_HYB, SPX__CHAIN_CSR };
 
-/* Predictors by registry name. _(name, predictor or NULL, lane mapping, kernel launches, reads the
- * column counts (estimates when the profile is sampled), why the converter declines when the
- * predictor says -2, serial walk, its factor) */
-#define SPX__SPAN_NOTE "a slice spans more than 65536 columns"
-#define SPX__FILL_NOTE "the slices' diagonals exceed sdia_max_fill slots per nonzero"
-#define SPX__PLAN_PREDICTORS(_)                                                                                        \
-  _("coo",       spx__pb_coo,        SPX__MAP_FLAT,   2, 0, NULL,           SPX__CHAIN_NONE, 0.0)  \
-  _("csr",       spx__pb_csr,        SPX__MAP_CSR,    1, 0, NULL,           SPX__CHAIN_CSR,  1.0)  \
-  _("ell",       spx__pb_ell,        SPX__MAP_PADDED, 1, 0, NULL,           SPX__CHAIN_ROW,  1.0)  \
-  _("ell_r",     spx__pb_ell_r,      SPX__MAP_ROW,    1, 0, NULL,           SPX__CHAIN_ROW,  1.0)  \
-  _("jds",       spx__pb_jds,        SPX__MAP_SORTED, 1, 0, NULL,           SPX__CHAIN_ROW,  1.05) \
-  _("sell",      spx__pb_sell,       SPX__MAP_PADDED, 1, 1, NULL,           SPX__CHAIN_ROW,  1.0)  \
-  _("sell16",    spx__pb_sell16,     SPX__MAP_PADDED, 1, 1, SPX__SPAN_NOTE, SPX__CHAIN_ROW,  1.45) \
-  _("bsr",       spx__pb_bsr,        SPX__MAP_FLAT,   1, 1, NULL,           SPX__CHAIN_ROW,  0.48) \
-  _("hyb",       spx__pb_hyb,        SPX__MAP_PADDED, 2, 0, NULL,           SPX__CHAIN_HYB,  1.0)  \
-  _("rbp_csr",   spx__pb_rbp_csr,    SPX__MAP_ROW,    1, 1, NULL,           SPX__CHAIN_ROW,  0.6)  \
-  _("rbp_ell",   spx__pb_rbp_ell,    SPX__MAP_ROW,    1, 1, NULL,           SPX__CHAIN_ROW,  1.7)  \
-  _("rbp_ell_r", spx__pb_rbp_ell_r,  SPX__MAP_ROW,    1, 1, NULL,           SPX__CHAIN_ROW,  1.75) \
-  _("ss",        spx__pb_ss,         SPX__MAP_FLAT,   2, 0, NULL,           SPX__CHAIN_NONE, 0.0)  \
-  _("sdia",      spx__pb_sdia,       SPX__MAP_PADDED, 1, 1, SPX__FILL_NOTE, SPX__CHAIN_ROW,  1.0)
-
-typedef struct spx__plan_pred {
-  const char *name;
+/* What the planner knows of a format, from the model its registry line carries (formats.h says
+ * what each field means). Keyed by spx_format so that the format's line is the only place that
+ * names it; the predictor none means no predictor. */
+typedef struct spx__plan_model {
   spx__pred_fn fn;
   int map, launches, cols;
   const char *declines;
   int chain;
   double chain_factor;
-} spx__plan_pred;
+} spx__plan_model;
 
-static const spx__plan_pred spx__plan_preds[] = {
-#define SPX__PP_ROW(name, fn, map, launches, cols, declines, chain, cf) {name, fn, map, launches, cols, declines, chain, cf},
-    SPX__PLAN_PREDICTORS(SPX__PP_ROW)
-#undef SPX__PP_ROW
-    /* the sentinel (a registered format without a predictor): a thread per row, the safe guess */
-    {NULL, NULL, SPX__MAP_FLAT, 1, 0, NULL, SPX__CHAIN_ROW, 1.0}};
+#define spx__pb_none NULL /* a registry line's predictor none */
+#define SPX__PLAN_MODEL(pb, map, launches, cols, chain, cf, note) \
+  {spx__pb_##pb, SPX__MAP_##map, launches, cols, note, SPX__CHAIN_##chain, cf}
+static const spx__plan_model spx__plan_models[SPX_FORMAT_COUNT] = {
+#define SPX__PLAN_MODEL_ROW(E, n, D, cost, what, model) [SPX_FORMAT_##E] = SPX__PLAN_MODEL model,
+    SPX_FORMATS(SPX__PLAN_MODEL_ROW)
+#undef SPX__PLAN_MODEL_ROW
+};
+#undef SPX__PLAN_MODEL
+#undef spx__pb_none
 
-static const spx__plan_pred *spx__plan_pred_of(const char *name) {
-  const spx__plan_pred *q;
-  for (q = spx__plan_preds; q->name; q++)
-    if (!strcmp(q->name, name)) return q;
-  return q; /* the sentinel: no predictor, flat mapping, one launch */
+/* A registered format (no registry line, no model): no predictor, one launch, and a thread per
+ * row for the walk, the safe guess; its lanes count as flat. */
+static const spx__plan_model spx__plan_model_none = {NULL, SPX__MAP_FLAT, 1, 0, NULL, SPX__CHAIN_ROW, 1.0};
+
+static const spx__plan_model *spx__plan_model_of(spx_format f) {
+  return (int)f >= 0 && (int)f < SPX_FORMAT_COUNT ? &spx__plan_models[f] : &spx__plan_model_none;
 }
 
 /* Blocks of 256 threads an SM holds at once (2048 threads): a long row holds its block's slot. */
@@ -216,7 +204,7 @@ static void spx__plan_walk_make(const spx_plan_device *d, const spx__pprof *p, s
 /* Microseconds of the longest serial walk of format q's kernel on p (0 on the host, and for
  * formats that spread nonzeros evenly): rounds x its steps x chain_ns. */
 static double spx__plan_chain_us(const spx_plan_device *d, const spx__pprof *p, const spx__plan_walk *w,
-                                 const spx__plan_pred *q, const spx_format_vtable *vt) {
+                                 const spx__plan_model *q, const spx_format_vtable *vt) {
   double steps = 0, ns = d->chain_ns > 0 ? d->chain_ns : SPX__PLAN_CHAIN_NS;
   if (d->warp <= 1 || !p->hist || p->n == 0) return 0;
   switch (q->chain) {
@@ -362,14 +350,14 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
             !p.cols_done ? "skipped" : rows && rows->cols_done ? "from the device profile" : cols_share < 0 ? "always read" : "paid");
   for (f = 0; f < spx_format_count() && k < max && with_cusparse != 2; f++) {
     const spx_format_vtable *vt = spx_format_info((spx_format)f);
-    const spx__plan_pred *q;
+    const spx__plan_model *q;
     spx_plan_candidate *c = &out[k];
     double idle = 0;
     if (tr && f > 0 && spx__now() - tc > 5e-6)
       fprintf(stderr, "spx plan:   %-8.8s %8.3f ms\n", spx_format_name((spx_format)(f - 1)), 1e3 * (spx__now() - tc));
     tc = spx__now();
     if (!vt || !spx_format_has_kernel((spx_format)f)) continue;
-    q = spx__plan_pred_of(vt->name);
+    q = spx__plan_model_of((spx_format)f);
     memset(c, 0, sizeof *c);
     c->format = (spx_format)f;
     c->engine = SPX_PLAN_ENGINE_SPX;
