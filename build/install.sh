@@ -60,8 +60,8 @@ if [ "$with_bin" = 1 ]; then
   [ -f "$bin" ] && [ -x "$bin" ] || die "'$bin' is missing: build it first (ninja -C $out spx), or pass --no-bin"
 fi
 
-version=$(sed -n 's/^#define SPX_VERSION_STRING "\([^"]*\)".*/\1/p' include/spx/spx.h)
-[ -n "$version" ] || die "cannot read SPX_VERSION_STRING from include/spx/spx.h"
+version=$(sed -n 's/^#define SPX_VERSION_STRING "\([^"]*\)".*/\1/p' include/spx/version.h)
+[ -n "$version" ] || die "cannot read SPX_VERSION_STRING from include/spx/version.h"
 
 mkdir -p -- "$prefix" 2>/dev/null || die "cannot create the prefix '$prefix'"
 prefix=$(cd -- "$prefix" && pwd -P) || die "cannot enter the prefix"

@@ -33,7 +33,7 @@ def include_dir():
 
 
 def version(inc):
-    with open(os.path.join(inc, "spx", "spx.h")) as f:
+    with open(os.path.join(inc, "spx", "version.h")) as f:
         m = re.search(r'#define SPX_VERSION_STRING "([^"]+)"', f.read())
     return m.group(1) if m else "0.0.0"
 

@@ -52,10 +52,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
-#define SPX_VERSION_MAJOR 0
-#define SPX_VERSION_MINOR 1
-#define SPX_VERSION_PATCH 0
-#define SPX_VERSION_STRING "0.1.0"
+#include "version.h"
 
 #include "status.h"
 #include "io.h"
@@ -128,9 +125,7 @@
  *   stencil_impl.h   stencils                                     jit, context, device, loader
  *   solve_impl.h     solvers                                      plan, cuda, jit, device
  *   amg_impl.h       algebraic multigrid                          solve, plan, jit, context, device
- * Exceptions, which compile only in this order: jit_impl.h and mm_impl.h take SPX_VERSION_STRING
- * from this file.
- * tests/BUILD.gn (impl_alone) compiles the others alone. */
+ * tests/BUILD.gn (impl_alone) compiles each of them alone. */
 #if defined(SPX_IMPLEMENTATION) && !defined(SPX__IMPLEMENTATION_DONE)
 #define SPX__IMPLEMENTATION_DONE
 #ifdef __cplusplus

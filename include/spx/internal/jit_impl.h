@@ -17,6 +17,7 @@
 #include "config.h"
 #include "cuda_types.h"
 #include "../jit.h"
+#include "../version.h"
 #include "templates_gen.h"
 
 #define SPX__JIT_FORMAT 1u          /* entry format; SPX_JIT_CACHE_SUBDIR says it too */

@@ -30,6 +30,7 @@
 #include "host.h"
 #include "../io.h"
 #include "../mm.h"
+#include "../version.h"
 
 /* Keyword tables, plus the keywords spx recognizes only to refuse them. */
 #define SPX__MM_KW(e, kw) kw,
