@@ -5,7 +5,6 @@
  * runtime it sits on, works in the current context, which is the device's primary one here) and
  * pops it on the way out. */
 #include "common.h"
-#include "config.h"
 #include "cuda_types.h"
 #include "../baseline.h"
 
@@ -693,14 +692,6 @@ static int spx__cs_skippable(spx_status s) {
 
 /* Builds alg alone, or (BEST) each applicable alg in turn, timing each and keeping the fastest.
  * The context is current. */
-/* SPX_PLAN_TRACE: a plan build's steps on stderr (*t: the previous mark, moved on). */
-static void spx__cs_mark(const char *step, double *t) {
-  const char *e = spx__cfg()->plan_trace;
-  const double now = spx__now();
-  if (e && *e && *e != '0') fprintf(stderr, "spx conv: cusparse %-12s %8.3f ms\n", step, 1e3 * (now - *t));
-  *t = now;
-}
-
 static spx_status spx__cs_build(spx_cusparse_plan *p, const spx_csr *a, spx_cusparse_alg alg) {
   int applies[SPX_CUSPARSE_ALG_COUNT] = {0}, i, j, tried = 0;
   spx_cusparse_alg best = SPX_CUSPARSE_ALG_COUNT, first_fail = SPX_CUSPARSE_ALG_COUNT;
@@ -708,9 +699,9 @@ static spx_status spx__cs_build(spx_cusparse_plan *p, const spx_csr *a, spx_cusp
   if (alg != SPX_CUSPARSE_BEST) {
     double t = spx__now();
     if ((s = spx__cs_applies(p, a, alg)) || (s = spx__cs_ensure(p, a, spx__cs_algs[alg].arrays))) return s;
-    spx__cs_mark("arrays", &t);
+    spx__conv_mark(spx__plan_tracing(), "cusparse", "arrays", &t);
     if ((s = spx__cs_prepare(p, alg))) return s;
-    spx__cs_mark("matrix, buffer", &t);
+    spx__conv_mark(spx__plan_tracing(), "cusparse", "matrix, buffer", &t);
     p->alg = alg;
     return SPX_OK;
   }
@@ -792,7 +783,7 @@ static spx_status spx__cs_create(spx_context *ctx, const spx_csr *a, const spx_c
   {
     double t = spx__now();
     s = spx__cs_shell(p);
-    spx__cs_mark("handle, x, y", &t);
+    spx__conv_mark(spx__plan_tracing(), "cusparse", "handle, x, y", &t);
   }
   if (!s && !a) {
     /* An empty wrapped matrix may come without column and value arrays; cuSPARSE wants pointers. */

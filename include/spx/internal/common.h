@@ -52,6 +52,10 @@ char *spx__strdup(const char *s);
 
 /* Monotonic wall clock in seconds. */
 double spx__now(void);
+/* SPX_PLAN_TRACE set (not 0): a plan's stages and its build steps print their wall times on
+ * stderr; spx__conv_mark prints one step (*t: the previous mark, moved on). */
+int spx__plan_tracing(void);
+void spx__conv_mark(int tr, const char *conv, const char *step, double *t);
 /* sqrt without libm: users link with -ldl -lz only. */
 double spx__sqrt(double x);
 /* Warnings and one-time notices go to stderr unless SPX_QUIET is set in the environment. */

@@ -291,19 +291,6 @@ spx_status spx_dmatrix_create(spx_context *ctx, const spx_fmt *m, const spx_dmat
   return spx__dmatrix_build(ctx, m, opt, NULL, out);
 }
 
-/* SPX_PLAN_TRACE set to anything but "" or 0: the selection's stages and the device converters'
- * steps print their wall times on stderr. */
-int spx__plan_tracing(void) {
-  const char *e = spx__cfg()->plan_trace;
-  return e && *e && *e != '0';
-}
-
-/* One converter step's wall time under the trace (*t: the previous mark, moved on). */
-void spx__conv_mark(int tr, const char *conv, const char *step, double *t) {
-  const double now = spx__now();
-  if (tr) fprintf(stderr, "spx conv: %-6s %-12s %8.3f ms\n", conv, step, 1e3 * (now - *t));
-  *t = now;
-}
 
 /* ---- CSR -> SELL / SELL16 on the device (templates/convert.cu) -----------------------------------
  * The host converter's result, array for array, at device bandwidth: the CSR goes up once (as it

@@ -37,8 +37,6 @@ spx_status spx__dmatrix_convert_device(spx_context *ctx, const spx_csr *a, spx_f
                                        const spx_dmatrix_options *opt, spx__dcsr *staged, spx_dmatrix **out);
 /* SPX_PLAN_TRACE: whether the selection's stages and the converters' steps print their times, and
  * one step's wall time under that trace (*t: the previous mark, moved on). */
-int spx__plan_tracing(void);
-void spx__conv_mark(int tr, const char *conv, const char *step, double *t);
 
 /* ---- stage_impl.h: a host CSR staged on the device for the planner ----------------------------- */
 /* Uploads a's pattern into d and profiles its rows on the device: r[9] as analyze.cu's out[] (r[0]
