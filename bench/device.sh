@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The GPU batch behind bench/results: run from the repository root on the device machine after
-# `gn gen out && ninja -C out`. Each part writes its files into DEST and prints a short summary.
+# The GPU batch behind bench/results and tests/results: run from the repository root on the device
+# machine after `gn gen out && ninja -C out`. Each part writes its files into DEST and prints a short
+# summary. Where they are kept (bench/results/README.md, tests/results/README.md): bench, buckets ->
+# bench/results/bench/; select, shared, replicated, tiered -> bench/results/select/; solve,
+# solve-defer, trace -> bench/results/solve/; stencil-ab, fig11, stencil-trace, stencil-2800, tb-pf
+# -> bench/results/stencil/; upload -> bench/results/upload/; tests, memcheck -> tests/results/
+# (amg and amg-paper have no stored run yet).
 # Usage: bench/device.sh DEST PART...   PART: tests | select | shared | replicated | tiered | buckets | solve | solve-defer | upload | bench | stencil-ab |
 #                                       memcheck | trace | fig11 | stencil-trace | stencil-2800 | tb-pf | amg |
 #                                       amg-paper

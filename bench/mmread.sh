@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Matrix Market read speed: spx_mm_read (via `spx info --json`, read time only) against
 # scipy.io.mmread on the same file, same machine, warm page cache, best of 3 each.
-# Usage: bench/mmread.sh OUTDIR [N_ROWS]   (writes bench/results/mmread-<host>.json to stdout)
+# Usage: bench/mmread.sh OUTDIR [N_ROWS]   (writes the JSON line of bench/results/mmread/mmread-<host>.json to stdout)
 set -euo pipefail
 out=${1:-out}; n=${2:-2000000}
 tmp=${TMPDIR:-/tmp}/spx_mmread_bench; mkdir -p "$tmp"

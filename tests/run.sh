@@ -144,6 +144,8 @@ cli_strict() { # $1 = compiler
   done
 }
 run "spx command sources, cc without OpenMP" cli_strict "${CC:-cc}"
+# docs/knobs.md lists every environment variable of the library's table (SPX__ENV in config.h).
+run "docs: knobs.md matches SPX__ENV" build/gen_knobs.sh --check
 command -v clang >/dev/null && run "spx command sources, clang without OpenMP" cli_strict clang
 # An out-of-tree format (DIA) added with no edit to spx, checked on a few shared matrices.
 # The DIA example on its generated matrices and on shared ones: banded (bcsstk16, accepted) and not

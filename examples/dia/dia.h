@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* dia.h: DIA (diagonal storage) as an out-of-tree spx format, built with the public macros only.
  *
- * This file is the "Adding a format" recipe of README.md, complete: a descriptor, the generated
- * struct and layout, four handwritten functions, the generated vtable, and dia_register(). It
- * never edits or includes anything from spx/internal. Include it in C after spx.h, call
- * dia_register() once, then use the id like any built-in format (spx_fmt_from_csr, spx_fmt_spmv,
- * spx_fmt_bytes, spx_format_params_set(&p, "dia_max_fill", 8), ...).
+ * This file is the "Adding a format" recipe of docs/formats.md, complete: a descriptor, the
+ * generated struct and layout, four handwritten functions, the generated vtable, and
+ * dia_register(). It never edits or includes anything from spx/internal. Include it in C after
+ * spx.h, call dia_register() once, then use the id like any built-in format (spx_fmt_from_csr,
+ * spx_fmt_spmv, spx_fmt_bytes, spx_format_params_set(&p, "dia_max_fill", 8), ...).
  *
  * Layout: diagonal d (offset off[d] = column - row, offsets increasing) holds row i's entry at
  * val[d*nrows + i], for the rows where that column exists. Slots that are not nonzeros hold -0.0,

@@ -52,7 +52,7 @@ static int spx_cli_run_gpu(spx_context *ctx, const spx_csr *a, const double *x, 
       }
       best = ms[0];
       for (k = 1; k < 20; k++) best = ms[k] < best ? ms[k] : best;
-      bytes = spx_cli_spmv_min_bytes(a, sizeof(double)); /* the model `spx bench` and README use */
+      bytes = spx_cli_spmv_min_bytes(a, sizeof(double)); /* the model `spx bench` and docs/performance.md use */
       bad |= !(sqrt(err) < 1e-12);
       if (json)
         spx_cli_json_printf(stdout, "%s\"%s\": {\"ms\": %.4f, \"gbs\": %.1f, \"pct_copy\": %.1f, \"max_abs_err\": %.3g}",

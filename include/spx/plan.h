@@ -31,11 +31,11 @@
  *   where spx has one (O(n) or O(nnz) on the row structure, equal to spx_fmt_bytes); a format
  *   without one (a new or registered format) is converted on the host once to learn its bytes.
  *   Above 2^20 nonzeros the column-dependent counts (RBP runs, BSR blocks, SELL slots and SELL16
- *   spans) come from 64 evenly spaced windows of 256 rows, scaled up (the candidate's note says
- *   so); row lengths are always read in full. Below that the column counts are read only when
- *   their priced cost is at most trial_share of the expected work (else those formats are not
- *   modelled, and their notes say so). Each candidate's time is scaled by the per-format factor
- *   the calibration measured.
+ *   spans) come from 64 evenly spaced windows of 256 rows (down to 16 on dense rows: about 2^18
+ *   nonzeros), scaled up (the candidate's note says so); row lengths are always read in full.
+ *   Below that the column counts are read only when their priced cost is at most trial_share of
+ *   the expected work (else those formats are not modelled, and their notes say so). Each
+ *   candidate's time is scaled by the per-format factor the calibration measured.
  *
  * THE DEVICE DESCRIPTION  spx_plan_device holds the constants the model uses. On the CUDA backend
  *   they are measured once per device by spx_plan_calibrate (copy bandwidth, launch latency, probe

@@ -102,7 +102,7 @@ spx_status spx_stencil_init(spx_stencil *p, int64_t nx, int64_t ny, int64_t nz, 
                             double c0, double cx, double cy, double cz);
 
 /* The temporal-blocking depth when the options give none: depth 4 is no faster than 2 at most
- * sizes (docs/performance.md; bench/results/stencil-fig11-s128-d4.txt). */
+ * sizes (docs/performance.md; bench/results/stencil/stencil-fig11-s128-d4.txt). */
 #define SPX_STENCIL_DEFAULT_DEPTH 2
 
 typedef struct spx_stencil_options {
@@ -116,8 +116,8 @@ typedef struct spx_stencil_options {
   int shared;                /* 1: the shared-memory kernel even at depth 1 */
   int bx, by;                /* block shape; 0 = 32 x 8 (one step) or 32 x 32 (shared memory) */
   int xv;                    /* x cells per thread of the one-step kernel, 1 or 2; 0 = the
-                              * environment's SPX_STENCIL_XV=1|2 if set, else 2. 2 needs an even
-                              * nx (aligned pair loads): an odd nx runs 1 */
+                              * environment's SPX_STENCIL_XV=1|2 if set, else 2 in float and 1 in
+                              * double. 2 needs an even nx (aligned pair loads): an odd nx runs 1 */
   int64_t host_limit;        /* host bytes the run may allocate; 0 = MemAvailable */
   /* Cost-model inputs (0 = estimates from the device): */
   double pcie_gbs;           /* one direction, GB/s */

@@ -33,7 +33,7 @@ static void spx__klaunch(spx_kernel_launch *l, const char *tmpl, const char *ker
  * nearby matrices share one compiled kernel (the templates take it as a bound of the run-time
  * width). Eight buckets per doubling (33-36, 37-40, ..., 61-64): at most 3 extra steps of an
  * unrolled loop, each a load the L1 serves and an add of nothing. Up to 32 each value is its own:
- * there one extra step is a visible share of a row's work (bench/results/buckets.txt).
+ * there one extra step is a visible share of a row's work (bench/results/bench/buckets.txt).
  * options.exact_shape: no bucket (for comparison). */
 static int64_t spx__shape_bucket(int64_t v, const spx_dmatrix_options *o) {
   int64_t step = 1;
