@@ -190,6 +190,56 @@ static void test_validate_parallel(void **state) {
   spx_csr_destroy(a);
 }
 
+/* A small LCG: the same cases on every run. */
+static unsigned vr_next(unsigned *s) { return (*s = *s * 1103515245u + 12345u) >> 8; }
+
+/* The chunked check (descents counted over a chunk against those at its row starts) agrees with the
+ * row-by-row rule on random CSRs with one corruption each: a negative or too large column, a repeat,
+ * a random column, or none; rows empty or short, and chunks of several rows and several chunks. */
+static void test_validate_random(void **state) {
+  unsigned seed = 12345;
+  int t, disagree = 0;
+  (void)state;
+  for (t = 0; t < 3000; t++) {
+    const int64_t n = 1 + (int64_t)(vr_next(&seed) % 9000), nc = 1 + (int64_t)(vr_next(&seed) % 40);
+    int64_t *rp = (int64_t *)malloc(sizeof *rp * (size_t)(n + 1)), nnz = 0, i;
+    int32_t *ci = (int32_t *)malloc(sizeof *ci * (size_t)(6 * n + 1));
+    double *v = (double *)calloc((size_t)(6 * n + 1), sizeof *v);
+    spx_csr a;
+    assert_true(rp && ci && v);
+    rp[0] = 0;
+    for (i = 0; i < n; i++) {
+      int len = (int)(vr_next(&seed) % 6), k, c = (int)(vr_next(&seed) % 3) - 1;
+      for (k = 0; k < len && (c += 1 + (int)(vr_next(&seed) % 3)) < nc; k++) ci[nnz++] = c;
+      rp[i + 1] = nnz;
+    }
+    if (nnz) {
+      const int64_t k = (int64_t)(vr_next(&seed) % (unsigned)nnz);
+      switch (vr_next(&seed) % 5) {
+      case 0: ci[k] = -1 - (int32_t)(vr_next(&seed) % 5); break;
+      case 1: ci[k] = (int32_t)nc + (int32_t)(vr_next(&seed) % 3); break;
+      case 2: if (k) ci[k] = ci[k - 1]; break;
+      case 3: ci[k] = (int32_t)(vr_next(&seed) % (unsigned)nc); break;
+      default: break;
+      }
+    }
+    memset(&a, 0, sizeof a);
+    a.nrows = n; a.ncols = nc; a.nnz = nnz; a.row_ptr = rp; a.col_idx = ci; a.val.d = v; a.dtype = SPX_DOUBLE;
+    {
+      int rowwise = 1;
+      for (i = 0; i < n && rowwise; i++) {
+        int64_t k;
+        for (k = rp[i]; k < rp[i + 1]; k++)
+          if (ci[k] < 0 || ci[k] >= nc || (k > rp[i] && ci[k] <= ci[k - 1])) rowwise = 0;
+      }
+      disagree += rowwise != (spx_csr_validate(&a) == SPX_OK);
+      spx_clear_error();
+    }
+    free(rp); free(ci); free(v);
+  }
+  assert_int_equal(disagree, 0);
+}
+
 static void test_empty(void **state) {
   spx_csr *a;
   (void)state;
@@ -357,7 +407,7 @@ int main(void) {
       cmocka_unit_test(test_from_coo),         cmocka_unit_test(test_from_coo_long_rows),
       cmocka_unit_test(test_from_coo_parallel_duplicates),
       cmocka_unit_test(test_transpose_and_float), cmocka_unit_test(test_validate_catches),
-      cmocka_unit_test(test_validate_parallel), cmocka_unit_test(test_empty), cmocka_unit_test(test_env_count),
+      cmocka_unit_test(test_validate_parallel), cmocka_unit_test(test_validate_random), cmocka_unit_test(test_empty), cmocka_unit_test(test_env_count),
       cmocka_unit_test(test_invalid_csr),      cmocka_unit_test(test_from_coo_huge_rows),
   };
   return cmocka_run_group_tests_name("core", tests, NULL, NULL);

@@ -407,20 +407,37 @@ int spx__csr_rows_ok(const spx_csr *a, int64_t r0, int64_t r1) {
   return 1;
 }
 
-/* Row i's columns inside [0, ncols) (its pointers checked before). */
-static int spx__csr_cols_in(const spx_csr *a, int64_t i) {
-  int64_t k;
-  for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++)
-    if (a->col_idx[k] < 0 || a->col_idx[k] >= a->ncols) return 0;
-  return 1;
+/* Whether rows [r0, r1) (pointers checked) have every column in [0, ncols) and, when sorted, no
+ * column at or below its predecessor inside a row. Flat over the chunk's nonzeros, without a branch
+ * per row, so that short rows cost what long ones do: a descent (c[k] <= c[k-1]) is legal only where
+ * k starts a row, so the descents counted over the chunk must equal those counted at its row starts. */
+static int spx__csr_chunk_ok(const spx_csr *a, int64_t r0, int64_t r1, int sorted) {
+  const int32_t *c = a->col_idx;
+  const int64_t k0 = a->row_ptr[r0], k1 = a->row_ptr[r1];
+  /* int32 columns: past 2^31 every column is in range, and a negative one wraps to 2^31 or more */
+  const uint32_t nc = a->ncols > (int64_t)INT32_MAX ? (uint32_t)INT32_MAX + 1u : (uint32_t)a->ncols;
+  uint32_t out = 0;
+  int64_t k, i, desc = 0, at_starts = 0;
+  for (k = k0; k < k1; k++) out |= (uint32_t)((uint32_t)c[k] >= nc); /* a negative column wraps past nc */
+  if (out || !sorted) return !out;
+  for (k = k0 + 1; k < k1; k++) desc += c[k] <= c[k - 1];
+  if (!desc) return 1;
+  for (i = r0 + 1; i < r1; i++) { /* each start position once: the first row that begins there */
+    const int64_t b = a->row_ptr[i];
+    if (b > a->row_ptr[i - 1] && b < k1) at_starts += c[b] <= c[b - 1];
+  }
+  return desc == at_starts;
 }
 
+/* Rows per chunk of the parallel check: enough to amortize a chunk's start, few enough to balance. */
+#define SPX__CSR_CHUNK_ROWS 2048
+
 /* spx_csr_validate's checks up to level (SPX__CSR_*); the message names the first violation.
- * Pointers first, so the entry checks never read past nnz. Both passes run in parallel
- * and keep the first bad row (a min reduction), which the serial loop then names: the same message
- * as a serial walk, at the cost of one pass on 16 cores (validation sits on every plan's setup). */
+ * Pointers first, so the entry checks never read past nnz. Both passes run in parallel and keep the
+ * first bad row or chunk (a min reduction), from which the serial loop names the violation: the
+ * same message as a serial walk, at the cost of one pass (validation sits on every plan's setup). */
 spx_status spx__csr_verify(const spx_csr *a, int level) {
-  int64_t i, k, bad = a ? a->nrows : 0;
+  int64_t i, k, bad = a ? a->nrows : 0, nchunk;
   spx_status s;
   if ((s = spx__csr_validate_head(a))) return s;
 #if defined(_OPENMP)
@@ -433,12 +450,15 @@ spx_status spx__csr_verify(const spx_csr *a, int level) {
     return spx__fail(SPX_INVALID_ARGUMENT, "CSR: row_ptr[%lld] = %lld is out of order or past nnz",
                      (long long)bad + 1, (long long)a->row_ptr[bad + 1]);
   if (level == SPX__CSR_PTRS) return SPX_OK;
+  nchunk = (a->nrows + SPX__CSR_CHUNK_ROWS - 1) / SPX__CSR_CHUNK_ROWS;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 1024) reduction(min : bad) \
+#pragma omp parallel for schedule(dynamic, 1) reduction(min : bad) \
     num_threads(spx__host_threads_for(a->nnz, SPX__HOST_GRAIN)) if (a->nnz > 32768)
 #endif
-  for (i = 0; i < a->nrows; i++)
-    if (!(level == SPX__CSR_SORTED ? spx__csr_rows_ok(a, i, i + 1) : spx__csr_cols_in(a, i))) bad = SPX__MIN(bad, i);
+  for (i = 0; i < nchunk; i++) {
+    const int64_t r0 = i * SPX__CSR_CHUNK_ROWS, r1 = SPX__MIN(a->nrows, r0 + SPX__CSR_CHUNK_ROWS);
+    if (!spx__csr_chunk_ok(a, r0, r1, level == SPX__CSR_SORTED)) bad = SPX__MIN(bad, r0);
+  }
   for (i = bad; i < a->nrows; i++) {
     for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
       if (a->col_idx[k] < 0 || a->col_idx[k] >= a->ncols)
