@@ -695,6 +695,53 @@ static void test_auto_trial_gap(void **state) {
   print_message("default gap: %d trials, %d skipped by the gap\n", seen_trial, seen_gap);
 }
 
+/* Latency-bound kernels (predicted within a few launch latencies): auto times the model's ranked
+ * candidates as far as the trial's priced cost fits trial_share of the work, keeps the fastest it
+ * measured, and computes what the CSR does; with too little work it times nothing. A host plan with
+ * a launch latency of a millisecond puts every candidate in that regime. */
+static void test_auto_latency_trial(void **state) {
+  spx_csr *a;
+  spx_plan_device d;
+  spx_plan_options o;
+  spx_plan *p;
+  const spx_plan_candidate *c;
+  int n, i, timed = 0, best = -1;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(12, 12, 12, 7, SPX_DOUBLE, &a), SPX_OK);
+  assert_int_equal(spx_plan_device_default(NULL, &d), SPX_OK);
+  d.launch_us = 1000;
+  spx_plan_options_default(&o);
+  o.backend = SPX_BACKEND_HOST; o.device = &d; o.trial_reps = 2; o.expected_calls = 100000000;
+  assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+  if (!strstr(spx_plan_reason(p), "latency-bound: trial of the best")) fail_msg("%s", spx_plan_reason(p));
+  c = spx_plan_candidates(p, &n);
+  for (i = 0; i < n; i++)
+    if (c[i].measured_us > 0) {
+      timed++;
+      if (best < 0 || c[i].measured_us < c[best].measured_us) best = i;
+    }
+  assert_true(timed >= 2);
+  assert_true(best >= 0 && spx_plan_format(p) == c[best].format && spx_plan_engine_of(p) == c[best].engine);
+  {
+    double *x = (double *)malloc(sizeof *x * (size_t)a->ncols), *y = (double *)malloc(sizeof *y * (size_t)a->nrows),
+           *r = (double *)malloc(sizeof *r * (size_t)a->nrows);
+    assert_true(x && y && r);
+    spx_test_fill(x, a->ncols);
+    assert_int_equal(spx_plan_spmv(p, 1.0, x, 0.0, y), SPX_OK);
+    assert_int_equal(spx_csr_spmv(a, 1.0, x, 0.0, r), SPX_OK);
+    for (i = 0; i < a->nrows; i++) assert_true(fabs(y[i] - r[i]) <= 1e-12 * (1 + fabs(r[i])));
+    free(x); free(y); free(r);
+  }
+  spx_plan_destroy(p);
+  o.expected_calls = 1; /* the work pays for no timing */
+  assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+  if (!strstr(spx_plan_reason(p), "latency-bound, no trial")) fail_msg("%s", spx_plan_reason(p));
+  c = spx_plan_candidates(p, &n);
+  for (i = 0; i < n; i++) assert_true(c[i].measured_us <= 0);
+  spx_plan_destroy(p);
+  spx_csr_destroy(a);
+}
+
 static void test_bsr_plan_block(void **state) {
   spx_csr *a;
   spx_plan_options o;
@@ -1445,7 +1492,8 @@ int main(void) {
       cmocka_unit_test(test_mps_branches),     cmocka_unit_test(test_predicted_bytes), cmocka_unit_test(test_sampled_bytes),
       cmocka_unit_test(test_model_fake_device), cmocka_unit_test(test_model_gather), cmocka_unit_test(test_csr_staged_options), cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_model_latency),    cmocka_unit_test(test_convert_margin), cmocka_unit_test(test_columns_priced),
-      cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_auto_trial_gap), cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),
+      cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_auto_trial_gap),
+      cmocka_unit_test(test_auto_latency_trial), cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_device_file),      cmocka_unit_test(test_reselect_ordering),
       cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_device_profile), cmocka_unit_test(test_gpu_tiered_jit), cmocka_unit_test(test_public_getters), cmocka_unit_test(test_gpu_nothing_pays_shortcut),
   };

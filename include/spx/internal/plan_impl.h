@@ -307,6 +307,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
   }
   SPX__PLAN_TRACE("copy");
   if ((s = spx__plan_devdesc(p, o, &dev))) goto fail;
+  p->launch_us = dev.launch_us;
   SPX__PLAN_TRACE("device");
   if (limit == 0 && p->backend == SPX_BACKEND_CUDA) {
     spx_device_info info;

@@ -307,16 +307,21 @@ int spx__plan_cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* What spx_plan_time takes, in ms, for a plan of `us` per SpMV. On a GPU 4 SpMVs warm up and size
- * the samples, then min(reps, 64) samples of about half a millisecond each, at least one SpMV (so a
- * fast kernel's trial costs far more than reps + 4 of its SpMVs, and auto must price it so); on the
- * host one warm-up and one SpMV a sample. */
-double spx__plan_time_ms(int cuda, double us, int reps) {
+/* What a timing of `reps` samples of about sample_ms each takes, in ms, for a plan of `us` per
+ * SpMV. On a GPU 4 SpMVs warm up and size the samples, then min(reps, 64) samples, each at least one
+ * SpMV (so a fast kernel's timing costs far more than reps + 4 of its SpMVs, and auto must price
+ * it so); on the host one warm-up and one SpMV a sample. */
+double spx__plan_time_ms(int cuda, double us, int reps, double sample_ms) {
   const int ns = reps < 64 ? reps : 64;
-  return cuda ? 1e-3 * (4 * us + ns * (us > 500 ? us : 500)) : 1e-3 * (1 + ns) * us;
+  const double sample_us = 1e3 * sample_ms;
+  return cuda ? 1e-3 * (4 * us + ns * (us > sample_us ? us : sample_us)) : 1e-3 * (1 + ns) * us;
 }
 
 spx_status spx_plan_time(spx_plan *p, int reps, double *us) {
+  return spx__plan_time_sampled(p, reps, SPX__PLAN_SAMPLE_MS, us);
+}
+
+spx_status spx__plan_time_sampled(spx_plan *p, int reps, double sample_ms, double *us) {
   double samples[64], ms = 0, t0;
   int64_t vs, i;
   int k, inner = 1, ns;
@@ -337,7 +342,7 @@ spx_status spx_plan_time(spx_plan *p, int reps, double *us) {
       void *vy = (void *)(uintptr_t)y;
       for (k = 0; k < 3 && !s; k++) s = spx_plan_spmv(p, 1.0, vx, 0.0, vy);
       if (!s && !(s = spx_timer_start(t)) && !(s = spx_plan_spmv(p, 1.0, vx, 0.0, vy)) && !(s = spx_timer_stop(t, &ms))) {
-        inner = ms > 0 ? (int)(0.5 / ms) : 1000; /* samples of about half a millisecond */
+        inner = ms > 0 ? (int)(sample_ms / ms) : 1000; /* samples of about sample_ms */
         inner = inner < 1 ? 1 : inner > 1000 ? 1000 : inner;
         for (k = 0; k < ns && !s; k++) {
           if ((s = spx_timer_start(t))) break;

@@ -158,8 +158,9 @@ spx_status spx__plan_fixed(spx_plan *p, const spx_csr *a, int i, spx_plan **out)
   return SPX_OK;
 }
 
-/* Times the candidates in idx[0..k) and keeps the fastest built in p (at most two built at once). */
-static spx_status spx__plan_trial(spx_plan *p, const spx_csr *a, const int *idx, int k, int reps) {
+/* Times the candidates in idx[0..k) (reps samples of about sample_ms) and keeps the fastest built
+ * in p (at most two built at once). */
+static spx_status spx__plan_trial(spx_plan *p, const spx_csr *a, const int *idx, int k, int reps, double sample_ms) {
   spx_plan *best = NULL;
   double best_us = 0;
   int i, bi = -1;
@@ -168,7 +169,7 @@ static spx_status spx__plan_trial(spx_plan *p, const spx_csr *a, const int *idx,
     spx_plan *q = NULL;
     double us;
     spx_plan_candidate *c = &p->cand[idx[i]];
-    if ((s = spx__plan_fixed(p, a, idx[i], &q)) || (s = spx_plan_time(q, reps, &us))) {
+    if ((s = spx__plan_fixed(p, a, idx[i], &q)) || (s = spx__plan_time_sampled(q, reps, sample_ms, &us))) {
       if (s == SPX_OUT_OF_MEMORY) { spx_plan_destroy(q); spx_plan_destroy(best); return s; }
       snprintf(c->note, sizeof c->note, "trial failed: %.80s", spx_last_error());
       spx_clear_error();
@@ -214,6 +215,44 @@ static spx_status spx__plan_forced(spx_plan *p, const char *name) {
                    p->backend == SPX_BACKEND_CUDA ? "cuda" : "host", list);
 }
 
+/* Kernels predicted within this many launch latencies are latency-bound: what separates the formats
+ * there (a launch, a dependent load, a reduction) is a fraction of a microsecond, below the model's
+ * error, so its ranking beyond the first few is weak and auto measures instead. */
+#define SPX__PLAN_LATENCY_LAUNCHES 8
+/* The samples of auto's trial in that regime: tens of SpMVs each, enough for the events' resolution. */
+#define SPX__PLAN_QUICK_SAMPLE_MS 0.05
+
+/* auto on latency-bound kernels: times the ranked candidates (the model's order) as far as the trial's
+ * priced cost (each conversion and its timing) stays within trial_share of the expected work, and
+ * keeps the fastest; when fewer than two fit that budget, the model's choice stands. */
+static spx_status spx__plan_quick_trial(spx_plan *p, const spx_csr *use, const int *idx, int k,
+                                        const spx_plan_options *o) {
+  const int cuda = p->backend == SPX_BACKEND_CUDA;
+  const double work_ms = 1e-3 * (double)o->expected_calls * p->cand[idx[0]].predicted_us;
+  double cost = 0;
+  int n = 0;
+  size_t len;
+  spx_status s;
+  char model_reason[400];
+  for (; n < k; n++) {
+    const spx_plan_candidate *c = &p->cand[idx[n]];
+    const double ci = (n ? c->convert_ms : 0) + spx__plan_time_ms(cuda, c->predicted_us, o->trial_reps, SPX__PLAN_QUICK_SAMPLE_MS);
+    if (cost + ci > o->trial_share * work_ms) break;
+    cost += ci;
+  }
+  if (n < 2) {
+    len = strlen(p->reason);
+    snprintf(p->reason + len, sizeof p->reason - len, "; latency-bound, no trial (two candidates' %.3g ms > %.3g x %.3g ms of work)",
+             cost + (n ? p->cand[idx[1]].convert_ms : 0), o->trial_share, work_ms);
+    return SPX_OK;
+  }
+  snprintf(model_reason, sizeof model_reason, "%.399s", p->reason);
+  if ((s = spx__plan_trial(p, use, idx, n, o->trial_reps, SPX__PLAN_QUICK_SAMPLE_MS))) return s;
+  snprintf(p->reason, sizeof p->reason, "%s; latency-bound: trial of the best %d of %d (%.3g ms <= %.3g x %.3g ms of work): %s %.3g us",
+           model_reason, n, k, cost, o->trial_share, work_ms, spx__plan_cname(&p->cand[p->chosen]), p->cand[p->chosen].measured_us);
+  return SPX_OK;
+}
+
 /* The choice among p's candidates (the options' forced name, else p->strategy's), with its reason;
  * use is the matrix a trial builds its candidates from. The trial strategy and auto's trial leave
  * the winner built in p. */
@@ -227,7 +266,7 @@ spx_status spx__plan_strategy(spx_plan *p, const spx_csr *use, const spx_plan_op
   case SPX_PLAN_TRIAL: {
     int idx[SPX_FORMAT_MAX + 1], k = spx__plan_ranked(p, idx);
     if (!k) { s = spx__fail(SPX_DEVICE_OUT_OF_MEMORY, "no candidate format fits the memory limit"); break; }
-    if (!(s = spx__plan_trial(p, use, idx, k, o->trial_reps)))
+    if (!(s = spx__plan_trial(p, use, idx, k, o->trial_reps, SPX__PLAN_SAMPLE_MS)))
       snprintf(p->reason, sizeof p->reason, "trial: %s measured %.3g us/SpMV, fastest of %d candidates timed",
                spx__plan_cname(&p->cand[p->chosen]), p->cand[p->chosen].measured_us, k);
     break;
@@ -239,8 +278,13 @@ spx_status spx__plan_strategy(spx_plan *p, const spx_csr *use, const spx_plan_op
     if ((s = spx__plan_model_choice(p))) break;
     k = spx__plan_ranked(p, idx);
     /* A trial of the best two converts the runner-up too, and times each as spx_plan_time does. */
-    trial_ms = k > 1 ? p->cand[idx[1]].convert_ms + spx__plan_time_ms(cuda, p->cand[idx[0]].predicted_us, o->trial_reps) +
-                           spx__plan_time_ms(cuda, p->cand[idx[1]].predicted_us, o->trial_reps)
+    if (k > 1 && p->cand[idx[0]].predicted_us < SPX__PLAN_LATENCY_LAUNCHES * p->launch_us) {
+      s = spx__plan_quick_trial(p, use, idx, k, o);
+      break;
+    }
+    trial_ms = k > 1 ? p->cand[idx[1]].convert_ms +
+                           spx__plan_time_ms(cuda, p->cand[idx[0]].predicted_us, o->trial_reps, SPX__PLAN_SAMPLE_MS) +
+                           spx__plan_time_ms(cuda, p->cand[idx[1]].predicted_us, o->trial_reps, SPX__PLAN_SAMPLE_MS)
                      : 0;
     work_ms = 1e-3 * (double)o->expected_calls * p->cand[idx[0]].predicted_us;
     gap = k > 1 ? p->cand[idx[1]].predicted_us / p->cand[idx[0]].predicted_us : 0;
@@ -250,7 +294,7 @@ spx_status spx__plan_strategy(spx_plan *p, const spx_csr *use, const spx_plan_op
     } else if (k > 1 && trial_ms <= o->trial_share * work_ms) {
       char model_reason[400]; /* the model's sentence, bounded so the trial's fits after it */
       snprintf(model_reason, sizeof model_reason, "%.399s", p->reason);
-      if (!(s = spx__plan_trial(p, use, idx, 2, o->trial_reps)))
+      if (!(s = spx__plan_trial(p, use, idx, 2, o->trial_reps, SPX__PLAN_SAMPLE_MS)))
         snprintf(p->reason, sizeof p->reason, "%s; trial of the best two (%.3g ms <= %.3g x %.3g ms of work): %s %.3g us vs %s %.3g us",
                  model_reason, trial_ms, o->trial_share, work_ms, spx__plan_cname(&p->cand[idx[0]]),
                  p->cand[idx[0]].measured_us, spx__plan_cname(&p->cand[idx[1]]), p->cand[idx[1]].measured_us);

@@ -149,6 +149,7 @@ struct spx_plan {
   int dc_borrowed;         /* 1: dc is the parent plan's (a trial candidate): never freed here */
   int tiered;              /* the build's dmatrix is tiered (options.no_tiered_jit 0, CUDA, not a trial) */
   int64_t limit;           /* the selection's memory limit in bytes (0: none) */
+  double launch_us;        /* the device description's kernel launch latency (auto's latency regime) */
   spx_cusparse_plan *start; /* tiered: cuSPARSE on the staged CSR while dm has no kernel to run */
   int start_keeps_dc;      /* 1: dm runs on dc's arrays (spx's CSR kernel): they stay when start goes */
   char reason[768];
@@ -167,8 +168,13 @@ int spx__plan_has_cusparse(const spx_plan *p);
 spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a);
 /* qsort's order of doubles, ascending. */
 int spx__plan_cmp(const void *a, const void *b);
-/* What spx_plan_time takes, in ms, for a plan of `us` per SpMV. */
-double spx__plan_time_ms(int cuda, double us, int reps);
+/* spx_plan_time's samples last about this long on a GPU: long enough that launch jitter and the
+ * events' resolution stay a small share of one. */
+#define SPX__PLAN_SAMPLE_MS 0.5
+/* What a timing of reps samples of about sample_ms takes, in ms, for a plan of `us` per SpMV. */
+double spx__plan_time_ms(int cuda, double us, int reps, double sample_ms);
+/* spx_plan_time with samples of about sample_ms (GPU) instead of SPX__PLAN_SAMPLE_MS. */
+spx_status spx__plan_time_sampled(spx_plan *p, int reps, double sample_ms, double *us);
 /* The plan's diagonal without a copy (NULL: none kept); the solvers' Jacobi. */
 const double *spx__plan_diag_kept(const spx_plan *p);
 
