@@ -1413,7 +1413,7 @@ static void test_gpu_device_profile(void **state) {
     assert_int_equal(spx_plan_diagonal(ph, hd), SPX_OK); /* the host pass's (host profile: nothing staged) */
     check_diag(pd, hd, m[k]->nrows, names[k], "model");
     spx_plan_destroy(ph); spx_plan_destroy(pd);
-    { /* auto's trial of the best two builds both from the staged arrays, as the chosen plan
+    { /* auto's trial builds its candidates from the staged arrays, as the chosen plan
          would (a device conversion or a wrap); the winner keeps them when it wraps them */
       spx_plan_options o;
       spx_plan_options_default(&o);
@@ -1423,7 +1423,9 @@ static void test_gpu_device_profile(void **state) {
       pd = NULL;
       if (spx_plan_create(g, m[k], &o, &pd)) fail_msg("%s auto: %s", names[k], spx_last_error());
       print_message("%s auto: %s\n", names[k], spx_plan_reason(pd));
-      assert_non_null(strstr(spx_plan_reason(pd), "trial of the best two"));
+      /* the best two, or (a kernel within a few launch latencies) the ranked candidates the work pays for */
+      if (!strstr(spx_plan_reason(pd), "trial of the best two") && !strstr(spx_plan_reason(pd), "latency-bound: trial of the best"))
+        fail_msg("%s auto: no trial: %s", names[k], spx_plan_reason(pd));
       check_plan_spmv(g, pd, m[k], names[k]);
       check_plan_spmv(g, pd, m[k], names[k]);
       spx_plan_destroy(pd);
