@@ -19,9 +19,11 @@
 
 /* ---- The options, the context, the device description, the diagonal -------------------------- */
 /* From this many nonzeros a CUDA plan profiles the rows and validates the CSR on the device: the
- * host passes cost more than the kernels by a factor of 100 or more (and the upload is one every
- * plan of that matrix pays anyway). SPX_PLAN_DEVICE_PROFILE=0 keeps it all on the host. */
-#define SPX__PLAN_STAGE_NNZ ((int64_t)1 << 20)
+ * upload is one every plan of that matrix pays anyway (cuSPARSE's arrays too), and past a few
+ * thousand rows the host passes (validation, row statistics: a few ns a nonzero on a server's
+ * core) cost more than the profile's kernels and their one synchronization (tens of us), a
+ * factor of 100 from a million nonzeros. SPX_PLAN_DEVICE_PROFILE=0 keeps it all on the host. */
+#define SPX__PLAN_STAGE_NNZ ((int64_t)1 << 14)
 static int spx__plan_stage_wanted(const spx_csr *a, const spx_plan_options *o) {
   const char *e = spx__cfg()->plan_device_profile;
   return a && a->nnz >= SPX__PLAN_STAGE_NNZ && o->backend != SPX_BACKEND_HOST && !o->device &&
@@ -325,8 +327,15 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
     spx__plan_cusparse_cand(&dev, &q, vb, 0, limit, vb * (use->nrows + use->ncols), o->expected_calls, c);
     if (c->fits && spx__plan_nothing_pays(use, &dev, &q, o->expected_calls, o->trial_share, c->predicted_us)) {
       const double cs_us = c->predicted_us;
-      if (spx__plan_stage_wanted(a0, o) && (s = spx_csr_validate(a0))) goto fail; /* not staged: validated here */
-      spx__plan_rowstats(use, &p->an);
+      int staged = 0;
+      /* cuSPARSE's arrays staged as a plan that profiles would (no columns: nothing else is priced):
+       * the device validates them and the build wraps them */
+      if (p->stage && dev.warp == 32 && spx__plan_stage_wanted(a0, o) && (s = spx__plan_stage(p, use, 0, &rows, &staged)))
+        goto fail;
+      if (!staged) {
+        if (spx__plan_stage_wanted(a0, o) && (s = spx_csr_validate(a0))) goto fail; /* not staged: validated here */
+        spx__plan_rowstats(use, &p->an);
+      }
       p->ncand = 1;
       p->chosen = 0;
       snprintf(p->reason, sizeof p->reason,
