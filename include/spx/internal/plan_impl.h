@@ -19,11 +19,12 @@
 
 /* ---- The options, the context, the device description, the diagonal -------------------------- */
 /* From this many nonzeros a CUDA plan profiles the rows and validates the CSR on the device: the
- * upload is one every plan of that matrix pays anyway (cuSPARSE's arrays too), and past a few
- * thousand rows the host passes (validation, row statistics: a few ns a nonzero on a server's
- * core) cost more than the profile's kernels and their one synchronization (tens of us), a
- * factor of 100 from a million nonzeros. SPX_PLAN_DEVICE_PROFILE=0 keeps it all on the host. */
-#define SPX__PLAN_STAGE_NNZ ((int64_t)1 << 14)
+ * upload is one every plan of that matrix pays anyway (cuSPARSE's arrays too), and there the host
+ * passes (validation, row statistics: a few ns a nonzero on a server's core) cost more than the
+ * staged profile's kernels, its synchronization and its upload in two parts; below it they do not
+ * (docs/performance.md: the crossover on the eval corpus's fit half). SPX_PLAN_DEVICE_PROFILE=0
+ * keeps it all on the host. */
+#define SPX__PLAN_STAGE_NNZ ((int64_t)1 << 17)
 static int spx__plan_stage_wanted(const spx_csr *a, const spx_plan_options *o) {
   const char *e = spx__cfg()->plan_device_profile;
   return a && a->nnz >= SPX__PLAN_STAGE_NNZ && o->backend != SPX_BACKEND_HOST && !o->device &&
