@@ -418,9 +418,23 @@ static int spx__csr_chunk_ok(const spx_csr *a, int64_t r0, int64_t r1, int sorte
   const uint32_t nc = a->ncols > (int64_t)INT32_MAX ? (uint32_t)INT32_MAX + 1u : (uint32_t)a->ncols;
   uint32_t out = 0;
   int64_t k, i, desc = 0, at_starts = 0;
-  for (k = k0; k < k1; k++) out |= (uint32_t)((uint32_t)c[k] >= nc); /* a negative column wraps past nc */
+  /* one pass, vectorized where OpenMP is on (omp simd: no threads, only the loop's lanes) */
+  if (sorted && k1 > k0) {
+#if defined(_OPENMP)
+#pragma omp simd reduction(| : out) reduction(+ : desc)
+#endif
+    for (k = k0 + 1; k < k1; k++) {
+      out |= (uint32_t)((uint32_t)c[k] >= nc); /* a negative column wraps past nc */
+      desc += c[k] <= c[k - 1];
+    }
+    out |= (uint32_t)((uint32_t)c[k0] >= nc);
+  } else {
+#if defined(_OPENMP)
+#pragma omp simd reduction(| : out)
+#endif
+    for (k = k0; k < k1; k++) out |= (uint32_t)((uint32_t)c[k] >= nc);
+  }
   if (out || !sorted) return !out;
-  for (k = k0 + 1; k < k1; k++) desc += c[k] <= c[k - 1];
   if (!desc) return 1;
   for (i = r0 + 1; i < r1; i++) { /* each start position once: the first row that begins there */
     const int64_t b = a->row_ptr[i];
