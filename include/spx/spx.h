@@ -86,7 +86,11 @@
  *   io_impl.h        files written whole or not at all            status
  *   csr_impl.h       CSR and its checks (host.h)                  status
  *   formats_impl.h   format registry, host converters, host SpMV  csr
- *   mm_impl.h        Matrix Market                                csr, io
+ *   mm_parse_impl.h  Matrix Market text: header, entries, CSR
+ *                    (mm_text.h)                                  csr
+ *   mm_input_impl.h  Matrix Market files and buffers into memory,
+ *                    gzip                                         mm_parse
+ *   mm_impl.h        Matrix Market reading and writing            mm_input, mm_parse, csr, io
  *   analyze_impl.h   matrix profile                               status
  *   gen_impl.h       generated matrices                           csr
  *   loader_impl.h    dlopen, symbol tables, driver checks, device
@@ -97,7 +101,11 @@
  *                    copies and the link's bandwidth for code
  *                    that schedules its own work                  loader
  *   context_impl.h   spx_context: create, destroy, info, print    loader, device
- *   jit_impl.h       kernels from NVRTC, memory and disk caches   loader
+ *   jit_key_impl.h   templates, defines, keys, architectures; the
+ *                    JIT's state (jit_cache.h)                    loader
+ *   jit_disk_impl.h  the JIT's disk cache                         jit_key, config
+ *   jit_impl.h       kernels from NVRTC, the memory table,
+ *                    module loads                                 jit_disk, jit_key, loader
  *   baseline_impl.h  cuSPARSE                                     loader, device
  *   kernels_impl.h   each format's kernel spec, decided on the
  *                    host (kernels.h)                             formats
@@ -122,9 +130,23 @@
  *                          deferred choice and its upgrade        every room above, stage, csr,
  *                                                                 config
  *   plan_reselect_impl.h   re-selection on a worker thread        plan_impl, plan_object, plan_model
- *   stencil_impl.h   stencils                                     jit, context, device, loader
+ *   The stencil, in rooms (stencil_sched.h declares what each gives the rooms after it):
+ *   stencil_plan_impl.h    names, capacity, host memory, the cost
+ *                          model, spx_stencil_choose              config
+ *   stencil_schedule_impl.h
+ *                          the schedules and their executor (GPU
+ *                          streams or the host), the host step    stencil_plan, device, loader
+ *   stencil_impl.h         kernels, spx_stencil_run, grids        stencil_schedule, stencil_plan, jit,
+ *                                                                 context, device, loader, config
  *   solve_impl.h     solvers                                      plan, cuda, jit, device
- *   amg_impl.h       algebraic multigrid                          solve, plan, jit, context, device
+ *   AMG, in rooms (amg_levels.h declares what each gives the rooms after it):
+ *   amg_setup_impl.h       the levels on the host: strength,
+ *                          aggregation, P, Galerkin, coarse LU    csr
+ *   amg_smooth_impl.h      smoothers, coloring, the vector
+ *                          operations (host twin and kernel)      amg_setup, plan, device, loader
+ *   amg_impl.h             the hierarchy, cycles, update, AMG as
+ *                          the solver, the report                 amg_smooth, amg_setup, solve, plan,
+ *                                                                 jit, context, device
  * tests/BUILD.gn (impl_alone) compiles each of them alone. */
 #if defined(SPX_IMPLEMENTATION) && !defined(SPX__IMPLEMENTATION_DONE)
 #define SPX__IMPLEMENTATION_DONE
@@ -137,12 +159,16 @@
 #include "internal/io_impl.h"
 #include "internal/csr_impl.h"
 #include "internal/formats_impl.h"
+#include "internal/mm_parse_impl.h"
+#include "internal/mm_input_impl.h"
 #include "internal/mm_impl.h"
 #include "internal/analyze_impl.h"
 #include "internal/gen_impl.h"
 #include "internal/loader_impl.h"
 #include "internal/device_impl.h"
 #include "internal/context_impl.h"
+#include "internal/jit_key_impl.h"
+#include "internal/jit_disk_impl.h"
 #include "internal/jit_impl.h"
 #include "internal/baseline_impl.h"
 #include "internal/kernels_impl.h"
@@ -156,7 +182,11 @@
 #include "internal/plan_calibrate_impl.h"
 #include "internal/plan_impl.h"
 #include "internal/plan_reselect_impl.h"
+#include "internal/stencil_plan_impl.h"
+#include "internal/stencil_schedule_impl.h"
 #include "internal/stencil_impl.h"
 #include "internal/solve_impl.h"
+#include "internal/amg_setup_impl.h"
+#include "internal/amg_smooth_impl.h"
 #include "internal/amg_impl.h"
 #endif

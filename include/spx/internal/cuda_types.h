@@ -311,7 +311,7 @@ const char *spx__cu_error_name(spx__CUresult r);
   } while (0)
 
 /* The arch the JIT compiles for on a device of compute capability major.minor ("sm_90"), memoized
- * (jit_impl.h). */
+ * (jit_key_impl.h). */
 spx_status spx__jit_device_arch(int major, int minor, char arch[32]);
 
 /* NVRTC: compile CUDA C++ `src` (named `name` in messages) with `opts`. cubin != 0 asks for a
