@@ -255,11 +255,12 @@ typedef struct spx_format_vtable {
 /* The formats spx has. ORDER: the enum order, the order tests and `spx formats` list them;
  * append only (stored plans name formats by their string, but the enum is part of the ABI).
  * _(ENUM, name, descriptor, cost of from_csr, "what it is",
- *   (model: predictor, lanes, launches, cols, walk, factor, note))
- * The model is what the planner (internal/plan_model_impl.h) knows of the format. It lives on the
- * format's registry line so that a format is added in one place (here, plus its predictor in the
- * planner); it is plain tokens that only the planner expands, so this layer needs none of the
- * planner's types and stays below it (spx.h's order):
+ *   (model: predictor, lanes, launches, cols, walk, factor, note), device)
+ * The model is what the planner (internal/plan_model_impl.h) knows of the format, device its
+ * converter on the GPU (internal/cuda_impl.h). They live on the format's registry line so that a
+ * format is added in one place (here, plus its predictor in the planner and its device converter,
+ * if any); they are plain tokens that only the planner and the device backend expand, so this
+ * layer needs none of their types and stays below them (spx.h's order):
  *   predictor  the planner's spx__pb_<predictor>, the format's bytes from the row profile (equal to
  *              spx_fmt_bytes with default parameters; tests check it), or none: converted to learn
  *   lanes      how lanes meet rows, which picks the idle-lane term: FLAT (nonzeros spread evenly),
@@ -273,47 +274,50 @@ typedef struct spx_format_vtable {
  *   factor     a walk step's cost against ELL-R's, fitted with the planner's step time on the fit
  *              half of the shared matrices (bench/corpus/split.tsv); 0 where there is no walk
  *   note       why the converter declines when the predictor says -2, or NULL
- * A format registered at run time (spx_format_register) has no line, so no model: the planner
- * converts it to learn its bytes and takes a thread per row, the safe guess. */
+ *   device     the device converter spx__dmatrix_<device>_device, which converts a CSR (host or
+ *              staged on the device) on the GPU; none: converted on the host, then uploaded
+ * A format registered at run time (spx_format_register) has no line, so no model and no device
+ * converter: the planner converts it to learn its bytes and takes a thread per row, the safe guess,
+ * and a device copy of it is converted on the host. */
 #define SPX_FORMATS(_)                                                                                                                      \
   _(COO,       coo,       SPX_DESC_COO,       "O(nnz + n)",             "coordinate triplets, row-major",                                   \
-    (coo,       FLAT,   2, 0, NONE, 0.0,  NULL))                                                                                            \
+    (coo,       FLAT,   2, 0, NONE, 0.0,  NULL), none)                                                                                      \
   _(CSR,       csr,       SPX_DESC_CSR,       "O(nnz + n)",             "compressed sparse row, 32-bit row pointers",                       \
-    (csr,       CSR,    1, 0, CSR,  1.0,  NULL))                                                                                            \
+    (csr,       CSR,    1, 0, CSR,  1.0,  NULL), none)                                                                                      \
   _(ELL,       ell,       SPX_DESC_ELL,       "O(n K)",                 "ELLPACK: n x K, column-major, padded",                             \
-    (ell,       PADDED, 1, 0, ROW,  1.0,  NULL))                                                                                            \
+    (ell,       PADDED, 1, 0, ROW,  1.0,  NULL), none)                                                                                      \
   _(ELL_R,     ell_r,     SPX_DESC_ELL_R,     "O(n K)",                 "ELL plus row lengths (ELL-R)",                                     \
-    (ell_r,     ROW,    1, 0, ROW,  1.0,  NULL))                                                                                            \
+    (ell_r,     ROW,    1, 0, ROW,  1.0,  NULL), none)                                                                                      \
   _(JDS,       jds,       SPX_DESC_JDS,       "O(nnz + n)",             "jagged diagonals, rows sorted by length",                          \
-    (jds,       SORTED, 1, 0, ROW,  1.05, NULL))                                                                                            \
+    (jds,       SORTED, 1, 0, ROW,  1.05, NULL), none)                                                                                      \
   _(SELL,      sell,      SPX_DESC_SELL,      "O(slots + n log sigma)", "SELL-C-sigma: C-row slices, sigma-row sort windows",               \
-    (sell,      PADDED, 1, 1, ROW,  1.0,  NULL))                                                                                            \
+    (sell,      PADDED, 1, 1, ROW,  1.0,  NULL), sell)                                                                                      \
   _(HYB,       hyb,       SPX_DESC_HYB,       "O(n K + nnz)",           "ELL of width K plus a COO remainder",                              \
-    (hyb,       PADDED, 2, 0, HYB,  1.0,  NULL))                                                                                            \
+    (hyb,       PADDED, 2, 0, HYB,  1.0,  NULL), none)                                                                                      \
   _(RBP_CSR,   rbp_csr,   SPX_DESC_RBP_CSR,   "O(nnz + n)",             "row block packing (column runs) on CSR",                           \
-    (rbp_csr,   ROW,    1, 1, ROW,  0.6,  NULL))                                                                                            \
+    (rbp_csr,   ROW,    1, 1, ROW,  0.6,  NULL), none)                                                                                      \
   _(RBP_ELL,   rbp_ell,   SPX_DESC_RBP_ELL,   "O(n (Kv + Kc) + nnz)",   "row block packing on ELL",                                         \
-    (rbp_ell,   ROW,    1, 1, ROW,  1.7,  NULL))                                                                                            \
+    (rbp_ell,   ROW,    1, 1, ROW,  1.7,  NULL), none)                                                                                      \
   _(RBP_ELL_R, rbp_ell_r, SPX_DESC_RBP_ELL_R, "O(n (Kv + Kc) + nnz)",   "row block packing on ELL-R",                                       \
-    (rbp_ell_r, ROW,    1, 1, ROW,  1.75, NULL))                                                                                            \
+    (rbp_ell_r, ROW,    1, 1, ROW,  1.75, NULL), none)                                                                                      \
   _(SS,        ss,        SPX_DESC_SS,        "O(nnz + n)",             "segmented scan with a per-element index",                          \
-    (ss,        FLAT,   2, 0, NONE, 0.0,  NULL))                                                                                            \
+    (ss,        FLAT,   2, 0, NONE, 0.0,  NULL), none)                                                                                      \
   _(BSR,       bsr,       SPX_DESC_BSR,       "O(nnz + n/r + ncols/c)", "r x c blocks (auto: square, least bytes)",                         \
-    (bsr,       FLAT,   1, 1, ROW,  0.48, NULL))                                                                                            \
+    (bsr,       FLAT,   1, 1, ROW,  0.48, NULL), bsr)                                                                                       \
   _(SELL16,    sell16,    SPX_DESC_SELL16,    "O(slots + n log sigma)", "SELL-C-sigma with 16-bit column offsets per slice",                \
-    (sell16,    PADDED, 1, 1, ROW,  1.45, "a slice spans more than 65536 columns"))                                                         \
+    (sell16,    PADDED, 1, 1, ROW,  1.45, "a slice spans more than 65536 columns"), sell)                                                   \
   _(SDIA,      sdia,      SPX_DESC_SDIA,      "O(nnz log w + slots)",   "sliced diagonals: per C-row slice its offsets, no column indices", \
-    (sdia,      PADDED, 1, 1, ROW,  1.0,  "the slices' diagonals exceed sdia_max_fill slots per nonzero"))
+    (sdia,      PADDED, 1, 1, ROW,  1.0,  "the slices' diagonals exceed sdia_max_fill slots per nonzero"), sdia)
 
 typedef enum spx_format {
-#define SPX__FORMAT_ENUM(E, n, D, cost, what, model) SPX_FORMAT_##E,
+#define SPX__FORMAT_ENUM(E, n, D, cost, what, model, device) SPX_FORMAT_##E,
   SPX_FORMATS(SPX__FORMAT_ENUM)
 #undef SPX__FORMAT_ENUM
   SPX_FORMAT_COUNT /* in-tree formats; registered ones take the ids after it */
 } spx_format;
 
 /* The in-tree structs: spx_fmt_coo, spx_fmt_csr, spx_fmt_ell, ... */
-#define SPX__FORMAT_STRUCT(E, n, D, cost, what, model) SPX_FORMAT_STRUCT(spx_fmt_##n, D)
+#define SPX__FORMAT_STRUCT(E, n, D, cost, what, model, device) SPX_FORMAT_STRUCT(spx_fmt_##n, D)
 SPX_FORMATS(SPX__FORMAT_STRUCT)
 #undef SPX__FORMAT_STRUCT
 
@@ -326,7 +330,7 @@ SPX_FORMATS(SPX__FORMAT_STRUCT)
  * Start from spx_format_params_default(): a zeroed struct means K = 0, C = 0 and so on. */
 typedef struct spx_format_params {
 #define SPX__P_FIELD(X, name, def, lo, hi, doc) int64_t X##_##name;
-#define SPX__FORMAT_PARAMS(E, n, D, cost, what, model) D(n, SPX__P_FIELD, SPX__NONE, SPX__NONE)
+#define SPX__FORMAT_PARAMS(E, n, D, cost, what, model, device) D(n, SPX__P_FIELD, SPX__NONE, SPX__NONE)
   SPX_FORMATS(SPX__FORMAT_PARAMS)
 #undef SPX__FORMAT_PARAMS
 #undef SPX__P_FIELD

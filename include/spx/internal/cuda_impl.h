@@ -553,8 +553,9 @@ done:
 /* ---- CSR -> SDIA on the device (convert.cu: spx_sdia_count, spx_sdia_fill) ------------------------
  * The host converter's arrays: the counts come down (nslices ints: the fill limit, the scan and the
  * kernel spec's widest slice all read them on the host), slice_ptr goes up, a second pass writes. */
-static spx_status spx__dmatrix_sdia_device(spx_context *ctx, const spx_csr *a, const spx_format_params *prm,
-                                           const spx_dmatrix_options *opt, spx__dcsr *staged, spx_dmatrix **out) {
+static spx_status spx__dmatrix_sdia_device(spx_context *ctx, const spx_csr *a, spx_format f,
+                                           const spx_format_params *prm, const spx_dmatrix_options *opt,
+                                           spx__dcsr *staged, spx_dmatrix **out) {
   const size_t vb = SPX_DTYPE_SIZE(a->dtype);
   char rpl[32];
   const char *defs[2] = {a->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double", rpl};
@@ -566,6 +567,7 @@ static spx_status spx__dmatrix_sdia_device(spx_context *ctx, const spx_csr *a, c
   spx_devptr dcnt = 0, dsp = 0, doff = 0, dval = 0;
   int32_t *hsp = NULL;
   spx_status s;
+  (void)f; /* SDIA's converter alone (the registry's converters share one signature) */
   *out = NULL;
   memset(&in, 0, sizeof in);
   if (!spx__conv_param(SPX_FORMAT_SDIA, prm, 0, &c64) || !spx__conv_param(SPX_FORMAT_SDIA, prm, 1, &mf) ||
@@ -639,8 +641,9 @@ done:
  * square sizes (totals only) and keeps the least bytes, ties to the smaller, as the host does; then
  * the chosen size's counts go into row_ptr, a device scan makes them pointers (only the total comes
  * down: nbrows can be millions), and a second pass writes block columns and values. */
-static spx_status spx__dmatrix_bsr_device(spx_context *ctx, const spx_csr *a, const spx_format_params *prm,
-                                          const spx_dmatrix_options *opt, spx__dcsr *staged, spx_dmatrix **out) {
+static spx_status spx__dmatrix_bsr_device(spx_context *ctx, const spx_csr *a, spx_format f,
+                                          const spx_format_params *prm, const spx_dmatrix_options *opt,
+                                          spx__dcsr *staged, spx_dmatrix **out) {
   static const char *const names[5] = {"spx_bsr_count", "spx_bsr_fill", "spx_scan_sums", "spx_scan_tiles", "spx_scan_apply"};
   const size_t vb = SPX_DTYPE_SIZE(a->dtype);
   const char *defs[1] = {a->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double"};
@@ -653,6 +656,7 @@ static spx_status spx__dmatrix_bsr_device(spx_context *ctx, const spx_csr *a, co
   spx__conv_in in;
   spx_devptr dacc = 0, drp = 0, dsums = 0, dtot = 0, dcol = 0, dval = 0;
   spx_status s;
+  (void)f; /* BSR's converter alone (the registry's converters share one signature) */
   *out = NULL;
   memset(&in, 0, sizeof in);
   if (!spx__conv_param(SPX_FORMAT_BSR, prm, 0, &r64) || !spx__conv_param(SPX_FORMAT_BSR, prm, 1, &c64) || n < 1 ||
@@ -729,12 +733,26 @@ done:
   return s;
 }
 
+/* ---- The device converters, by format ---------------------------------------------------------
+ * A format's registry line (SPX_FORMATS, formats.h) names its converter in its device column:
+ * spx__dmatrix_<device>_device above, or none (converted on the host, then uploaded). Keyed by
+ * spx_format so that the line is the only place that names it; a format registered at run time has
+ * no line, so no device converter. */
+typedef spx_status (*spx__dconv_fn)(spx_context *ctx, const spx_csr *a, spx_format f, const spx_format_params *prm,
+                                    const spx_dmatrix_options *opt, spx__dcsr *staged, spx_dmatrix **out);
+#define spx__dmatrix_none_device NULL /* a registry line's device converter none */
+static const spx__dconv_fn spx__dconv[SPX_FORMAT_COUNT] = {
+#define SPX__DCONV_ROW(E, n, D, cost, what, model, device) [SPX_FORMAT_##E] = spx__dmatrix_##device##_device,
+    SPX_FORMATS(SPX__DCONV_ROW)
+#undef SPX__DCONV_ROW
+};
+#undef spx__dmatrix_none_device
+
 /* Formats with a device converter; SPX_DEVICE_CONVERT=0 in the environment turns them all off
  * (comparisons, debugging). The plan's cost model asks the same. */
 int spx__device_converts(int f) {
   const char *e = spx__cfg()->device_convert;
-  return (f == SPX_FORMAT_SELL || f == SPX_FORMAT_SELL16 || f == SPX_FORMAT_SDIA || f == SPX_FORMAT_BSR) &&
-         !(e && *e == '0');
+  return f >= 0 && f < SPX_FORMAT_COUNT && spx__dconv[f] && !(e && *e == '0');
 }
 
 /* a converted to f on the device (from `staged` when non-NULL); *out NULL with SPX_OK: the host's job. */
@@ -743,9 +761,7 @@ spx_status spx__dmatrix_convert_device(spx_context *ctx, const spx_csr *a, spx_f
                                        spx__dcsr *staged, spx_dmatrix **out) {
   *out = NULL;
   if (!spx__device_converts((int)f)) return SPX_OK;
-  if (f == SPX_FORMAT_SDIA) return spx__dmatrix_sdia_device(ctx, a, prm, opt, staged, out);
-  if (f == SPX_FORMAT_BSR) return spx__dmatrix_bsr_device(ctx, a, prm, opt, staged, out);
-  return spx__dmatrix_sell_device(ctx, a, f, prm, opt, staged, out);
+  return spx__dconv[f](ctx, a, f, prm, opt, staged, out);
 }
 
 spx_status spx_dmatrix_convert(spx_context *ctx, const spx_csr *a, spx_format f, const spx_format_params *params,

@@ -30,7 +30,8 @@ spx_status spx__dcsr_values_wait(spx__dcsr *d);
 spx_status spx__launch256(spx_context *ctx, void *fn, int64_t grid, void **params, const char *name);
 /* 1 when d can run an SpMV at once (no compile to wait for). */
 int spx__dmatrix_runnable(spx_dmatrix *d);
-/* Whether format f has a device converter (SELL, SELL16, SDIA, BSR; SPX_DEVICE_CONVERT=0: none). */
+/* Whether format f has a device converter (its registry line's device column; SPX_DEVICE_CONVERT=0:
+ * none). */
 int spx__device_converts(int f);
 /* a converted to f on the device (from `staged` when non-NULL); *out NULL with SPX_OK: the host's job. */
 spx_status spx__dmatrix_convert_device(spx_context *ctx, const spx_csr *a, spx_format f, const spx_format_params *prm,

@@ -174,7 +174,7 @@ static spx_status spx__rbp_interval(const char *fmt, int64_t row, int64_t first,
 /* ---- The formats ---------------------------------------------------------------------------- */
 /* Generated parts first (struct accessors, tables, P##alloc), then the handwritten functions,
  * then the vtables, all from the one registry. */
-#define SPX__FORMAT_GEN(E, n, D, cost, what, model) SPX_FORMAT_IMPL(spx__##n##_, spx_fmt_##n, D)
+#define SPX__FORMAT_GEN(E, n, D, cost, what, model, device) SPX_FORMAT_IMPL(spx__##n##_, spx_fmt_##n, D)
 SPX_FORMATS(SPX__FORMAT_GEN)
 #undef SPX__FORMAT_GEN
 
@@ -189,13 +189,13 @@ SPX_FORMATS(SPX__FORMAT_GEN)
 #include "formats/bsr_impl.h"
 #include "formats/sdia_impl.h"
 
-#define SPX__FORMAT_VT(E, n, D, cost, what, model) SPX_FORMAT_VTABLE(spx__##n##_, spx_fmt_##n, #n, what, cost)
+#define SPX__FORMAT_VT(E, n, D, cost, what, model, device) SPX_FORMAT_VTABLE(spx__##n##_, spx_fmt_##n, #n, what, cost)
 SPX_FORMATS(SPX__FORMAT_VT)
 #undef SPX__FORMAT_VT
 
 /* Where each in-tree parameter lives in spx_format_params (a trailing 0 keeps arrays non-empty). */
 #define SPX__P_OFF(X, name, def, lo, hi, doc) offsetof(spx_format_params, X##_##name),
-#define SPX__FORMAT_OFF(E, n, D, cost, what, model) \
+#define SPX__FORMAT_OFF(E, n, D, cost, what, model, device) \
   static const size_t spx__##n##_param_off[] = {D(n, SPX__P_OFF, SPX__NONE, SPX__NONE) 0};
 SPX_FORMATS(SPX__FORMAT_OFF)
 #undef SPX__FORMAT_OFF
@@ -209,7 +209,7 @@ typedef struct spx__format_entry {
 } spx__format_entry;
 
 static spx__format_entry spx__registry[SPX_FORMAT_MAX] = {
-#define SPX__FORMAT_ENTRY(E, n, D, cost, what, model) {&spx__##n##_vtable, spx__##n##_param_off, 0},
+#define SPX__FORMAT_ENTRY(E, n, D, cost, what, model, device) {&spx__##n##_vtable, spx__##n##_param_off, 0},
     SPX_FORMATS(SPX__FORMAT_ENTRY)
 #undef SPX__FORMAT_ENTRY
 };

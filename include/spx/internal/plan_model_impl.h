@@ -152,7 +152,7 @@ typedef struct spx__plan_model {
 #define SPX__PLAN_MODEL(pb, map, launches, cols, chain, cf, note) \
   {spx__pb_##pb, SPX__MAP_##map, launches, cols, note, SPX__CHAIN_##chain, cf}
 static const spx__plan_model spx__plan_models[SPX_FORMAT_COUNT] = {
-#define SPX__PLAN_MODEL_ROW(E, n, D, cost, what, model) [SPX_FORMAT_##E] = SPX__PLAN_MODEL model,
+#define SPX__PLAN_MODEL_ROW(E, n, D, cost, what, model, device) [SPX_FORMAT_##E] = SPX__PLAN_MODEL model,
     SPX_FORMATS(SPX__PLAN_MODEL_ROW)
 #undef SPX__PLAN_MODEL_ROW
 };
