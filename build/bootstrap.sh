@@ -41,6 +41,9 @@ for m in numpy:python3-numpy scipy:python3-scipy setuptools:python3-setuptools w
          pip:python3-pip; do
   [ -x "$py" ] && "$py" -c "import ${m%%:*}" >/dev/null 2>&1 || opt+=("${m#*:}")
 done
+# Debian's Open MPI (mpicc, mpirun): the distributed part (spx/dist.h) and its tests under mpirun.
+# Same rule: installed where apt works (CI runs the MPI tests), optional elsewhere.
+command -v mpicc >/dev/null && command -v mpirun >/dev/null || opt+=(openmpi-bin libopenmpi-dev)
 if [ ${#opt[@]} -gt 0 ] && [ -z "${SPX_NO_INSTALL:-}" ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
   echo "bootstrap: installing ${opt[*]}" >&2
   apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${opt[@]}" >/dev/null
@@ -61,9 +64,11 @@ rm -f /tmp/spx_fuzz_probe.$$
 with_nvcc=false
 cuda_root=${CUDA_HOME:-/usr/local/cuda}
 [ -x "$cuda_root/bin/nvcc" ] && with_nvcc=true
+# MPI: mpicc or a pkg-config file answers with its flags (build/mpi_flags.sh, which GN runs too).
+with_mpi=$(sh build/mpi_flags.sh --probe)
 mkdir -p "$out"
-args=$(printf '# written by build/bootstrap.sh for this machine\nspx_with_clang = %s\nspx_with_nvcc = %s\ncuda_root = "%s"\n' \
-  "$with_clang" "$with_nvcc" "$cuda_root")
+args=$(printf '# written by build/bootstrap.sh for this machine\nspx_with_clang = %s\nspx_with_nvcc = %s\ncuda_root = "%s"\nspx_with_mpi = %s\n' \
+  "$with_clang" "$with_nvcc" "$cuda_root" "$with_mpi")
 if [ ! -f "$out/args.gn" ] || [ "$(cat "$out/args.gn")" != "$args" ]; then
   printf '%s\n' "$args" > "$out/args.gn"
 fi

@@ -40,7 +40,10 @@ export SPX_CACHE_DIR=${SPX_CACHE_DIR:-$log/cache}
 #   python::test_gpu_cupy_*        the Python package's tests through CuPy: CuPy is not a Debian
 #                                  package, so they run only where it is installed (the same device
 #                                  paths run without it in python::test_gpu_*)
-skip_allowed_always=(test_jit:test_templates_nvcc 'python::test_gpu_cupy_*')
+#   mpi_test_dist:-                spx/dist.h's test under mpirun: skipped only where MPI is not
+#                                  installed (no mpirun; build/bootstrap.sh installs Open MPI where
+#                                  apt works, so CI runs it); an MPI without the test built fails
+skip_allowed_always=(test_jit:test_templates_nvcc 'python::test_gpu_cupy_*' mpi_test_dist:-)
 # Only where there is no GPU (gpu=0 below), because each needs a CUDA device:
 #   *:test_gpu_*                   named for it (test_jit, test_loader, test_plan, test_solve, test_amg,
 #                                  test_stencil)
@@ -131,6 +134,35 @@ for dir in "$out" "$out/clang" "$out/clang_san"; do
     run "${t#$out/}" "$t"
   done
 done
+
+# spx/dist.h under MPI: mpi_test_dist (built where GN found MPI: spx_with_mpi) on 1, 2 and 4 ranks
+# of this machine, for each toolchain that built it (--oversubscribe: CI has 2 cores; root needs
+# --allow-run-as-root; one OpenMP thread a rank; the shared-memory transport without the
+# cross-process copy that containers forbid); timeout turns a hang into a failure.
+# Under ASan, Open MPI's own allocations that outlive MPI_Finalize are suppressed by library
+# (tests/data/lsan_mpi.supp); full unwinding and kept plugins let the suppressions see those frames.
+mpi_run() { # $1 = ranks, $2 = program
+  local root=() san=()
+  [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+  case "$2" in */clang_san/*) san=(env "ASAN_OPTIONS=$ASAN_OPTIONS:fast_unwind_on_malloc=0"
+    "LSAN_OPTIONS=suppressions=$PWD/tests/data/lsan_mpi.supp:print_suppressions=0"
+    OMPI_MCA_mca_base_component_disable_dlclose=1) ;; esac
+  "${san[@]}" env OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 300 \
+    mpirun -np "$1" --oversubscribe "${root[@]}" "$2"
+}
+mpi_missing() { echo "MPI not installed (no mpirun): spx/dist.h's tests need Open MPI (build/bootstrap.sh installs it)"; return 77; }
+mpi_unbuilt() { echo "mpirun is here but $out/mpi_test_dist was not built: gn args need spx_with_mpi = true (build/bootstrap.sh)"; return 1; }
+if [ -x "$out/mpi_test_dist" ]; then
+  for dir in "$out" "$out/clang" "$out/clang_san"; do
+    [ -x "$dir/mpi_test_dist" ] || continue
+    tc=${dir#"$out"}; tc=${tc#/}
+    for np in 1 2 4; do run "${tc:+$tc/}mpi_test_dist -np $np" mpi_run "$np" "$dir/mpi_test_dist"; done
+  done
+elif command -v mpirun >/dev/null; then
+  run "mpi_test_dist (not built)" mpi_unbuilt
+else
+  run "mpi_test_dist (MPI not installed)" mpi_missing
+fi
 
 # Header-only: the example builds with nothing but cc, the include path, -ldl and -lz.
 run "plain-cc hello.c" sh -c "build/cc_plain.sh examples/hello.c include $log/hello && $log/hello"

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* spx/dist.h: a sparse matrix distributed by rows over the ranks of an MPI communicator, its SpMV
+ * with the halo exchange, and CG, Jacobi PCG and BiCGSTAB on it. spx never calls MPI_Init or
+ * MPI_Finalize: the program does, and hands spx a communicator.
+ *
+ * USE  This header includes <mpi.h> and <spx/spx.h>; spx.h alone never needs MPI. The one C file
+ *   that compiles spx (SPX_IMPLEMENTATION) includes dist.h in place of spx.h, and is compiled with
+ *   the MPI compiler wrapper (or the flags of `mpicc --showme:compile` / pkg-config ompi-c):
+ *
+ *     #define SPX_IMPLEMENTATION             (spx_impl.c: the core and the distributed part)
+ *     #include <spx/dist.h>
+ *
+ *   Files that only call spx_dist_* include <spx/dist.h>; the others keep <spx/spx.h>.
+ *
+ *     spx_dist_matrix *A;
+ *     spx_dist_scatter(MPI_COMM_WORLD, 0, rank == 0 ? a : NULL, NULL, &A);   a: the global CSR
+ *     spx_dist_info in;  spx_dist_get_info(A, &in);        this rank's rows [in.first_row, +in.nlocal)
+ *     spx_dist_solve_cg(A, b_local, x_local, &opts, &report);
+ *     spx_dist_destroy(A);
+ *
+ * THE PARTITION  Rank r owns the contiguous global rows [row_start[r], row_start[r+1]) and the same
+ *   entries of x, b and y (vectors are distributed like the rows; the matrix is square). From a
+ *   global CSR, spx_dist_scatter chooses row_start so that every rank's rows carry about the same
+ *   weight, a row weighing its nonzeros + 1 (empty rows are not free), unless options.row_start
+ *   gives it; spx_dist_create takes each rank's own rows as they are (a rank may own none).
+ *   Each rank splits its rows into the LOCAL block (columns it owns, renumbered from 0) and the
+ *   GHOST block (columns other ranks own, renumbered 0..nghost-1 in ascending global order), and
+ *   each block is its own spx_plan: the tuner picks a format for both, on the CUDA backend and on
+ *   the host alike.
+ *
+ * THE SpMV  y = alpha A x + beta y on each rank's part: post the receives of the ghost entries of
+ *   x, gather and send what the neighbours need, run the local block's SpMV (on a GPU its kernel
+ *   runs while the messages fly), wait, then the ghost block's SpMV with beta = 1. Who sends which
+ *   entries to whom is settled once, at creation (MPI_Alltoall of the counts, MPI_Alltoallv of the
+ *   wanted columns); each SpMV is then MPI_Irecv / MPI_Isend to the neighbours only.
+ *   CUDA backend: x and y are device pointers; the halo goes through pinned host buffers (the span
+ *   of x each neighbour needs comes down, the ghost entries go up in one copy). CUDA-aware MPI is
+ *   not used yet; spx_dist_cuda_aware says whether the MPI library offers it.
+ *
+ * SOLVERS  spx_dist_solve_cg, spx_dist_solve_pcg_jacobi and spx_dist_solve_bicgstab take the same
+ *   spx_solve_options and fill the same spx_solve_report as spx/solve.h (b and x: this rank's
+ *   parts; the report's norms, n and iteration counts are global and the same on every rank; its
+ *   times are this rank's). They run the host twin's algorithm of solve.h step for step, so one
+ *   rank gives spx_solve_* 's x bit for bit on the same plan. options.precond is called on this
+ *   rank's parts (a rank-local preconditioner: block Jacobi, a local AMG); options.poll and
+ *   options.upgrade_at do not apply. The solvers run on the host backend; on CUDA they return
+ *   SPX_UNSUPPORTED for now (the distributed SpMV runs there).
+ * DETERMINISM  Every dot product is summed in fixed chunks on each rank, then the ranks' partial
+ *   sums are gathered (MPI_Allgather) and added in rank order on every rank, never with
+ *   MPI_Allreduce (whose order MPI leaves open): the same rank count and the same plans give the
+ *   same x bit for bit, run to run, and every rank takes the same decisions. (A plan strategy that
+ *   times candidates, auto or trial, may choose another format in another run; a format choice is
+ *   not a rounding choice for most formats, but force one, or use strategy model, for a guarantee.)
+ *   Different rank counts round differently (the blocks split each row's sum, the chunks move):
+ *   iteration counts and x then agree with one process within rounding (tests/test_dist.c states
+ *   how far).
+ *
+ * ERRORS  Every function here is collective over the matrix's communicator and returns the same
+ *   status on every rank: a bad argument on one rank (a NULL, another global size, another dtype)
+ *   is agreed on (MPI_Allreduce of the statuses) before any rank goes on, and the ranks that were
+ *   fine get the failing rank's sentence, "rank R: ...". Creation starts with a handshake on the
+ *   caller's communicator (MPI_Comm_idup, waited for at most options.timeout_s): a rank that passed
+ *   another communicator, or never called, makes the others fail with a sentence saying so instead
+ *   of hanging (that communicator is unusable afterwards: an idup stays pending on it). Nothing
+ *   leaks on an error path.
+ *
+ * THREADS  MPI_THREAD_FUNNELED is enough: spx calls MPI from the calling thread only. */
+#ifndef SPX_DIST_H
+#define SPX_DIST_H
+
+#include <mpi.h>
+#include "spx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct spx_dist_options {
+  spx_plan_options plan;      /* both blocks' plans (backend, strategy, dtype, ...); the local
+                               * block keeps its diagonal (Jacobi), the ghost block none */
+  spx_context *ctx;           /* this rank's device (the caller picks the GPU, e.g. by node-local
+                               * rank); NULL: a context of plan.backend on device 0, owned */
+  const int64_t *row_start;   /* spx_dist_scatter, read on the root: size + 1 row offsets
+                               * (row_start[0] = 0, nondecreasing, row_start[size] = n); NULL:
+                               * balanced by nonzeros + rows */
+  double timeout_s;           /* creation's handshake waits at most this long for every rank to
+                               * call [300]; <= 0: no limit */
+} spx_dist_options;
+
+void spx_dist_options_default(spx_dist_options *o);
+
+typedef struct spx_dist_matrix spx_dist_matrix;
+
+/* From a global square CSR a on rank root (ignored elsewhere: pass NULL), scattered by rows.
+ * Collective; *out = NULL on every rank on failure. */
+spx_status spx_dist_scatter(MPI_Comm comm, int root, const spx_csr *a, const spx_dist_options *options,
+                            spx_dist_matrix **out);
+/* From each rank's own rows: rows is nlocal x n with global column indices (ncols == n), the ranks'
+ * rows contiguous in rank order (rank 0 the first ones; a rank with none passes a 0 x n CSR).
+ * Every rank passes the same n and dtype; the nlocal sum to n. Collective. */
+spx_status spx_dist_create(MPI_Comm comm, int64_t n, const spx_csr *rows, const spx_dist_options *options,
+                           spx_dist_matrix **out);
+/* Collective (it frees spx's duplicate of the communicator); NULL is a no-op on every rank. */
+void spx_dist_destroy(spx_dist_matrix *A);
+
+/* y = alpha A x + beta y on this rank's parts (nlocal entries each): host arrays on the host
+ * backend, device pointers on CUDA. beta == 0 does not read y. Collective. */
+spx_status spx_dist_spmv(spx_dist_matrix *A, double alpha, const void *x, double beta, void *y);
+
+/* What one rank holds. The counters add up over the matrix's SpMVs (the solvers' included). */
+typedef struct spx_dist_info {
+  int rank, size;
+  int64_t n;                  /* global rows (= columns) */
+  int64_t first_row, nlocal;  /* this rank's rows */
+  int64_t nnz_local, nnz_ghost; /* nonzeros of the two blocks */
+  int64_t nghost;             /* distinct remote columns this rank reads */
+  int recv_neighbors, send_neighbors; /* ranks it receives from / sends to */
+  int64_t send_entries;       /* x entries it sends per SpMV */
+  int64_t halo_bytes;         /* bytes it sends per SpMV (send_entries x the value size) */
+  spx_dtype dtype;
+  spx_backend backend;
+  /* counters */
+  int64_t spmvs;
+  int64_t halo_bytes_sent;    /* over all SpMVs */
+  double spmv_ms;             /* wall time in the SpMVs */
+  double halo_wait_ms;        /* of which waiting for the halo after the local block's SpMV */
+  double reduce_ms;           /* the solvers' global sums (MPI_Allgather and the rank-order sum) */
+} spx_dist_info;
+
+spx_status spx_dist_get_info(const spx_dist_matrix *A, spx_dist_info *out);
+/* Rank r's first row (r = size: n). */
+int64_t spx_dist_row_start(const spx_dist_matrix *A, int r);
+/* The two blocks' plans (NULL when the block is empty: no rows, or no remote columns). */
+spx_plan *spx_dist_local_plan(const spx_dist_matrix *A);
+spx_plan *spx_dist_ghost_plan(const spx_dist_matrix *A);
+/* The global column of ghost entry k (k < nghost). */
+int64_t spx_dist_ghost_col(const spx_dist_matrix *A, int64_t k);
+/* spx's duplicate of the caller's communicator (valid until spx_dist_destroy). */
+MPI_Comm spx_dist_comm(const spx_dist_matrix *A);
+/* 1 when the MPI library says it can take device pointers (MPIX_Query_cuda_support), 0 when it
+ * says not or cannot say. Local. */
+int spx_dist_cuda_aware(void);
+
+/* The solvers (above). Collective; the same status on every rank. */
+spx_status spx_dist_solve_cg(spx_dist_matrix *A, const void *b, void *x, const spx_solve_options *options,
+                             spx_solve_report *report);
+spx_status spx_dist_solve_pcg_jacobi(spx_dist_matrix *A, const void *b, void *x, const spx_solve_options *options,
+                                     spx_solve_report *report);
+spx_status spx_dist_solve_bicgstab(spx_dist_matrix *A, const void *b, void *x, const spx_solve_options *options,
+                                   spx_solve_report *report);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SPX_DIST_H */
+
+/* The implementation: in the file that defines SPX_IMPLEMENTATION (spx.h, included above, has
+ * compiled the core there already). */
+#if defined(SPX_IMPLEMENTATION) && !defined(SPX__DIST_IMPLEMENTATION_DONE)
+#define SPX__DIST_IMPLEMENTATION_DONE
+#include "internal/dist_impl.h"
+#endif
