@@ -185,6 +185,12 @@ command -v clang >/dev/null && run "spx command sources, clang without OpenMP" c
 run "plain-cc dia example" sh -c "build/cc_plain.sh examples/dia/main.c include $log/dia && $log/dia \
   \"\$SPX_SHARED_MATRICES/bcsstk16.mtx.gz\" \"\$SPX_SHARED_MATRICES/cage10.mtx.gz\""
 
+# The MPS dam break (examples/mps, host backend): a resting column's hydrostatic pressure, the
+# surge front against Martin & Moyce, and bit-for-bit repeatable positions (examples/mps/check.sh).
+for c in hydro front determinism; do
+  [ -x "$out/mps" ] && run "mps: $c" examples/mps/check.sh "$out/mps" "$c"
+done
+
 # The CUDA C++ example (built when nvcc exists): exit 77 means no GPU here.
 [ -x "$out/interop" ] && run "interop (CUDA C++, caller's stream)" "$out/interop"
 

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* mps.h: the 2-D semi-implicit MPS program (papers/002, section 2): particles, the cell grid, the
+ * per-particle kernels, the pressure Poisson equation on spx, output. Kernels are written one
+ * particle per call (mps_k_*), reading neighbours through the cell grid, writing only their own
+ * particle's outputs: each maps to one CUDA thread per particle, and the host loops over them
+ * (OpenMP) give the same bits with any thread count. */
+#ifndef MPS_H
+#define MPS_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <spx/spx.h>
+
+/* Particle types (papers/002 Figure 2-8: fluid, wall, dummy). Wall particles take part in the
+ * pressure equation; dummy particles only fill the wall's number density; ghosts left the grid
+ * and take part in nothing. */
+enum { MPS_PARALLEL_MIN = 4096 };
+
+enum { MPS_FLUID = 0, MPS_WALL = 1, MPS_DUMMY = 2, MPS_GHOST = 3 };
+/* Boundary condition of a fluid or wall particle in the pressure equation. */
+enum { MPS_BC_NONE = 0, MPS_BC_INNER = 1, MPS_BC_SURFACE = 2 };
+
+typedef struct mps_params {
+  double l0;             /* initial particle spacing [m] (Table 5-2: 0.025) */
+  double dt;             /* time step [s] (1e-4) */
+  double rho;            /* fluid density [kg/m^3] (1000) */
+  double nu;             /* kinematic viscosity [m^2/s] (water, 1e-6) */
+  double g;              /* gravity along y [m/s^2] (-9.8) */
+  double re_n, re_grad, re_lap; /* radii of influence [m]: 2.1, 2.1, 3.1 l0 */
+  double cell;           /* cell edge of the neighbour grid [m] (Table 5-2's grid size 3.5 l0) */
+  double beta;           /* free surface: n_i < beta n0 (0.97) */
+  double collision;      /* particles closer than this [m] collide (0.5 l0) */
+  double restitution;    /* of those collisions (0.2) */
+  double compressibility;/* [1/Pa] on the PPE diagonal (water, 0.45e-9): keeps the matrix SPD */
+  /* The PPE's source. (2-25) takes gamma (n* - n0) / (n0 dt^2) alone (gamma = 1; Koshizuka's
+   * sample code relaxes it to 0.2). At the thesis's dt = 1e-4 that source kicks particles by
+   * (density error) / dt each step, and a water column at rest churns within 0.1 s here; the
+   * mixed source (Tanaka & Masunaga, J. Comput. Phys. 229 (2010) 4279) takes the velocity
+   * divergence as the main term and keeps a small density term against drift: the default. */
+  int mixed;             /* 1: -div u* / dt + gamma (n* - n0) / (n0 dt^2) [1]; 0: the density term only */
+  double relax;          /* gamma [0.01 mixed, 0.2 density] */
+  double rtol;           /* CG relative tolerance (1e-8) */
+  /* From the initial lattice (mps_params_reference): the number densities of a particle inside
+   * the fluid for each radius, and lambda0 (2-11). */
+  double n0_n, n0_grad, n0_lap, lambda;
+} mps_params;
+
+void mps_params_default(mps_params *p);
+void mps_params_reference(mps_params *p);
+
+/* Particles, structure of arrays (the order the cell sort gives; id is the particle's name). */
+typedef struct mps_particles {
+  int64_t n;
+  int32_t *id;
+  int8_t *type, *bc;
+  double *x, *y, *u, *v, *p; /* position, velocity, pressure */
+  double *nd;                /* number density (re_n) at the last build */
+  double *pmin;              /* min pressure over the gradient's neighbourhood */
+  double *ax, *ay;           /* per-step scratch: acceleration or new velocity */
+  int32_t *row;              /* PPE row of an inner particle, else -1 */
+} mps_particles;
+
+int mps_particles_alloc(mps_particles *s, int64_t n);
+void mps_particles_free(mps_particles *s);
+
+/* The cell grid: particles sorted by cell (cell = cy * nx + cx), start[c]..start[c+1] the
+ * particles of cell c; cell[i] the cell of particle i when sorted (ghosts: nx * ny, last). */
+typedef struct mps_grid {
+  double x0, y0, h;
+  int nx, ny;
+  int32_t *start; /* nx * ny + 2 */
+  int32_t *cell;  /* per particle */
+  int32_t *key;   /* scratch: the cell of each particle before the sort */
+  int32_t *perm;  /* scratch: new -> old */
+  void *scratch;  /* scratch for the permutation, 8 bytes per particle */
+} mps_grid;
+
+int mps_grid_init(mps_grid *g, const mps_particles *s, const mps_params *p);
+void mps_grid_free(mps_grid *g);
+/* Bins particles by cell and permutes every particle array into cell order (stable: equal cells
+ * keep their order, so the sort is deterministic). Particles outside the grid become ghosts. */
+void mps_grid_sort(mps_grid *g, mps_particles *s);
+
+/* ---- Layouts (papers/002 Figure 5-1, 5-2, 5-5) ------------------------------------------- */
+enum { MPS_MAX_BLOCKS = 4 };
+typedef struct mps_layout {
+  const char *name;
+  int tank_w, tank_h;                 /* inside of the closed tank, in cells of l0 */
+  int nblocks;
+  int block[MPS_MAX_BLOCKS][4];       /* water blocks: x, y, w, h in cells (x, y from the tank's
+                                       * inner lower-left corner) */
+  int thesis_total, thesis_water;     /* the counts papers/002 gives (0: none) */
+} mps_layout;
+
+/* By name: dambreak, falling, drop, floor; 0 found, -1 not. */
+int mps_layout_named(const char *name, mps_layout *out);
+/* Particles of a layout: walls (2 layers) and dummies (2 layers) round the tank, then water. */
+int mps_layout_build(const mps_layout *l, const mps_params *p, mps_particles *s);
+void mps_layout_count(const mps_layout *l, int64_t *total, int64_t *water, int64_t *wall, int64_t *dummy);
+
+/* ---- Kernels (kernels.c) ------------------------------------------------------------------- */
+/* What a kernel reads: particles, grid, parameters. */
+typedef struct mps_view {
+  mps_particles *s;
+  const mps_grid *g;
+  const mps_params *p;
+} mps_view;
+
+/* u* = u + dt (nu lap u + g), r* = r + dt u* (2-15, 2-17, 2-18) on fluid particles. */
+void mps_explicit(const mps_view *v);
+/* Pairs closer than p->collision and approaching exchange momentum (restitution e); positions move
+ * by the velocity change times dt. */
+void mps_collision(const mps_view *v);
+/* Number density (2-3) at the current positions, boundary condition (surface below beta n0), and
+ * the PPE row numbers; returns the number of rows. */
+int64_t mps_density(const mps_view *v);
+/* Pressure from the solution (surface and others 0, negative clamped to 0), min pressure of the
+ * gradient's neighbourhood, then u += -dt/rho grad p, r += -dt^2/rho grad p (2-20, 2-21, 2-27). */
+void mps_correct(const mps_view *v, const double *x);
+
+/* ---- The pressure Poisson equation (ppe.c) ------------------------------------------------- */
+typedef struct mps_ppe {
+  int64_t cap_rows, cap_nnz;
+  int64_t *row_ptr;
+  int32_t *col;
+  double *val, *b, *x;
+  spx_csr a;         /* view of the arrays above */
+} mps_ppe;
+
+/* Builds (2-26) as CSR on the rows mps_density numbered: A p = b with
+ * A_ij = -2d/(lambda n0) w_ij / rho (i != j, both inner), A_ii = sum_j 2d/(lambda n0) w_ij / rho
+ * + compressibility / dt^2, b_i = relax / dt^2 (n_i - n0) / n0 (- div u*_i / dt, mixed); x gets the
+ * previous pressures. */
+int mps_ppe_build(mps_ppe *e, const mps_view *v, int64_t nrows);
+void mps_ppe_free(mps_ppe *e);
+
+/* Per-step format selection: fixed (force a format), lagged (the thesis: the mps strategy on step
+ * k's matrix chooses step k+1's format, on a host thread while step k solves), auto (spx). */
+enum { MPS_SELECT_FIXED = 0, MPS_SELECT_LAGGED = 1, MPS_SELECT_AUTO = 2 };
+
+typedef struct mps_solver {
+  spx_context *ctx;
+  int mode;
+  char fixed[16];        /* fixed: "csr", "ell", "jds", "cusparse" */
+  char current[16];      /* the format the step solves with (lagged: chosen from the last matrix) */
+  char last[16];         /* the previous step's, for counting switches */
+  int64_t switches, steps, iterations;
+  int64_t uses[4];       /* steps solved in csr, ell, jds, cusparse */
+  int64_t uses_other;    /* ... in another format (auto) */
+  int64_t last_iters, unconverged;
+  double rtol;           /* CG relative tolerance */
+  double last_B, last_R, last_resid; /* the last step's matrix features (4-1, 4-2), true residual */
+  void *lag;             /* lagged: the worker choosing the next format */
+  /* seconds: plan creation (choice, conversion) on the step's path, the solves, the lagged choice
+   * (in all, the part the solve hid, the part the step waited for) */
+  double t_select, t_solve, t_choice, t_hidden, t_exposed;
+} mps_solver;
+
+int mps_solver_init(mps_solver *m, spx_backend backend, const char *select);
+void mps_solver_free(mps_solver *m);
+/* Solves the step's system; e->x in: the guess, out: the pressures. t_select / t_solve grow. */
+int mps_solver_step(mps_solver *m, mps_ppe *e);
+
+/* ---- Output (output.c) --------------------------------------------------------------------- */
+/* Writes path via path.tmp and a rename once complete; 0 on success. */
+int mps_snapshot_csv(const char *path, const mps_particles *s, double t);
+int mps_positions_dump(const char *path, const mps_particles *s);
+/* t, front position z, T = t * tscale, Z = z / a per sample. */
+int mps_front_csv(const char *path, const double *t, const double *z, int64_t n, double a, double tscale);
+
+double mps_now(void);
+
+#endif /* MPS_H */

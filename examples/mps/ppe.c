@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The pressure Poisson equation (papers/002 (2-25), (2-26)) as a CSR matrix, and its solve through
+ * spx: a plan per step (the matrix changes every step), Jacobi-preconditioned CG (the thesis's
+ * scaled CG), the format chosen one of three ways (mps.h: MPS_SELECT_*). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "mps.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Loops over particles run on OpenMP threads from MPS_PARALLEL_MIN particles up: below that a
+ * parallel region costs more than the loop (and on a loaded machine a region waits for a
+ * descheduled thread). The results do not depend on it. */
+#ifdef _OPENMP
+#define MPS_PARALLEL_FOR _Pragma("omp parallel for schedule(static) if (s->n >= MPS_PARALLEL_MIN)")
+#else
+#define MPS_PARALLEL_FOR
+#endif
+
+#define MPS_NEIGHBOURS(g, i, j)                                                                    \
+  for (int dy_ = -1; dy_ <= 1; dy_++)                                                              \
+    for (int32_t j = (g)->start[(g)->cell[i] + dy_ * (g)->nx - 1],                                 \
+                 end_ = (g)->start[(g)->cell[i] + dy_ * (g)->nx + 2];                              \
+         j < end_; j++)
+
+double mps_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double weight(double r, double re, double l0) {
+  double rr = r > 1e-3 * l0 ? r : 1e-3 * l0;
+  return r < re ? re / rr - 1.0 : 0.0;
+}
+
+/* Pressure carriers: fluid and wall particles (dummies and ghosts have none). */
+static int carries(const mps_particles *s, int64_t j) { return s->type[j] == MPS_FLUID || s->type[j] == MPS_WALL; }
+
+/* div u* at particle i by the MPS divergence model, d/n0 sum (u_j - u_i).(r_j - r_i)/r^2 w(r), over
+ * the gradient's neighbours (fluid and wall particles; walls stand still). */
+static double divergence(const mps_view *v, int64_t i) {
+  const mps_particles *s = v->s;
+  const mps_params *p = v->p;
+  double d = 0, re2 = p->re_grad * p->re_grad;
+  MPS_NEIGHBOURS(v->g, i, j) {
+    double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dx * dx + dy * dy;
+    if (j == i || !carries(s, j) || r2 >= re2 || r2 <= 0) continue;
+    d += ((s->u[j] - s->u[i]) * dx + (s->v[j] - s->v[i]) * dy) / r2 * weight(sqrt(r2), p->re_grad, p->l0);
+  }
+  return 2.0 / p->n0_grad * d;
+}
+
+/* Entries of inner particle i's row: itself and its inner neighbours within re_lap. */
+static int64_t k_count(const mps_view *v, int64_t i) {
+  const mps_particles *s = v->s;
+  double re2 = v->p->re_lap * v->p->re_lap;
+  int64_t k = 1;
+  MPS_NEIGHBOURS(v->g, i, j) {
+    double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i];
+    if (j != i && s->row[j] >= 0 && dx * dx + dy * dy < re2) k++;
+  }
+  return k;
+}
+
+/* Row of inner particle i. Columns come in particle order (cells in increasing number, then
+ * particles), which is increasing row order: sorted, as CSR wants. A neighbour on the free surface
+ * (p = 0, Dirichlet) adds to the diagonal only. */
+static void k_row(const mps_view *v, mps_ppe *e, int64_t i) {
+  const mps_particles *s = v->s;
+  const mps_params *p = v->p;
+  double re2 = p->re_lap * p->re_lap, a = 2.0 * 2 / (p->lambda * p->n0_lap * p->rho);
+  double diag = p->compressibility / (p->dt * p->dt);
+  int64_t k = e->row_ptr[s->row[i]], kd = k;
+  MPS_NEIGHBOURS(v->g, i, j) {
+    double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dx * dx + dy * dy, c;
+    if (j == i) {
+      kd = k;
+      e->col[k++] = s->row[i];
+      continue;
+    }
+    if (!carries(s, j) || r2 >= re2) continue;
+    c = a * weight(sqrt(r2), p->re_lap, p->l0);
+    diag += c;
+    if (s->row[j] >= 0) {
+      e->col[k] = s->row[j];
+      e->val[k++] = -c;
+    }
+  }
+  e->val[kd] = diag;
+  e->b[s->row[i]] = p->relax / (p->dt * p->dt) * (s->nd[i] - p->n0_n) / p->n0_n;
+  if (p->mixed) e->b[s->row[i]] -= divergence(v, i) / p->dt;
+  e->x[s->row[i]] = s->p[i];
+}
+
+static int grow(void **ptr, int64_t *cap, int64_t need, size_t size) {
+  void *q;
+  if (need <= *cap) return 0;
+  need += need / 4 + 16;
+  if (!(q = realloc(*ptr, (size_t)need * size))) return -1;
+  *ptr = q;
+  *cap = need;
+  return 0;
+}
+
+int mps_ppe_build(mps_ppe *e, const mps_view *v, int64_t nrows) {
+  const mps_particles *s = v->s;
+  int64_t i, cap = e->cap_rows, nnz;
+  if (grow((void **)&e->row_ptr, &cap, nrows + 1, sizeof *e->row_ptr)) return -1;
+  cap = e->cap_rows;
+  if (grow((void **)&e->b, &cap, nrows + 1, sizeof *e->b)) return -1;
+  cap = e->cap_rows;
+  if (grow((void **)&e->x, &cap, nrows + 1, sizeof *e->x)) return -1;
+  e->cap_rows = cap;
+  e->row_ptr[0] = 0;
+  MPS_PARALLEL_FOR
+  for (i = 0; i < s->n; i++)
+    if (s->row[i] >= 0) e->row_ptr[s->row[i] + 1] = k_count(v, i);
+  for (i = 0; i < nrows; i++) e->row_ptr[i + 1] += e->row_ptr[i]; /* a scan on the GPU */
+  nnz = e->row_ptr[nrows];
+  cap = e->cap_nnz;
+  if (grow((void **)&e->col, &cap, nnz, sizeof *e->col)) return -1;
+  cap = e->cap_nnz;
+  if (grow((void **)&e->val, &cap, nnz, sizeof *e->val)) return -1;
+  e->cap_nnz = cap;
+  MPS_PARALLEL_FOR
+  for (i = 0; i < s->n; i++)
+    if (s->row[i] >= 0) k_row(v, e, i);
+  e->a.nrows = e->a.ncols = nrows;
+  e->a.nnz = nnz;
+  e->a.dtype = SPX_DOUBLE;
+  e->a.row_ptr = e->row_ptr;
+  e->a.col_idx = e->col;
+  e->a.val.d = e->val;
+  return 0;
+}
+
+void mps_ppe_free(mps_ppe *e) {
+  free(e->row_ptr);
+  free(e->col);
+  free(e->val);
+  free(e->b);
+  free(e->x);
+  memset(e, 0, sizeof *e);
+}
+
+/* ---- the solve and the format choice -------------------------------------------------------- */
+/* The lagged choice (papers/002 section 4.2, Figure 4-5): while step k solves, a host thread
+ * applies the mps strategy's thresholds (formula 5-1) to step k's matrix; step k+1 solves in that
+ * format. The plan it makes is never built (eager = 0): only its choice is read. */
+typedef struct mps_lag {
+  pthread_t th;
+  int running;
+  spx_context *ctx;
+  const spx_csr *a;
+  char chosen[16];
+  spx_status st;
+  double ms;
+} mps_lag;
+
+static void plan_name(const spx_plan *p, char *out, size_t len) {
+  if (spx_plan_engine_of(p) == SPX_PLAN_ENGINE_CUSPARSE) snprintf(out, len, "cusparse");
+  else snprintf(out, len, "%s", spx_format_name(spx_plan_format(p)));
+}
+
+static spx_status choose_mps(spx_context *ctx, const spx_csr *a, char *out, size_t len) {
+  spx_plan_options o;
+  spx_plan *p = NULL;
+  spx_status st;
+  spx_plan_options_default(&o);
+  o.strategy = SPX_PLAN_MPS;
+  o.eager = 0;
+  o.no_diagonal = 1;
+  if ((st = spx_plan_create(ctx, a, &o, &p))) return st;
+  plan_name(p, out, len);
+  spx_plan_destroy(p);
+  return SPX_OK;
+}
+
+static void *lag_worker(void *arg) {
+  mps_lag *l = (mps_lag *)arg;
+  double t0 = mps_now();
+  l->st = choose_mps(l->ctx, l->a, l->chosen, sizeof l->chosen);
+  l->ms = 1e3 * (mps_now() - t0);
+  return NULL;
+}
+
+static const char *const known[4] = {"csr", "ell", "jds", "cusparse"};
+
+int mps_solver_init(mps_solver *m, spx_backend backend, const char *select) {
+  spx_context_options co;
+  int i;
+  memset(m, 0, sizeof *m);
+  if (!strcmp(select, "lagged")) m->mode = MPS_SELECT_LAGGED;
+  else if (!strcmp(select, "auto")) m->mode = MPS_SELECT_AUTO;
+  else {
+    for (i = 0; i < 4 && strcmp(select, known[i]); i++) {}
+    if (i == 4) {
+      fprintf(stderr, "mps: --select %s: expected csr, ell, jds, cusparse, lagged or auto\n", select);
+      return 2;
+    }
+    m->mode = MPS_SELECT_FIXED;
+    snprintf(m->fixed, sizeof m->fixed, "%s", select);
+  }
+  memset(&co, 0, sizeof co);
+  co.backend = backend;
+  if (spx_context_create(&co, &m->ctx)) {
+    fprintf(stderr, "mps: %s\n", spx_last_error());
+    return 1;
+  }
+  if (m->mode == MPS_SELECT_FIXED && !strcmp(m->fixed, "cusparse") && spx_context_backend(m->ctx) != SPX_BACKEND_CUDA) {
+    fprintf(stderr, "mps: --select cusparse needs the CUDA backend; this run has the host backend\n");
+    return 2;
+  }
+  if (!(m->lag = calloc(1, sizeof(mps_lag)))) return 1;
+  ((mps_lag *)m->lag)->ctx = m->ctx;
+  m->last_iters = 50;
+  return 0;
+}
+
+static void lag_join(mps_solver *m) {
+  mps_lag *l = (mps_lag *)m->lag;
+  double t0, wait;
+  if (!l || !l->running) return;
+  t0 = mps_now();
+  pthread_join(l->th, NULL);
+  wait = mps_now() - t0;
+  m->t_exposed += wait;            /* the solve ended before the choice */
+  m->t_hidden += 1e-3 * l->ms > wait ? 1e-3 * l->ms - wait : 0; /* the choice's part under the solve */
+  m->t_choice += 1e-3 * l->ms;
+  l->running = 0;
+}
+
+void mps_solver_free(mps_solver *m) {
+  lag_join(m);
+  free(m->lag);
+  spx_context_destroy(m->ctx);
+  memset(m, 0, sizeof *m);
+}
+
+/* Options of step k's plan: the forced format (fixed, lagged) or spx's choice. */
+static void step_options(const mps_solver *m, spx_plan_options *o) {
+  spx_plan_options_default(o);
+  o->expected_calls = m->last_iters > 1 ? m->last_iters : 1;
+  o->eager = 1;
+  if (m->mode == MPS_SELECT_FIXED) o->force = m->fixed;
+  if (m->mode == MPS_SELECT_LAGGED) o->force = m->current;
+}
+
+static void count_use(mps_solver *m, const char *name) {
+  int i;
+  for (i = 0; i < 4 && strcmp(name, known[i]); i++) {}
+  if (i < 4) m->uses[i]++;
+  else m->uses_other++;
+  if (m->steps > 0 && strcmp(name, m->last)) m->switches++;
+  snprintf(m->last, sizeof m->last, "%s", name);
+  m->steps++;
+}
+
+static int fail(const char *what) {
+  fprintf(stderr, "mps: %s: %s\n", what, spx_last_error());
+  return 1;
+}
+
+int mps_solver_step(mps_solver *m, mps_ppe *e) {
+  mps_lag *l = (mps_lag *)m->lag;
+  spx_plan_options o;
+  spx_solve_options so;
+  spx_solve_report rep;
+  spx_plan *plan = NULL;
+  spx_status st;
+  char used[16];
+  double t0 = mps_now(), t1;
+  if (e->a.nrows == 0) return 0;
+  if (m->mode == MPS_SELECT_LAGGED && !m->current[0] && choose_mps(m->ctx, &e->a, m->current, sizeof m->current))
+    return fail("the first step's mps choice"); /* step 0 has no previous matrix */
+  step_options(m, &o);
+  if (spx_plan_create(m->ctx, &e->a, &o, &plan)) return fail("plan");
+  plan_name(plan, used, sizeof used);
+  m->last_B = spx_plan_analysis(plan)->B;
+  m->last_R = spx_plan_analysis(plan)->R;
+  if (m->mode == MPS_SELECT_LAGGED) { /* choose step k+1's format while step k solves */
+    l->a = &e->a;
+    l->running = !pthread_create(&l->th, NULL, lag_worker, l);
+    if (!l->running) l->st = choose_mps(m->ctx, &e->a, l->chosen, sizeof l->chosen);
+  }
+  t1 = mps_now();
+  m->t_select += t1 - t0;
+  spx_solve_options_default(&so);
+  so.maxit = 20000;
+  so.host_vectors = 1;
+  so.rtol = m->rtol;
+  st = spx_solve_pcg_jacobi(plan, e->b, e->x, &so, &rep);
+  m->t_solve += mps_now() - t1;
+  spx_plan_destroy(plan);
+  if (m->mode == MPS_SELECT_LAGGED) {
+    lag_join(m);
+    if (l->st) return fail("the mps choice for the next step");
+    snprintf(m->current, sizeof m->current, "%s", l->chosen);
+  }
+  if (st && st != SPX_NOT_CONVERGED) return fail("pressure solve");
+  if (st) m->unconverged++;
+  m->iterations += rep.iterations;
+  m->last_iters = rep.iterations > 1 ? rep.iterations : 1;
+  m->last_resid = rep.true_rel_resid;
+  count_use(m, used);
+  return 0;
+}
