@@ -16,17 +16,17 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 case $2 in
   hydro) # one thread: at 816 particles the loops are serial anyway, and spx's CG gains nothing
-    OMP_NUM_THREADS=1 "$mps" --select csr --tank 0.5,0.6 --water 0,0,0.5,0.5 --time 0.5 --every 0 --check mass,hydro,matrix ;;
+    OMP_NUM_THREADS=1 "$mps" --backend host --select csr --tank 0.5,0.6 --water 0,0,0.5,0.5 --time 0.5 --every 0 --check mass,hydro,matrix ;;
   front)
-    OMP_NUM_THREADS=1 "$mps" --select csr --tank 1.8,1.0 --water 0,0,0.4,0.8 --time 0.48 --every 0 --front "$tmp/front.csv" --check mass,front
+    OMP_NUM_THREADS=1 "$mps" --backend host --select csr --tank 1.8,1.0 --water 0,0,0.4,0.8 --time 0.48 --every 0 --front "$tmp/front.csv" --check mass,front
     test -s "$tmp/front.csv" && ! test -e "$tmp/front.csv.tmp" ;;
   determinism)
     for run in a:2 b:2 c:1; do
-      OMP_NUM_THREADS=${run#*:} "$mps" --layout dambreak --steps 40 --every 0 --quiet --dump "$tmp/${run%:*}"
+      OMP_NUM_THREADS=${run#*:} "$mps" --backend host --layout dambreak --steps 40 --every 0 --quiet --dump "$tmp/${run%:*}"
     done
     cmp "$tmp/a" "$tmp/b" && cmp "$tmp/a" "$tmp/c"
     for sel in lagged jds auto; do
-      "$mps" --tank 0.5,0.6 --water 0,0,0.3,0.4 --steps 300 --every 0 --quiet --select $sel --dump "$tmp/s_$sel"
+      "$mps" --backend host --tank 0.5,0.6 --water 0,0,0.3,0.4 --steps 300 --every 0 --quiet --select $sel --dump "$tmp/s_$sel"
     done
     cmp "$tmp/s_lagged" "$tmp/s_jds" && cmp "$tmp/s_lagged" "$tmp/s_auto"
     echo "determinism: identical positions (2 threads twice, 1 thread; lagged, jds, auto)" ;;
