@@ -159,4 +159,5 @@ spx_status spx_dist_solve_bicgstab(spx_dist_matrix *A, const void *b, void *x, c
 #if defined(SPX_IMPLEMENTATION) && !defined(SPX__DIST_IMPLEMENTATION_DONE)
 #define SPX__DIST_IMPLEMENTATION_DONE
 #include "internal/dist_impl.h"
+#include "internal/dist_solve_impl.h"
 #endif

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* spx/dist.h's matrix as its two rooms share it: dist_impl.h (the partition, the halo, the SpMV)
+ * gives dist_solve_impl.h (the solvers) the matrix, the error agreement and the SpMV. */
+#ifndef SPX_INTERNAL_DIST_MATRIX_H
+#define SPX_INTERNAL_DIST_MATRIX_H
+
+#include "common.h"
+#include "../dist.h"
+
+struct spx_dist_matrix {
+  MPI_Comm comm;              /* spx's duplicate of the caller's */
+  int rank, size, own_ctx;
+  double timeout_s;
+  int64_t n, first, nlocal;
+  int64_t *row_start;         /* size + 1 */
+  spx_dtype dtype;
+  size_t vs;
+  MPI_Datatype mt;            /* MPI_DOUBLE or MPI_FLOAT */
+  spx_context *ctx;
+  int cuda;
+  spx_plan *loc, *gho;        /* the local block (nlocal x nlocal), the ghost block (nlocal x nghost) */
+  int64_t nnz_loc, nnz_gho, nghost;
+  int32_t *ghost_col;         /* nghost global columns, ascending (so grouped by owner) */
+  /* The halo: neighbours, and where their entries go (ghost vector) or come from (send list). */
+  int nrecv, nsend;
+  int *recv_rank, *send_rank;
+  int64_t *recv_off;          /* nrecv + 1 offsets into the ghost vector */
+  int64_t *send_off;          /* nsend + 1 offsets into send_idx */
+  int64_t *send_idx;          /* local indices of x, grouped by neighbour, ascending within one */
+  MPI_Request *req;           /* nrecv + nsend */
+  void *sbuf, *gbuf;          /* send values, ghost values (pinned on CUDA) */
+  void *stage;                /* CUDA: the span of x each neighbour needs, downloaded (pinned) */
+  int64_t *stage_off;         /* CUDA: nsend + 1 offsets into stage */
+  spx_devptr gdev;            /* CUDA: the ghost values on the device */
+  spx_dist_info stats;        /* the counters */
+};
+
+#define SPX__DIST_TAG 0x5e7 /* the halo's messages (spx's own communicator: no clash with the caller) */
+
+/* The first failing rank `first` tells the others its status and sentence (every rank calls this
+ * with the same first); the ranks that were fine fail with "rank R: sentence". */
+spx_status spx__dist_spread(MPI_Comm comm, int rank, int first, spx_status mine, const char *text);
+/* st agreed on by every rank of comm, waiting at most timeout_s (<= 0: no limit) for the others. */
+spx_status spx__dist_agree_t(MPI_Comm comm, int rank, spx_status st, double timeout_s, const char *fn);
+/* The same, on d's communicator and timeout. */
+spx_status spx__dist_agree(const spx_dist_matrix *d, spx_status st);
+/* Whether every rank of comm passed the same k values. */
+int spx__dist_same(MPI_Comm comm, const double *v, int k);
+/* y = alpha A x + beta y on this rank's rows, the halo exchanged (no agreement). */
+spx_status spx__dist_spmv(spx_dist_matrix *d, double alpha, const void *x, double beta, void *y);
+
+#endif /* SPX_INTERNAL_DIST_MATRIX_H */
