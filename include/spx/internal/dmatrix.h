@@ -42,7 +42,7 @@ spx_status spx__dmatrix_convert_device(spx_context *ctx, const spx_csr *a, spx_f
 /* ---- stage_impl.h: a host CSR staged on the device for the planner ----------------------------- */
 /* Uploads a's pattern into d and profiles its rows on the device: r[9] as analyze.cu's out[] (r[0]
  * the first bad row, ~0 when none), *hist the row-length histogram (the caller frees it). */
-spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, spx__dcsr *d, uint64_t r[9], int64_t **hist,
+spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, int values, spx__dcsr *d, uint64_t r[9], int64_t **hist,
                            double *upload_s);
 /* The values: their upload started (_begin), or done on return. */
 spx_status spx__dcsr_values_begin(spx__dcsr *d, const spx_csr *a);

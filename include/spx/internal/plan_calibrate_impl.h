@@ -66,7 +66,7 @@ static void spx__plan_cal_staged(spx_context *ctx, const spx_csr *a, int f, cons
   int rep;
   spx_dmatrix *dm = NULL;
   if (!dc->ctx) {
-    if (spx__dcsr_stage(ctx, a, spx__plan_tpr(a), dc, r, &hist, &up) || r[0] != ~0ull || spx__dcsr_values(dc, a)) {
+    if (spx__dcsr_stage(ctx, a, spx__plan_tpr(a), 0, dc, r, &hist, &up) || r[0] != ~0ull || spx__dcsr_values(dc, a)) {
       SPX_FREE(hist);
       spx__dcsr_free(dc);
       spx_clear_error();

@@ -122,8 +122,9 @@ static void *spx__plan_cols_thread(void *arg) {
 
 /* Stages a on the device (p->dc) and fills the row-length profile and p->an from analyze.cu's
  * counters. SPX_OK with *done 0: not staged (the caller profiles on the host). A malformed CSR
- * fails with spx_csr_validate's message. */
-static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, int columns, spx__pprof *rows, int *done) {
+ * fails with spx_csr_validate's message. values: the values go up beside the pattern (a wrap
+ * follows whatever the profile says). */
+static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, int columns, int values, spx__pprof *rows, int *done) {
   uint64_t r[9] = {0};
   int64_t *hist = NULL;
   double t0 = spx__now(), tj;
@@ -141,7 +142,7 @@ static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, int columns, sp
   job.a = a;
   job.p = rows;
   threaded = columns && pthread_create(&th, NULL, spx__plan_cols_thread, &job) == 0;
-  s = spx__dcsr_stage(p->ctx, a, spx__plan_tpr(a), &p->dc, r, &hist, &p->stage_upload_s);
+  s = spx__dcsr_stage(p->ctx, a, spx__plan_tpr(a), values, &p->dc, r, &hist, &p->stage_upload_s);
   tj = spx__now();
   if (threaded) pthread_join(th, NULL);
   else if (columns) spx__plan_cols_thread(&job);
@@ -331,7 +332,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
       int staged = 0;
       /* cuSPARSE's arrays staged as a plan that profiles would (no columns: nothing else is priced):
        * the device validates them and the build wraps them */
-      if (p->stage && dev.warp == 32 && spx__plan_stage_wanted(a0, o) && (s = spx__plan_stage(p, use, 0, &rows, &staged)))
+      if (p->stage && dev.warp == 32 && spx__plan_stage_wanted(a0, o) && (s = spx__plan_stage(p, use, 0, 1, &rows, &staged)))
         goto fail;
       if (!staged) {
         if (spx__plan_stage_wanted(a0, o) && (s = spx_csr_validate(a0))) goto fail; /* not staged: validated here */
@@ -350,7 +351,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
   {
     int staged = 0;
     if (p->stage && p->backend == SPX_BACKEND_CUDA && dev.warp == 32 && spx__plan_stage_wanted(a0, o) &&
-        (s = spx__plan_stage(p, use, !spx__plan_names_cusparse(o->force), &rows, &staged)))
+        (s = spx__plan_stage(p, use, !spx__plan_names_cusparse(o->force), 0, &rows, &staged)))
       goto fail;
     if (staged) {
       rowsp = &rows;

@@ -67,14 +67,16 @@ spx_status spx__dcsr_diag(spx__dcsr *d, double *out) {
 
 /* Uploads a's pattern (sizes and row_ptr[0], row_ptr[n] already checked) and profiles its rows: r[9] as
  * analyze.cu's out[] (r[0] the first bad row, ~0 when none), *hist the row-length histogram
- * (r[1] + 1 entries, the caller frees it). tpr: the CSR kernel's lanes per row for r[8]. On
+ * (r[1] + 1 entries, the caller frees it). tpr: the CSR kernel's lanes per row for r[8]. values:
+ * the values' upload starts first and runs beside the pattern's and the profile (a caller that
+ * will wrap the arrays whatever the profile says; spx__dcsr_values_wait before they are read). On
  * failure nothing stays allocated. */
 /* Row-length bins spx_analyze_rows counts in shared memory (8 KiB per block); longer rows take a
  * second kernel. */
 #define SPX__ANALYZE_HIST 2048
 #define SPX__STR2(x) #x
 #define SPX__STR(x) SPX__STR2(x)
-spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, spx__dcsr *d, uint64_t r[9],
+spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, int values, spx__dcsr *d, uint64_t r[9],
                            int64_t **hist, double *upload_s) {
   enum { hs = SPX__ANALYZE_HIST }; /* the histogram's bins the rows kernel fills */
   const char *defs[2] = {"SPX_BLOCK=256", "SPX_HIST_SHARED=" SPX__STR(SPX__ANALYZE_HIST)};
@@ -99,7 +101,7 @@ spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, spx__dcs
   out = d->rp + (spx_devptr)((n + 1) * 8);
   t0 = spx__now();
   d->stage_s[0] = t0 - ta;
-  if ((s = spx_device_memset(ctx, out, 0, (9 + hs) * 8))) goto fail;
+  if ((s = spx_device_memset(ctx, out, 0, (9 + hs) * 8)) || (values && (s = spx__dcsr_values_begin(d, a)))) goto fail;
   /* the column sample's thread runs beside: the workers leave it its CPUs */
   if ((s = spx__h2d_upload(ctx, d->rp, a->row_ptr, (size_t)(n + 1) * 8, spx__h2d_workers_beside(), NULL)) ||
       (s = spx__h2d_upload(ctx, d->ci, a->col_idx, (size_t)nnz * 4, spx__h2d_workers_beside(), NULL)))
