@@ -733,6 +733,275 @@ static void test_invalid_csr(void **state) {
   }
 }
 
+/* ---- DIA through the tuner and on the GPU (the out-of-tree format's kernel and model) ---------- */
+
+/* A GPU as the model sees it, by hand: round numbers, no calibration, no gathers, one SM (one round
+ * of blocks), so that each price below is a formula of the bytes and the walk. */
+static void gpu_like_device(spx_plan_device *d) {
+  memset(d, 0, sizeof *d);
+  snprintf(d->name, sizeof d->name, "test gpu");
+  d->bandwidth_gbs = 1000; /* 1e6 bytes per microsecond */
+  d->launch_us = 4;
+  d->imbalance_weight = 0.5;
+  d->x_miss = 0.25;
+  d->cache_bytes = 4 << 20;
+  d->warp = 32;
+  d->cusparse_factor = 1.1;
+  d->convert_ns_per_byte = 1;
+  d->convert_ns_per_nnz = 1;
+  d->chain_ns = 100;
+  d->sms = 1;
+}
+
+/* The candidate of format f among c[0 .. n), or NULL. */
+static const spx_plan_candidate *cand_of(const spx_plan_candidate *c, int n, spx_format f) {
+  int k;
+  for (k = 0; k < n; k++)
+    if (c[k].format == f && c[k].engine == SPX_PLAN_ENGINE_SPX) return &c[k];
+  return NULL;
+}
+
+/* The tuner prices the registered DIA by its model (dia.h: the predictor's bytes, padded lanes, a
+ * walk of ndiag steps), not by converting; declines where the converter would; and takes the safe
+ * guess back when the model is taken away. */
+static void test_dia_tuner(void **state) {
+  /* tridiagonal 8 x 8 plus a(0,5): diagonals -1, 0, 1, 5; 23 nonzeros; longest row 3 */
+  double dense[64];
+  spx_csr *a, *af, *anti;
+  spx_plan_device dev;
+  spx_plan_candidate c[SPX_FORMAT_MAX + 1];
+  const spx_plan_candidate *cd, *ce;
+  spx_format_model bad;
+  spx_fmt *m;
+  int n, i;
+  int32_t r[50], col[50];
+  double v[50];
+  (void)state;
+  memset(dense, 0, sizeof dense);
+  for (i = 0; i < 8; i++) {
+    dense[i * 8 + i] = 4;
+    if (i > 0) dense[i * 8 + i - 1] = -1;
+    if (i < 7) dense[i * 8 + i + 1] = -1;
+  }
+  dense[5] = 0.5;
+  a = from_dense(8, 8, dense, SPX_DOUBLE);
+  assert_int_equal(a->nnz, 23);
+  gpu_like_device(&dev);
+  assert_int_equal(spx_plan_model(a, &dev, 1000, 0, 0, c, SPX_FORMAT_MAX + 1, &n), SPX_OK);
+  assert_non_null(cd = cand_of(c, n, dia_id));
+  assert_non_null(ce = cand_of(c, n, SPX_FORMAT_ELL));
+  /* 4 offsets of 4 bytes, 4 x 8 slots of 8: predicted (bytes_exact 0), equal to the conversion's */
+  assert_int_equal(cd->bytes, 4 * 4 + 8 * 4 * 8);
+  assert_int_equal(cd->bytes_exact, 0);
+  assert_int_equal(cd->fits, 1);
+  assert_true(fabs(cd->padding - 32.0 / 23.0) < 1e-12);
+  assert_int_equal(spx_fmt_from_csr(a, dia_id, NULL, &m), SPX_OK);
+  assert_int_equal(spx_fmt_bytes(m), cd->bytes);
+  spx_fmt_destroy(m);
+  /* the streaming price: one launch + (bytes + x and y) at 1e6 bytes/us, no idle lanes (PADDED) */
+  assert_true(fabs(cd->stream_us - (4 + (272.0 + 8 * (8 + 8)) / 1e6)) < 1e-9);
+  /* the walk: ndiag = 4 steps of 100 ns (ELL walks its longest row, 3) */
+  assert_true(fabs(cd->chain_us - 0.4) < 1e-12);
+  assert_true(fabs(ce->chain_us - 0.3) < 1e-12);
+  assert_true(fabs(cd->predicted_us - cd->stream_us) < 1e-12 && cd->score_us > cd->predicted_us);
+  /* float: 4-byte slots */
+  assert_int_equal(spx_csr_copy(a, SPX_FLOAT, &af), SPX_OK);
+  assert_int_equal(spx_plan_model(af, &dev, 1000, 0, 0, c, SPX_FORMAT_MAX + 1, &n), SPX_OK);
+  assert_non_null(cd = cand_of(c, n, dia_id));
+  assert_int_equal(cd->bytes, 4 * 4 + 4 * 4 * 8);
+  spx_csr_destroy(af);
+  /* the anti-diagonal: 50 diagonals of one entry, 2500 slots for 50 nonzeros (over 20 per nonzero):
+   * declined by the model, as by the converter, with the model's note */
+  for (i = 0; i < 50; i++) { r[i] = i; col[i] = 49 - i; v[i] = 1 + i; }
+  anti = from_triplets(50, 50, 50, r, col, v, SPX_DOUBLE);
+  assert_int_equal(spx_plan_model(anti, &dev, 1000, 0, 0, c, SPX_FORMAT_MAX + 1, &n), SPX_OK);
+  assert_non_null(cd = cand_of(c, n, dia_id));
+  assert_int_equal(cd->fits, 0);
+  assert_true(cd->predicted_us < 0);
+  assert_non_null(strstr(cd->note, "declined: the diagonals exceed dia_max_fill"));
+  m = (spx_fmt *)1;
+  assert_int_equal(spx_fmt_from_csr(anti, dia_id, NULL, &m), SPX_UNSUPPORTED);
+  spx_clear_error();
+  spx_csr_destroy(anti);
+  /* without its model DIA is the safe guess: converted to learn its bytes, a walk of the longest row */
+  assert_int_equal(spx_format_set_model(dia_id, NULL), SPX_OK);
+  assert_int_equal(spx_plan_model(a, &dev, 1000, 0, 0, c, SPX_FORMAT_MAX + 1, &n), SPX_OK);
+  assert_non_null(cd = cand_of(c, n, dia_id));
+  assert_int_equal(cd->bytes, 272);
+  assert_int_equal(cd->bytes_exact, 1);
+  assert_true(fabs(cd->chain_us - 0.3) < 1e-12);
+  assert_int_equal(spx_format_set_model(dia_id, &dia_model), SPX_OK);
+  assert_int_equal(spx_plan_model(a, &dev, 1000, 0, 0, c, SPX_FORMAT_MAX + 1, &n), SPX_OK);
+  assert_int_equal(cand_of(c, n, dia_id)->bytes_exact, 0);
+  /* refused: an in-tree format (its model is its registry line), an unknown id, fields out of range */
+  assert_int_equal(spx_format_set_model(SPX_FORMAT_ELL, &dia_model), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "SPX_FORMATS"));
+  assert_int_equal(spx_format_set_model((spx_format)(SPX_FORMAT_MAX + 1), &dia_model), SPX_INVALID_ARGUMENT);
+  bad = dia_model; bad.lanes = (spx_format_lanes)9;
+  assert_int_equal(spx_format_set_model(dia_id, &bad), SPX_INVALID_ARGUMENT);
+  bad = dia_model; bad.launches = 0;
+  assert_int_equal(spx_format_set_model(dia_id, &bad), SPX_INVALID_ARGUMENT);
+  bad = dia_model; bad.predict = NULL; /* SPX_WALK_STEPS needs the predictor's steps */
+  assert_int_equal(spx_format_set_model(dia_id, &bad), SPX_INVALID_ARGUMENT);
+  spx_clear_error();
+  assert_int_equal(spx_plan_model(a, &dev, 1000, 0, 0, c, SPX_FORMAT_MAX + 1, &n), SPX_OK);
+  assert_int_equal(cand_of(c, n, dia_id)->bytes_exact, 0); /* the refusals changed nothing */
+  spx_csr_destroy(a);
+}
+
+/* DIA's kernel: its template is in the JIT (added by dia_register, once), its spec names it, and
+ * NVRTC compiles it where NVRTC loads (no GPU needed). */
+static void test_dia_kernel(void **state) {
+  const char *src = NULL;
+  size_t size = 0;
+  uint64_t hash = 0;
+  spx_csr *a, *af;
+  spx_fmt *m;
+  spx_kernel_plan kp;
+  int compiled, cached, t;
+  (void)state;
+  assert_int_equal(spx_format_has_kernel(dia_id), 1);
+  assert_int_equal(spx_jit_template_source("dia", &src, &size, &hash), SPX_OK);
+  assert_string_equal(src, dia_kernel_source);
+  assert_int_equal(size, strlen(dia_kernel_source));
+  assert_true(hash != 0);
+  assert_int_equal(spx_jit_template_add("dia", dia_kernel_source), SPX_OK); /* the same again: no change */
+  assert_int_equal(spx_jit_template_add("dia", "// another source"), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "another source"));
+  assert_int_equal(spx_jit_template_add("ell", "// x"), SPX_INVALID_ARGUMENT); /* embedded */
+  assert_int_equal(spx_jit_template_add("Dia-2", "// x"), SPX_INVALID_ARGUMENT);
+  assert_int_equal(spx_jit_template_add(NULL, "// x"), SPX_INVALID_ARGUMENT);
+  spx_clear_error();
+  assert_int_equal(spx_gen_poisson3d(10, 10, 10, 7, SPX_DOUBLE, &a), SPX_OK);
+  assert_int_equal(spx_csr_copy(a, SPX_FLOAT, &af), SPX_OK);
+  for (t = 0; t < 2; t++) {
+    assert_int_equal(spx_fmt_from_csr(t ? af : a, dia_id, NULL, &m), SPX_OK);
+    assert_int_equal(spx_dmatrix_plan(m, NULL, &kp), SPX_OK);
+    assert_int_equal(kp.nlaunch, 1);
+    assert_string_equal(kp.launch[0].template_name, "dia");
+    assert_string_equal(kp.launch[0].kernel, "dia_spmv");
+    assert_int_equal(kp.launch[0].grid[0], (1000 + 255) / 256);
+    assert_int_equal(kp.launch[0].block[0], 256);
+    assert_non_null(strstr(kp.summary, "7 diagonals"));
+    if (spx_test_have_nvrtc()) {
+      if (spx_dmatrix_warm(m, NULL, "sm_90", &compiled, &cached)) fail_msg("dia kernel: %s", spx_last_error());
+      assert_int_equal(compiled + cached, 1);
+    }
+    spx_fmt_destroy(m);
+  }
+  spx_csr_destroy(a);
+  spx_csr_destroy(af);
+}
+
+/* y = alpha A x + beta y of plan p on the GPU (x and y of the plan's dtype) against the host CSR's,
+ * as relative error; y starts at y0 (beta != 0 reads it). */
+static double gpu_plan_error(spx_context *g, spx_plan *p, const spx_csr *a, double alpha, double beta) {
+  int64_t n = a->nrows, mc = a->ncols, i, vb = spx_plan_dtype(p) == SPX_DOUBLE ? 8 : 4;
+  double *x = malloc((size_t)mc * 8), *y = malloc((size_t)n * 8), *yr = malloc((size_t)n * 8), err;
+  void *buf = malloc((size_t)(mc > n ? mc : n) * 8);
+  spx_devptr dx, dy;
+  assert_true(x && y && yr && buf);
+  spx_test_fill(x, mc);
+  spx_test_fill(yr, n);
+  for (i = 0; i < mc; i++) { /* in the plan's dtype; the reference takes x as the device has it */
+    if (vb == 4) ((float *)buf)[i] = (float)x[i], x[i] = ((float *)buf)[i];
+    else ((double *)buf)[i] = x[i];
+  }
+  assert_int_equal(spx_device_alloc(g, (size_t)(mc * vb), &dx), SPX_OK);
+  assert_int_equal(spx_device_alloc(g, (size_t)(n * vb), &dy), SPX_OK);
+  assert_int_equal(spx_device_upload(g, dx, buf, (size_t)(mc * vb)), SPX_OK);
+  for (i = 0; i < n; i++) {
+    if (vb == 4) ((float *)buf)[i] = (float)yr[i], yr[i] = ((float *)buf)[i];
+    else ((double *)buf)[i] = yr[i];
+  }
+  assert_int_equal(spx_device_upload(g, dy, buf, (size_t)(n * vb)), SPX_OK);
+  assert_int_equal(spx_plan_spmv(p, alpha, (const void *)(uintptr_t)dx, beta, (void *)(uintptr_t)dy), SPX_OK);
+  assert_int_equal(spx_device_download(g, buf, dy, (size_t)(n * vb)), SPX_OK);
+  for (i = 0; i < n; i++) y[i] = vb == 4 ? (double)((float *)buf)[i] : ((double *)buf)[i];
+  assert_int_equal(spx_csr_spmv(a, alpha, x, beta, yr), SPX_OK); /* a in double, x and y0 as the device had them */
+  err = spx_test_relerr(y, yr, n);
+  spx_device_free(g, dx); spx_device_free(g, dy);
+  free(x); free(y); free(yr); free(buf);
+  return err;
+}
+
+/* On the GPU: a plan forced to DIA runs dia.h's own kernel (compiled from its added template) and
+ * gives the host's y, in double and float, beta 0 and not; and the model strategy prices DIA from
+ * its predictor among the candidates. Skipped without a GPU. */
+static void test_gpu_dia(void **state) {
+  spx_context *g = NULL;
+  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_csr *mats[2];
+  double dense[64];
+  int k, t, i, n;
+  (void)state;
+  if (spx_device_count() < 1 || spx_context_create(&co, &g) != SPX_OK) {
+    spx_clear_error();
+    skip();
+  }
+  memset(dense, 0, sizeof dense);
+  for (i = 0; i < 8; i++) {
+    dense[i * 8 + i] = 4;
+    if (i > 0) dense[i * 8 + i - 1] = -1;
+    if (i < 7) dense[i * 8 + i + 1] = -1;
+  }
+  dense[5] = 0.5;
+  mats[0] = from_dense(8, 8, dense, SPX_DOUBLE);
+  assert_int_equal(spx_gen_poisson3d(24, 24, 24, 7, SPX_DOUBLE, &mats[1]), SPX_OK);
+  for (k = 0; k < 2; k++)
+    for (t = 0; t < 2; t++) {
+      spx_plan_options o;
+      spx_plan *p = NULL;
+      spx_fmt *m = NULL;
+      spx_csr *use = mats[k];
+      const spx_dmatrix *dm;
+      double tol = t ? 1e-5 : 1e-12, e0, e1;
+      spx_plan_options_default(&o);
+      o.force = "dia";
+      o.no_tiered_jit = 1; /* the DIA kernel from the first SpMV, not a stand-in while it compiles */
+      o.eager = 1;
+      o.dtype = t ? SPX_FLOAT : SPX_DOUBLE;
+      if (spx_plan_create(g, mats[k], &o, &p)) fail_msg("forced dia: %s", spx_last_error());
+      assert_int_equal((int)spx_plan_format(p), (int)dia_id);
+      assert_int_equal(spx_plan_engine_of(p), SPX_PLAN_ENGINE_SPX);
+      assert_non_null(dm = spx_plan_dmatrix(p));
+      /* dia.h's kernel, specialized: no "(generic ...)" or "(compiling)" after the spec's summary */
+      if (!strstr(spx_dmatrix_describe(dm), "dia: dia_spmv") || strstr(spx_dmatrix_describe(dm), " ("))
+        fail_msg("the dia plan runs %s", spx_dmatrix_describe(dm));
+      if (t) assert_int_equal(spx_csr_copy(mats[k], SPX_FLOAT, &use), SPX_OK);
+      assert_int_equal(spx_fmt_from_csr(use, dia_id, NULL, &m), SPX_OK);
+      assert_int_equal(spx_dmatrix_bytes(dm), spx_fmt_bytes(m)); /* the arrays of the host conversion */
+      spx_fmt_destroy(m);
+      if (t) spx_csr_destroy(use);
+      e0 = gpu_plan_error(g, p, mats[k], 2.0, 0.0);
+      e1 = gpu_plan_error(g, p, mats[k], -1.5, 0.5);
+      if (e0 > tol || e1 > tol) fail_msg("dia on the GPU (%s, %s): relative error %g, %g", k ? "poisson" : "8 x 8",
+                                         t ? "float" : "double", e0, e1);
+      spx_plan_destroy(p);
+    }
+  { /* the model strategy: DIA among the candidates, priced from its predictor */
+    spx_plan_options o;
+    spx_plan *p = NULL;
+    spx_fmt *m = NULL;
+    const spx_plan_candidate *c, *cd;
+    spx_plan_options_default(&o);
+    o.strategy = SPX_PLAN_MODEL;
+    o.expected_calls = 1000000; /* the column profile pays: DIA's predictor reads columns */
+    if (spx_plan_create(g, mats[1], &o, &p)) fail_msg("model plan: %s", spx_last_error());
+    c = spx_plan_candidates(p, &n);
+    assert_non_null(cd = cand_of(c, n, dia_id));
+    assert_int_equal(spx_fmt_from_csr(mats[1], dia_id, NULL, &m), SPX_OK);
+    assert_int_equal(cd->bytes, spx_fmt_bytes(m));
+    assert_int_equal(cd->bytes_exact, 0);
+    assert_true(cd->fits && cd->predicted_us > 0);
+    spx_fmt_destroy(m);
+    spx_plan_destroy(p);
+  }
+  spx_csr_destroy(mats[0]);
+  spx_csr_destroy(mats[1]);
+  spx_context_destroy(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_registry),    cmocka_unit_test(test_params),
@@ -740,6 +1009,7 @@ int main(void) {
       cmocka_unit_test(test_generic_ops), cmocka_unit_test(test_nonfinite),
       cmocka_unit_test(test_elasticity),  cmocka_unit_test(test_sell16), cmocka_unit_test(test_sdia),
       cmocka_unit_test(test_shared_matrices), cmocka_unit_test(test_invalid_csr),
+      cmocka_unit_test(test_dia_tuner),   cmocka_unit_test(test_dia_kernel), cmocka_unit_test(test_gpu_dia),
   };
   if (dia_register(&dia_id)) {
     fprintf(stderr, "registering dia: %s\n", spx_last_error());

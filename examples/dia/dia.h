@@ -2,10 +2,12 @@
 /* dia.h: DIA (diagonal storage) as an out-of-tree spx format, built with the public macros only.
  *
  * This file is the "Adding a format" recipe of docs/formats.md, complete: a descriptor, the
- * generated struct and layout, four handwritten functions, the generated vtable, and
- * dia_register(). It never edits or includes anything from spx/internal. Include it in C after
- * spx.h, call dia_register() once, then use the id like any built-in format (spx_fmt_from_csr,
- * spx_fmt_spmv, spx_fmt_bytes, spx_format_params_set(&p, "dia_max_fill", 8), ...).
+ * generated struct and layout, four handwritten functions, the generated vtable, a GPU kernel with
+ * its spec, the tuner's model, and dia_register(). It never edits or includes anything from
+ * spx/internal. Include it in C after spx.h, call dia_register() once, then use the id like any
+ * built-in format (spx_fmt_from_csr, spx_fmt_spmv, spx_fmt_bytes, spx_format_params_set(&p,
+ * "dia_max_fill", 8), spx_dmatrix_create, ...); with a kernel and a model it is also a candidate
+ * of the auto-tuner (spx_plan_create), priced as an in-tree format.
  *
  * Layout: diagonal d (offset off[d] = column - row, offsets increasing) holds row i's entry at
  * val[d*nrows + i], for the rows where that column exists. Slots that are not nonzeros hold -0.0,
@@ -15,9 +17,13 @@
 #ifndef DIA_H
 #define DIA_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <spx/spx.h>
 #include <spx/formats.h>
+#include <spx/cuda.h>
+#include <spx/jit.h>
+#include <spx/plan.h>
 
 /* 1. The descriptor: parameters, scalars (nrows, ncols, nnz first), arrays with their lengths. */
 #define DIA_DESC(X, PARAM, SCALAR, ARRAY)                                                        \
@@ -136,14 +142,103 @@ static spx_status dia_spmv(const dia_fmt *s, double alpha, const void *x, double
   return SPX_OK;
 }
 
-/* 4. The generated vtable (dia_vtable), and the one call that makes "dia" a format. */
+/* 4. The generated vtable (dia_vtable). */
 SPX_FORMAT_VTABLE(dia_, dia_fmt, "dia", "diagonals (out-of-tree example)", "O(nnz + n ndiag)")
 
+/* 5. The GPU kernel: a template added to spx's JIT (compiled by NVRTC, cached like spx's own) and
+ * the spec that launches it. One thread per row walks every diagonal: thread i reads val[d*nrows + i],
+ * so a warp reads 32 consecutive values per diagonal (coalesced), and x[i + off[d]], 32 consecutive
+ * entries too. The arguments are what spx passes every kernel of a format: the descriptor's scalars
+ * (int64_t as long long, int32_t as int) and arrays in order, then alpha, beta, x, y. spx defines
+ * SPX_VALUE_T (double or float); the spec adds SPX_BLOCK, the threads per block. */
+static const char dia_kernel_source[] =
+    "#ifndef SPX_VALUE_T\n"
+    "#define SPX_VALUE_T double\n"
+    "#endif\n"
+    "#ifndef SPX_BLOCK\n"
+    "#define SPX_BLOCK 256\n"
+    "#endif\n"
+    "typedef SPX_VALUE_T spx_value_t;\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "dia_spmv(long long nrows, long long ncols, long long nnz, int ndiag, const int *__restrict__ off,\n"
+    "         const spx_value_t *__restrict__ val, double alpha, double beta,\n"
+    "         const spx_value_t *__restrict__ x, spx_value_t *__restrict__ y) {\n"
+    "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  spx_value_t sum = 0;\n"
+    "  (void)nnz;\n"
+    "  if (i >= nrows) return;\n"
+    "  for (int d = 0; d < ndiag; d++) {\n"
+    "    const long long j = i + off[d];\n"
+    "    if (j >= 0 && j < ncols) sum += val[(long long)d * nrows + i] * x[j];\n"
+    "  }\n"
+    "  /* beta == 0 does not read y (it may hold NaN) */\n"
+    "  y[i] = beta == 0.0 ? (spx_value_t)(alpha * sum) : (spx_value_t)(alpha * sum + beta * (double)y[i]);\n"
+    "}\n";
+
+static spx_status dia_kernel_spec(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
+                                  spx_kernel_plan *plan) {
+  spx_kernel_launch *l = &plan->launch[0];
+  unsigned b = o->block >= 32 && o->block <= 1024 ? (unsigned)o->block : 256;
+  int64_t grid = (m->nrows + b - 1) / b;
+  (void)dev;
+  plan->nlaunch = 1;
+  snprintf(l->template_name, sizeof l->template_name, "dia");
+  snprintf(l->kernel, sizeof l->kernel, "dia_spmv");
+  l->ndefines = 1;
+  l->nshape = 0; /* no shape constants: the generic kernel is this one */
+  snprintf(l->defines[0], sizeof l->defines[0], "SPX_BLOCK=%u", b);
+  l->grid[0] = (unsigned)(grid < 1 ? 1 : grid); /* never an empty grid, even for 0 rows */
+  l->grid[1] = l->grid[2] = 1;
+  l->block[0] = b;
+  l->block[1] = l->block[2] = 1;
+  l->shmem = 0;
+  snprintf(plan->summary, sizeof plan->summary, "dia: dia_spmv, %lld diagonals, a thread per row, %u threads/block",
+           (long long)spx_fmt_scalar(m, "ndiag"), b);
+  return SPX_OK;
+}
+
+/* 6. The tuner's model, the fields of an in-tree format's registry line (spx/plan.h,
+ * spx_format_set_model). The predictor counts the diagonals as dia_from_csr does, one pass over the
+ * columns, and gives the bytes spx_fmt_bytes will report after a conversion with default
+ * parameters (4 per offset, a value per slot), or declines where the converter would. The kernel
+ * walks every diagonal in every row: padding is in the bytes (PADDED), and the walk is ndiag steps. */
+static spx_status dia_predict(const spx_csr *a, const spx_format_profile *p, int64_t vb, spx_format_estimate *out) {
+  int64_t n = a->nrows, span = a->nrows + a->ncols, i, k, d = 0, max_fill = dia_param_info[0].def;
+  unsigned char *seen;
+  (void)p;
+  if (!(seen = (unsigned char *)calloc((size_t)span + 1, 1)))
+    return spx_format_fail(SPX_OUT_OF_MEMORY, "out of memory for %lld diagonal marks", (long long)span);
+  for (i = 0; i < n; i++)
+    for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
+      unsigned char *s = &seen[a->col_idx[k] - i + n];
+      d += !*s;
+      *s = 1;
+    }
+  free(seen);
+  if (n > 0 && d > max_fill * (a->nnz > 0 ? a->nnz : 1) / n) /* d * n slots over the limit, as dia_from_csr refuses */
+    return spx_format_fail(SPX_UNSUPPORTED, "%lld diagonals would store %lld slots for %lld nonzeros", (long long)d,
+                           (long long)(d * n), (long long)a->nnz);
+  out->bytes = 4 * d + vb * d * n;
+  out->slots = d * n;
+  out->steps = d;
+  return SPX_OK;
+}
+
+static const spx_format_model dia_model = {
+    dia_predict, SPX_LANES_PADDED, 1 /* launch */, 1 /* reads columns */, SPX_WALK_STEPS, 1.0 /* a step as ELL's */,
+    "the diagonals exceed dia_max_fill slots per nonzero"};
+
+/* The calls that make "dia" a format with a GPU kernel and a model; once per process (a second call
+ * gives the same id). */
 static inline spx_status dia_register(spx_format *id) {
   spx_format f;
+  spx_status s;
   if (spx_format_from_name("dia", &f) == SPX_OK) { *id = f; return SPX_OK; } /* already there */
   spx_clear_error();
-  return spx_format_register(&dia_vtable, id);
+  if ((s = spx_format_register(&dia_vtable, id)) || (s = spx_jit_template_add("dia", dia_kernel_source)) ||
+      (s = spx_format_set_kernel(*id, dia_kernel_spec)) || (s = spx_format_set_model(*id, &dia_model)))
+    return s;
+  return SPX_OK;
 }
 
 #endif /* DIA_H */

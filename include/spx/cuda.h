@@ -45,7 +45,7 @@ typedef struct spx_dmatrix_options {
  * scalars and arrays in descriptor order, then (double alpha, double beta, const T *x, T *y). */
 #define SPX_KERNEL_DEFINES_MAX 12
 typedef struct spx_kernel_launch {
-  char template_name[32];   /* templates/<name>.cu */
+  char template_name[32];   /* templates/<name>.cu, or a template added by spx_jit_template_add */
   char kernel[64];          /* extern "C" __global__ name */
   int ndefines;             /* specialization constants, "SPX_K=27" */
   int nshape;               /* the first nshape defines are the shape: dropped for the generic kernel */
@@ -62,7 +62,9 @@ typedef struct spx_kernel_plan {
 /* Fills plan for matrix m on device dev. SPX_VALUE_T is added by spx; the spec adds the rest. */
 typedef spx_status (*spx_kernel_spec_fn)(const spx_fmt *m, const spx_dmatrix_options *opt,
                                          const spx_device_info *dev, spx_kernel_plan *plan);
-/* Gives a (registered) format its GPU kernel; in-tree formats come with theirs. */
+/* Gives a (registered) format its GPU kernel; in-tree formats come with theirs. The spec may name
+ * a template the program added (spx_jit_template_add, spx/jit.h). With a kernel the format is a
+ * candidate of the tuner, which prices it by the model spx_format_set_model gives (spx/plan.h). */
 spx_status spx_format_set_kernel(spx_format f, spx_kernel_spec_fn fn);
 /* 1 when format f has a GPU kernel. */
 int spx_format_has_kernel(spx_format f);

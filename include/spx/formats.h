@@ -276,9 +276,10 @@ typedef struct spx_format_vtable {
  *   note       why the converter declines when the predictor says -2, or NULL
  *   device     the device converter spx__dmatrix_<device>_device, which converts a CSR (host or
  *              staged on the device) on the GPU; none: converted on the host, then uploaded
- * A format registered at run time (spx_format_register) has no line, so no model and no device
- * converter: the planner converts it to learn its bytes and takes a thread per row, the safe guess,
- * and a device copy of it is converted on the host. */
+ * A format registered at run time (spx_format_register) has no line: it gives the planner the same
+ * model with spx_format_set_model (spx/plan.h; without one the planner converts it to learn its
+ * bytes and takes a thread per row, the safe guess), and a device copy of it is converted on the
+ * host. */
 #define SPX_FORMATS(_)                                                                                                                      \
   _(COO,       coo,       SPX_DESC_COO,       "O(nnz + n)",             "coordinate triplets, row-major",                                   \
     (coo,       FLAT,   2, 0, NONE, 0.0,  NULL), none)                                                                                      \

@@ -2,7 +2,8 @@
 /* spx/jit.h: GPU kernels compiled at run time from templates, cached in memory and on disk.
  *
  * A template is a CUDA C++ source, templates/<name>.cu, embedded in these headers (gen/embed
- * writes internal/templates_gen.h), so a program never reads templates/ at run time.
+ * writes internal/templates_gen.h), so a program never reads templates/ at run time; a program
+ * may add its own at run time (spx_jit_template_add).
  * spx_jit_kernel() specializes one with SPX_-prefixed -D options ("SPX_VALUE_T=float"),
  * compiles it with NVRTC to a CUBIN for the context's GPU (PTX when the GPU is newer than NVRTC
  * knows), loads it with the driver and returns the kernel. Each request goes
@@ -132,9 +133,21 @@ const char *spx_jit_cache_dir(void);
 int spx_jit_template_count(void);
 /* Name of template i (NULL outside 0..count-1). */
 const char *spx_jit_template_name(int i);
-/* The source of a template (static storage), its size and FNV-1a-64 hash (each may be NULL). */
+/* The source of a template, embedded or added (static storage), its size and FNV-1a-64 hash (each
+ * may be NULL). */
 spx_status spx_jit_template_source(const char *name, const char **source, size_t *size,
                                    uint64_t *hash);
+
+/* Adds a template at run time: `source` (copied) is CUDA C++ as templates/README.md describes it
+ * (standalone, SPX_* specialization constants, extern "C" entry points), compiled and cached like an
+ * embedded one (its content hash is part of the key) and named `name` wherever a template is: the
+ * spx_jit_* calls and a kernel spec's template_name, which is how a registered format brings its
+ * kernel (spx_format_set_kernel). name: 1-31 characters of [a-z0-9_], not an embedded template's;
+ * adding the same name and source again is SPX_OK and changes nothing, another source under a name
+ * taken is SPX_INVALID_ARGUMENT. At most SPX_JIT_TEMPLATES_ADDED_MAX; they stay for the process
+ * (spx_jit_template_count and _name list the embedded ones only). Thread-safe. */
+#define SPX_JIT_TEMPLATES_ADDED_MAX 32
+spx_status spx_jit_template_add(const char *name, const char *source);
 
 /* Everything a cache key is made of. */
 typedef struct spx_jit_key_inputs {

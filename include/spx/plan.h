@@ -28,8 +28,9 @@
  * CANDIDATES  every registry format with a GPU kernel (spx_format_has_kernel), and cuSPARSE CSR on
  *   the CUDA backend when cuSPARSE loads. A candidate whose predicted bytes (plus x and y) pass the
  *   memory limit is excluded before anything is converted. Bytes come from a predictor per format
- *   where spx has one (O(n) or O(nnz) on the row structure, equal to spx_fmt_bytes); a format
- *   without one (a new or registered format) is converted on the host once to learn its bytes.
+ *   where spx has one (O(n) or O(nnz) on the row structure, equal to spx_fmt_bytes), or where a
+ *   registered format gave one (spx_format_set_model, below); a format without one is converted on
+ *   the host once to learn its bytes.
  *   Above 2^20 nonzeros the column-dependent counts (RBP runs, BSR blocks, SELL slots and SELL16
  *   spans) come from 64 evenly spaced windows of 256 rows (down to 16 on dense rows: about 2^18
  *   nonzeros), scaled up (the candidate's note says so); row lengths are always read in full.
@@ -300,6 +301,80 @@ spx_status spx_plan_device_save(const char *path, const spx_plan_device *d);
 spx_status spx_plan_model(const spx_csr *a, const spx_plan_device *dev, int64_t expected_calls,
                           int64_t memory_limit, int with_cusparse, spx_plan_candidate *out, int max,
                           int *n);
+
+/* ---- A registered format's model -------------------------------------------------------------
+ * The tuner knows an in-tree format by the model on its SPX_FORMATS line (formats.h): a byte
+ * predictor, how the kernel's lanes meet rows, its launches, whether the prediction reads columns,
+ * the longest serial walk of one thread with a step factor, and why the converter may decline. A
+ * registered format (spx_format_register) with a kernel (spx_format_set_kernel) gives the same with
+ * spx_format_set_model, and the tuner prices it by the same formulas: bytes, idle lanes and
+ * launches at the device's bandwidth (times the calibrated factor of the format, where the
+ * calibration measured one), at least the walk, plus conversion / expected_calls. Without a model
+ * the tuner converts the matrix once to learn the format's bytes, counts its lanes as flat, one
+ * launch, and a thread walking the longest row: the safe guess. */
+
+/* How the kernel's lanes meet rows, which picks the idle-lane term. */
+typedef enum spx_format_lanes {
+  SPX_LANES_FLAT,   /* nonzeros spread evenly over the lanes: none idle */
+  SPX_LANES_PADDED, /* padding stored, so already in the bytes (ELL, SELL): none idle besides */
+  SPX_LANES_ROW,    /* a thread per row, warps of consecutive rows: shorter rows idle their lanes */
+  SPX_LANES_SORTED, /* a thread per row, rows sorted by length (JDS) */
+  SPX_LANES_CSR     /* the CSR vector kernel's lanes per row */
+} spx_format_lanes;
+
+/* The longest serial walk of one thread (its steps cost spx_plan_device.chain_ns x factor each):
+ * the prediction is at least that, which rules small matrices where latency, not bytes, decides. */
+typedef enum spx_format_walk {
+  SPX_WALK_NONE,  /* none: nonzeros spread evenly over the threads */
+  SPX_WALK_ROW,   /* the longest row */
+  SPX_WALK_HYB,   /* the width of an ELL part: the format's parameter "k", else Bell and Garland's rule */
+  SPX_WALK_CSR,   /* the CSR vector kernel's steps */
+  SPX_WALK_STEPS  /* the predictor's spx_format_estimate.steps (e.g. DIA's diagonals) */
+} spx_format_walk;
+
+/* The row structure the tuner read, as a predictor gets it. */
+typedef struct spx_format_profile {
+  int64_t nrows, ncols, nnz;
+  int64_t row_max;         /* the longest row */
+  const int64_t *row_hist; /* row_hist[len]: rows of length len, len = 0 .. row_max */
+  int warp;                /* lanes in lock step on the device priced (32 on NVIDIA GPUs, 1 on the host) */
+} spx_format_profile;
+
+/* A predictor's answer for one matrix (zeroed before the call). */
+typedef struct spx_format_estimate {
+  int64_t bytes; /* device bytes of the arrays: spx_fmt_bytes after spx_fmt_from_csr with default
+                  * parameters (exact where it can be; tests should check it); < 0: not known here,
+                  * the tuner converts to learn them */
+  int64_t slots; /* value slots stored, padding included: the candidate's padding is slots / nnz;
+                  * 0: from the bytes, as for ELL-like slots of (4 + value size) bytes */
+  int64_t steps; /* SPX_WALK_STEPS: the longest serial walk of one thread, in steps */
+} spx_format_estimate;
+
+/* The format's bytes (and slots, steps) for a, without converting it: SPX_OK with *out filled;
+ * SPX_UNSUPPORTED when the converter would decline (the model's note says why, else the
+ * predictor's spx_format_fail message); another status fails the selection. p is the profile the
+ * tuner read (row lengths); a (valid, host) is there for what the profile does not count, at a cost
+ * of at most a pass over it. value_bytes: 8 (double) or 4 (float). */
+typedef spx_status (*spx_format_predict_fn)(const spx_csr *a, const spx_format_profile *p, int64_t value_bytes,
+                                            spx_format_estimate *out);
+
+/* A registry line's model, field for field: (predictor, lanes, launches, cols, walk, factor, note). */
+typedef struct spx_format_model {
+  spx_format_predict_fn predict; /* NULL: the tuner converts the matrix to learn the bytes */
+  spx_format_lanes lanes;
+  int launches;                  /* kernel launches per SpMV, >= 1 */
+  int cols;                      /* 1: predict reads the columns, so the format is not modelled where
+                                  * the tuner's column profile does not pay (plan.h, CANDIDATES) */
+  spx_format_walk walk;
+  double factor;                 /* a walk step's cost against ELL-R's (1: as a step of ELL) */
+  const char *note;              /* why the converter declines when predict says so, or NULL (copied) */
+} spx_format_model;
+
+/* Gives registered format f its model (copied); m NULL takes it back (the safe guess again).
+ * SPX_INVALID_ARGUMENT for an unknown or in-tree format (its model is its registry line) or a
+ * field out of range (SPX_WALK_STEPS needs a predictor). Call it at start-up, as
+ * spx_format_register: not while a selection runs. */
+spx_status spx_format_set_model(spx_format f, const spx_format_model *m);
 
 /* ---- Re-selection for time-stepping codes ---------------------------------------------------- */
 typedef struct spx_reselect spx_reselect;

@@ -61,31 +61,68 @@ void spx__jit_add_ns(atomic_llong *c, double t0) {
   atomic_fetch_add(c, (long long)((spx__now() - t0) * 1e9));
 }
 
-/* ---- Templates -------------------------------------------------------------------------------- */
+/* ---- Templates ----------------------------------------------------------------------------------
+ * Indexes 0 .. SPX__TEMPLATE_COUNT-1 are the embedded templates, the ones after them the templates
+ * a program added (spx_jit_template_add), in the order added. An added slot is filled before the
+ * count that publishes it is raised (release, read with acquire), and never changes after: readers
+ * take no lock. */
+typedef struct spx__jit_added {
+  char name[32];
+  char *source;
+  size_t size;
+  uint64_t hash;
+} spx__jit_added;
+static spx__jit_added spx__jit_added_t[SPX_JIT_TEMPLATES_ADDED_MAX];
+static atomic_int spx__jit_nadded;
+static pthread_mutex_t spx__jit_add_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int spx__jit_ntemplates(void) {
+  return SPX__TEMPLATE_COUNT + atomic_load_explicit(&spx__jit_nadded, memory_order_acquire);
+}
+static const char *spx__jit_tname(int i) {
+  return i < SPX__TEMPLATE_COUNT ? spx__templates[i].name : spx__jit_added_t[i - SPX__TEMPLATE_COUNT].name;
+}
+static size_t spx__jit_tsize(int i) {
+  return i < SPX__TEMPLATE_COUNT ? spx__templates[i].size : spx__jit_added_t[i - SPX__TEMPLATE_COUNT].size;
+}
+static uint64_t spx__jit_thash(int i) {
+  return i < SPX__TEMPLATE_COUNT ? spx__templates[i].hash : spx__jit_added_t[i - SPX__TEMPLATE_COUNT].hash;
+}
+
+/* FNV-1a 64, the hash gen/embed gives the embedded templates. */
+static uint64_t spx__jit_fnv1a64(const char *p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  size_t i;
+  for (i = 0; i < n; i++) { h ^= (unsigned char)p[i]; h *= 0x100000001b3ull; }
+  return h;
+}
+
 int spx__jit_template_index(const char *name) {
-  int i;
-  for (i = 0; i < SPX__TEMPLATE_COUNT; i++)
-    if (!strcmp(spx__templates[i].name, name)) return i;
+  int i, n = spx__jit_ntemplates();
+  for (i = 0; i < n; i++)
+    if (!strcmp(spx__jit_tname(i), name)) return i;
   return -1;
 }
 
 spx_status spx__jit_template(const char *name, int *index) {
   char list[256] = "";
   size_t used = 0;
-  int i;
+  int i, n;
   if (!name) return spx__fail(SPX_INVALID_ARGUMENT, "JIT: template name is NULL");
   if ((*index = spx__jit_template_index(name)) >= 0) return SPX_OK;
-  for (i = 0; i < SPX__TEMPLATE_COUNT && used + 1 < sizeof list; i++)
-    used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", spx__templates[i].name);
+  for (i = 0, n = spx__jit_ntemplates(); i < n && used + 1 < sizeof list; i++)
+    used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", spx__jit_tname(i));
   return spx__fail(SPX_INVALID_ARGUMENT, "JIT: no template '%s' (there are: %s)", name, list);
 }
 
-/* The whole source of template i; sources longer than one chunk are joined once. */
+/* The whole source of template i; embedded sources longer than one chunk are joined once. */
 const char *spx__jit_source(int i) {
-  const spx__template *t = &spx__templates[i];
+  const spx__template *t;
   char *s;
   int k;
   size_t used = 0, n;
+  if (i >= SPX__TEMPLATE_COUNT) return spx__jit_added_t[i - SPX__TEMPLATE_COUNT].source;
+  t = &spx__templates[i];
   if (t->nchunks == 1) return t->chunks[0];
   pthread_rwlock_wrlock(&spx__jit_lock);
   if (!(s = spx__jit.joined[i]) && (s = (char *)spx__alloc(t->size + 1, 1)) != NULL) {
@@ -115,9 +152,45 @@ spx_status spx_jit_template_source(const char *name, const char **source, size_t
   if ((st = spx__jit_template(name, &i))) return st;
   if (!(s = spx__jit_source(i))) return SPX_OUT_OF_MEMORY;
   if (source) *source = s;
-  if (size) *size = spx__templates[i].size;
-  if (hash) *hash = spx__templates[i].hash;
+  if (size) *size = spx__jit_tsize(i);
+  if (hash) *hash = spx__jit_thash(i);
   return SPX_OK;
+}
+
+spx_status spx_jit_template_add(const char *name, const char *source) {
+  size_t len, k;
+  int i, n;
+  spx__jit_added *t;
+  spx_status s = SPX_OK;
+  if (!name || !source) return spx__fail(SPX_INVALID_ARGUMENT, "spx_jit_template_add: NULL name or source");
+  len = strlen(name);
+  for (k = 0; k < len; k++)
+    if (!((name[k] >= 'a' && name[k] <= 'z') || (name[k] >= '0' && name[k] <= '9') || name[k] == '_')) break;
+  if (len == 0 || len >= sizeof t->name || k < len)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_jit_template_add: the name '%.40s' is not 1-%d characters of "
+                     "[a-z0-9_]", name, (int)sizeof t->name - 1);
+  pthread_mutex_lock(&spx__jit_add_lock);
+  if ((i = spx__jit_template_index(name)) >= 0) { /* the same source again is no change */
+    if (i < SPX__TEMPLATE_COUNT || strcmp(spx__jit_added_t[i - SPX__TEMPLATE_COUNT].source, source))
+      s = spx__fail(SPX_INVALID_ARGUMENT, "spx_jit_template_add: a template named '%s' exists %s", name,
+                    i < SPX__TEMPLATE_COUNT ? "(embedded)" : "with another source");
+  } else if ((n = atomic_load(&spx__jit_nadded)) >= SPX_JIT_TEMPLATES_ADDED_MAX) {
+    s = spx__fail(SPX_INVALID_ARGUMENT, "spx_jit_template_add: %d templates were added already, the most there "
+                  "is room for", SPX_JIT_TEMPLATES_ADDED_MAX);
+  } else {
+    t = &spx__jit_added_t[n];
+    t->size = strlen(source);
+    if (!(t->source = (char *)malloc(t->size + 1))) {
+      s = spx__fail(SPX_OUT_OF_MEMORY, "spx_jit_template_add: out of memory for the source of '%s'", name);
+    } else {
+      memcpy(t->source, source, t->size + 1);
+      memcpy(t->name, name, len + 1);
+      t->hash = spx__jit_fnv1a64(source, t->size);
+      atomic_store_explicit(&spx__jit_nadded, n + 1, memory_order_release);
+    }
+  }
+  pthread_mutex_unlock(&spx__jit_add_lock);
+  return s;
 }
 
 /* ---- Defines and keys ------------------------------------------------------------------------- */
@@ -297,8 +370,8 @@ spx_status spx__jit_inputs(int ti, int nd, const char *const *defs, const char *
                                   spx_jit_key_inputs *in) {
   spx_status s;
   memset(in, 0, sizeof *in);
-  in->template_name = spx__templates[ti].name;
-  in->template_hash = spx__templates[ti].hash;
+  in->template_name = spx__jit_tname(ti);
+  in->template_hash = spx__jit_thash(ti);
   in->ndefines = nd;
   in->defines = defs;
   snprintf(in->arch, sizeof in->arch, "%s", arch);

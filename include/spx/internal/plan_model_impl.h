@@ -17,11 +17,15 @@
 /* ---- Byte predictors ------------------------------------------------------------------------
  * One per format spx knows the layout of, spx__pb_<p> for the predictor p its registry line names:
  * the bytes spx_fmt_bytes would give after conversion with default parameters, from the row
- * structure alone (tests check they are equal). A format without one is converted to learn its
- * bytes. The lane mapping (the line's lanes) picks the imbalance term: FLAT (nonzeros spread
- * evenly: COO, SS), PADDED (padding already in the bytes: ELL, SELL), ROW (a thread per row in row
- * order), SORTED (rows sorted: JDS), CSR (the vector kernel's lanes per row). */
-enum { SPX__MAP_FLAT, SPX__MAP_PADDED, SPX__MAP_ROW, SPX__MAP_SORTED, SPX__MAP_CSR };
+ * structure alone (tests check they are equal). A registered format's comes from the model it
+ * gave (spx_format_set_model, below); a format without one is converted to learn its bytes. The
+ * lane mapping (the line's lanes) picks the imbalance term: FLAT (nonzeros spread evenly: COO, SS),
+ * PADDED (padding already in the bytes: ELL, SELL), ROW (a thread per row in row order), SORTED
+ * (rows sorted: JDS), CSR (the vector kernel's lanes per row). */
+enum {
+  SPX__MAP_FLAT = SPX_LANES_FLAT, SPX__MAP_PADDED = SPX_LANES_PADDED, SPX__MAP_ROW = SPX_LANES_ROW,
+  SPX__MAP_SORTED = SPX_LANES_SORTED, SPX__MAP_CSR = SPX_LANES_CSR
+};
 
 typedef int64_t (*spx__pred_fn)(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb);
 
@@ -135,22 +139,27 @@ static int64_t spx__pb_sdia(const spx__pprof *p, const spx_format_vtable *vt, in
  * factors (a step's cost against ELL-R's: SELL16 decodes offsets, RBP-ELL reads two arrays a step,
  * RBP-CSR walks runs, BSR blocks) were fitted on the fit half of the shared matrices
  * (bench/corpus/split.tsv). */
-enum { SPX__CHAIN_NONE, SPX__CHAIN_ROW, SPX__CHAIN_HYB, SPX__CHAIN_CSR };
+enum {
+  SPX__CHAIN_NONE = SPX_WALK_NONE, SPX__CHAIN_ROW = SPX_WALK_ROW, SPX__CHAIN_HYB = SPX_WALK_HYB,
+  SPX__CHAIN_CSR = SPX_WALK_CSR, SPX__CHAIN_STEPS = SPX_WALK_STEPS /* registered formats: their predictor's */
+};
 
 /* What the planner knows of a format, from the model its registry line carries (formats.h says
  * what each field means). Keyed by spx_format so that the format's line is the only place that
- * names it; the predictor none means no predictor. */
+ * names it; the predictor none means no predictor. A registered format's model (spx_format_set_model)
+ * has the same fields, its predictor in ext. */
 typedef struct spx__plan_model {
   spx__pred_fn fn;
   int map, launches, cols;
   const char *declines;
   int chain;
   double chain_factor;
+  spx_format_predict_fn ext;
 } spx__plan_model;
 
 #define spx__pb_none NULL /* a registry line's predictor none */
 #define SPX__PLAN_MODEL(pb, map, launches, cols, chain, cf, note) \
-  {spx__pb_##pb, SPX__MAP_##map, launches, cols, note, SPX__CHAIN_##chain, cf}
+  {spx__pb_##pb, SPX__MAP_##map, launches, cols, note, SPX__CHAIN_##chain, cf, NULL}
 static const spx__plan_model spx__plan_models[SPX_FORMAT_COUNT] = {
 #define SPX__PLAN_MODEL_ROW(E, n, D, cost, what, model, device) [SPX_FORMAT_##E] = SPX__PLAN_MODEL model,
     SPX_FORMATS(SPX__PLAN_MODEL_ROW)
@@ -159,12 +168,53 @@ static const spx__plan_model spx__plan_models[SPX_FORMAT_COUNT] = {
 #undef SPX__PLAN_MODEL
 #undef spx__pb_none
 
-/* A registered format (no registry line, no model): no predictor, one launch, and a thread per
- * row for the walk, the safe guess; its lanes count as flat. */
-static const spx__plan_model spx__plan_model_none = {NULL, SPX__MAP_FLAT, 1, 0, NULL, SPX__CHAIN_ROW, 1.0};
+/* A registered format without a model: no predictor, one launch, and a thread per row for the
+ * walk, the safe guess; its lanes count as flat. */
+static const spx__plan_model spx__plan_model_none = {NULL, SPX__MAP_FLAT, 1, 0, NULL, SPX__CHAIN_ROW, 1.0, NULL};
+
+/* Registered formats' models (spx_format_set_model), by id - SPX_FORMAT_COUNT; set 0: none given.
+ * The note is copied, so the caller's string need not outlive the call. */
+#define SPX__PLAN_EXT_MODELS (SPX_FORMAT_MAX - SPX_FORMAT_COUNT)
+static struct {
+  int set;
+  spx__plan_model m;
+  char note[80];
+} spx__plan_ext_models[SPX__PLAN_EXT_MODELS];
 
 static const spx__plan_model *spx__plan_model_of(spx_format f) {
-  return (int)f >= 0 && (int)f < SPX_FORMAT_COUNT ? &spx__plan_models[f] : &spx__plan_model_none;
+  int e = (int)f - SPX_FORMAT_COUNT;
+  if ((int)f >= 0 && (int)f < SPX_FORMAT_COUNT) return &spx__plan_models[f];
+  return e >= 0 && e < SPX__PLAN_EXT_MODELS && spx__plan_ext_models[e].set ? &spx__plan_ext_models[e].m
+                                                                             : &spx__plan_model_none;
+}
+
+spx_status spx_format_set_model(spx_format f, const spx_format_model *m) {
+  int e = (int)f - SPX_FORMAT_COUNT;
+  if (!spx_format_info(f)) return spx__fail(SPX_INVALID_ARGUMENT, "spx_format_set_model: unknown format %d", (int)f);
+  if (e < 0)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_format_set_model: '%s' is in-tree: its model is its SPX_FORMATS line",
+                     spx_format_name(f));
+  if (!m) {
+    memset(&spx__plan_ext_models[e], 0, sizeof spx__plan_ext_models[e]);
+    return SPX_OK;
+  }
+  if ((int)m->lanes < (int)SPX_LANES_FLAT || (int)m->lanes > (int)SPX_LANES_CSR || (int)m->walk < (int)SPX_WALK_NONE ||
+      (int)m->walk > (int)SPX_WALK_STEPS || m->launches < 1 || m->cols < 0 || m->cols > 1 || !(m->factor >= 0) ||
+      (m->walk == SPX_WALK_STEPS && !m->predict))
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_format_set_model: '%s': lanes %d, walk %d, launches %d, cols %d or "
+                     "factor %g out of range (or SPX_WALK_STEPS without a predictor)", spx_format_name(f),
+                     (int)m->lanes, (int)m->walk, m->launches, m->cols, m->factor);
+  spx__plan_ext_models[e].m.fn = NULL;
+  spx__plan_ext_models[e].m.ext = m->predict;
+  spx__plan_ext_models[e].m.map = (int)m->lanes;
+  spx__plan_ext_models[e].m.launches = m->launches;
+  spx__plan_ext_models[e].m.cols = m->cols;
+  spx__plan_ext_models[e].m.chain = (int)m->walk;
+  spx__plan_ext_models[e].m.chain_factor = m->factor;
+  snprintf(spx__plan_ext_models[e].note, sizeof spx__plan_ext_models[e].note, "%s", m->note ? m->note : "");
+  spx__plan_ext_models[e].m.declines = m->note ? spx__plan_ext_models[e].note : NULL;
+  spx__plan_ext_models[e].set = 1;
+  return SPX_OK;
 }
 
 /* Blocks of 256 threads an SM holds at once (2048 threads): a long row holds its block's slot. */
@@ -202,15 +252,17 @@ static void spx__plan_walk_make(const spx_plan_device *d, const spx__pprof *p, s
 }
 
 /* Microseconds of the longest serial walk of format q's kernel on p (0 on the host, and for
- * formats that spread nonzeros evenly): rounds x its steps x chain_ns. */
+ * formats that spread nonzeros evenly): rounds x its steps x chain_ns. given: a registered
+ * format's steps (its predictor's, for SPX__CHAIN_STEPS). */
 static double spx__plan_chain_us(const spx_plan_device *d, const spx__pprof *p, const spx__plan_walk *w,
-                                 const spx__plan_model *q, const spx_format_vtable *vt) {
+                                 const spx__plan_model *q, const spx_format_vtable *vt, int64_t given) {
   double steps = 0, ns = d->chain_ns > 0 ? d->chain_ns : SPX__PLAN_CHAIN_NS;
   if (d->warp <= 1 || !p->hist || p->n == 0) return 0;
   switch (q->chain) {
   case SPX__CHAIN_ROW: steps = (double)p->row_max; break;
   case SPX__CHAIN_HYB: steps = (double)spx__plan_hyb_k(p, vt); break;
   case SPX__CHAIN_CSR: steps = w->csr_steps; break;
+  case SPX__CHAIN_STEPS: steps = (double)given; break;
   default: return 0;
   }
   return 1e-3 * (double)w->rounds * steps * q->chain_factor * ns;
@@ -352,6 +404,7 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
     const spx_format_vtable *vt = spx_format_info((spx_format)f);
     const spx__plan_model *q;
     spx_plan_candidate *c = &out[k];
+    spx_format_estimate est;
     double idle = 0;
     if (tr && f > 0 && spx__now() - tc > 5e-6)
       fprintf(stderr, "spx plan:   %-8.8s %8.3f ms\n", spx_format_name((spx_format)(f - 1)), 1e3 * (spx__now() - tc));
@@ -370,7 +423,26 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
       k++;
       continue;
     }
+    memset(&est, 0, sizeof est);
     if (q->fn) c->bytes = q->fn(&p, vt, vb);
+    else if (q->ext) { /* a registered format's predictor, on the public part of the profile */
+      spx_format_profile pub;
+      memset(&pub, 0, sizeof pub);
+      pub.nrows = p.n; pub.ncols = p.ncols; pub.nnz = p.nnz; pub.row_max = p.row_max; pub.row_hist = p.hist;
+      pub.warp = d->warp;
+      s = q->ext(a, &pub, vb, &est);
+      if (s && s != SPX_UNSUPPORTED) goto fail;
+      if (s) { /* declines: the model's note, else the predictor's own words */
+        snprintf(c->note, sizeof c->note, "declined: %.80s", q->declines ? q->declines : spx_last_error());
+        spx_clear_error();
+        s = SPX_OK;
+        c->fits = 0;
+        c->predicted_us = c->score_us = c->convert_ms = -1;
+        k++;
+        continue;
+      }
+      c->bytes = est.bytes < 0 ? -1 : est.bytes;
+    }
     if (params && q->fn == spx__pb_bsr && c->bytes >= 0) params->bsr_r = params->bsr_c = spx__plan_bsr_best(&p, vb, NULL);
     if (c->bytes == -2) { /* the predictor knows the converter declines */
       snprintf(c->note, sizeof c->note, "declined: %s%s", q->declines ? q->declines : "the converter would decline",
@@ -380,7 +452,7 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
       k++;
       continue;
     }
-    if (c->bytes >= 0 && p.sampled && q->cols)
+    if (c->bytes >= 0 && p.sampled && q->cols && !q->ext) /* a registered predictor reads the matrix itself */
       snprintf(c->note, sizeof c->note, "bytes estimated from %d sampled windows of 256 rows", spx__plan_sample_windows(a));
     if (c->bytes < 0) { /* no predictor: convert once and ask */
       spx_fmt *m = NULL;
@@ -408,6 +480,7 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
     c->padding = 1; /* stored slots / nnz, from the bytes: slots cost 4 + vb each */
     if (q->map == SPX__MAP_PADDED && p.nnz) c->padding = (double)c->bytes / (double)(p.nnz * (4 + vb));
     if (q->fn == spx__pb_sdia && p.nnz) c->padding = (double)p.sdia_slots / (double)p.nnz; /* slots carry no index */
+    if (q->ext && est.slots > 0 && p.nnz) c->padding = (double)est.slots / (double)p.nnz;
     c->fits = !(limit > 0 && c->bytes + vec > limit);
     if (!c->fits)
       snprintf(c->note, sizeof c->note, "%.1f MB + vectors over the %.1f MB limit", 1e-6 * (double)c->bytes,
@@ -422,7 +495,7 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
       c->predicted_us += (d->format_gather[f] > 0 ? d->format_gather[f] : d->gather_default) * gather;
     }
     c->stream_us = c->predicted_us;
-    c->chain_us = spx__plan_chain_us(d, &p, &walk, q, vt);
+    c->chain_us = spx__plan_chain_us(d, &p, &walk, q, vt, est.steps);
     if (c->chain_us > c->predicted_us) c->predicted_us = c->chain_us;
     c->convert_ms = spx__plan_conv_ms(d, &p, c->bytes, cuda, f);
     if (rows && cuda && f == SPX_FORMAT_CSR && a->nnz <= INT32_MAX) /* wraps the staged arrays, as cuSPARSE does */
