@@ -234,7 +234,7 @@ static void test_template_table(void **state) {
     }
     if (!(text = slurp_template(de->d_name, &n)) || n != en || memcmp(text, src, n))
       snprintf(bad, sizeof bad, "include/spx/internal/templates_gen.h is stale: templates/%s (or a .cuh it includes) changed. "
-               "Rebuild and cp out/gen/spx/templates_gen.h include/spx/internal/templates_gen.h", de->d_name);
+               "Run ninja -C out templates_update", de->d_name);
     free(text);
   }
   closedir(d); /* before failing: a failed assertion jumps out of the test */
