@@ -640,6 +640,7 @@ static void test_determinism(void **state) {
  * recomputed, the phases' times within the setup's, and both printed forms. */
 static void test_report(void **state) {
   spx_csr *a;
+  spx_amg_options o;
   spx_amg *m;
   const spx_amg_report *r;
   double nnz = 0, rows = 0, parts;
@@ -649,15 +650,20 @@ static void test_report(void **state) {
   FILE *f;
   (void)state;
   assert_int_equal(spx_gen_poisson3d(20, 20, 20, 7, SPX_DOUBLE, &a), SPX_OK);
-  m = amg_make(NULL, a, NULL);
+  spx_amg_options_default(&o);
+  assert_int_equal(o.gpu_setup_rows, 20000);
+  o.gpu_setup_rows = 1; /* asks every level for the GPU: the host backend has none, and says nothing */
+  m = amg_make(NULL, a, &o);
   r = spx_amg_report_of(m);
   assert_true(r->levels >= 2 && r->levels <= SPX_AMG_MAX_LEVELS);
+  assert_true(r->prolong_gpu_ms == 0 && r->rap_gpu_ms == 0 && r->gpu_note[0] == 0);
   for (l = 0; l < r->levels; l++) {
     spx_amg_level_view v;
     assert_int_equal(spx_amg_level(m, l, &v), SPX_OK);
     assert_int_equal(r->level[l].rows, v.A->nrows);
     assert_int_equal(r->level[l].nnz, v.A->nnz);
     assert_true(r->level[l].format[0] != 0);
+    assert_true(r->level[l].p_gpu == 0 && r->level[l].rap_gpu == 0);
     assert_true(v.plan_A == (l == 0 ? spx_amg_plan(m) : v.plan_A) && v.plan_A);
     if (l + 1 < r->levels) {
       assert_int_equal(r->level[l].p_nnz, v.P->nnz);
@@ -682,6 +688,9 @@ static void test_report(void **state) {
   assert_non_null(strstr(buf, "dense LU"));
   assert_non_null(strstr(buf, "\"operator_complexity\": "));
   assert_non_null(strstr(buf, "\"smoother\": \"chebyshev\""));
+  assert_non_null(strstr(buf, "\"gpu_note\": \"\", \"stop\": \"level"));
+  assert_non_null(strstr(buf, "\"p_gpu\": 0, \"rap_gpu\": 0}"));
+  assert_null(strstr(buf, "setup on the")); /* no GPU line, no fallback line */
   free(buf);
   assert_int_equal(spx_amg_report_print(NULL, stdout, 0), SPX_INVALID_ARGUMENT);
   spx_amg_destroy(m);
@@ -758,6 +767,9 @@ static void test_bad_input(void **state) {
   spx_amg_options_default(&o);
   o.smoother = (spx_amg_smoother)99;
   expect_fail(a, &o, SPX_INVALID_ARGUMENT, "smoother");
+  spx_amg_options_default(&o);
+  o.gpu_setup_rows = -1;
+  expect_fail(a, &o, SPX_INVALID_ARGUMENT, "gpu_setup_rows = -1");
   spx_amg_options_default(&o);
   o.cheb_degree = 0;
   expect_fail(a, &o, SPX_INVALID_ARGUMENT, "cheb_degree");
@@ -1407,6 +1419,212 @@ static void test_gpu_amg_update(void **state) {
   spx_context_destroy(g);
 }
 
+/* ---- Setup on the GPU ----------------------------------------------------------------------------- */
+/* A hierarchy on the GPU with o (NULL: defaults) whose levels of at least gpu_rows rows form P, R
+ * and A_c on the GPU (0: all on the host), every plan forced to CSR: deterministic kernels, and the
+ * same format on both sides whatever the tuner would pick, so that only the setup's side differs. */
+static spx_amg *gpu_setup_make(spx_context *g, const spx_csr *a, const spx_amg_options *o, int64_t gpu_rows) {
+  static spx_plan_options po;
+  spx_amg_options oo;
+  if (o) oo = *o;
+  else spx_amg_options_default(&oo);
+  spx_plan_options_default(&po);
+  po.force = "csr";
+  po.eager = 1;
+  oo.plan = &po;
+  oo.gpu_setup_rows = gpu_rows;
+  return amg_make(g, a, &oo);
+}
+
+/* got has want's pattern exactly (row pointers, columns) and its values within tol times want's
+ * largest |value|. */
+static void same_pattern_close(const spx_csr *got, const spx_csr *want, double tol, const char *what, int l) {
+  double mx = 0, worst = 0;
+  int64_t k;
+  if (got->nrows != want->nrows || got->ncols != want->ncols || got->nnz != want->nnz)
+    fail_msg("%s of level %d: %lld x %lld with %lld entries; the host's %lld x %lld with %lld", what, l,
+             (long long)got->nrows, (long long)got->ncols, (long long)got->nnz, (long long)want->nrows,
+             (long long)want->ncols, (long long)want->nnz);
+  if (memcmp(got->row_ptr, want->row_ptr, (size_t)(got->nrows + 1) * 8) ||
+      memcmp(got->col_idx, want->col_idx, (size_t)got->nnz * 4))
+    fail_msg("%s of level %d: the pattern differs from the host's", what, l);
+  for (k = 0; k < want->nnz; k++) {
+    mx = fmax(mx, fabs(want->val.d[k]));
+    worst = fmax(worst, fabs(got->val.d[k] - want->val.d[k]));
+  }
+  if (!(worst <= tol * mx))
+    fail_msg("%s of level %d: values differ from the host's by %.3g (tolerance %.3g of the largest, %.3g)", what, l,
+             worst, tol, mx);
+}
+
+/* The GPU setup's hierarchy mg against the host setup's mh of the same matrix and options (mg made
+ * with gpu_setup_rows gpu_rows, mh with 0). The same levels and aggregates (the strength test reads
+ * values equal to rounding, far from its threshold here); every level's A, P and R with the host's
+ * patterns exactly and values within 1e-12 of the largest: each entry is a sum of at most a few
+ * hundred products that cuSPARSE adds in another order, an error of at most (terms) eps sum|terms|
+ * ~ 1e-14 of the largest here, carried to the coarser levels at that size (their A, rho, omega and
+ * P follow the finer A's values). R is P^T exactly on either side (a transpose moves values). Each
+ * level coarsening with at least gpu_rows rows ran on the GPU (report flags, no fallback note),
+ * the others and mh's on the host. */
+static void check_gpu_setup(spx_amg *mg, spx_amg *mh, int64_t gpu_rows, const char *what) {
+  const spx_amg_report *rg = spx_amg_report_of(mg), *rh = spx_amg_report_of(mh);
+  int l, any = 0;
+  assert_int_equal(rg->levels, rh->levels);
+  if (rg->gpu_note[0]) fail_msg("%s: the GPU setup fell back to the host: %s", what, rg->gpu_note);
+  assert_true(rh->gpu_note[0] == 0 && rh->prolong_gpu_ms == 0 && rh->rap_gpu_ms == 0);
+  for (l = 0; l < rg->levels; l++) {
+    spx_amg_level_view vg, vh;
+    spx_csr *t;
+    const int on_gpu = l + 1 < rg->levels && rg->level[l].rows >= gpu_rows;
+    assert_int_equal(spx_amg_level(mg, l, &vg), SPX_OK);
+    assert_int_equal(spx_amg_level(mh, l, &vh), SPX_OK);
+    same_pattern_close(vg.A, vh.A, 1e-12, "A", l);
+    if (rg->level[l].p_gpu != on_gpu || rg->level[l].rap_gpu != on_gpu || rh->level[l].p_gpu || rh->level[l].rap_gpu)
+      fail_msg("%s level %d (%lld rows): P %s, RAP %s on the GPU; want %s", what, l, (long long)rg->level[l].rows,
+               rg->level[l].p_gpu ? "" : "not", rg->level[l].rap_gpu ? "" : "not", on_gpu ? "both" : "neither");
+    any |= on_gpu;
+    if (!vg.P) {
+      assert_null(vh.P);
+      continue;
+    }
+    assert_memory_equal(vg.aggregate, vh.aggregate, (size_t)vg.A->nrows * 4);
+    same_pattern_close(vg.P, vh.P, 1e-12, "P", l);
+    same_pattern_close(vg.R, vh.R, 1e-12, "R", l);
+    assert_int_equal(spx_csr_transpose(vg.P, &t), SPX_OK);
+    assert_int_equal(t->nnz, vg.R->nnz);
+    if (memcmp(t->row_ptr, vg.R->row_ptr, (size_t)(t->nrows + 1) * 8) ||
+        memcmp(t->col_idx, vg.R->col_idx, (size_t)t->nnz * 4) || memcmp(t->val.d, vg.R->val.d, (size_t)t->nnz * 8))
+      fail_msg("%s level %d: the GPU's R is not P^T", what, l);
+    spx_csr_destroy(t);
+  }
+  assert_true(any && rg->prolong_gpu_ms > 0 && rg->rap_gpu_ms > 0);
+  assert_true(rg->prolong_gpu_ms <= rg->prolong_ms && rg->rap_gpu_ms <= rg->rap_ms);
+}
+
+/* P, R and A_c = R A P formed on the GPU (every level that coarsens: gpu_setup_rows 1) against the
+ * host's on 3-D Poisson, the anisotropic diffusion and a shared SPD matrix (check_gpu_setup),
+ * and AMG-PCG on the GPU takes the host setup's iterations exactly. The default gpu_setup_rows
+ * (20000) on 32^3 Poisson: level 0 on the GPU, the levels below on the host, as the host's again,
+ * and the report says so. */
+static void test_gpu_setup(void **state) {
+  static const char *const names[] = {"poisson 24^3", "anisotropic 24^3", "bcsstk16", "poisson 32^3 default"};
+  spx_context *g = gpu_ctx();
+  size_t k;
+  (void)state;
+  if (!g) skip();
+  for (k = 0; k < sizeof names / sizeof *names; k++) {
+    spx_csr *a = NULL;
+    spx_amg_options o;
+    spx_amg *mg, *mh;
+    double *b, *x;
+    int64_t itg, ith, rows = k == 3 ? 20000 : 1;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    if (k == 0) assert_int_equal(spx_gen_poisson3d(24, 24, 24, 7, SPX_DOUBLE, &a), SPX_OK);
+    if (k == 1) a = aniso(24, 1e-4);
+    if (k == 2) a = shared("bcsstk16");
+    if (k == 3) assert_int_equal(spx_gen_poisson3d(32, 32, 32, 7, SPX_DOUBLE, &a), SPX_OK);
+    spx_amg_options_default(&o); /* chebyshev: gs's coloring reads which entries are exactly 0, and a sum that
+                                    cancels may end exactly 0 on one side and at rounding size on the other */
+    mg = gpu_setup_make(g, a, &o, rows);
+    mh = gpu_setup_make(g, a, &o, 0);
+    check_gpu_setup(mg, mh, rows, names[k]);
+    b = rand_vec(a->nrows);
+    x = gpu_pcg(g, mg, a, b, 1, &itg);
+    free(x);
+    x = gpu_pcg(g, mh, a, b, 1, &ith);
+    free(x);
+    print_message("GPU setup %s: %d levels, P %.2f ms and RAP %.2f ms on the GPU of %.2f and %.2f (host setup: %.2f "
+                  "and %.2f); AMG-PCG %lld iterations (host setup %lld)\n", names[k], spx_amg_report_of(mg)->levels,
+                  spx_amg_report_of(mg)->prolong_gpu_ms, spx_amg_report_of(mg)->rap_gpu_ms,
+                  spx_amg_report_of(mg)->prolong_ms, spx_amg_report_of(mg)->rap_ms, spx_amg_report_of(mh)->prolong_ms,
+                  spx_amg_report_of(mh)->rap_ms, (long long)itg, (long long)ith);
+    assert_int_equal(itg, ith);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(spx_amg_report_print(spx_amg_report_of(mg), f, 0), SPX_OK);
+    fclose(f);
+    if (!strstr(buf, k == 3 ? "P and R on level 0 (" : "P and R on level"))
+      fail_msg("%s: the report says\n%s", names[k], buf);
+    if (k == 3) printf("%s", buf);
+    free(buf);
+    free(b);
+    spx_amg_destroy(mg);
+    spx_amg_destroy(mh);
+    spx_csr_destroy(a);
+  }
+  spx_context_destroy(g);
+}
+
+/* spx_amg_update of a hierarchy set up on the GPU (every level that coarsens; four levels) runs the
+ * products' numeric phases only (cuSPARSE's reuse compute over the kept symbolic state): an update
+ * to 2a gives the hierarchy a fresh GPU setup of 2a gives, bit for bit (CSR_ALG_DETERMINITIC; a
+ * second fresh setup equals the first too), and the same AMG-PCG x; a perturbed update gives the
+ * host-updated hierarchy's operators to rounding and its AMG-PCG iterations exactly; the report
+ * counts RAP's GPU time and no prolongation. */
+static void test_gpu_setup_update(void **state) {
+  spx_context *g = gpu_ctx();
+  spx_csr *a, *a2, *a3;
+  spx_amg_options o;
+  spx_amg *mg, *fg, *fg2, *mh;
+  const spx_amg_report *r;
+  double *b, *x1, *x2;
+  int64_t n, it1, it2, l;
+  (void)state;
+  if (!g) skip();
+  assert_int_equal(spx_gen_poisson3d(20, 18, 16, 7, SPX_DOUBLE, &a), SPX_OK);
+  n = a->nrows;
+  a2 = revalue(a, 2.0);
+  a3 = revalue(a, 0);
+  b = rand_vec(n);
+  spx_amg_options_default(&o);
+  o.coarse_size = 50;
+  mg = gpu_setup_make(g, a, &o, 1);
+  fg = gpu_setup_make(g, a2, &o, 1);
+  fg2 = gpu_setup_make(g, a2, &o, 1);
+  assert_true(spx_amg_report_of(mg)->levels >= 3);
+  same_hierarchy(fg, fg2);
+  if (spx_amg_update(mg, a2) != SPX_OK) fail_msg("gpu setup update: %s", spx_last_error());
+  r = spx_amg_report_of(mg);
+  assert_int_equal(r->updates, 1);
+  assert_true(r->rap_gpu_ms > 0 && r->rap_gpu_ms <= r->rap_ms && r->prolong_gpu_ms == 0 && r->prolong_ms == 0);
+  for (l = 0; l + 1 < r->levels; l++) assert_true(r->level[l].p_gpu == 1 && r->level[l].rap_gpu == 1);
+  same_hierarchy(mg, fg);
+  x1 = gpu_pcg(g, mg, a2, b, 1, &it1);
+  x2 = gpu_pcg(g, fg, a2, b, 1, &it2);
+  assert_int_equal(it1, it2);
+  if (memcmp(x1, x2, (size_t)n * 8)) fail_msg("AMG-PCG after a GPU update differs from a fresh GPU setup's");
+  free(x1);
+  free(x2);
+  mh = gpu_setup_make(g, a, &o, 0);
+  assert_int_equal(spx_amg_update(mh, a3), SPX_OK);
+  assert_int_equal(spx_amg_update(mg, a3), SPX_OK);
+  for (l = 0; l < r->levels; l++) {
+    spx_amg_level_view vg, vh;
+    assert_int_equal(spx_amg_level(mg, (int)l, &vg), SPX_OK);
+    assert_int_equal(spx_amg_level(mh, (int)l, &vh), SPX_OK);
+    same_pattern_close(vg.A, vh.A, 1e-12, "updated A", (int)l);
+  }
+  x1 = gpu_pcg(g, mg, a3, b, 1, &it1);
+  x2 = gpu_pcg(g, mh, a3, b, 1, &it2);
+  print_message("GPU setup update: RAP %.3f ms on the GPU of %.3f; perturbed AMG-PCG %lld iterations (host-updated "
+                "%lld)\n", spx_amg_report_of(mg)->rap_gpu_ms, spx_amg_report_of(mg)->rap_ms, (long long)it1,
+                (long long)it2);
+  assert_int_equal(it1, it2);
+  assert_int_equal(spx_amg_report_of(mg)->updates, 2);
+  free(x1);
+  free(x2);
+  free(b);
+  spx_amg_destroy(mg);
+  spx_amg_destroy(fg);
+  spx_amg_destroy(fg2);
+  spx_amg_destroy(mh);
+  spx_csr_destroy(a);
+  spx_csr_destroy(a2);
+  spx_csr_destroy(a3);
+  spx_context_destroy(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_poisson_pcg),    cmocka_unit_test(test_bicgstab),
@@ -1421,6 +1639,7 @@ int main(void) {
       cmocka_unit_test(test_kernels_compile),
       cmocka_unit_test(test_gpu_amg_pcg),    cmocka_unit_test(test_gpu_cycle),
       cmocka_unit_test(test_gpu_shared_spd), cmocka_unit_test(test_gpu_amg_update),
+      cmocka_unit_test(test_gpu_setup),      cmocka_unit_test(test_gpu_setup_update),
   };
   setenv("SPX_QUIET", "1", 0);
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -198,6 +198,8 @@ const char *const spx_cli_solve_help[] = {
     "--cycle C\twith AMG: v, w or f (f is not symmetric: prefer --method bicgstab or amg) (default v)",
     "--relaxed\twith --smoother gs: color ignoring weak couplings (below 0.9 of the row's largest) for "
     "fewer colors (default off)",
+    "--gpu-setup-rows N\twith AMG on a GPU: levels of at least N rows form P, R and R A P on the GPU "
+    "(cuSPARSE), the rest of the setup on the host; 0: all of it on the host (default 20000)",
     "--tol T\trelative residual to stop at (default 1e-8)",
     "--maxit N\tmost iterations (default 10000)",
     "--strategy S\tthe tuner's strategy: auto, kubota, mps, trial or model (default auto)",
@@ -243,6 +245,12 @@ int spx_cli_solve(int argc, char **argv) {
     } else if ((v = spx_cli_opt(argc, argv, &k, "--cycle"))) {
       if (spx_amg_cycle_type_parse(v, &amg.cycle)) return spx_cli_usage("solve", "--cycle: %s", spx_last_error());
     } else if (!strcmp(argv[k], "--relaxed")) amg.relaxed_coloring = 1;
+    else if ((v = spx_cli_opt(argc, argv, &k, "--gpu-setup-rows"))) {
+      double r;
+      if (!spx_cli_number("solve", "--gpu-setup-rows", v, "an integer >= 0", SPX_CLI_INTEGER, -1, 2147483647.0, &r))
+        return 2;
+      amg.gpu_setup_rows = (int64_t)r;
+    }
     else if (!strcmp(argv[k], "--ones")) ones = 1;
     else if ((v = spx_cli_opt(argc, argv, &k, "--method"))) method = v;
     else if ((v = spx_cli_opt(argc, argv, &k, "--tol"))) {

@@ -10,7 +10,8 @@
  *   spx_solve_cg(spx_amg_plan(m), b, x, &so, &rep);   the fine level's plan of A, tuned once
  *   spx_amg_report_print(spx_amg_report_of(m), stdout, 0);  spx_amg_destroy(m);
  *
- * SETUP (on the host, in double; each step O(nnz) of its level, RAP O(its products))
+ * SETUP (in double; each step O(nnz) of its level, RAP O(its products); on the host, but for the
+ * products of large levels on CUDA: see WHERE)
  *   strength      j is a strong neighbour of i when |a_ij| >= theta sqrt(|a_ii a_jj|) (symmetric
  *                 criterion of smoothed aggregation; theta [0.08] on the fine level, times
  *                 theta_decay [0.5] on each coarser one: a Galerkin operator spreads its couplings
@@ -74,13 +75,16 @@
  * the aggregates, P and R (so the levels' sizes and patterns), the colorings (the relaxed one's
  * weak couplings are those of the first matrix) and every plan of P and R. It recomputes the
  * Galerkin operators' values R (A P) into their existing patterns (a numeric pass over the
- * symbolic pass's row pointers and columns, kept from the setup: A P is stored per level for it),
+ * symbolic pass's row pointers and columns, kept from the setup: A P is stored per level for it;
+ * a level whose products ran on the GPU repeats only their numeric phase there, cuSPARSE's
+ * SpGEMMreuse_compute over the kept descriptors and buffers, and brings A_c's values down),
  * the smoothers' data (diagonals, rho, the gs slices' values), the coarse LU, and each level's plan
  * of A: plan.h has no update of a plan's values, so those plans are created again, each forced to
  * the format (or cuSPARSE) its first setup chose, which skips the tuner's choice. The fine level's
  * plan is then a new object: call spx_amg_plan again after an update. The result is the hierarchy a
- * fresh setup with the same P would give, bit for bit (the products sum in the same order); a fresh
- * setup of a_new itself may aggregate differently (the strength test reads the values). The report
+ * fresh setup with the same P would give, bit for bit (the products sum in the same order; on the
+ * GPU, cuSPARSE's deterministic algorithm sums the same way each run); a fresh setup of a_new
+ * itself may aggregate differently (the strength test reads the values). The report
  * then describes the update (its strength, aggregation and prolongation times 0, updates counted).
  *
  * SOLVE
@@ -91,13 +95,25 @@
  *                     after every cycle), reported as a Krylov solve is (method "amg")
  * Vectors are double arrays of the fine level's length: host arrays on the host backend, device
  * pointers on CUDA (spx_amg_solve takes host arrays on either with solve options.host_vectors).
- * WHERE  The setup runs on the host (OpenMP where a step is row-parallel). The V-cycle's SpMVs are
- * the plans' (on CUDA the tuner's kernels or cuSPARSE on the device); its vector passes run on the
- * host with OpenMP, or on CUDA as kernels of templates/amg.cu (gs: each color's rows in slices of
- * 32 rows stored column major, papers/003 section 3.2); the coarsest level's vector goes to the
- * host, through the LU, and back (papers/003). gs launches two kernels per color and sweep, so
- * levels with many colors are bound by launches on a GPU: relaxed coloring, or gs on the fine
- * level and another smoother below (options.level), keep that down.
+ * WHERE  The setup runs on the host (OpenMP where a step is row-parallel), but on CUDA a level of
+ * at least gpu_setup_rows [20000] rows forms its sparse products on the GPU with cuSPARSE: P = F T
+ * (F = I - omega D_F^-1 A_F, made on the host with rho, as are the strength graph and the
+ * aggregates; T goes up), R = P^T (csr2csc), and A_c = R (A P) by SpGEMM's reuse API (32-bit
+ * indices; A_c stays on the device as the next level's A, and its copy comes down for the host's
+ * steps and the plans). spx_amg_update then repeats only the numeric phase of those products. The
+ * GPU's results have the host's patterns exactly and its values to rounding (the sums of a product
+ * run in another order); levels below the size, a host backend, gpu_setup_rows 0, a cuSPARSE
+ * without those entry points, or a failure of cuSPARSE or of device memory (the levels left then
+ * go to the host) use the host path, and the report's gpu_note says why the GPU was not used
+ * where it was asked for. The report gives each level's side (p_gpu, rap_gpu) and the GPU's share
+ * of prolong_ms and rap_ms. The device keeps each such level's P, R, A P, A_c and the products'
+ * buffers for spx_amg_update (about the host's AP, P and R again, in 32-bit indices).
+ * The V-cycle's SpMVs are the plans' (on CUDA the tuner's kernels or cuSPARSE on the device); its
+ * vector passes run on the host with OpenMP, or on CUDA as kernels of templates/amg.cu (gs: each
+ * color's rows in slices of 32 rows stored column major, papers/003 section 3.2); the coarsest
+ * level's vector goes to the host, through the LU, and back (papers/003). gs launches two kernels
+ * per color and sweep, so levels with many colors are bound by launches on a GPU: relaxed
+ * coloring, or gs on the fine level and another smoother below (options.level), keep that down.
  * DETERMINISM  The cycle's own passes have a fixed order (the same x bit for bit run to run) on
  * either backend; on CUDA that holds for the whole cycle when every level's plan runs a
  * deterministic kernel (COO, HYB and the load-balanced CSR, which the tuner may choose, add with
@@ -192,6 +208,8 @@ typedef struct spx_amg_options {
   int coarse_sweeps;        /* else this many sweeps of its smoother [20] */
   double prolong_omega;     /* P = (I - omega/rho D_F^-1 A_F) T with omega this [4/3]; 0: P = T */
   int power_iters;          /* power iterations for rho [15]; 0: the Gershgorin bound */
+  int64_t gpu_setup_rows;   /* CUDA: a level of at least this many rows forms P, R and the next A on the
+                               GPU (WHERE) [20000]; 0: every level on the host */
   /* smoothing */
   spx_amg_smoother smoother; /* every level's [SPX_AMG_CHEBYSHEV] */
   int pre_sweeps, post_sweeps; /* [1, 1] */
@@ -220,6 +238,7 @@ typedef struct spx_amg_level_info {
   int colors;               /* gs: colors of this level (0 for the other smoothers) */
   double rho;               /* the upper estimate of rho(D^-1 A) used by chebyshev */
   double omega;             /* P's smoothing weight (prolong_omega / rho(D_F^-1 A_F); 0 on the coarsest) */
+  int p_gpu, rap_gpu;       /* 1: P and R, and the next level's A = R A P, were formed on the GPU */
   char format[24], p_format[24], r_format[24]; /* the plans' formats ("sell", "cusparse_csr"; "" none) */
 } spx_amg_level_info;
 
@@ -239,6 +258,8 @@ typedef struct spx_amg_report {
   double coarse_ms;           /* the dense LU */
   double plan_ms;             /* spx_plan_create of every operator (analysis, choice, build) */
   double device_ms;           /* CUDA: kernels, vectors and smoother arrays on the device */
+  double prolong_gpu_ms, rap_gpu_ms; /* of prolong_ms and rap_ms, the GPU levels' (copies included) */
+  char gpu_note[200];         /* why levels gpu_setup_rows sent to the GPU ran on the host ("" none) */
   int64_t cycles;             /* cycles run so far (spx_amg_cycle, spx_amg_precond, spx_amg_solve) */
   spx_amg_cycle_type cycle;
   /* The setup fields above describe the last setup: spx_amg_create's, or the last successful

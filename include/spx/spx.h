@@ -140,8 +140,10 @@
  *                                                                 context, device, loader, config
  *   solve_impl.h     solvers                                      plan, cuda, jit, device
  *   AMG, in rooms (amg_levels.h declares what each gives the rooms after it):
+ *   amg_gpu_impl.h         the setup's products on the GPU
+ *                          (cuSPARSE SpGEMM reuse, csr2csc)       csr, device, loader
  *   amg_setup_impl.h       the levels on the host: strength,
- *                          aggregation, P, Galerkin, coarse LU    csr
+ *                          aggregation, P, Galerkin, coarse LU    amg_gpu, csr
  *   amg_smooth_impl.h      smoothers, coloring, the vector
  *                          operations (host twin and kernel)      amg_setup, plan, device, loader
  *   amg_impl.h             the hierarchy, cycles, update, AMG as
@@ -186,6 +188,7 @@
 #include "internal/stencil_schedule_impl.h"
 #include "internal/stencil_impl.h"
 #include "internal/solve_impl.h"
+#include "internal/amg_gpu_impl.h"
 #include "internal/amg_setup_impl.h"
 #include "internal/amg_smooth_impl.h"
 #include "internal/amg_impl.h"

@@ -82,6 +82,7 @@ void spx_amg_options_default(spx_amg_options *o) {
   o->coarse_sweeps = 20;
   o->prolong_omega = 4.0 / 3.0;
   o->power_iters = 15;
+  o->gpu_setup_rows = 20000;
   o->smoother = SPX_AMG_CHEBYSHEV;
   o->pre_sweeps = o->post_sweeps = 1;
   o->cheb_degree = 2;
@@ -355,6 +356,9 @@ static spx_status spx__amg_check_options(const spx_amg_options *o) {
   if (!(o->prolong_omega >= 0 && o->prolong_omega < 2) || o->power_iters < 0 || o->power_iters > 1000)
     return spx__fail(SPX_INVALID_ARGUMENT, "%s: prolong_omega = %g (0 to 2) or power_iters = %d (0 to 1000) out of range",
                      fn, o->prolong_omega, o->power_iters);
+  if (o->gpu_setup_rows < 0)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: gpu_setup_rows = %lld; it is >= 0 (0: the whole setup on the host)", fn,
+                     (long long)o->gpu_setup_rows);
   if ((unsigned)o->smoother >= SPX_AMG_SMOOTHER_COUNT)
     return spx__fail(SPX_INVALID_ARGUMENT, "%s: smoother %d is not an spx_amg_smoother", fn, (int)o->smoother);
   if (o->pre_sweeps < 0 || o->pre_sweeps > 100 || o->post_sweeps < 0 || o->post_sweeps > 100)
@@ -438,7 +442,10 @@ void spx_amg_destroy(spx_amg *m) {
       SPX_FREE(L->t);
     }
   }
-  if (m->cuda) spx_device_free(m->ctx, m->part);
+  if (m->cuda) {
+    spx_device_free(m->ctx, m->part);
+    spx__amg_gpu_free(m);
+  }
   SPX_FREE(m->hpart);
   SPX_FREE(m->lu);
   SPX_FREE(m->piv);
@@ -469,6 +476,8 @@ static void spx__amg_fill_report(spx_amg *m) {
     li->damping = L->w;
     li->colors = L->ncolors;
     li->rho = L->rho;
+    li->p_gpu = L->p_gpu;
+    li->rap_gpu = L->rap_gpu;
     spx__amg_plan_name(L->pA, li->format, sizeof li->format);
     spx__amg_plan_name(L->pP, li->p_format, sizeof li->p_format);
     spx__amg_plan_name(L->pR, li->r_format, sizeof li->r_format);
@@ -557,13 +566,21 @@ static const char *spx__amg_force_name(const spx_plan *p) {
   return spx_plan_engine_of(p) == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse" : spx_format_name(spx_plan_format(p));
 }
 
-/* The Galerkin operators' values, level by level: A P into its kept pattern, then R (A P). */
+/* The Galerkin operators' values, level by level: A P into its kept pattern, then R (A P), on the
+ * side that formed them (the GPU's: the numeric phases of cuSPARSE's reuse API). */
 static spx_status spx__amg_update_rap(spx_amg *m) {
   int l;
   spx_status st;
+  m->rep.rap_gpu_ms = 0;
   for (l = 0; l + 1 < m->nl; l++) {
     spx__amg_level *L = &m->lv[l];
-    if ((st = spx__amg_spgemm_values(L->A, L->P, L->AP)) || (st = spx__amg_spgemm_values(L->R, L->AP, m->lv[l + 1].A)))
+    if (L->gpu) {
+      double t = spx__now();
+      st = spx__amg_gpu_update(m, l);
+      m->rep.rap_gpu_ms += 1e3 * (spx__now() - t);
+      if (st) return st;
+    } else if ((st = spx__amg_spgemm_values(L->A, L->P, L->AP)) ||
+               (st = spx__amg_spgemm_values(L->R, L->AP, m->lv[l + 1].A)))
       return st;
   }
   return SPX_OK;
@@ -622,7 +639,7 @@ spx_status spx_amg_update(spx_amg *m, const spx_csr *a) {
   rep = &m->rep;
   L0 = &m->lv[0];
   m->broken = 1; /* until every step below has run */
-  rep->strength_ms = rep->aggregate_ms = rep->prolong_ms = 0;
+  rep->strength_ms = rep->aggregate_ms = rep->prolong_ms = rep->prolong_gpu_ms = 0;
   rep->coarse_zero_pivots = 0;
   t = spx__now();
   for (k = 0; k < a->nnz; k++) L0->A->val.d[k] = a->dtype == SPX_FLOAT ? (double)a->val.f[k] : a->val.d[k];
@@ -810,6 +827,32 @@ done:
 }
 
 /* ---- The report -------------------------------------------------------------------------------- */
+/* The levels [l0, l1] with flag set, as "levels 0-2" or "level 0" (a GPU side is a prefix of the
+ * levels: the sizes fall and a failure hands the rest to the host). */
+static void spx__amg_level_span(const spx_amg_report *r, int rap, char *buf, size_t len) {
+  int l, lo = -1, hi = -1;
+  for (l = 0; l < r->levels; l++)
+    if (rap ? r->level[l].rap_gpu : r->level[l].p_gpu) {
+      if (lo < 0) lo = l;
+      hi = l;
+    }
+  if (lo < 0) snprintf(buf, len, "none");
+  else if (lo == hi) snprintf(buf, len, "level %d", lo);
+  else snprintf(buf, len, "levels %d-%d", lo, hi);
+}
+
+/* Which setup parts ran on the GPU, their share of the phases' milliseconds, and why the host took
+ * levels the GPU was asked for. */
+static void spx__amg_print_where(const spx_amg_report *r, FILE *f) {
+  char ps[32], rs[32];
+  spx__amg_level_span(r, 0, ps, sizeof ps);
+  spx__amg_level_span(r, 1, rs, sizeof rs);
+  if (strcmp(rs, "none") || strcmp(ps, "none"))
+    fprintf(f, "  setup on the GPU  P and R on %s (%.3f ms of prolongation), RAP on %s (%.3f ms of RAP), cuSPARSE "
+               "SpGEMM; the rest on the host\n", ps, r->prolong_gpu_ms, rs, r->rap_gpu_ms);
+  if (r->gpu_note[0]) fprintf(f, "  setup on the host %s\n", r->gpu_note);
+}
+
 spx_status spx_amg_report_print(const spx_amg_report *r, FILE *f, int json) {
   int l;
   if (!r || !f) return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_report_print: NULL argument");
@@ -818,11 +861,17 @@ spx_status spx_amg_report_print(const spx_amg_report *r, FILE *f, int json) {
     fprintf(f, "{\"levels\": %d, \"operator_complexity\": %.6g, \"grid_complexity\": %.6g, \"coarse_direct\": %d, "
                "\"setup_ms\": %.6g, \"strength_ms\": %.6g, \"aggregate_ms\": %.6g, \"prolong_ms\": %.6g, \"rap_ms\": %.6g, "
                "\"smoother_ms\": %.6g, \"coarse_ms\": %.6g, \"plan_ms\": %.6g, \"device_ms\": %.6g, \"cycles\": %lld, "
-               "\"coarse_zero_pivots\": %lld, \"cycle\": \"%s\", \"updates\": %lld, \"stop\": \"",
+               "\"coarse_zero_pivots\": %lld, \"cycle\": \"%s\", \"updates\": %lld, \"prolong_gpu_ms\": %.6g, "
+               "\"rap_gpu_ms\": %.6g, \"gpu_note\": \"",
             r->levels, r->operator_complexity, r->grid_complexity, r->coarse_direct, r->setup_ms, r->strength_ms,
             r->aggregate_ms, r->prolong_ms, r->rap_ms, r->smoother_ms, r->coarse_ms, r->plan_ms, r->device_ms,
             (long long)r->cycles, (long long)r->coarse_zero_pivots, spx_amg_cycle_type_name(r->cycle),
-            (long long)r->updates);
+            (long long)r->updates, r->prolong_gpu_ms, r->rap_gpu_ms);
+    for (c = r->gpu_note; *c; c++) {
+      if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
+      else if ((unsigned char)*c >= 0x20) fputc(*c, f);
+    }
+    fprintf(f, "\", \"stop\": \"");
     for (c = r->stop; *c; c++) {
       if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
       else if ((unsigned char)*c >= 0x20) fputc(*c, f);
@@ -832,10 +881,11 @@ spx_status spx_amg_report_print(const spx_amg_report *r, FILE *f, int json) {
       const spx_amg_level_info *li = &r->level[l];
       fprintf(f, "%s{\"rows\": %lld, \"nnz\": %lld, \"p_cols\": %lld, \"p_nnz\": %lld, \"weak\": %lld, \"smoother\": \"%s\", "
                  "\"pre_sweeps\": %d, \"post_sweeps\": %d, \"damping\": %.6g, \"colors\": %d, \"rho\": %.6g, "
-                 "\"omega\": %.6g, \"format\": \"%s\", \"p_format\": \"%s\", \"r_format\": \"%s\"}",
+                 "\"omega\": %.6g, \"format\": \"%s\", \"p_format\": \"%s\", \"r_format\": \"%s\", \"p_gpu\": %d, "
+                 "\"rap_gpu\": %d}",
               l ? ", " : "", (long long)li->rows, (long long)li->nnz, (long long)li->p_cols, (long long)li->p_nnz,
               (long long)li->weak, spx_amg_smoother_name(li->smoother), li->pre_sweeps, li->post_sweeps, li->damping,
-              li->colors, li->rho, li->omega, li->format, li->p_format, li->r_format);
+              li->colors, li->rho, li->omega, li->format, li->p_format, li->r_format, li->p_gpu, li->rap_gpu);
     }
     fprintf(f, "]}");
     return SPX_OK;
@@ -864,5 +914,6 @@ spx_status spx_amg_report_print(const spx_amg_report *r, FILE *f, int json) {
              "%.3f, plans %.3f, device %.3f\n",
           r->setup_ms, r->strength_ms, r->aggregate_ms, r->prolong_ms, r->rap_ms, r->smoother_ms, r->coarse_ms, r->plan_ms,
           r->device_ms);
+  spx__amg_print_where(r, f);
   return SPX_OK;
 }

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* spx/internal/amg_levels.h: what AMG's rooms (amg_setup_impl.h, amg_smooth_impl.h, amg_impl.h,
- * bottom up in spx.h) give the rooms above them: the hierarchy (struct spx_amg and its levels), the
- * host loops' pragma, the kernels of templates/amg.cu, a sparsity pattern, then each room's
- * functions. Each section names the file that defines it; a room calls only the sections before
+/* spx/internal/amg_levels.h: what AMG's rooms (amg_gpu_impl.h, amg_setup_impl.h, amg_smooth_impl.h,
+ * amg_impl.h, bottom up in spx.h) give the rooms above them: the hierarchy (struct spx_amg and its
+ * levels), the host loops' pragma, the kernels of templates/amg.cu, a sparsity pattern, then each
+ * room's functions. Each section names the file that defines it; a room calls only the sections before
  * its own. Internal: names carry the spx__ prefix and may change without notice. */
 #ifndef SPX_INTERNAL_AMG_LEVELS_H
 #define SPX_INTERNAL_AMG_LEVELS_H
 
 #include "common.h"
+#include "cuda_types.h"
 #include "../amg.h"
 #include "../device.h"
 
@@ -40,6 +41,28 @@ enum {
 extern const char *const spx__amg_knames[];
 
 /* ---- The hierarchy ---------------------------------------------------------------------------- */
+/* A CSR matrix on the device as cuSPARSE's SpGEMM takes it (32-bit offsets and columns, double
+ * values) and its descriptor (NULL until made). */
+typedef struct spx__amg_dcsr {
+  int64_t rows, cols, nnz;
+  spx_devptr rp, ci, val;
+  spx__cusparseSpMatDescr_t mat;
+} spx__amg_dcsr;
+
+/* One product C = A B of cuSPARSE's SpGEMM reuse API: its descriptor and the two buffers its
+ * numeric phase reads (buffers 1 to 3 go with the symbolic phase). */
+typedef struct spx__amg_gemm {
+  spx__cusparseSpGEMMDescr_t d;
+  spx_devptr buf4, buf5;
+} spx__amg_gemm;
+
+/* A level whose Galerkin product ran on the GPU: P, R and A P on the device with the two
+ * products' states, kept so that spx_amg_update recomputes values only (amg_gpu_impl.h). */
+typedef struct spx__amg_gpu {
+  spx__amg_dcsr P, R, AP;
+  spx__amg_gemm ap, rap;
+} spx__amg_gpu;
+
 typedef struct spx__amg_level {
   spx_csr *A, *P, *R;        /* host, double; P, R NULL on the coarsest */
   spx_csr *AP;               /* A P, kept for spx_amg_update's numeric products (NULL on the coarsest) */
@@ -56,6 +79,12 @@ typedef struct spx__amg_level {
   void *x, *b, *r, *t;       /* vectors: host arrays or device pointers (level 0: x, b the caller's) */
   spx_devptr ddinv, dsp, dcol, dval, dperm; /* CUDA: dinv and the gs slices (spx__amg_slices) */
   int64_t *soff;             /* CUDA gs: color c's first slice */
+  /* CUDA setup on the GPU (amg_gpu_impl.h): A on the device (level 0 uploaded, level l + 1 the
+   * product of level l's gpu), level l's device products (NULL: its A_c came from the host), and
+   * where P and R (p_gpu) and the next level's A (rap_gpu) were formed (1: the GPU) */
+  spx__amg_dcsr *dA;
+  spx__amg_gpu *gpu;
+  int p_gpu, rap_gpu;
 } spx__amg_level;
 
 struct spx_amg {
@@ -74,6 +103,8 @@ struct spx_amg {
   spx_devptr part;           /* CUDA: the dot's per-block sums */
   double *hpart;
   int64_t spmv0;             /* fine-level SpMVs of A (spx_amg_solve's report) */
+  spx__cusparseHandle_t sph; /* CUDA setup on the GPU: cuSPARSE's handle (NULL until a level needs it) */
+  int gpu_off;               /* the GPU setup cannot run or failed: the levels left go to the host (rep.gpu_note) */
   spx_amg_report rep;
 };
 
@@ -87,6 +118,28 @@ typedef struct spx__amg_graph {
   int64_t *rp;
   int32_t *ci;
 } spx__amg_graph;
+
+/* ---- amg_gpu_impl.h: the setup's products on the GPU ------------------------------------------- */
+/* Level l forms P, R and the next level's A on the GPU: CUDA, gpu_setup_rows > 0, the level that
+ * large, and the GPU setup not turned off (by a missing cuSPARSE entry point or a failure). */
+int spx__amg_gpu_wanted(const spx_amg *m, int l);
+/* P = F T (F: I - omega D_F^-1 A_F; NULL when P is T itself) and R = P^T on the device, their host
+ * copies into L->P and L->R. */
+spx_status spx__amg_gpu_prolong(spx_amg *m, int l, const spx_csr *F, const spx_csr *T);
+/* A_c = R (A P) on the device from level l's P and R there (L->gpu), its host copy into the next
+ * level's A; the products' states kept for spx__amg_gpu_update. */
+spx_status spx__amg_gpu_rap(spx_amg *m, int l);
+/* Level l's Galerkin values again (its A's values on the host new; level 0's go up first): the
+ * numeric phases only, A_c's values down into the next level's A. */
+spx_status spx__amg_gpu_update(spx_amg *m, int l);
+/* After a failure of the GPU path at level l: its message kept in the report's note, level l's
+ * device products freed, the GPU setup off for the levels left (the host forms what level l still
+ * lacks). Returns 1 when the host can take over (the failure was cuSPARSE's, the device's memory
+ * or an unsupported case), else 0 (fail). */
+int spx__amg_gpu_fallback(spx_amg *m, int l, spx_status st);
+/* Level l's device state (and its A on the device); the handle with m. */
+void spx__amg_gpu_free_level(spx_amg *m, int l);
+void spx__amg_gpu_free(spx_amg *m);
 
 /* ---- amg_setup_impl.h: the levels, on the host ------------------------------------------------ */
 /* x is finite (not NaN, not an infinity). */

@@ -2,7 +2,9 @@
 /* AMG's setup on the host (amg_levels.h): strength of connection, aggregation, the smoothed
  * prolongation (the filtered operator, its spectral radius, the tentative P), the Galerkin
  * products, a level's coarsening from them, and the coarsest level's dense LU. It works on host
- * CSR matrices and the hierarchy's levels; nothing of the smoothers or the cycles above it. */
+ * CSR matrices and the hierarchy's levels; nothing of the smoothers or the cycles above it. On
+ * CUDA a large level's products (P = F T, R = P^T, R (A P)) go to amg_gpu_impl.h instead, and
+ * this file's are their reference and fallback. */
 #include "common.h"
 #include "amg_levels.h"
 #include "../amg.h"
@@ -484,7 +486,7 @@ spx_status spx__amg_coarsen(spx_amg *m, int l, const double *d, int *stalled, do
   spx_csr *F = NULL, *T = NULL;
   double *dF = NULL, t = spx__now(), rho = 0, omega = 0, theta = o->theta;
   int64_t nagg = 0, weak = 0;
-  int k;
+  int k, gpu = spx__amg_gpu_wanted(m, l);
   spx_status st;
   for (k = 0; k < l; k++) theta *= o->theta_decay;
   *stalled = 0;
@@ -510,7 +512,7 @@ spx_status spx__amg_coarsen(spx_amg *m, int l, const double *d, int *stalled, do
   }
   t = spx__now();
   if ((st = spx__amg_tentative(n, L->agg, nagg, &T))) return st;
-  if (o->prolong_omega > 0) {
+  if (o->prolong_omega > 0) { /* F = I - omega D_F^-1 A_F, on the host on either side */
     if (!(dF = (double *)spx__alloc((size_t)n + 1, sizeof(double)))) st = SPX_OUT_OF_MEMORY;
     if (!st) st = spx__amg_filter(L->A, d, theta, &F, dF);
     if (!st) st = spx__amg_rho(F, dF, o->power_iters, &rho);
@@ -518,18 +520,37 @@ spx_status spx__amg_coarsen(spx_amg *m, int l, const double *d, int *stalled, do
       omega = o->prolong_omega / rho;
       if (weak == 0) *rhoA = rho;
       spx__amg_jacobi_operator(F, dF, omega);
-      st = spx__amg_spgemm(F, T, &L->P);
     }
-    spx_csr_destroy(F);
-    spx_csr_destroy(T);
     SPX_FREE(dF);
-    if (st) return st;
-  } else L->P = T;
+  }
   rep->level[l].omega = omega;
-  if ((st = spx_csr_transpose(L->P, &L->R))) return st;
+  /* P = F T (or T) and R = P^T: on the GPU where it pays (amg_gpu_impl.h), else here; a GPU path
+   * that cannot run leaves this level and those below to the host */
+  if (!st && gpu) {
+    double tg = spx__now();
+    st = spx__amg_gpu_prolong(m, l, F, T);
+    rep->prolong_gpu_ms += 1e3 * (spx__now() - tg);
+    if (st && spx__amg_gpu_fallback(m, l, st)) st = SPX_OK, gpu = 0;
+  }
+  if (!st && !gpu) {
+    if (F) st = spx__amg_spgemm(F, T, &L->P);
+    else {
+      L->P = T;
+      T = NULL;
+    }
+    if (!st) st = spx_csr_transpose(L->P, &L->R);
+  }
+  spx_csr_destroy(F);
+  spx_csr_destroy(T);
   rep->prolong_ms += 1e3 * (spx__now() - t);
+  if (st) return st;
   t = spx__now();
-  st = spx__amg_galerkin(L->A, L->P, L->R, &L->AP, &m->lv[l + 1].A);
+  if (gpu) {
+    st = spx__amg_gpu_rap(m, l);
+    if (st && spx__amg_gpu_fallback(m, l, st)) st = SPX_OK, gpu = 0;
+    rep->rap_gpu_ms += 1e3 * (spx__now() - t);
+  }
+  if (!st && !gpu) st = spx__amg_galerkin(L->A, L->P, L->R, &L->AP, &m->lv[l + 1].A);
   rep->rap_ms += 1e3 * (spx__now() - t);
   return st;
 }

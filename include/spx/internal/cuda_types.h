@@ -45,6 +45,10 @@ typedef struct spx__cusparseSpMatDescr *spx__cusparseSpMatDescr_t;
 typedef struct spx__cusparseDnVecDescr *spx__cusparseDnVecDescr_t;
 typedef const struct spx__cusparseSpMatDescr *spx__cusparseConstSpMatDescr_t;
 typedef const struct spx__cusparseDnVecDescr *spx__cusparseConstDnVecDescr_t;
+typedef int spx__cusparseSpGEMMAlg_t;
+typedef int spx__cusparseAction_t;
+typedef int spx__cusparseCsr2CscAlg_t;
+typedef struct spx__cusparseSpGEMMDescr *spx__cusparseSpGEMMDescr_t;
 
 /* ---- Constants ------------------------------------------------------------------------------ */
 /* Driver results spx names itself when cuGetErrorName cannot (a stub or too old a driver).
@@ -153,6 +157,9 @@ enum {
   SPX__CUSPARSE_SPMV_COO_ALG2 = 4,
   SPX__CUSPARSE_SPMV_SELL_ALG1 = 5,
   SPX__CUSPARSE_SPMV_BSR_ALG1 = 6, /* in the CUDA 13 headers, not in CUDA 12's */
+  SPX__CUSPARSE_SPGEMM_CSR_ALG_DETERMINITIC = 1, /* cuSPARSE's spelling; bitwise reproducible values */
+  SPX__CUSPARSE_ACTION_NUMERIC = 1,
+  SPX__CUSPARSE_CSR2CSC_ALG1 = 1,
   SPX__CUDA_R_32F = 0,
   SPX__CUDA_R_64F = 1,
   SPX__LIBRARY_MAJOR_VERSION = 0,
@@ -245,8 +252,11 @@ enum {
   _(0, spx__nvrtcResult, nvrtcGetLoweredName,       nvrtcGetLoweredName,       (spx__nvrtcProgram p, const char *expr, const char **lowered))
 
 /* cusparseSpMV_preprocess came with CUDA 12.4; cusparseCreateSlicedEll and cusparseCreateBsr are
- * CUDA 12 additions too (SpMV on BSR only with CUDA 13), so all three are optional. CUDA 11
- * declared the Const descriptors plain; the ABI is the same. */
+ * CUDA 12 additions too (SpMV on BSR only with CUDA 13), so all three are optional. The SpGEMM
+ * reuse API (CUDA 11.3), cusparseSpMatGetSize, cusparseCsrSetPointers and csr2cscEx2 are AMG's
+ * setup on the GPU (amg_gpu_impl.h): optional too, as without them the setup runs on the host
+ * (the report names the one missing). CUDA 11 declared the Const descriptors plain; the ABI is
+ * the same. */
 #define SPX__CUSPARSE_SYMBOLS(_)                                                                    \
   /* req  ret                    member                    exported                  params */     \
   _(1, spx__cusparseStatus_t, cusparseCreate,           cusparseCreate,           (spx__cusparseHandle_t *h)) \
@@ -266,7 +276,17 @@ enum {
   _(1, spx__cusparseStatus_t, cusparseDnVecSetValues,   cusparseDnVecSetValues,   (spx__cusparseDnVecDescr_t v, void *val)) \
   _(1, spx__cusparseStatus_t, cusparseSpMV_bufferSize,  cusparseSpMV_bufferSize,  (spx__cusparseHandle_t h, spx__cusparseOperation_t op, const void *alpha, spx__cusparseConstSpMatDescr_t a, spx__cusparseConstDnVecDescr_t x, const void *beta, spx__cusparseDnVecDescr_t y, spx__cudaDataType compute, spx__cusparseSpMVAlg_t alg, size_t *bytes)) \
   _(0, spx__cusparseStatus_t, cusparseSpMV_preprocess,  cusparseSpMV_preprocess,  (spx__cusparseHandle_t h, spx__cusparseOperation_t op, const void *alpha, spx__cusparseConstSpMatDescr_t a, spx__cusparseConstDnVecDescr_t x, const void *beta, spx__cusparseDnVecDescr_t y, spx__cudaDataType compute, spx__cusparseSpMVAlg_t alg, void *buffer)) \
-  _(1, spx__cusparseStatus_t, cusparseSpMV,             cusparseSpMV,             (spx__cusparseHandle_t h, spx__cusparseOperation_t op, const void *alpha, spx__cusparseConstSpMatDescr_t a, spx__cusparseConstDnVecDescr_t x, const void *beta, spx__cusparseDnVecDescr_t y, spx__cudaDataType compute, spx__cusparseSpMVAlg_t alg, void *buffer))
+  _(1, spx__cusparseStatus_t, cusparseSpMV,             cusparseSpMV,             (spx__cusparseHandle_t h, spx__cusparseOperation_t op, const void *alpha, spx__cusparseConstSpMatDescr_t a, spx__cusparseConstDnVecDescr_t x, const void *beta, spx__cusparseDnVecDescr_t y, spx__cudaDataType compute, spx__cusparseSpMVAlg_t alg, void *buffer)) \
+  _(0, spx__cusparseStatus_t, cusparseSpMatGetSize,     cusparseSpMatGetSize,     (spx__cusparseConstSpMatDescr_t m, int64_t *rows, int64_t *cols, int64_t *nnz)) \
+  _(0, spx__cusparseStatus_t, cusparseCsrSetPointers,   cusparseCsrSetPointers,   (spx__cusparseSpMatDescr_t m, void *row_ptr, void *col_idx, void *val)) \
+  _(0, spx__cusparseStatus_t, cusparseSpGEMM_createDescr, cusparseSpGEMM_createDescr, (spx__cusparseSpGEMMDescr_t *d)) \
+  _(0, spx__cusparseStatus_t, cusparseSpGEMM_destroyDescr, cusparseSpGEMM_destroyDescr, (spx__cusparseSpGEMMDescr_t d)) \
+  _(0, spx__cusparseStatus_t, cusparseSpGEMMreuse_workEstimation, cusparseSpGEMMreuse_workEstimation, (spx__cusparseHandle_t h, spx__cusparseOperation_t opa, spx__cusparseOperation_t opb, spx__cusparseConstSpMatDescr_t a, spx__cusparseConstSpMatDescr_t b, spx__cusparseSpMatDescr_t c, spx__cusparseSpGEMMAlg_t alg, spx__cusparseSpGEMMDescr_t d, size_t *bytes1, void *buf1)) \
+  _(0, spx__cusparseStatus_t, cusparseSpGEMMreuse_nnz,  cusparseSpGEMMreuse_nnz,  (spx__cusparseHandle_t h, spx__cusparseOperation_t opa, spx__cusparseOperation_t opb, spx__cusparseConstSpMatDescr_t a, spx__cusparseConstSpMatDescr_t b, spx__cusparseSpMatDescr_t c, spx__cusparseSpGEMMAlg_t alg, spx__cusparseSpGEMMDescr_t d, size_t *bytes2, void *buf2, size_t *bytes3, void *buf3, size_t *bytes4, void *buf4)) \
+  _(0, spx__cusparseStatus_t, cusparseSpGEMMreuse_copy, cusparseSpGEMMreuse_copy, (spx__cusparseHandle_t h, spx__cusparseOperation_t opa, spx__cusparseOperation_t opb, spx__cusparseConstSpMatDescr_t a, spx__cusparseConstSpMatDescr_t b, spx__cusparseSpMatDescr_t c, spx__cusparseSpGEMMAlg_t alg, spx__cusparseSpGEMMDescr_t d, size_t *bytes5, void *buf5)) \
+  _(0, spx__cusparseStatus_t, cusparseSpGEMMreuse_compute, cusparseSpGEMMreuse_compute, (spx__cusparseHandle_t h, spx__cusparseOperation_t opa, spx__cusparseOperation_t opb, const void *alpha, spx__cusparseConstSpMatDescr_t a, spx__cusparseConstSpMatDescr_t b, const void *beta, spx__cusparseSpMatDescr_t c, spx__cudaDataType compute, spx__cusparseSpGEMMAlg_t alg, spx__cusparseSpGEMMDescr_t d)) \
+  _(0, spx__cusparseStatus_t, cusparseCsr2cscEx2_bufferSize, cusparseCsr2cscEx2_bufferSize, (spx__cusparseHandle_t h, int m, int n, int nnz, const void *csr_val, const int *csr_row_ptr, const int *csr_col_ind, void *csc_val, int *csc_col_ptr, int *csc_row_ind, spx__cudaDataType val_type, spx__cusparseAction_t copy_values, spx__cusparseIndexBase_t base, spx__cusparseCsr2CscAlg_t alg, size_t *bytes)) \
+  _(0, spx__cusparseStatus_t, cusparseCsr2cscEx2,       cusparseCsr2cscEx2,       (spx__cusparseHandle_t h, int m, int n, int nnz, const void *csr_val, const int *csr_row_ptr, const int *csr_col_ind, void *csc_val, int *csc_col_ptr, int *csc_row_ind, spx__cudaDataType val_type, spx__cusparseAction_t copy_values, spx__cusparseIndexBase_t base, spx__cusparseCsr2CscAlg_t alg, void *buffer))
 
 /* The function tables: one pointer per symbol, in list order. */
 #define SPX__SYM_MEMBER(req, ret, member, exported, params) ret(*member) params;
