@@ -1593,7 +1593,7 @@ static void test_gpu_setup_update(void **state) {
   x1 = gpu_pcg(g, mg, a2, b, 1, &it1);
   x2 = gpu_pcg(g, fg, a2, b, 1, &it2);
   assert_int_equal(it1, it2);
-  if (memcmp(x1, x2, (size_t)n * 8)) fail_msg("AMG-PCG after a GPU update differs from a fresh GPU setup's");
+  if (memcmp(x1, x2, (size_t)n * 8)) fail_msg("%s", "AMG-PCG after a GPU update differs from a fresh GPU setup's");
   free(x1);
   free(x2);
   mh = gpu_setup_make(g, a, &o, 0);
