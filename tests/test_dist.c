@@ -541,6 +541,75 @@ static void test_mismatched_communicator(void **state) {
   spx_csr_destroy(a);
 }
 
+/* The CUDA backend's SpMV (device x and y, the halo through pinned host buffers), every rank on
+ * the node's device 0, against the global host SpMV: a Poisson matrix and the anti-diagonal one
+ * whose rows read only other ranks' columns, y = 2 A x + 0.5 y. */
+static void test_gpu_spmv(void **state) {
+  spx_context *ctx = NULL;
+  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  int k, ok = spx_device_count() > 0 && spx_context_create(&co, &ctx) == SPX_OK;
+  (void)state;
+  if (!all_ok(ok)) { /* every rank skips, or none */
+    spx_context_destroy(ctx);
+    spx_clear_error();
+    skip();
+  }
+  for (k = 0; k < 2; k++) {
+    spx_csr *a = NULL;
+    spx_dist_options o = dist_options();
+    spx_dist_matrix *d = NULL;
+    spx_dist_info in;
+    spx_devptr dx = 0, dy = 0;
+    double *x, *y0, *ref, *y;
+    int64_t n, i;
+    spx_status st;
+    if (k == 0) assert_int_equal(spx_gen_poisson3d(14, 13, 12, 7, SPX_DOUBLE, &a), SPX_OK);
+    else {
+      const int64_t m = 97;
+      int32_t *r = malloc(sizeof(int32_t) * m), *c = malloc(sizeof(int32_t) * m);
+      double *v = malloc(sizeof(double) * m);
+      assert_true(r && c && v);
+      for (i = 0; i < m; i++) { r[i] = (int32_t)i; c[i] = (int32_t)(m - 1 - i); v[i] = 1.0 + (double)i; }
+      assert_int_equal(spx_csr_from_coo(m, m, m, r, c, v, SPX_DOUBLE, &a), SPX_OK);
+      free(r); free(c); free(v);
+    }
+    n = a->nrows;
+    o.plan.backend = SPX_BACKEND_CUDA;
+    o.ctx = ctx;
+    st = spx_dist_scatter(MPI_COMM_WORLD, 0, g_rank == 0 ? a : NULL, &o, &d);
+    if (st) fprintf(g_diag, "rank %d: scatter on CUDA: %s\n", g_rank, spx_last_error());
+    ALL_TRUE(st == SPX_OK && d);
+    spx_dist_get_info(d, &in);
+    x = shared_rand(n); y0 = shared_rand(n);
+    ref = malloc(sizeof(double) * (size_t)(n + 1)); y = malloc(sizeof(double) * (size_t)(in.nlocal + 1));
+    assert_true(ref && y);
+    memcpy(ref, y0, sizeof(double) * (size_t)n);
+    assert_int_equal(spx_csr_spmv(a, 2.0, x, 0.5, ref), SPX_OK);
+    ok = !spx_device_alloc(ctx, (size_t)(in.nlocal + 1) * 8, &dx) && !spx_device_alloc(ctx, (size_t)(in.nlocal + 1) * 8, &dy) &&
+         (!in.nlocal || (!spx_device_upload(ctx, dx, x + in.first_row, (size_t)in.nlocal * 8) &&
+                         !spx_device_upload(ctx, dy, y0 + in.first_row, (size_t)in.nlocal * 8)));
+    ALL_TRUE(ok);
+    st = spx_dist_spmv(d, 2.0, (const void *)(uintptr_t)dx, 0.5, (void *)(uintptr_t)dy);
+    if (st) fprintf(g_diag, "rank %d: spmv on CUDA: %s\n", g_rank, spx_last_error());
+    ALL_TRUE(st == SPX_OK);
+    ok = !in.nlocal || !spx_device_download(ctx, y, dy, (size_t)in.nlocal * 8);
+    for (i = 0; ok && i < in.nlocal; i++) {
+      const double want = ref[in.first_row + i];
+      if (fabs(y[i] - want) > 1e-12 * (1 + fabs(want))) {
+        fprintf(g_diag, "rank %d: case %d row %lld: %.17g on the GPU, %.17g on the host\n", g_rank, k,
+                (long long)(in.first_row + i), y[i], want);
+        ok = 0;
+      }
+    }
+    ALL_TRUE(ok);
+    spx_device_free(ctx, dx); spx_device_free(ctx, dy);
+    spx_dist_destroy(d);
+    free(x); free(y0); free(ref); free(y);
+    spx_csr_destroy(a);
+  }
+  spx_context_destroy(ctx);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_poisson),
@@ -552,6 +621,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_bad_inputs),
       cmocka_unit_test(test_precond_callback),
       cmocka_unit_test(test_mismatched_communicator),
+      cmocka_unit_test(test_gpu_spmv),
   };
   int rc;
   MPI_Init(&argc, &argv);
