@@ -282,6 +282,24 @@ spx_status spx_plan_upgrade(spx_plan *p) {
 /* ---- Selection ------------------------------------------------------------------------------- */
 /* Selection proper: analysis, candidates, strategy. Builds the plan only for trial (and auto's
  * trial). On return p->a holds the (dtype-converted) copy when the plan is not built yet. */
+/* The share of the work the column counts may cost (< 0: read them always). The trial times every
+ * candidate, so it reads them; a forced format whose prediction needs them reads them; the papers'
+ * rules (ELL, JDS, CSR: row lengths alone) and a forced format that needs none read them only where
+ * they pay, as auto does: a per-step plan (MPS) then skips a pass its choice never uses. A staged
+ * plan has its sample from beside the upload. */
+static double spx__plan_cols_share(const spx_plan_options *o) {
+  spx_format f;
+  if (o->strategy == SPX_PLAN_TRIAL && !o->force) return -1.0;
+  if (o->force && !spx__plan_names_cusparse(o->force)) {
+    if (spx_format_from_name(o->force, &f) != SPX_OK) {
+      spx_clear_error();
+      return -1.0; /* not a format: spx__plan_forced names the problem */
+    }
+    if (spx__plan_reads_columns(f)) return -1.0;
+  }
+  return o->trial_share;
+}
+
 spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_options *o) {
   spx_plan_device dev;
   spx_csr *a = NULL;
@@ -369,11 +387,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
   if ((s = spx__plan_candidates(use, rowsp, &dev, o->expected_calls, limit,
                                 spx__plan_has_cusparse(p) ? (spx__plan_names_cusparse(o->force) ? 2 : 1) : 0,
                                 p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand, &p->params,
-                                /* a forced candidate, the trial and the papers' rules read them
-                                 * always (they convert or time every candidate, or need no model);
-                                 * a staged plan has its sample from beside the upload */
-                                o->force || o->strategy == SPX_PLAN_TRIAL || o->strategy == SPX_PLAN_KUBOTA ||
-                                        o->strategy == SPX_PLAN_MPS ? -1.0 : o->trial_share)))
+                                spx__plan_cols_share(o))))
     goto fail;
   SPX__PLAN_TRACE("model");
   if ((s = spx__plan_strategy(p, use, o))) goto fail;

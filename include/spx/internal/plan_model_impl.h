@@ -188,6 +188,8 @@ static const spx__plan_model *spx__plan_model_of(spx_format f) {
                                                                              : &spx__plan_model_none;
 }
 
+int spx__plan_reads_columns(spx_format f) { return spx__plan_model_of(f)->cols; }
+
 spx_status spx_format_set_model(spx_format f, const spx_format_model *m) {
   int e = (int)f - SPX_FORMAT_COUNT;
   if (!spx_format_info(f)) return spx__fail(SPX_INVALID_ARGUMENT, "spx_format_set_model: unknown format %d", (int)f);

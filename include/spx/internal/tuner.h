@@ -178,6 +178,9 @@ spx_status spx__plan_time_sampled(spx_plan *p, int reps, double sample_ms, doubl
 /* The plan's diagonal without a copy (NULL: none kept); the solvers' Jacobi. */
 const double *spx__plan_diag_kept(const spx_plan *p);
 
+/* Whether format f's prediction needs the column counts (its model's cols). */
+int spx__plan_reads_columns(spx_format f);
+
 /* ---- plan_strategy_impl.h: the strategies ---------------------------------------------------- */
 /* Whether candidate i exists, fits and has a prediction. */
 int spx__plan_usable(const spx_plan *p, int i);
