@@ -21,7 +21,10 @@
  *           conversion / expected_calls; a converted format must score convert_margin below the
  *           CSR baseline.
  *   auto    model, then a trial of the model's best two when that trial costs little next to the
- *           work expected_calls SpMVs will do.
+ *           work expected_calls SpMVs will do. Where the best kernel is predicted within a few
+ *           launch latencies (latency-bound: the formats differ by less than the model's error),
+ *           a quick trial of the model's ranked candidates instead, as far down the ranking as
+ *           trial_share of the work pays for (trial_gap does not apply there).
  * A heuristic's choice that is not a candidate (does not fit the memory limit; cuSPARSE on the
  * host backend) falls back, and the reason says so.
  *
@@ -67,7 +70,7 @@ extern "C" {
 /* Strategies. ORDER: the order `spx select` lists them; AUTO first (the default, 0).
  *  _(ENUM_SUFFIX, "name",   "what it does") */
 #define SPX_PLAN_STRATEGIES(_)                                                                 \
-  _(AUTO,    "auto",   "model, then a timed trial of the best two when they are close and the work makes it cheap") \
+  _(AUTO,    "auto",   "model, then a timed trial of the best candidates where the work makes it cheap") \
   _(KUBOTA,  "kubota", "B/R thresholds of the selection paper (ELL, JDS, cuSPARSE CSR)")         \
   _(MPS,     "mps",    "B/R thresholds retuned by the MPS thesis (5-1)")                         \
   _(TRIAL,   "trial",  "convert, run and time every candidate; keep the fastest")              \
@@ -157,7 +160,8 @@ typedef struct spx_plan_options {
                                * work [0.02] */
   double trial_gap;           /* auto: and only when the runner-up's predicted time is within this
                                * factor of the best's [1.1]: past it the model's ranking stands
-                               * (its error is smaller than that gap); <= 1: never a trial */
+                               * (its error is smaller than that gap); <= 1: never a trial of the
+                               * best two (latency-bound kernels' quick trial ignores it) */
   double convert_margin;      /* auto and model: a format that converts the matrix must score at
                                * least this share below the best CSR baseline (spx's CSR kernel
                                * or cuSPARSE) to be chosen: the model's error on small kernels is
