@@ -504,33 +504,47 @@ static void test_convert_margin(void **state) {
 
 /* The column profile is read only when its priced cost is a small share (trial_share) of the work
  * the expected SpMVs do: for a few calls the formats that need it are not modelled (and say so),
- * for many they are; a forced column format always reads it. */
+ * for many they are; a forced column format always reads it, a forced ELL and the mps rule (row
+ * lengths alone) only where it pays. */
 static void test_columns_priced(void **state) {
+  /* per case: expected calls, forced name, strategy, whether the column formats are modelled */
+  static const struct {
+    int64_t calls;
+    const char *force;
+    spx_plan_strategy st;
+    int modelled;
+    spx_format want;
+  } cases[] = {
+      {10, NULL, SPX_PLAN_MODEL, 0, SPX_FORMAT_COUNT},
+      {100000000, NULL, SPX_PLAN_MODEL, 1, SPX_FORMAT_COUNT},
+      {10, "sell", SPX_PLAN_MODEL, 1, SPX_FORMAT_SELL}, /* a forced format that needs them reads them */
+      {10, "ell", SPX_PLAN_MODEL, 0, SPX_FORMAT_ELL},   /* one that needs none does not */
+      {10, NULL, SPX_PLAN_MPS, 0, SPX_FORMAT_COUNT},    /* nor the papers' rules (row lengths alone) */
+  };
   spx_csr *a;
-  static const int64_t calls[] = {10, 100000000};
-  int k;
+  size_t k;
   (void)state;
   assert_int_equal(spx_gen_poisson3d(20, 20, 20, 7, SPX_DOUBLE, &a), SPX_OK);
-  for (k = 0; k < 3; k++) {
+  for (k = 0; k < sizeof cases / sizeof *cases; k++) {
     spx_plan_options o;
     spx_plan *p;
     const spx_plan_candidate *c;
     int n, i, seen = 0;
     spx_plan_options_default(&o);
-    o.backend = SPX_BACKEND_HOST; o.strategy = SPX_PLAN_MODEL; o.no_calibrate = 1;
-    o.expected_calls = calls[k == 2 ? 0 : k];
-    if (k == 2) o.force = "sell";
+    o.backend = SPX_BACKEND_HOST; o.strategy = cases[k].st; o.no_calibrate = 1;
+    o.expected_calls = cases[k].calls;
+    o.force = cases[k].force;
     assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
     c = spx_plan_candidates(p, &n);
     for (i = 0; i < n; i++) {
       const char *nm = spx_format_name(c[i].format);
       if (strcmp(nm, "sell") && strcmp(nm, "bsr") && strcmp(nm, "rbp_csr")) continue;
       seen++;
-      if (k == 0) {
+      if (!cases[k].modelled) {
         assert_true(c[i].predicted_us < 0 && !c[i].fits);
         assert_non_null(strstr(c[i].note, "not modelled"));
-      } else {
-        if (!(c[i].predicted_us > 0)) fail_msg("%s at %lld calls: %s", nm, (long long)o.expected_calls, c[i].note);
+      } else if (!(c[i].predicted_us > 0)) {
+        fail_msg("%s at %lld calls: %s", nm, (long long)o.expected_calls, c[i].note);
       }
     }
     assert_int_equal(seen, 3);
@@ -538,7 +552,7 @@ static void test_columns_priced(void **state) {
                             spx_plan_format(p) == SPX_FORMAT_ELL_R || spx_plan_format(p) == SPX_FORMAT_JDS ||
                             spx_plan_format(p) == SPX_FORMAT_HYB || spx_plan_format(p) == SPX_FORMAT_COO ||
                             spx_plan_format(p) == SPX_FORMAT_SS);
-    if (k == 2) assert_int_equal(spx_plan_format(p), SPX_FORMAT_SELL);
+    if (cases[k].want != SPX_FORMAT_COUNT) assert_int_equal(spx_plan_format(p), cases[k].want);
     spx_plan_destroy(p);
   }
   spx_csr_destroy(a);
