@@ -141,14 +141,14 @@ done
 # cross-process copy that containers forbid); timeout turns a hang into a failure.
 # Under ASan, Open MPI's own allocations that outlive MPI_Finalize are suppressed by library
 # (tests/data/lsan_mpi.supp); full unwinding and kept plugins let the suppressions see those frames.
-mpi_run() { # $1 = ranks, $2 = program
+mpi_run() { # $1 = ranks, $2 = program, the rest its arguments
   local root=() san=()
   [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
   case "$2" in */clang_san/*) san=(env "ASAN_OPTIONS=$ASAN_OPTIONS:fast_unwind_on_malloc=0"
     "LSAN_OPTIONS=suppressions=$PWD/tests/data/lsan_mpi.supp:print_suppressions=0"
     OMPI_MCA_mca_base_component_disable_dlclose=1) ;; esac
   "${san[@]}" env OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 300 \
-    mpirun -np "$1" --oversubscribe "${root[@]}" "$2"
+    mpirun -np "$1" --oversubscribe "${root[@]}" "${@:2}"
 }
 mpi_missing() { echo "MPI not installed (no mpirun): spx/dist.h's tests need Open MPI (build/bootstrap.sh installs it)"; return 77; }
 mpi_unbuilt() { echo "mpirun is here but $out/mpi_test_dist was not built: gn args need spx_with_mpi = true (build/bootstrap.sh)"; return 1; }
@@ -158,6 +158,17 @@ if [ -x "$out/mpi_test_dist" ]; then
     tc=${dir#"$out"}; tc=${tc#/}
     for np in 1 2 4; do run "${tc:+$tc/}mpi_test_dist -np $np" mpi_run "$np" "$dir/mpi_test_dist"; done
   done
+  # spx solve under mpirun: the distributed CG on 2 ranks converges and reports both ranks; a
+  # one-process option it does not take is a usage error (exit 2) on every rank
+  mpi_cli() {
+    local o
+    o=$(mpi_run 2 "$out/spx" solve gen:poisson7:12 --method cg) || { echo "$o"; return 1; }
+    echo "$o"
+    echo "$o" | grep -q "on 2 ranks" && echo "$o" | grep -q "converged" && echo "$o" | grep -qE "^ +1 +[0-9]+ " || return 1
+    mpi_run 2 "$out/spx" solve gen:poisson7:12 --precond amg >/dev/null 2>&1
+    [ $? -ne 0 ]
+  }
+  run "spx solve under mpirun -np 2" mpi_cli
 elif command -v mpirun >/dev/null; then
   run "mpi_test_dist (not built)" mpi_unbuilt
 else

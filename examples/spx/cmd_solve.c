@@ -181,7 +181,9 @@ const char *const spx_cli_solve_help[] = {
     "gen:aniso7:N (z couplings 1e-4 of x and y), gen:elasticity:N, gen:powerlaw:N, or any spec bench takes (rep:FILE:NNZ ...); it must be "
     "square. Prints the iterations, the residual recomputed from scratch, setup vs iteration time "
     "and the time per iteration against its bandwidth bound. On a GPU the same solve also runs on a "
-    "cuSPARSE plan, side by side, after a 2-iteration warm-up on each.",
+    "cuSPARSE plan, side by side, after a 2-iteration warm-up on each. Under mpirun (spx built with "
+    "MPI) the matrix is read on rank 0 and distributed by rows (spx/dist.h), and cg, pcg or bicgstab "
+    "runs on the host backend of every rank; the report adds each rank's rows, halo and time.",
     "--rhs FILE\tthe right-hand side, an N x 1 Matrix Market file (default: b = A * ones, so the "
     "exact solution is all ones)",
     "--ones\tb = all ones instead of A * ones",
@@ -230,6 +232,12 @@ int spx_cli_solve(int argc, char **argv) {
   enum { max_reps = 9 };
   solve_run *runs = NULL, *css = NULL, run, cs;
   double *b = NULL;
+#if defined(SPX_CLI_MPI)
+  { /* under mpirun: the distributed solve (cmd_solve_mpi.c) */
+    int handled = 0, rc = spx_cli_solve_mpi(argc, argv, &handled);
+    if (handled) return rc;
+  }
+#endif
   spx_amg_options_default(&amg);
   for (k = 1; k < argc; k++) {
     if ((v = spx_cli_opt(argc, argv, &k, "--rhs"))) rhs = v;

@@ -2,6 +2,9 @@
 /* spx: the command-line face of the library. `spx` alone runs the main job (spx run). */
 #define SPX_IMPLEMENTATION
 #include <spx/spx.h>
+#if defined(SPX_CLI_MPI)
+#include <spx/dist.h> /* the distributed part, for spx solve under mpirun */
+#endif
 
 #include <ctype.h>
 #include <errno.h>
