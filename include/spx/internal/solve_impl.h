@@ -7,87 +7,15 @@
 #include "dmatrix.h" /* the plan trace */
 #include "tuner.h"   /* the plan's diagonal */
 #include "../solve.h"
+#include "solve_host.h"
 #include "../cuda.h"
 #include "../jit.h"
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
 
-/* The device state, indices into double st[SPX__ST_COUNT]. ORDER: the same as the SPX_ST_* of
- * templates/krylov.cu. */
-#define SPX__ST_DONE 0
-#define SPX__ST_STATUS 1
-#define SPX__ST_IT 2
-#define SPX__ST_FINISH 3
-#define SPX__ST_TOL2 4
-#define SPX__ST_BB 5
-#define SPX__ST_RR 6
-#define SPX__ST_RZ 7
-#define SPX__ST_ALPHA 8
-#define SPX__ST_BETA 9
-#define SPX__ST_OMEGA 10
-#define SPX__ST_R0N2 11
-#define SPX__ST_SS 12
-#define SPX__ST_BAD 13
-#define SPX__ST_OUT 14
-#define SPX__ST_COUNT 17
-
-/* Why a solve stopped; the same codes as SPX_KS_* of templates/krylov.cu. */
-enum {
-  SPX__KS_RUNNING = 0,
-  SPX__KS_CONVERGED = 1,
-  SPX__KS_NOT_SPD = 2,
-  SPX__KS_PREC_NOT_SPD = 3,
-  SPX__KS_NONFINITE = 4,
-  SPX__KS_RHO = 5,
-  SPX__KS_R0V = 6,
-  SPX__KS_OMEGA = 7,
-  SPX__KS_GAP = 8 /* host side: the recurrence passed, the recomputed residual did not */
-};
-
-/* Restarts from x when the recurrence passed the tolerance and the recomputed residual did not. */
-#define SPX__RESTARTS 3
-
-/* BiCGSTAB breakdown: |x| <= SPX__KRY_EPS times the norms (SPX_KRY_EPS in the template). */
-#define SPX__KRY_EPS 1e-14
-/* Threads per block of every krylov kernel (SPX_BLOCK). */
-#define SPX__KRY_BLOCK 256
-/* Host reductions: fixed chunks, so the sums do not depend on the thread count. */
-#define SPX__HCHUNK 8192
-
-enum { SPX__SOLVE_CG, SPX__SOLVE_PCG_JACOBI, SPX__SOLVE_BICGSTAB };
 static const char *const spx__solve_names[] = {"cg", "pcg_jacobi", "bicgstab"};
 
-/* The kernels of templates/krylov.cu. _(ENUM, "kernel name") */
-#define SPX__KRY_KERNELS(_)              \
-  _(DOT2,     "spx_kry_dot2")            \
-  _(COPY,     "spx_kry_copy")            \
-  _(DINV,     "spx_kry_dinv")            \
-  _(RESID,    "spx_kry_resid")           \
-  _(SUM,      "spx_kry_sum")             \
-  _(CG_INIT,  "spx_kry_cg_init")         \
-  _(CG_START, "spx_kry_cg_start")        \
-  _(CG_ALPHA, "spx_kry_cg_alpha")        \
-  _(CG_R,     "spx_kry_cg_r")            \
-  _(CG_BETA,  "spx_kry_cg_beta")         \
-  _(CG_RZ,    "spx_kry_cg_rz")           \
-  _(CG_XP,    "spx_kry_cg_xp")           \
-  _(BI_INIT,  "spx_kry_bicg_init")       \
-  _(BI_START, "spx_kry_bicg_start")      \
-  _(BI_ALPHA, "spx_kry_bicg_alpha")      \
-  _(BI_S,     "spx_kry_bicg_s")          \
-  _(BI_HALF,  "spx_kry_bicg_half")       \
-  _(BI_OMEGA, "spx_kry_bicg_omega")      \
-  _(BI_XR,    "spx_kry_bicg_xr")         \
-  _(BI_R,     "spx_kry_bicg_r")          \
-  _(BI_P,     "spx_kry_bicg_p")
-
-enum {
-#define SPX__KRY_ENUM(e, name) SPX__K_##e,
-  SPX__KRY_KERNELS(SPX__KRY_ENUM)
-#undef SPX__KRY_ENUM
-  SPX__K_COUNT
-};
 static const char *const spx__kry_names[] = {
 #define SPX__KRY_NAME(e, name) name,
     SPX__KRY_KERNELS(SPX__KRY_NAME)
@@ -102,35 +30,6 @@ void spx_solve_options_default(spx_solve_options *o) {
   o->maxit = 1000;
   o->upgrade_at = -1;
 }
-
-/* One solve in progress. */
-typedef struct spx__solver {
-  spx_plan *A;
-  spx_context *ctx;
-  int method, cuda, f;       /* f: 1 for float vectors */
-  int64_t n, nchunks;
-  size_t vs;
-  spx_solve_options o;
-  spx_solve_report *rep;
-  double *diag;              /* Jacobi on the host: 1 / a_ii (double) */
-  int jacobi;                /* Jacobi (on the GPU: dv[4] = 1 / a_ii, made there from the plan's diagonal) */
-  /* Host twin */
-  double *hpart;             /* 3 per chunk */
-  void *hv[8];
-  /* GPU */
-  void *fn[SPX__K_COUNT];
-  unsigned grid;
-  spx_devptr dv[9], part, st, hist, bd, xd;
-  void *hb, *hx;             /* host: b and x scaled, when they had to be (spx__scale_of) */
-  spx_devptr sb, sx;         /* the same on the GPU */
-  double scale;              /* the power of two b and x were multiplied by (1: none) */
-  int64_t hcap;
-  double hst[SPX__ST_COUNT];
-  int64_t it0;               /* iterations before this run (restarts) */
-  int restarts, why;
-  double r0;                 /* ||r|| at the start of this run (the deferred plan's rate) */
-  int64_t next_check;        /* the deferred plan's next look at the rate */
-} spx__solver;
 
 static int spx__finite(double x) { return x - x == 0.0; }
 static double spx__fabs(double x) { return x < 0 ? -x : x; }
@@ -170,7 +69,7 @@ static double spx__vmaxabs(const void *v, int f, int64_t n) {
 }
 
 /* The report in the caller's units: norms and the history divided by the scale, and a note. */
-static void spx__solve_unscale(spx__solver *s) {
+void spx__solve_unscale(spx__solver *s) {
   spx_solve_report *r = s->rep;
   const double u = 1.0 / s->scale;
   int64_t i, nh = s->o.history_len > 0 ? SPX__MIN(r->iterations + 1, s->o.history_len) : 0;
@@ -238,8 +137,9 @@ static spx_status spx__solve_end(spx__solver *s, int why, double bad, int64_t it
   }
   r->iterations = it;
   r->status = st;
-  snprintf(r->message, sizeof r->message, "%s", msg);
-  if (st) spx__fail(st, "%s", msg);
+  if (s->ranks > 0) snprintf(r->message, sizeof r->message, "%.236s (%d ranks)", msg, s->ranks);
+  else snprintf(r->message, sizeof r->message, "%s", msg);
+  if (st) spx__fail(st, "%s", r->message);
   return st;
 }
 
@@ -276,7 +176,8 @@ static double spx__rd(int f, double x) { return f ? (double)(float)x : x; }
     }                                                                                            \
   }
 
-static void spx__hsum(const spx__solver *s, double out[3]) {
+/* The chunks' sums in chunk order, then (ops) over the processes; a failure stops the solve. */
+static spx_status spx__hsum(spx__solver *s, double out[3]) {
   int64_t c;
   out[0] = out[1] = out[2] = 0;
   for (c = 0; c < s->nchunks; c++) {
@@ -284,17 +185,18 @@ static void spx__hsum(const spx__solver *s, double out[3]) {
     out[1] += s->hpart[3 * c + 1];
     out[2] += s->hpart[3 * c + 2];
   }
+  return s->ops ? s->ops->sum(s, out) : SPX_OK;
 }
 
 /* Terms a.b and b.c (c may be NULL). */
-static void spx__h_dot2(spx__solver *s, const void *a, const void *b, const void *c, double out[3]) {
+static spx_status spx__h_dot2(spx__solver *s, const void *a, const void *b, const void *c, double out[3]) {
   const int f = s->f;
   SPX__HLOOP_BEGIN(s)
     double bi = spx__vld(b, f, i);
     s0 += spx__vld(a, f, i) * bi;
     if (c) s1 += bi * spx__vld(c, f, i);
   SPX__HLOOP_END
-  spx__hsum(s, out);
+  return spx__hsum(s, out);
 }
 
 /* Natural logarithm of x > 0 without libm (users link -ldl -lz only): x = m 2^e with m in [1, 2),
@@ -350,6 +252,7 @@ static void spx__solve_adapt(spx__solver *s, int64_t it, double res) {
 static spx_status spx__h_precond(spx__solver *s, const void *r, void *z) {
   spx_status st;
   s->rep->precond_calls++;
+  if (s->ops) return s->ops->precond(s, r, z);
   if ((st = s->o.precond(s->o.precond_data, r, z)))
     return spx__wrap(st, "%s: the preconditioner callback failed", spx__solve_names[s->method]);
   return SPX_OK;
@@ -357,7 +260,7 @@ static spx_status spx__h_precond(spx__solver *s, const void *r, void *z) {
 
 static spx_status spx__h_spmv(spx__solver *s, const void *x, void *y) {
   s->rep->spmvs++;
-  return spx_plan_spmv(s->A, 1.0, x, 0.0, y);
+  return s->ops ? s->ops->spmv(s, x, y) : spx_plan_spmv(s->A, 1.0, x, 0.0, y);
 }
 
 /* CG; with s->diag Jacobi, with o.precond the callback. hv: r, p, q, z. */
@@ -378,7 +281,7 @@ static spx_status spx__h_cg(spx__solver *s, const void *b, void *x) {
     s1 += bi * bi;
     s2 += rd * zd;
   SPX__HLOOP_END
-  spx__hsum(s, t);
+  if ((st = spx__hsum(s, t))) return st;
   tol2 = SPX__MAX(s->o.rtol * s->o.rtol * t[1], s->o.atol * s->o.atol);
   rep->bnorm = spx__sqrt(t[1]);
   rep->tol = spx__sqrt(tol2);
@@ -390,7 +293,7 @@ static spx_status spx__h_cg(spx__solver *s, const void *b, void *x) {
   rz = t[2];
   if (cb) {
     if ((st = spx__h_precond(s, r, z))) return st;
-    spx__h_dot2(s, r, z, NULL, t);
+    if ((st = spx__h_dot2(s, r, z, NULL, t))) return st;
     rz = t[0];
     memcpy(p, z, (size_t)s->n * s->vs);
   }
@@ -399,7 +302,7 @@ static spx_status spx__h_cg(spx__solver *s, const void *b, void *x) {
     double rr, rzn;
     int finish;
     if ((st = spx__h_spmv(s, p, q))) return st;
-    spx__h_dot2(s, p, q, NULL, t);
+    if ((st = spx__h_dot2(s, p, q, NULL, t))) return st;
     if (!(t[0] > 0) || !spx__finite(t[0])) return spx__solve_end(s, SPX__KS_NOT_SPD, t[0], it);
     alpha = rz / t[0];
     SPX__HLOOP_BEGIN(s)
@@ -408,7 +311,7 @@ static spx_status spx__h_cg(spx__solver *s, const void *b, void *x) {
       s0 += rd * rd;
       s1 += dinv ? rd * dinv[i] * rd : rd * rd;
     SPX__HLOOP_END
-    spx__hsum(s, t);
+    if ((st = spx__hsum(s, t))) return st;
     rr = t[0];
     it++;
     rep->resid = spx__sqrt(rr);
@@ -419,7 +322,7 @@ static spx_status spx__h_cg(spx__solver *s, const void *b, void *x) {
     else if (!spx__finite(rr)) return spx__solve_end(s, SPX__KS_NONFINITE, rr, it);
     else if (cb) {
       if ((st = spx__h_precond(s, r, z))) return st;
-      spx__h_dot2(s, r, z, NULL, t);
+      if ((st = spx__h_dot2(s, r, z, NULL, t))) return st;
       rzn = t[0];
     }
     if (!finish && (!(rzn > 0) || !spx__finite(rzn))) finish = SPX__KS_PREC_NOT_SPD;
@@ -460,7 +363,7 @@ static spx_status spx__h_bicgstab(spx__solver *s, const void *b, void *x) {
     s0 += rd * rd;
     s1 += bi * bi;
   SPX__HLOOP_END
-  spx__hsum(s, d);
+  if ((st = spx__hsum(s, d))) return st;
   tol2 = SPX__MAX(s->o.rtol * s->o.rtol * d[1], s->o.atol * s->o.atol);
   rep->bnorm = spx__sqrt(d[1]);
   rep->tol = spx__sqrt(tol2);
@@ -474,7 +377,7 @@ static spx_status spx__h_bicgstab(spx__solver *s, const void *b, void *x) {
     double rr, rhon;
     if (cb && (st = spx__h_precond(s, p, ph))) return st;
     if ((st = spx__h_spmv(s, ph, v))) return st;
-    spx__h_dot2(s, r0, v, v, d);
+    if ((st = spx__h_dot2(s, r0, v, v, d))) return st;
     if (!spx__finite(d[0]) || !spx__finite(d[1]) || spx__fabs(d[0]) <= SPX__KRY_EPS * spx__sqrt(r0n2 * d[1]))
       return spx__solve_end(s, SPX__KS_R0V, d[0], it);
     alpha = rho / d[0];
@@ -483,7 +386,7 @@ static spx_status spx__h_bicgstab(spx__solver *s, const void *b, void *x) {
       spx__vst(r, f, i, sd);
       s0 += sd * sd;
     SPX__HLOOP_END
-    spx__hsum(s, d);
+    if ((st = spx__hsum(s, d))) return st;
     ss = d[0];
     if (ss <= tol2 || !spx__finite(ss)) {
       if (!spx__finite(ss)) return spx__solve_end(s, SPX__KS_NONFINITE, ss, it);
@@ -497,7 +400,7 @@ static spx_status spx__h_bicgstab(spx__solver *s, const void *b, void *x) {
     }
     if (cb && (st = spx__h_precond(s, r, sh))) return st;
     if ((st = spx__h_spmv(s, sh, t))) return st;
-    spx__h_dot2(s, r, t, t, d);
+    if ((st = spx__h_dot2(s, r, t, t, d))) return st;
     if (!(d[1] > 0) || !spx__finite(d[0]) || !spx__finite(d[1]) || spx__fabs(d[0]) <= SPX__KRY_EPS * spx__sqrt(d[1] * ss)) {
       SPX__HLOOP_BEGIN(s)
         spx__vst(x, f, i, spx__vld(x, f, i) + alpha * spx__vld(ph, f, i));
@@ -514,7 +417,7 @@ static spx_status spx__h_bicgstab(spx__solver *s, const void *b, void *x) {
       s0 += spx__vld(r0, f, i) * rd;
       s1 += rd * rd;
     SPX__HLOOP_END
-    spx__hsum(s, d);
+    if ((st = spx__hsum(s, d))) return st;
     rhon = d[0];
     rr = d[1];
     it++;
@@ -545,7 +448,7 @@ static spx_status spx__h_true_resid(spx__solver *s, const void *b, const void *x
     double dd = spx__vld(b, f, i) - spx__vld(q, f, i);
     s0 += dd * dd;
   SPX__HLOOP_END
-  spx__hsum(s, t);
+  if ((st = spx__hsum(s, t))) return st;
   *out = spx__sqrt(t[0]);
   return SPX_OK;
 }
@@ -567,26 +470,36 @@ static int spx__solve_restart(spx__solver *s, spx_status *st) {
   return 0;
 }
 
-static spx_status spx__solve_host(spx__solver *s, const void *b, void *x) {
-  spx_solve_report *rep = s->rep;
+/* The host twin's workspace: the chunks' partial sums and the method's vectors. */
+spx_status spx__solve_host_alloc(spx__solver *s) {
   int nv = s->method == SPX__SOLVE_BICGSTAB ? 7 : 4, k;
-  spx_status st = SPX_OK, st2;
-  double t0 = spx__now(), t1;
-  void *xu = x; /* the caller's x, when the solve runs on a scaled copy */
   s->nchunks = (s->n + SPX__HCHUNK - 1) / SPX__HCHUNK;
   if (!(s->hpart = (double *)spx__calloc((size_t)(3 * s->nchunks + 3), sizeof(double)))) return SPX_OUT_OF_MEMORY;
   for (k = 0; k < nv; k++)
     if (!(s->hv[k] = spx__alloc((size_t)s->n + 1, s->vs))) return SPX_OUT_OF_MEMORY;
-  if ((s->scale = spx__scale_of(spx__vmaxabs(b, s->f, s->n))) != 1) {
+  return SPX_OK;
+}
+
+spx_status spx__solve_host(spx__solver *s, const void *b, void *x) {
+  spx_solve_report *rep = s->rep;
+  spx_status st = SPX_OK, st2;
+  double t0 = spx__now(), t1, m;
+  void *xu = x; /* the caller's x, when the solve runs on a scaled copy */
+  if (!s->hpart && (st = spx__solve_host_alloc(s))) return st;
+  m = spx__vmaxabs(b, s->f, s->n);
+  if ((s->scale = spx__scale_of(s->ops ? s->ops->max(s, m) : m)) != 1) {
     int64_t i;
-    if (!(s->hb = spx__alloc((size_t)s->n + 1, s->vs)) || !(s->hx = spx__alloc((size_t)s->n + 1, s->vs)))
-      return SPX_OUT_OF_MEMORY;
-    for (i = 0; i < s->n; i++) {
-      spx__vst(s->hb, s->f, i, s->scale * spx__vld(b, s->f, i));
-      spx__vst(s->hx, s->f, i, s->scale * spx__vld(x, s->f, i));
+    if (!(s->hb = spx__alloc((size_t)s->n + 1, s->vs)) || !(s->hx = spx__alloc((size_t)s->n + 1, s->vs))) {
+      if (!s->ops) return SPX_OUT_OF_MEMORY;
+      s->ops->keep(s, SPX_OUT_OF_MEMORY); /* the first sum stops every process */
+    } else {
+      for (i = 0; i < s->n; i++) {
+        spx__vst(s->hb, s->f, i, s->scale * spx__vld(b, s->f, i));
+        spx__vst(s->hx, s->f, i, s->scale * spx__vld(x, s->f, i));
+      }
+      b = s->hb;
+      x = s->hx;
     }
-    b = s->hb;
-    x = s->hx;
     s->o.atol *= s->scale;
   }
   t1 = spx__now();
@@ -606,7 +519,7 @@ static spx_status spx__solve_host(spx__solver *s, const void *b, void *x) {
     }
     rep->check_ms += 1e3 * (spx__now() - t0);
   } while (spx__solve_restart(s, &st));
-  if (s->scale != 1) {
+  if (s->scale != 1 && x != xu) {
     int64_t i;
     for (i = 0; i < s->n; i++) spx__vst(xu, s->f, i, spx__vld(x, s->f, i) / s->scale);
   }
