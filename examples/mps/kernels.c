@@ -8,30 +8,6 @@
 
 #include <math.h>
 
-/* Loops over particles run on OpenMP threads from MPS_PARALLEL_MIN particles up: below that a
- * parallel region costs more than the loop (and on a loaded machine a region waits for a
- * descheduled thread). The results do not depend on it. */
-#ifdef _OPENMP
-#define MPS_PARALLEL_FOR _Pragma("omp parallel for schedule(static) if (s->n >= MPS_PARALLEL_MIN)")
-#else
-#define MPS_PARALLEL_FOR
-#endif
-
-/* Neighbour candidates of particle i: the particles of the 3 x 3 cells round i's cell. The three
- * cells of one grid row are consecutive cell numbers, so each row is one contiguous range. */
-#define MPS_NEIGHBOURS(g, i, j)                                                                    \
-  for (int dy_ = -1; dy_ <= 1; dy_++)                                                              \
-    for (int32_t j = (g)->start[(g)->cell[i] + dy_ * (g)->nx - 1],                                 \
-                 end_ = (g)->start[(g)->cell[i] + dy_ * (g)->nx + 2];                              \
-         j < end_; j++)
-
-/* The weight function (2-4). Distances below 1e-3 l0 are taken as 1e-3 l0: two particles at
- * one point would give an infinite weight (collision handling keeps them apart long before). */
-static double weight(double r, double re, double l0) {
-  double rr = r > 1e-3 * l0 ? r : 1e-3 * l0;
-  return r < re ? re / rr - 1.0 : 0.0;
-}
-
 static int active(const mps_particles *s, int64_t j) { return s->type[j] != MPS_GHOST; }
 
 /* ---- explicit viscosity and gravity -------------------------------------------------------- */
@@ -44,7 +20,7 @@ static void k_explicit(const mps_view *v, int64_t i) {
   MPS_NEIGHBOURS(v->g, i, j) {
     double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dx * dx + dy * dy, w;
     if (j == i || !active(s, j) || r2 >= re2) continue;
-    w = weight(sqrt(r2), p->re_lap, p->l0);
+    w = mps_weight(sqrt(r2), p->re_lap, p->l0);
     lu += (s->u[j] - s->u[i]) * w;
     lv += (s->v[j] - s->v[i]) * w;
   }
@@ -117,7 +93,7 @@ static void k_density(const mps_view *v, int64_t i) {
   MPS_NEIGHBOURS(v->g, i, j) {
     double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dx * dx + dy * dy;
     if (j == i || !active(s, j) || r2 >= re2) continue;
-    n += weight(sqrt(r2), p->re_n, p->l0);
+    n += mps_weight(sqrt(r2), p->re_n, p->l0);
   }
   s->nd[i] = n;
   s->bc[i] = n < p->beta * p->n0_n ? MPS_BC_SURFACE : MPS_BC_INNER;
@@ -161,7 +137,7 @@ static void k_gradient(const mps_view *v, int64_t i) {
   MPS_NEIGHBOURS(v->g, i, j) {
     double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dx * dx + dy * dy, f;
     if (j == i || r2 >= re2 || r2 <= 0 || (s->type[j] != MPS_FLUID && s->type[j] != MPS_WALL)) continue;
-    f = (s->p[j] - s->pmin[i]) / r2 * weight(sqrt(r2), p->re_grad, p->l0);
+    f = (s->p[j] - s->pmin[i]) / r2 * mps_weight(sqrt(r2), p->re_grad, p->l0);
     gx += f * dx;
     gy += f * dy;
   }

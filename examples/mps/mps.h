@@ -170,4 +170,30 @@ int mps_front_csv(const char *path, const double *t, const double *z, int64_t n,
 
 double mps_now(void);
 
+/* ---- shared by the kernels (kernels.c, ppe.c) ------------------------------------------------ */
+/* Loops over particles run on OpenMP threads from MPS_PARALLEL_MIN particles up: below that a
+ * parallel region costs more than the loop (and on a loaded machine a region waits for a
+ * descheduled thread). The results do not depend on it. */
+#ifdef _OPENMP
+#define MPS_PARALLEL_FOR _Pragma("omp parallel for schedule(static) if (s->n >= MPS_PARALLEL_MIN)")
+#else
+#define MPS_PARALLEL_FOR
+#endif
+
+/* Neighbour candidates of particle i: the particles of the 3 x 3 cells round i's cell. The three
+ * cells of one grid row are consecutive cell numbers, so each row is one contiguous range. */
+#define MPS_NEIGHBOURS(g, i, j)                                                                    \
+  for (int dy_ = -1; dy_ <= 1; dy_++)                                                              \
+    for (int32_t j = (g)->start[(g)->cell[i] + dy_ * (g)->nx - 1],                                 \
+                 end_ = (g)->start[(g)->cell[i] + dy_ * (g)->nx + 2];                              \
+         j < end_; j++)
+
+/* The weight function (2-4). Distances below 1e-3 l0 are taken as 1e-3 l0: two particles at
+ * one point would give an infinite weight (collision handling keeps them apart long before). */
+static inline double mps_weight(double r, double re, double l0) {
+  double rr = r > 1e-3 * l0 ? r : 1e-3 * l0;
+  return r < re ? re / rr - 1.0 : 0.0;
+}
+
+
 #endif /* MPS_H */

@@ -11,30 +11,10 @@
 #include <string.h>
 #include <time.h>
 
-/* Loops over particles run on OpenMP threads from MPS_PARALLEL_MIN particles up: below that a
- * parallel region costs more than the loop (and on a loaded machine a region waits for a
- * descheduled thread). The results do not depend on it. */
-#ifdef _OPENMP
-#define MPS_PARALLEL_FOR _Pragma("omp parallel for schedule(static) if (s->n >= MPS_PARALLEL_MIN)")
-#else
-#define MPS_PARALLEL_FOR
-#endif
-
-#define MPS_NEIGHBOURS(g, i, j)                                                                    \
-  for (int dy_ = -1; dy_ <= 1; dy_++)                                                              \
-    for (int32_t j = (g)->start[(g)->cell[i] + dy_ * (g)->nx - 1],                                 \
-                 end_ = (g)->start[(g)->cell[i] + dy_ * (g)->nx + 2];                              \
-         j < end_; j++)
-
 double mps_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double weight(double r, double re, double l0) {
-  double rr = r > 1e-3 * l0 ? r : 1e-3 * l0;
-  return r < re ? re / rr - 1.0 : 0.0;
 }
 
 /* Pressure carriers: fluid and wall particles (dummies and ghosts have none). */
@@ -49,7 +29,7 @@ static double divergence(const mps_view *v, int64_t i) {
   MPS_NEIGHBOURS(v->g, i, j) {
     double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dx * dx + dy * dy;
     if (j == i || !carries(s, j) || r2 >= re2 || r2 <= 0) continue;
-    d += ((s->u[j] - s->u[i]) * dx + (s->v[j] - s->v[i]) * dy) / r2 * weight(sqrt(r2), p->re_grad, p->l0);
+    d += ((s->u[j] - s->u[i]) * dx + (s->v[j] - s->v[i]) * dy) / r2 * mps_weight(sqrt(r2), p->re_grad, p->l0);
   }
   return 2.0 / p->n0_grad * d;
 }
@@ -83,7 +63,7 @@ static void k_row(const mps_view *v, mps_ppe *e, int64_t i) {
       continue;
     }
     if (!carries(s, j) || r2 >= re2) continue;
-    c = a * weight(sqrt(r2), p->re_lap, p->l0);
+    c = a * mps_weight(sqrt(r2), p->re_lap, p->l0);
     diag += c;
     if (s->row[j] >= 0) {
       e->col[k] = s->row[j];
