@@ -183,6 +183,28 @@ static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, int columns, in
   return SPX_OK;
 }
 
+/* The row profile, staged on the device where the plan wants that (the device validates the CSR
+ * there), else on the host (with the full validation spx__plan_check left to the device profile).
+ * *staged (when not NULL): rows, when the device profiled them. */
+static spx_status spx__plan_rows(spx_plan *p, const spx_csr *a0, const spx_csr *use, const spx_plan_options *o,
+                                 const spx_plan_device *dev, int columns, int values, spx__pprof *rows,
+                                 spx__pprof **staged) {
+  const int want = spx__plan_stage_wanted(a0, o);
+  int done = 0;
+  spx_status s;
+  if (staged) *staged = NULL;
+  if (p->stage && p->backend == SPX_BACKEND_CUDA && dev->warp == 32 && want &&
+      (s = spx__plan_stage(p, use, columns, values, rows, &done)))
+    return s;
+  if (done) {
+    if (staged) *staged = rows;
+    return SPX_OK;
+  }
+  if (want && (s = spx_csr_validate(a0))) return s;
+  spx__plan_rowstats(use, &p->an);
+  return SPX_OK;
+}
+
 /* ---- The deferred choice --------------------------------------------------------------------- */
 /* defer: when the choice converts, start on the CSR as it is and keep the choice pending. The start
  * is spx's CSR kernel or cuSPARSE, whichever the model predicts faster, among those that convert
@@ -347,15 +369,9 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
     spx__plan_cusparse_cand(&dev, &q, vb, 0, limit, vb * (use->nrows + use->ncols), o->expected_calls, c);
     if (c->fits && spx__plan_nothing_pays(use, &dev, &q, o->expected_calls, o->trial_share, c->predicted_us)) {
       const double cs_us = c->predicted_us;
-      int staged = 0;
       /* cuSPARSE's arrays staged as a plan that profiles would (no columns: nothing else is priced):
        * the device validates them and the build wraps them */
-      if (p->stage && dev.warp == 32 && spx__plan_stage_wanted(a0, o) && (s = spx__plan_stage(p, use, 0, 1, &rows, &staged)))
-        goto fail;
-      if (!staged) {
-        if (spx__plan_stage_wanted(a0, o) && (s = spx_csr_validate(a0))) goto fail; /* not staged: validated here */
-        spx__plan_rowstats(use, &p->an);
-      }
+      if ((s = spx__plan_rows(p, a0, use, o, &dev, 0, 1, &rows, NULL))) goto fail;
       p->ncand = 1;
       p->chosen = 0;
       snprintf(p->reason, sizeof p->reason,
@@ -366,23 +382,10 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
       goto chosen;
     }
   }
-  {
-    int staged = 0;
-    if (p->stage && p->backend == SPX_BACKEND_CUDA && dev.warp == 32 && spx__plan_stage_wanted(a0, o) &&
-        (s = spx__plan_stage(p, use, !spx__plan_names_cusparse(o->force), 0, &rows, &staged)))
-      goto fail;
-    if (staged) {
-      rowsp = &rows;
-      /* a CSR plan can run spx's kernel on the staged arrays: the kernel choice from the histogram */
-      if (rows.hist && p->dc.rp32) {
-        p->csr_staged = spx_csr_kernel_options(use->nrows, use->nnz, rows.hist, rows.row_max, &p->csr_opt) == SPX_OK;
-      }
-    }
-    else { /* spx__plan_check left the full validation to the device profile, which did not run */
-      if (spx__plan_stage_wanted(a0, o) && (s = spx_csr_validate(a0))) goto fail;
-      spx__plan_rowstats(use, &p->an);
-    }
-  }
+  if ((s = spx__plan_rows(p, a0, use, o, &dev, !spx__plan_names_cusparse(o->force), 0, &rows, &rowsp))) goto fail;
+  /* a CSR plan can run spx's kernel on the staged arrays: the kernel choice from the histogram */
+  if (rowsp && rows.hist && p->dc.rp32)
+    p->csr_staged = spx_csr_kernel_options(use->nrows, use->nnz, rows.hist, rows.row_max, &p->csr_opt) == SPX_OK;
   SPX__PLAN_TRACE(rowsp ? "devprofile" : "rowstats");
   if ((s = spx__plan_candidates(use, rowsp, &dev, o->expected_calls, limit,
                                 spx__plan_has_cusparse(p) ? (spx__plan_names_cusparse(o->force) ? 2 : 1) : 0,
