@@ -119,6 +119,9 @@ double spx_cli_spmv_min_bytes(const spx_csr *a, size_t value_bytes);
 /* spx solve under an MPI launcher (cmd_solve_mpi.c, built with MPI): *handled 1 when it ran (the
  * return is then the command's exit status), 0 when no launcher started this process. */
 int spx_cli_solve_mpi(int argc, char **argv, int *handled);
+/* spx solve's matrix (a file, a generator spec, "gen:" + spec) and right-hand side (ones, or A 1). */
+spx_status spx_cli_solve_load(const char *spec, spx_csr **a);
+int spx_cli_solve_rhs(const spx_csr *a, int ones, double *b);
 spx_status spx_cli_load_matrix(const char *spec, spx_csr **a, char *name, size_t len);
 /* The large benchmark set of issue 4 (generators and replicated shared matrices), NULL-terminated. */
 extern const char *const spx_cli_large_set[];

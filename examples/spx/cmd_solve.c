@@ -18,9 +18,24 @@
 
 /* "gen:" names a generator (gen:poisson7:N ...); the rest is what bench and select take (files,
  * poisson7:N, rep:FILE:NNZ ...). */
-static spx_status solve_load(const char *spec, spx_csr **a) {
+spx_status spx_cli_solve_load(const char *spec, spx_csr **a) {
   char name[128];
   return spx_cli_load_matrix(!strncmp(spec, "gen:", 4) ? spec + 4 : spec, a, name, sizeof name);
+}
+
+/* b = ones, or b = A 1 (the exact solution is all ones); 1 when out of memory. */
+int spx_cli_solve_rhs(const spx_csr *a, int ones, double *b) {
+  double *one;
+  int64_t i;
+  if (ones) {
+    for (i = 0; i < a->nrows; i++) b[i] = 1.0;
+    return 0;
+  }
+  if (!(one = malloc((size_t)a->ncols * sizeof *one + 8))) return 1;
+  for (i = 0; i < a->ncols; i++) one[i] = 1.0;
+  spx_csr_spmv(a, 1.0, one, 0.0, b);
+  free(one);
+  return 0;
 }
 
 typedef struct solve_run {
@@ -294,7 +309,7 @@ int spx_cli_solve(int argc, char **argv) {
   }
   if (spx_plan_strategy_parse(strategy_name, &strategy)) return spx_cli_usage("solve", "%s", spx_last_error());
   spx_cli_progress("reading %s", file);
-  if (solve_load(file, &a)) { spx_cli_progress_done(); return spx_cli_fail("solve"); }
+  if (spx_cli_solve_load(file, &a)) { spx_cli_progress_done(); return spx_cli_fail("solve"); }
   spx_cli_progress_done();
   if (a->nrows != a->ncols) {
     fprintf(stderr, "spx solve: %s is %lld x %lld; the solvers need a square matrix\n", file, (long long)a->nrows,
@@ -318,14 +333,9 @@ int spx_cli_solve(int argc, char **argv) {
     for (i = 0; i < r->nrows; i++)
       if (r->row_ptr[i + 1] > r->row_ptr[i]) b[i] = r->val.d[r->row_ptr[i]];
     spx_csr_destroy(r);
-  } else if (ones) {
-    for (i = 0; i < a->nrows; i++) b[i] = 1.0;
-  } else { /* b = A * 1: the exact solution is all ones */
-    double *one = malloc((size_t)a->ncols * sizeof *one + 8);
-    if (!one) { bad = 1; goto done; }
-    for (i = 0; i < a->ncols; i++) one[i] = 1.0;
-    spx_csr_spmv(a, 1.0, one, 0.0, b);
-    free(one);
+  } else if (spx_cli_solve_rhs(a, ones, b)) {
+    bad = 1;
+    goto done;
   }
   if (host) co.backend = SPX_BACKEND_HOST;
   if (spx_context_create(&co, &ctx)) { bad = spx_cli_fail("solve"); goto done; }

@@ -56,26 +56,15 @@ static int solve_mpi_parse(int argc, char **argv, int rank, solve_mpi_args *a) {
 
 /* Rank 0's matrix and b (NULL elsewhere); 1 on failure, with the message printed. */
 static int solve_mpi_load(const solve_mpi_args *a, spx_csr **m, double **b) {
-  char name[128];
-  int64_t i;
-  const char *spec = !strncmp(a->file, "gen:", 4) ? a->file + 4 : a->file;
-  if (spx_cli_load_matrix(spec, m, name, sizeof name)) return spx_cli_fail("solve");
+  if (spx_cli_solve_load(a->file, m)) return spx_cli_fail("solve");
   if ((*m)->nrows != (*m)->ncols) {
     fprintf(stderr, "spx solve: %s is %lld x %lld; the solvers need a square matrix\n", a->file,
             (long long)(*m)->nrows, (long long)(*m)->ncols);
     return 1;
   }
-  if (!(*b = (double *)malloc(sizeof **b * (size_t)((*m)->nrows + 1)))) { fprintf(stderr, "spx solve: out of memory\n"); return 1; }
-  if (a->ones) {
-    for (i = 0; i < (*m)->nrows; i++) (*b)[i] = 1.0;
-    return 0;
-  }
-  { /* b = A 1: the exact solution is all ones */
-    double *one = (double *)malloc(sizeof *one * (size_t)((*m)->ncols + 1));
-    if (!one) { fprintf(stderr, "spx solve: out of memory\n"); return 1; }
-    for (i = 0; i < (*m)->ncols; i++) one[i] = 1.0;
-    (void)spx_csr_spmv(*m, 1.0, one, 0.0, *b);
-    free(one);
+  if (!(*b = (double *)malloc(sizeof **b * (size_t)((*m)->nrows + 1))) || spx_cli_solve_rhs(*m, a->ones, *b)) {
+    fprintf(stderr, "spx solve: out of memory\n");
+    return 1;
   }
   return 0;
 }
