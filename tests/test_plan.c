@@ -666,7 +666,8 @@ static void test_plans_compute(void **state) {
  * instead of counting 8 sizes first) and computes what the CSR does. */
 /* auto times the best two only when the model cannot tell them apart: the runner-up's prediction
  * within trial_gap of the best's (and the trial cheap against the work); past the gap the reason
- * says how much slower the runner-up is predicted; trial_gap <= 1 never times. */
+ * says how much slower the runner-up is predicted; trial_gap <= 1 never times. The timing is a
+ * race over the first SpMVs (test_auto_race) or, with no_race, a trial in spx_plan_create. */
 static void test_auto_trial_gap(void **state) {
   spx_csr *m[3];
   int k, seen_trial = 0, seen_gap = 0;
@@ -685,6 +686,7 @@ static void test_auto_trial_gap(void **state) {
       double b0 = 0, b1 = 0, gap;
       spx_plan_options_default(&o);
       o.backend = SPX_BACKEND_HOST; o.trial_reps = 2; o.expected_calls = 100000000; o.trial_gap = gaps[g];
+      o.no_race = g == 1;
       assert_int_equal(spx_plan_create(NULL, m[k], &o, &p), SPX_OK);
       c = spx_plan_candidates(p, &n);
       for (i = 0; i < n; i++) { /* the two best predictions among those that fit */
@@ -699,7 +701,9 @@ static void test_auto_trial_gap(void **state) {
           fail_msg("gap %.3f > %.2f: %s", gap, gaps[g], spx_plan_reason(p));
         seen_gap += g == 0;
       } else {
-        if (!strstr(spx_plan_reason(p), "trial of the best two")) fail_msg("gap %.3f <= %.2f: %s", gap, gaps[g], spx_plan_reason(p));
+        if (!strstr(spx_plan_reason(p), o.no_race ? "trial of the best two" : "race of the best two"))
+          fail_msg("gap %.3f <= %.2f: %s", gap, gaps[g], spx_plan_reason(p));
+        assert_int_equal(spx_plan_racing(p, NULL), !o.no_race);
         seen_trial += g == 0;
       }
       spx_plan_destroy(p);
@@ -712,7 +716,8 @@ static void test_auto_trial_gap(void **state) {
 /* Latency-bound kernels (predicted within a few launch latencies): auto times the model's ranked
  * candidates as far as the trial's priced cost fits trial_share of the work, keeps the fastest it
  * measured, and computes what the CSR does; with too little work it times nothing. A host plan with
- * a launch latency of a millisecond puts every candidate in that regime. */
+ * a launch latency of a millisecond puts every candidate in that regime. Here the synchronous
+ * trial (no_race); test_auto_race races the same candidates. */
 static void test_auto_latency_trial(void **state) {
   spx_csr *a;
   spx_plan_device d;
@@ -725,9 +730,10 @@ static void test_auto_latency_trial(void **state) {
   assert_int_equal(spx_plan_device_default(NULL, &d), SPX_OK);
   d.launch_us = 1000;
   spx_plan_options_default(&o);
-  o.backend = SPX_BACKEND_HOST; o.device = &d; o.trial_reps = 2; o.expected_calls = 100000000;
+  o.backend = SPX_BACKEND_HOST; o.device = &d; o.trial_reps = 2; o.expected_calls = 100000000; o.no_race = 1;
   assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
   if (!strstr(spx_plan_reason(p), "latency-bound: trial of the best")) fail_msg("%s", spx_plan_reason(p));
+  assert_int_equal(spx_plan_racing(p, NULL), 0);
   c = spx_plan_candidates(p, &n);
   for (i = 0; i < n; i++)
     if (c[i].measured_us > 0) {
@@ -747,11 +753,203 @@ static void test_auto_latency_trial(void **state) {
     free(x); free(y); free(r);
   }
   spx_plan_destroy(p);
-  o.expected_calls = 1; /* the work pays for no timing */
+  o.expected_calls = 1; /* the work pays for no timing, raced or not */
+  o.no_race = 0;
   assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
   if (!strstr(spx_plan_reason(p), "latency-bound, no trial")) fail_msg("%s", spx_plan_reason(p));
+  assert_int_equal(spx_plan_racing(p, NULL), 0);
   c = spx_plan_candidates(p, &n);
   for (i = 0; i < n; i++) assert_true(c[i].measured_us <= 0);
+  spx_plan_destroy(p);
+  spx_csr_destroy(a);
+}
+
+/* One call of p (host backend, dtype of flt) against the CSR reference ref (double, the values p
+ * sees): fresh x, y, alpha and beta, y poisoned where beta is 0. */
+static void check_host_call(spx_plan *p, const spx_csr *ref, int flt, const char *what) {
+  const int64_t n = ref->nrows, m = ref->ncols;
+  const double alpha = 0.5 + spx_test_rand(), beta = spx_test_rand() < 0.3 ? 0.0 : spx_test_rand();
+  double *x = malloc((size_t)m * 8), *y0 = malloc((size_t)n * 8), *yr = malloc((size_t)n * 8), *yp = malloc((size_t)n * 8);
+  void *hx = malloc((size_t)m * 8), *hy = malloc((size_t)n * 8);
+  int64_t i;
+  assert_true(x && y0 && yr && yp && hx && hy);
+  spx_test_fill(x, m);
+  spx_test_fill(y0, n);
+  for (i = 0; i < m; i++) {
+    if (flt) { ((float *)hx)[i] = (float)x[i]; x[i] = ((float *)hx)[i]; }
+    else ((double *)hx)[i] = x[i];
+  }
+  for (i = 0; i < n; i++) {
+    const double v = beta == 0.0 ? NAN : y0[i]; /* beta 0 must not read y */
+    if (flt) { ((float *)hy)[i] = (float)v; y0[i] = ((float *)hy)[i]; }
+    else ((double *)hy)[i] = v;
+    yr[i] = beta == 0.0 ? 0.0 : y0[i];
+  }
+  assert_int_equal(spx_csr_spmv(ref, alpha, x, beta, yr), SPX_OK);
+  if (spx_plan_spmv(p, alpha, hx, beta, hy)) fail_msg("%s: %s", what, spx_last_error());
+  for (i = 0; i < n; i++) yp[i] = flt ? (double)((float *)hy)[i] : ((double *)hy)[i];
+  if (!(spx_test_relerr(yp, yr, n) <= (flt ? 1e-5 : 1e-12)))
+    fail_msg("%s: %s gives relative error %g (%s)", what, spx_format_name(spx_plan_format(p)), spx_test_relerr(yp, yr, n),
+             spx_plan_reason(p));
+  free(x); free(y0); free(yr); free(yp); free(hx); free(hy);
+}
+
+/* The options of a host plan whose auto races: every candidate latency-bound (a launch latency of a
+ * millisecond) and plenty of work, so the race takes the whole ranking. */
+static void race_options(spx_plan_options *o, spx_plan_device *d) {
+  assert_int_equal(spx_plan_device_default(NULL, d), SPX_OK);
+  d->launch_us = 1000;
+  spx_plan_options_default(o);
+  o->backend = SPX_BACKEND_HOST; o->device = d; o->trial_reps = 3; o->expected_calls = 100000000;
+}
+
+/* Its model's choice (the model strategy's, the same candidates). */
+static void model_choice(const spx_csr *a, const spx_plan_options *race, spx_format *f, spx_plan_engine *e) {
+  spx_plan_options o = *race;
+  spx_plan *p = NULL;
+  o.strategy = SPX_PLAN_MODEL;
+  assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+  *f = spx_plan_format(p);
+  *e = spx_plan_engine_of(p);
+  spx_plan_destroy(p);
+}
+
+/* auto's race on the host: spx_plan_create returns with the model's choice built and nothing else
+ * (nothing timed), every call during the race gives A x, and after enough calls the race ends with
+ * the fastest candidate by median chosen, its time measured and a "race" reason; selection time
+ * grows by the race's builds. Eager and lazy plans, double and float. */
+static void test_auto_race(void **state) {
+  spx_csr *a;
+  spx_plan_device d;
+  int v;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(12, 12, 12, 7, SPX_DOUBLE, &a), SPX_OK);
+  for (v = 0; v < 4; v++) {
+    const int eager = v & 1, flt = v >> 1;
+    spx_plan_options o;
+    spx_plan *p = NULL;
+    spx_plan_race_info ri, r0;
+    spx_format mf;
+    spx_plan_engine me;
+    spx_csr *ref = NULL, *tmp = NULL;
+    const spx_plan_candidate *c;
+    int n, i, calls, timed = 0, best = -1, chosen = -1;
+    double sel0;
+    race_options(&o, &d);
+    o.eager = eager;
+    o.dtype = flt ? SPX_FLOAT : SPX_DOUBLE;
+    model_choice(a, &o, &mf, &me);
+    assert_int_equal(spx_csr_copy(a, o.dtype, &tmp), SPX_OK);
+    assert_int_equal(spx_csr_copy(tmp, SPX_DOUBLE, &ref), SPX_OK);
+    spx_csr_destroy(tmp);
+    assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+    /* (a) the model's choice, built alone (a lazy plan: not yet), nothing timed */
+    assert_int_equal(spx_plan_racing(p, &r0), 1);
+    if (!strstr(spx_plan_reason(p), "latency-bound: race of the best") || !strstr(spx_plan_reason(p), "running"))
+      fail_msg("%s", spx_plan_reason(p));
+    assert_true(r0.candidates >= 2);
+    assert_int_equal(r0.built, eager);
+    assert_int_equal(r0.measured, 0);
+    assert_int_equal(r0.calls, 0);
+    assert_int_equal(spx_plan_format(p), mf);
+    assert_int_equal(spx_plan_engine_of(p), me);
+    c = spx_plan_candidates(p, &n);
+    for (i = 0; i < n; i++) assert_true(c[i].measured_us < 0);
+    sel0 = spx_plan_select_ms(p);
+    /* (b) every call computes A x; (c) until the race ends */
+    for (calls = 0; spx_plan_racing(p, &ri) && calls < 100000; calls++) {
+      assert_true(ri.built <= ri.candidates && ri.measured + ri.dropped <= ri.candidates);
+      assert_int_equal(ri.calls, calls);
+      check_host_call(p, ref, flt, "during the race");
+    }
+    assert_int_equal(spx_plan_racing(p, &ri), 0);
+    assert_int_equal(ri.candidates, 0); /* zeroed once over */
+    /* a warm-up and trial_reps timed calls per candidate, then one call that ends it */
+    assert_true(calls >= r0.candidates * (o.trial_reps + 1));
+    print_message("race (%s, %s): %d calls, %s\n", eager ? "eager" : "lazy", flt ? "float" : "double", calls, spx_plan_reason(p));
+    if (!strstr(spx_plan_reason(p), "race of the best") || strstr(spx_plan_reason(p), "running") ||
+        strstr(spx_plan_reason(p), "spx_plan_wait"))
+      fail_msg("%s", spx_plan_reason(p));
+    c = spx_plan_candidates(p, &n);
+    for (i = 0; i < n; i++) {
+      if (c[i].measured_us > 0) {
+        timed++;
+        if (best < 0 || c[i].measured_us < c[best].measured_us) best = i;
+      }
+      if (c[i].format == spx_plan_format(p) && c[i].engine == spx_plan_engine_of(p)) chosen = i;
+    }
+    assert_int_equal(timed, r0.candidates); /* nothing compiles on the host: every one measured */
+    assert_true(chosen >= 0 && c[chosen].measured_us > 0);
+    assert_true(c[chosen].measured_us == c[best].measured_us); /* the fastest (a tie: the model's) */
+    assert_true(spx_plan_select_ms(p) > sel0);
+    assert_true(spx_plan_build_ms(p) > 0);
+    for (i = 0; i < 3; i++) check_host_call(p, ref, flt, "after the race");
+    assert_int_equal(spx_plan_wait(p), SPX_OK); /* nothing left to end */
+    spx_plan_destroy(p);
+    spx_csr_destroy(ref);
+  }
+  spx_csr_destroy(a);
+}
+
+/* spx_plan_wait ends a race at once (the rest timed as the trial times; a lazy plan built first),
+ * and says so; destroy in the middle of one frees every candidate (the sanitizer build checks for
+ * leaks); print tells a running race; no_race keeps the trial in spx_plan_create. */
+static void test_auto_race_end(void **state) {
+  spx_csr *a;
+  spx_plan_device d;
+  spx_plan_options o;
+  spx_plan *p;
+  spx_plan_race_info ri;
+  const spx_plan_candidate *c;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f;
+  int n, i, k, timed;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(10, 11, 12, 7, SPX_DOUBLE, &a), SPX_OK);
+  for (k = 0; k < 3; k++) { /* calls before the wait: none (lazy, unbuilt), one, a dozen */
+    static const int before[3] = {0, 1, 12};
+    race_options(&o, &d);
+    o.eager = k > 0;
+    assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+    for (i = 0; i < before[k]; i++) check_host_call(p, a, 0, "before the wait");
+    assert_int_equal(spx_plan_racing(p, &ri), 1);
+    assert_int_equal(spx_plan_wait(p), SPX_OK);
+    assert_int_equal(spx_plan_racing(p, NULL), 0);
+    if (!strstr(spx_plan_reason(p), "race of the best") || !strstr(spx_plan_reason(p), "ended by spx_plan_wait"))
+      fail_msg("%s", spx_plan_reason(p));
+    c = spx_plan_candidates(p, &n);
+    for (i = 0, timed = 0; i < n; i++) timed += c[i].measured_us > 0;
+    assert_int_equal(timed, ri.candidates);
+    check_host_call(p, a, 0, "after the wait");
+    spx_plan_destroy(p);
+  }
+  /* destroyed mid-race: right after create, with a candidate built and a block under way */
+  for (k = 0; k < 3; k++) {
+    race_options(&o, &d);
+    o.eager = k != 1;
+    assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+    for (i = 0; i < (k == 2 ? 2 * (o.trial_reps + 1) + 2 : 0); i++) check_host_call(p, a, 0, "before destroy");
+    assert_int_equal(spx_plan_racing(p, &ri), 1);
+    if (k == 2) assert_true(ri.built >= 2 && ri.measured >= 1);
+    if (k == 2) { /* print says it runs */
+      assert_non_null(f = open_memstream(&buf, &len));
+      assert_int_equal(spx_plan_print(p, f, 0), SPX_OK);
+      assert_int_equal(spx_plan_print(p, f, 1), SPX_OK);
+      fclose(f);
+      assert_non_null(strstr(buf, "race        running on the SpMVs"));
+      assert_non_null(strstr(buf, "\"racing\": 1"));
+      free(buf);
+      buf = NULL;
+    }
+    spx_plan_destroy(p);
+  }
+  /* no_race: the trial, done in spx_plan_create */
+  race_options(&o, &d);
+  o.no_race = 1;
+  assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+  assert_int_equal(spx_plan_racing(p, &ri), 0);
+  assert_non_null(strstr(spx_plan_reason(p), "latency-bound: trial of the best"));
   spx_plan_destroy(p);
   spx_csr_destroy(a);
 }
@@ -1313,6 +1511,162 @@ static void test_gpu_tiered_jit(void **state) {
   spx_context_destroy(g);
 }
 
+/* Wall seconds (a monotonic clock). */
+static double wall_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* y = alpha A x + beta y on the GPU by plan p against the host CSR's, fresh x, y, alpha and beta
+ * (y poisoned where beta is 0). */
+static void check_device_call(spx_context *g, spx_plan *p, const spx_csr *a, const char *what) {
+  const int64_t n = a->nrows, m = a->ncols;
+  const double alpha = 0.5 + spx_test_rand(), beta = spx_test_rand() < 0.3 ? 0.0 : spx_test_rand();
+  double *x = malloc((size_t)m * 8), *y = malloc((size_t)n * 8), *yr = malloc((size_t)n * 8);
+  spx_devptr dx, dy;
+  assert_true(x && y && yr);
+  spx_test_fill(x, m);
+  spx_test_fill(yr, n);
+  assert_int_equal(spx_device_alloc(g, (size_t)m * 8, &dx), SPX_OK);
+  assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dy), SPX_OK);
+  assert_int_equal(spx_device_upload(g, dx, x, (size_t)m * 8), SPX_OK);
+  if (beta == 0.0) assert_int_equal(spx_device_memset(g, dy, 0xff, (size_t)n * 8), SPX_OK);
+  else assert_int_equal(spx_device_upload(g, dy, yr, (size_t)n * 8), SPX_OK);
+  if (spx_plan_spmv(p, alpha, (const void *)(uintptr_t)dx, beta, (void *)(uintptr_t)dy)) fail_msg("%s: %s", what, spx_last_error());
+  assert_int_equal(spx_device_download(g, y, dy, (size_t)n * 8), SPX_OK);
+  assert_int_equal(spx_csr_spmv(a, alpha, x, beta, yr), SPX_OK);
+  if (!(spx_test_relerr(y, yr, n) <= 1e-12))
+    fail_msg("%s: %s gives relative error %g", what, spx_plan_reason(p), spx_test_relerr(y, yr, n));
+  spx_device_free(g, dx); spx_device_free(g, dy);
+  free(x); free(y); free(yr);
+}
+
+/* calls SpMVs of p with beta 1 and nothing waited for between them, on the device: y0 + calls x
+ * alpha A x, however a race switches candidates in between (the context stream's order holds). */
+static void check_device_chain(spx_context *g, spx_plan *p, const spx_csr *a, int calls, const char *what) {
+  const int64_t n = a->nrows, m = a->ncols;
+  const double alpha = 0.5 + spx_test_rand();
+  double *x = malloc((size_t)m * 8), *y = malloc((size_t)n * 8), *yr = malloc((size_t)n * 8), *ax = malloc((size_t)n * 8);
+  spx_devptr dx, dy;
+  int64_t i;
+  int k;
+  assert_true(x && y && yr && ax);
+  spx_test_fill(x, m);
+  spx_test_fill(yr, n);
+  assert_int_equal(spx_device_alloc(g, (size_t)m * 8, &dx), SPX_OK);
+  assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dy), SPX_OK);
+  assert_int_equal(spx_device_upload(g, dx, x, (size_t)m * 8), SPX_OK);
+  assert_int_equal(spx_device_upload(g, dy, yr, (size_t)n * 8), SPX_OK);
+  for (k = 0; k < calls; k++)
+    if (spx_plan_spmv(p, alpha, (const void *)(uintptr_t)dx, 1.0, (void *)(uintptr_t)dy)) fail_msg("%s: %s", what, spx_last_error());
+  assert_int_equal(spx_device_download(g, y, dy, (size_t)n * 8), SPX_OK);
+  assert_int_equal(spx_csr_spmv(a, 1.0, x, 0.0, ax), SPX_OK);
+  for (i = 0; i < n; i++) yr[i] += (double)calls * alpha * ax[i];
+  if (!(spx_test_relerr(y, yr, n) <= 1e-10))
+    fail_msg("%s: %d chained calls give relative error %g (%s)", what, calls, spx_test_relerr(y, yr, n), spx_plan_reason(p));
+  spx_device_free(g, dx); spx_device_free(g, dy);
+  free(x); free(y); free(yr); free(ax);
+}
+
+/* auto's race on the GPU, as test_auto_race on the host: spx_plan_create returns with the model's
+ * choice alone built and nothing timed; every call gives A x, chained calls keep the stream's
+ * order; the race ends after enough calls with the fastest measured candidate and a "race" reason
+ * (candidates still compiling may be dropped: their notes say so), or at spx_plan_wait; destroyed
+ * mid-race it leaves no device memory behind. A staged matrix (the best two, or the ranked ones if
+ * latency-bound) and a small latency-bound one. */
+static void test_gpu_race(void **state) {
+  spx_context *g = NULL;
+  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_csr *m[2];
+  const char *names[2] = {"poisson7 64^3", "poisson7 13x12x11"};
+  int k;
+  (void)state;
+  if (spx_device_count() < 1 || spx_context_create(&co, &g) != SPX_OK) {
+    spx_clear_error();
+    skip();
+  }
+  assert_int_equal(spx_gen_poisson3d(64, 64, 64, 7, SPX_DOUBLE, &m[0]), SPX_OK);
+  assert_int_equal(spx_gen_poisson3d(13, 12, 11, 7, SPX_DOUBLE, &m[1]), SPX_OK);
+  for (k = 0; k < 2; k++) {
+    spx_plan_options o, mo;
+    spx_plan *p = NULL, *q = NULL;
+    spx_plan_race_info r0, ri;
+    spx_device_info before, after;
+    const spx_plan_candidate *c;
+    int n, i, calls, best = -1, chosen = -1, round;
+    double t0;
+    spx_plan_options_default(&o);
+    o.expected_calls = 10000000; /* the timing is cheap against this much work */
+    o.trial_gap = 100;            /* and considered whatever the predictions' gap */
+    o.eager = 1;
+    mo = o;
+    mo.strategy = SPX_PLAN_MODEL;
+    assert_int_equal(spx_plan_create(g, m[k], &mo, &q), SPX_OK);
+    /* (a) */
+    t0 = wall_s();
+    if (spx_plan_create(g, m[k], &o, &p)) fail_msg("%s: %s", names[k], spx_last_error());
+    print_message("%s: spx_plan_create %.3f ms: %s\n", names[k], 1e3 * (wall_s() - t0), spx_plan_reason(p));
+    if (!spx_plan_racing(p, &r0)) fail_msg("%s: no race: %s", names[k], spx_plan_reason(p));
+    assert_int_equal(r0.built, 1);
+    assert_int_equal(r0.measured, 0);
+    assert_int_equal(spx_plan_format(p), spx_plan_format(q));
+    assert_int_equal(spx_plan_engine_of(p), spx_plan_engine_of(q));
+    spx_plan_destroy(q);
+    c = spx_plan_candidates(p, &n);
+    for (i = 0; i < n; i++) assert_true(c[i].measured_us < 0);
+    /* (b) chained, then (c) checked one by one until the race ends */
+    check_device_chain(g, p, m[k], 200, names[k]);
+    t0 = wall_s();
+    for (calls = 0; spx_plan_racing(p, &ri) && wall_s() - t0 < 60; calls++) check_device_call(g, p, m[k], names[k]);
+    if (spx_plan_racing(p, &ri)) fail_msg("%s: still racing after %d calls: %d of %d measured", names[k], calls, ri.measured, ri.candidates);
+    print_message("%s: the race ended after %d more calls: %s\n", names[k], calls, spx_plan_reason(p));
+    if (!strstr(spx_plan_reason(p), "race of the best") || strstr(spx_plan_reason(p), "running") ||
+        strstr(spx_plan_reason(p), "spx_plan_wait"))
+      fail_msg("%s: %s", names[k], spx_plan_reason(p));
+    c = spx_plan_candidates(p, &n);
+    for (i = 0; i < n; i++) {
+      if (c[i].measured_us > 0 && (best < 0 || c[i].measured_us < c[best].measured_us)) best = i;
+      if (c[i].format == spx_plan_format(p) && c[i].engine == spx_plan_engine_of(p)) chosen = i;
+      if (!strncmp(c[i].note, "race", 4)) print_message("  %s: %s\n", spx_format_name(c[i].format), c[i].note);
+    }
+    assert_true(best >= 0 && chosen >= 0 && c[chosen].measured_us == c[best].measured_us);
+    check_device_chain(g, p, m[k], 50, names[k]);
+    spx_plan_destroy(p);
+    /* (d) spx_plan_wait ends it */
+    assert_int_equal(spx_plan_create(g, m[k], &o, &p), SPX_OK);
+    check_device_chain(g, p, m[k], 30, names[k]);
+    assert_int_equal(spx_plan_wait(p), SPX_OK);
+    assert_int_equal(spx_plan_racing(p, NULL), 0);
+    if (!strstr(spx_plan_reason(p), "ended by spx_plan_wait")) fail_msg("%s: %s", names[k], spx_plan_reason(p));
+    c = spx_plan_candidates(p, &n);
+    for (i = 0, chosen = -1; i < n; i++)
+      if (c[i].format == spx_plan_format(p) && c[i].engine == spx_plan_engine_of(p)) chosen = i;
+    assert_true(chosen >= 0 && c[chosen].measured_us > 0);
+    check_device_call(g, p, m[k], names[k]);
+    spx_plan_destroy(p);
+    /* (e) destroyed mid-race (round 0 warms the caches and cuSPARSE's lasting state up) */
+    for (round = 0; round < 4; round++) {
+      if (round == 1) {
+        assert_int_equal(spx_device_trim(g), SPX_OK);
+        assert_int_equal(spx_context_synchronize(g), SPX_OK);
+        assert_int_equal(spx_context_device_info(g, &before), SPX_OK);
+      }
+      assert_int_equal(spx_plan_create(g, m[k], &o, &p), SPX_OK);
+      check_device_chain(g, p, m[k], round * 11, names[k]);
+      spx_plan_destroy(p);
+    }
+    assert_int_equal(spx_context_synchronize(g), SPX_OK);
+    assert_int_equal(spx_device_trim(g), SPX_OK);
+    assert_int_equal(spx_context_device_info(g, &after), SPX_OK);
+    print_message("%s: free device memory before %lld, after %lld bytes\n", names[k], (long long)before.free_mem,
+                  (long long)after.free_mem);
+    assert_true(after.free_mem >= before.free_mem - (4 << 20));
+  }
+  spx_csr_destroy(m[0]); spx_csr_destroy(m[1]);
+  spx_context_destroy(g);
+}
+
 /* The shortcut for matrices where no conversion can pay back: auto takes cuSPARSE without the
  * profile only where the full model, with the same constants, would have chosen it too (every
  * converted candidate scores above cuSPARSE's less the margin), and not at 10^6 calls. */
@@ -1438,10 +1792,15 @@ static void test_gpu_device_profile(void **state) {
       pd = NULL;
       if (spx_plan_create(g, m[k], &o, &pd)) fail_msg("%s auto: %s", names[k], spx_last_error());
       print_message("%s auto: %s\n", names[k], spx_plan_reason(pd));
-      /* the best two, or (a kernel within a few launch latencies) the ranked candidates the work pays for */
-      if (!strstr(spx_plan_reason(pd), "trial of the best two") && !strstr(spx_plan_reason(pd), "latency-bound: trial of the best"))
-        fail_msg("%s auto: no trial: %s", names[k], spx_plan_reason(pd));
+      /* the best two, or (a kernel within a few launch latencies) the ranked candidates the work
+       * pays for: a race over the first SpMVs, ended by spx_plan_wait below */
+      if (!strstr(spx_plan_reason(pd), "race of the best two") && !strstr(spx_plan_reason(pd), "latency-bound: race of the best"))
+        fail_msg("%s auto: no race: %s", names[k], spx_plan_reason(pd));
       check_plan_spmv(g, pd, m[k], names[k]);
+      check_plan_spmv(g, pd, m[k], names[k]);
+      assert_int_equal(spx_plan_wait(pd), SPX_OK);
+      assert_int_equal(spx_plan_racing(pd, NULL), 0);
+      print_message("%s auto, the race ended: %s\n", names[k], spx_plan_reason(pd));
       check_plan_spmv(g, pd, m[k], names[k]);
       spx_plan_destroy(pd);
     }
@@ -1510,9 +1869,11 @@ int main(void) {
       cmocka_unit_test(test_model_fake_device), cmocka_unit_test(test_model_gather), cmocka_unit_test(test_csr_staged_options), cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_model_latency),    cmocka_unit_test(test_convert_margin), cmocka_unit_test(test_columns_priced),
       cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_auto_trial_gap),
-      cmocka_unit_test(test_auto_latency_trial), cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),
+      cmocka_unit_test(test_auto_latency_trial), cmocka_unit_test(test_auto_race), cmocka_unit_test(test_auto_race_end),
+      cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_device_file),      cmocka_unit_test(test_reselect_ordering),
       cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_device_profile), cmocka_unit_test(test_gpu_tiered_jit), cmocka_unit_test(test_public_getters), cmocka_unit_test(test_gpu_nothing_pays_shortcut),
+      cmocka_unit_test(test_gpu_race),
   };
   setenv("SPX_QUIET", "1", 0);
   spx__config_reload();

@@ -24,9 +24,23 @@
  *           work expected_calls SpMVs will do. Where the best kernel is predicted within a few
  *           launch latencies (latency-bound: the formats differ by less than the model's error),
  *           a quick trial of the model's ranked candidates instead, as far down the ranking as
- *           trial_share of the work pays for (trial_gap does not apply there).
+ *           trial_share of the work pays for (trial_gap does not apply there). That trial runs
+ *           as a race over the caller's first SpMVs (RACE below) unless options.no_race.
  * A heuristic's choice that is not a candidate (does not fit the memory limit; cuSPARSE on the
  * host backend) falls back, and the reason says so.
+ *
+ * RACE  Where auto times candidates, spx_plan_create builds only the model's choice and returns;
+ *   the caller's first spx_plan_spmv calls then time the candidates one after another (each built
+ *   when its turn comes, a warm-up and trial_reps timed calls each: CUDA events on the context
+ *   stream, read once done; the clock on the host), and the fastest by median (ties: the model's
+ *   choice) becomes the plan, the others freed. Every call computes y = alpha*A*x + beta*y, in the
+ *   stream's order; results may differ in rounding across candidates, so spx_plan_wait (which
+ *   spx_plan_time and the solvers call) ends a race at once, timing what is left as the trial does.
+ *   While it runs (spx_plan_racing) the getters describe the model's choice, which the plan runs
+ *   between timed calls; measured_us fills in as candidates are timed, and the reason and getters
+ *   change to the winner when it ends ("... race of the best two ... over the first SpMVs: ...").
+ *   Its builds and bookkeeping count in spx_plan_select_ms. A racing plan keeps a copy of the
+ *   matrix for its candidates (a lazy plan's own copy; an eager plan makes one) until it ends.
  *
  * CANDIDATES  every registry format with a GPU kernel (spx_format_has_kernel), and cuSPARSE CSR on
  *   the CUDA backend when cuSPARSE loads. A candidate whose predicted bytes (plus x and y) pass the
@@ -70,7 +84,7 @@ extern "C" {
 /* Strategies. ORDER: the order `spx select` lists them; AUTO first (the default, 0).
  *  _(ENUM_SUFFIX, "name",   "what it does") */
 #define SPX_PLAN_STRATEGIES(_)                                                                 \
-  _(AUTO,    "auto",   "model, then a timed trial of the best candidates where the work makes it cheap") \
+  _(AUTO,    "auto",   "model, then the best candidates timed over the first SpMVs where the work makes it cheap") \
   _(KUBOTA,  "kubota", "B/R thresholds of the selection paper (ELL, JDS, cuSPARSE CSR)")         \
   _(MPS,     "mps",    "B/R thresholds retuned by the MPS thesis (5-1)")                         \
   _(TRIAL,   "trial",  "convert, run and time every candidate; keep the fastest")              \
@@ -181,6 +195,9 @@ typedef struct spx_plan_options {
                                * the residual says enough iterations remain to repay it. The
                                * matrix given to spx_plan_create must then stay alive and unchanged
                                * until spx_plan_upgrade or spx_plan_destroy. */
+  int no_race;                /* 1: auto times its candidates in spx_plan_create (a trial, as before
+                               * the race); 0 (default): over the first SpMVs (RACE above). A
+                               * deferred plan (defer) always takes the trial. */
   int no_tiered_jit;          /* 1: the build waits for NVRTC when the JIT caches lack the chosen
                                * kernel. 0 (default): it never does: SpMVs run the format's generic
                                * kernel, or cuSPARSE on the CSR staged for the choice, while the
@@ -234,7 +251,10 @@ spx_dtype spx_plan_dtype(const spx_plan *p);
 const spx_format_params *spx_plan_params(const spx_plan *p);
 double spx_plan_predicted_us(const spx_plan *p);   /* per SpMV */
 double spx_plan_convert_ms(const spx_plan *p);     /* predicted conversion + upload + compile */
-double spx_plan_select_ms(const spx_plan *p);      /* what the choice itself took (wall) */
+/* What the choice itself took (wall): the selection in spx_plan_create, plus a race's candidate
+ * builds and bookkeeping inside spx_plan_spmv and spx_plan_wait (not the SpMVs it served), so it
+ * grows until the race ends. */
+double spx_plan_select_ms(const spx_plan *p);
 /* "kubota: B = 1.03 < 2.0 and R = 0.045 % < 0.048 % -> ell (...)". */
 const char *spx_plan_reason(const spx_plan *p);
 /* The candidates in registry order, cuSPARSE last; *n receives their number. */
@@ -270,13 +290,26 @@ int spx_plan_compiling(const spx_plan *p);
 /* The device matrix a built plan runs on spx's kernels (NULL for cuSPARSE, the host backend, or
  * before the build): its kernels (spx_dmatrix_describe), bytes and JIT time. */
 const spx_dmatrix *spx_plan_dmatrix(const spx_plan *p);
-/* Waits for that compile and runs the chosen kernel from now on (SpMVs queued before finish first);
- * SPX_OK at once when nothing compiles. spx_plan_time and the solvers call it, so timings and
- * bit-for-bit reproducible solves always see the chosen kernel. */
+/* Ends a race (RACE above: builds a lazy plan first, times what is left at once, keeps the fastest),
+ * then waits for that compile and runs the chosen kernel from now on (SpMVs queued before finish
+ * first); SPX_OK at once when nothing compiles or races. spx_plan_time and the solvers call it, so
+ * timings and bit-for-bit reproducible solves always see the chosen kernel. A failure of the race's
+ * own timing only ends it (the model's choice stands; the reason says so). */
 spx_status spx_plan_wait(spx_plan *p);
+/* auto's race: 1 while it runs (info, when not NULL, says how far it got), else 0 (info zeroed). */
+typedef struct spx_plan_race_info {
+  int candidates;             /* raced, the model's choice included */
+  int built;                  /* built so far, the model's choice included once built */
+  int measured;               /* timed so far (their measured_us set) */
+  int dropped;                /* left the race: a failed build or SpMV, or still compiling at half
+                               * expected_calls (the candidate's note says which) */
+  int64_t calls;              /* spx_plan_spmv calls served since the race began */
+} spx_plan_race_info;
+int spx_plan_racing(const spx_plan *p, spx_plan_race_info *info);
 /* Wall milliseconds spx_plan_build took (conversion, upload, kernel compile or cache), plus the
  * allocation and upload of the CSR arrays staged on the device while choosing (the build's input);
- * 0 before it ran, and for trial plans, which are built during the choice (spx_plan_select_ms). */
+ * 0 before it ran, and for trial plans, which are built during the choice (spx_plan_select_ms). A
+ * racing plan's is its model's choice's build; the other candidates' builds are selection. */
 double spx_plan_build_ms(const spx_plan *p);
 /* Median microseconds per spx_plan_spmv (alpha 1, beta 0) over reps timed runs after a warm-up,
  * on vectors the plan allocates: device events on CUDA, the wall clock on the host. */

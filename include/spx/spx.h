@@ -122,7 +122,9 @@
  *                                                                 kernels, cuda, formats
  *   plan_object_impl.h     spx_plan: build, SpMV, wait, destroy,
  *                          timing, getters, print                 plan_model, cuda, stage, baseline,
- *                                                                 device
+ *                                                                 device, plan_race
+ *   plan_race_impl.h       auto's race over the first SpMVs (the
+ *                          plan room's second file)               plan_object, device, cuda
  *   plan_strategy_impl.h   the papers' rules, the model's choice,
  *                          the trial, auto, a forced candidate    plan_object, plan_model
  *   plan_calibrate_impl.h  spx_plan_calibrate                     plan_strategy and below, gen, stage
@@ -180,6 +182,7 @@
 #include "internal/plan_device_impl.h"
 #include "internal/plan_model_impl.h"
 #include "internal/plan_object_impl.h"
+#include "internal/plan_race_impl.h"
 #include "internal/plan_strategy_impl.h"
 #include "internal/plan_calibrate_impl.h"
 #include "internal/plan_impl.h"

@@ -415,6 +415,9 @@ spx_status spx__event_new(const spx__cuda_api *cu, spx__CUevent *ev, int timing)
 void spx__event_free(const spx__cuda_api *cu, spx__CUevent ev);
 spx_status spx__event_record(const spx__cuda_api *cu, spx__CUevent ev, spx__CUstream st);
 spx_status spx__event_sync(const spx__cuda_api *cu, spx__CUevent ev);
+/* 1 when ev has completed, 0 while work queued before it has not (no wait); -1 on a failure (its
+ * message as spx__cu_check gives it). */
+int spx__event_done(const spx__cuda_api *cu, spx__CUevent ev);
 spx_status spx__event_ms(const spx__cuda_api *cu, float *ms, spx__CUevent from, spx__CUevent to);
 spx_status spx__copy_h2d_async(const spx__cuda_api *cu, spx_devptr dst, const void *src, size_t bytes,
                                spx__CUstream st);

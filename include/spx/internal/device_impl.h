@@ -769,6 +769,13 @@ spx_status spx__event_record(const spx__cuda_api *cu, spx__CUevent ev, spx__CUst
 spx_status spx__event_sync(const spx__cuda_api *cu, spx__CUevent ev) {
   return spx__cu_check(cu->cuEventSynchronize(ev), "cuEventSynchronize");
 }
+int spx__event_done(const spx__cuda_api *cu, spx__CUevent ev) {
+  const spx__CUresult r = cu->cuEventQuery(ev);
+  if (r == SPX__CUDA_SUCCESS) return 1;
+  if (r == SPX__CUDA_ERROR_NOT_READY) return 0;
+  (void)spx__cu_check(r, "cuEventQuery");
+  return -1;
+}
 spx_status spx__event_ms(const spx__cuda_api *cu, float *ms, spx__CUevent from, spx__CUevent to) {
   return spx__cu_check(cu->cuEventElapsedTime(ms, from, to), "cuEventElapsedTime");
 }

@@ -303,7 +303,8 @@ spx_status spx_plan_upgrade(spx_plan *p) {
 
 /* ---- Selection ------------------------------------------------------------------------------- */
 /* Selection proper: analysis, candidates, strategy. Builds the plan only for trial (and auto's
- * trial). On return p->a holds the (dtype-converted) copy when the plan is not built yet. */
+ * trial). On return p->a holds the (dtype-converted) copy when the plan is not built yet; a racing
+ * plan (auto) keeps that copy, or one of its own, for the candidates its SpMVs build. */
 /* The share of the work the column counts may cost (< 0: read them always). The trial times every
  * candidate, so it reads them; a forced format whose prediction needs them reads them; the papers'
  * rules (ELL, JDS, CSR: row lengths alone) and a forced format that needs none read them only where
@@ -421,9 +422,14 @@ chosen:
     if (!s && !o->no_diagonal && !p->diag) s = spx__plan_diag(p, use); /* the device's did not come */
     if (s) goto fail;
     p->build_ms = 1e3 * (spx__now() - tb); /* an eager build is the build's, not the selection's */
+    /* a race's candidates build from a copy later (the value-type copy when there is one) */
+    tb = spx__now();
+    if ((s = spx__race_keep(p, &a, use))) goto fail;
+    p->select_ms += 1e3 * (spx__now() - tb);
   } else if (!p->built) {
     if (!a && (s = spx_csr_copy(a0, p->dtype, &a))) goto fail;
     p->a = a;
+    spx__race_share(p, a); /* the lazy copy serves the race too: spx_plan_build hands it over */
     return SPX_OK;
   }
   spx_csr_destroy(a);

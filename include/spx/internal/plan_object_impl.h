@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The plan object (struct spx_plan, tuner.h): the strategies' names and the options' defaults,
  * the build of a chosen candidate (from the host CSR or the arrays staged on the device, with
- * cuSPARSE as the stand-in while a tiered kernel compiles), SpMV, wait, destroy, the timing the
- * trial and calibration use, the getters and print. It calls the model (plan_model_impl.h), the
- * device matrices and converters (cuda.h, dmatrix.h), the staged arrays (stage_impl.h) and
- * cuSPARSE (baseline.h); no strategy: what a plan runs was chosen above it. */
+ * cuSPARSE as the stand-in while a tiered kernel compiles) and of any other candidate, SpMV, wait,
+ * destroy, the timing the trial and calibration use, the getters and print. It calls the model
+ * (plan_model_impl.h), the device matrices and converters (cuda.h, dmatrix.h), the staged arrays
+ * (stage_impl.h), cuSPARSE (baseline.h) and the race, this room's other file (plan_race_impl.h);
+ * no strategy: what a plan runs was chosen above it. */
 #include "common.h"
 #include "dmatrix.h"
 #include "tuner.h"
@@ -71,8 +72,10 @@ void spx_plan_options_default(spx_plan_options *o) {
 }
 
 /* ---- Plans --------------------------------------------------------------------------------------- */
-/* Lets go of the staged arrays: frees them, or forgets them where they are the parent plan's. */
+/* Lets go of the staged arrays: frees them, or forgets them where they are the parent plan's. While
+ * a race runs its candidates still build from them: the race's end frees them then. */
 static void spx__plan_drop_dc(spx_plan *p) {
+  if (p->race) { p->dc_let_go = p->dc.ci != 0; return; }
   if (p->dc_borrowed) memset(&p->dc, 0, sizeof p->dc);
   else spx__dcsr_free(&p->dc);
   p->dc_borrowed = 0;
@@ -85,6 +88,27 @@ void spx__plan_unbuild(spx_plan *p) {
   spx_fmt_destroy(p->fmt); p->fmt = NULL;
   spx__plan_drop_dc(p);
   p->built = 0;
+}
+
+void spx__plan_release_dc(spx_plan *p) {
+  if (!p->dc_let_go || p->race) return;
+  p->dc_let_go = 0;
+  spx__plan_drop_dc(p);
+}
+
+void spx__plan_take_build(spx_plan *p, spx_plan *q) {
+  const int wraps = q->dc.ci != 0; /* q kept its loan of the staged arrays: it runs on them */
+  spx_cusparse_plan_destroy(p->start);
+  spx_dmatrix_destroy(p->dm);
+  spx_cusparse_plan_destroy(p->cs);
+  spx_fmt_destroy(p->fmt);
+  p->start = NULL;
+  p->dm = q->dm; p->cs = q->cs; p->fmt = q->fmt;
+  q->dm = NULL; q->cs = NULL; q->fmt = NULL;
+  p->start_keeps_dc = wraps;
+  p->dc_let_go = !wraps && p->dc.ci;
+  if (wraps) memset(&q->dc, 0, sizeof q->dc);
+  p->built = 1;
 }
 
 /* Whether the plan builds from its staged device arrays (p->dc): cuSPARSE and spx's CSR kernel wrap
@@ -141,7 +165,7 @@ static int spx__plan_start_fits(const spx_plan *p, int64_t nnz) {
 static int spx__plan_start(spx_plan *p, const spx_csr *a) {
   const int staged = p->dc.ci && p->dc.rp32;
   size_t n;
-  if (!p->tiered || !p->dm || spx__dmatrix_runnable(p->dm) || (!staged && !a) || !spx__plan_has_cusparse(p) ||
+  if (!p->tiered || p->race_cand || !p->dm || spx__dmatrix_runnable(p->dm) || (!staged && !a) || !spx__plan_has_cusparse(p) ||
       !spx__plan_start_fits(p, staged ? p->dc.nnz : a->nnz))
     return 0;
   if (staged) {
@@ -182,8 +206,8 @@ spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
   memset(&dmo, 0, sizeof dmo);
   dmo.tiered = p->tiered;
   /* where the plan has cuSPARSE on the staged arrays to start on, the generic CSR kernel (one
-   * thread a row) would be the slower stand-in */
-  if (p->tiered && p->format == SPX_FORMAT_CSR) dmo.tiered = 2;
+   * thread a row) would be the slower stand-in; a race candidate is timed on its own kernel only */
+  if (p->tiered && (p->format == SPX_FORMAT_CSR || p->race_cand)) dmo.tiered = 2;
   if (p->built) return SPX_OK;
   if (spx__plan_staged(p)) {
     /* first: it allocates va. A conversion reads the pattern while the values go up (it waits for
@@ -255,8 +279,42 @@ spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
   return SPX_OK;
 }
 
+/* A plan for candidate i, built, in p's context. */
+spx_status spx__plan_candidate(spx_plan *p, const spx_csr *a, int i, int race, spx_plan **out) {
+  spx_plan *q = (spx_plan *)spx__calloc(1, sizeof *q);
+  spx_status s;
+  if (!q) return SPX_OUT_OF_MEMORY;
+  q->ctx = p->ctx; q->backend = p->backend; q->dtype = p->dtype; q->nrows = p->nrows; q->ncols = p->ncols;
+  q->format = p->cand[i].format; q->engine = p->cand[i].engine;
+  q->params = p->params; /* the profile's choices (BSR's block) */
+  q->tiered = race && p->tiered; /* a race's build never waits for NVRTC: it is timed once compiled */
+  q->race_cand = race;
+  q->dc = p->dc; /* on loan: the candidate builds from the staged arrays as the chosen plan would (a
+                  * conversion there, or a wrap), so the trial costs what the model priced */
+  q->csr_staged = p->csr_staged;
+  q->csr_opt = p->csr_opt;
+  if (spx__plan_staged(q)) {
+    /* the values go up into p's arrays before the loan (build_from would allocate them in q's copy) */
+    if ((s = spx__dcsr_values(&p->dc, a))) { memset(&q->dc, 0, sizeof q->dc); spx_plan_destroy(q); return s; }
+    q->dc = p->dc;
+    q->dc_borrowed = 1;
+  } else {
+    memset(&q->dc, 0, sizeof q->dc); /* a host build: nothing borrowed */
+  }
+  if ((s = spx__plan_build_from(q, a))) { spx_plan_destroy(q); return s; }
+  *out = q;
+  return SPX_OK;
+}
+
+spx_status spx__plan_fixed(spx_plan *p, const spx_csr *a, int i, spx_plan **out) {
+  return spx__plan_candidate(p, a, i, 0, out);
+}
+
+/* A race ends first (synchronously), then the compile the plan waits for. */
 spx_status spx_plan_wait(spx_plan *p) {
+  spx_status s;
   if (!p) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_wait: NULL plan");
+  if (p->race && !p->race->sync && (s = spx__race_end(p))) return s;
   if (!p->built) return SPX_OK;
   if (p->start) return spx__plan_start_end(p, 1);
   return p->dm ? spx_dmatrix_wait(p->dm) : SPX_OK;
@@ -275,15 +333,13 @@ spx_status spx_plan_build(spx_plan *p) {
   t0 = spx__now();
   if ((s = spx__plan_build_from(p, p->a))) { spx__plan_unbuild(p); return s; }
   p->build_ms = 1e3 * (spx__now() - t0);
-  spx_csr_destroy(p->a);
+  if (!spx__race_adopt(p, p->a)) spx_csr_destroy(p->a); /* a race's candidates build from it later */
   p->a = NULL;
   return SPX_OK;
 }
 
-spx_status spx_plan_spmv(spx_plan *p, double alpha, const void *x, double beta, void *y) {
+spx_status spx__plan_run(spx_plan *p, double alpha, const void *x, double beta, void *y) {
   spx_status s;
-  if (!p || !x || !y) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_spmv: NULL argument");
-  if (!p->built && (s = spx_plan_build(p))) return s;
   if (p->start && (s = spx__plan_start_end(p, 0))) return s;
   if (p->start) return spx_cusparse_spmv(p->start, alpha, (spx_devptr)(uintptr_t)x, beta, (spx_devptr)(uintptr_t)y);
   if (p->cs) return spx_cusparse_spmv(p->cs, alpha, (spx_devptr)(uintptr_t)x, beta, (spx_devptr)(uintptr_t)y);
@@ -292,8 +348,17 @@ spx_status spx_plan_spmv(spx_plan *p, double alpha, const void *x, double beta, 
   return spx__fail(SPX_INTERNAL, "spx_plan_spmv: a built plan holds no matrix");
 }
 
+/* During a race the call runs on the candidate whose turn it is (plan_race_impl.h). */
+spx_status spx_plan_spmv(spx_plan *p, double alpha, const void *x, double beta, void *y) {
+  spx_status s;
+  if (!p || !x || !y) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_spmv: NULL argument");
+  if (!p->built && (s = spx_plan_build(p))) return s;
+  return p->race ? spx__race_spmv(p, alpha, x, beta, y) : spx__plan_run(p, alpha, x, beta, y);
+}
+
 void spx_plan_destroy(spx_plan *p) {
   if (!p) return;
+  spx__race_free(p); /* its candidates first: they borrow the staged arrays unbuild frees */
   spx__plan_unbuild(p);
   spx_csr_destroy(p->a);
   spx_csr_destroy(p->own_src);
@@ -446,7 +511,7 @@ spx_status spx_plan_print(const spx_plan *p, FILE *f, int json) {
             spx_format_name(p->format), p->engine == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse" : "spx",
             spx_dtype_name(p->dtype), spx_plan_predicted_us(p), spx_plan_convert_ms(p), p->select_ms, p->an.B, p->an.R);
     spx__plan_json_str(f, p->reason);
-    fprintf(f, ", \"candidates\": [");
+    fprintf(f, ", \"racing\": %d, \"candidates\": [", spx_plan_racing(p, NULL));
     for (i = 0; i < p->ncand; i++) {
       const spx_plan_candidate *c = &p->cand[i];
       /* what is not known (a declined format's bytes and times, an untimed candidate) is null */
@@ -471,6 +536,12 @@ spx_status spx_plan_print(const spx_plan *p, FILE *f, int json) {
             spx_plan_strategy_name(p->strategy), p->backend == SPX_BACKEND_CUDA ? "cuda" : "host",
             p->engine == SPX_PLAN_ENGINE_CUSPARSE ? "cuSPARSE " : "", spx_format_name(p->format), spx_dtype_name(p->dtype),
             spx_plan_predicted_us(p), spx_plan_convert_ms(p), p->select_ms, p->reason);
+    if (p->race) {
+      spx_plan_race_info ri;
+      (void)spx_plan_racing(p, &ri);
+      fprintf(f, "race        running on the SpMVs: %d of %d candidates timed, %d dropped, %lld SpMVs so far\n",
+              ri.measured, ri.candidates, ri.dropped, (long long)ri.calls);
+    }
   }
   return ferror(f) ? spx__fail(SPX_IO, "spx_plan_print: write failed") : SPX_OK;
 }

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The tuner's strategies (tuner.h: spx__plan_strategy): the papers' B/R rules (kubota, mps), the
- * model's choice, the trial (build and time candidates), auto (the model, then a trial of the
- * best two when it is cheap and could change the choice) and options.force. Each picks among a
+ * model's choice, the trial (build and time candidates), auto (the model, then a race or trial of
+ * the best two when it is cheap and could change the choice) and options.force. Each picks among a
  * plan's candidates and sets its reason. It calls the plan object (plan_object_impl.h: builds,
- * timings) and the model's names and prices (plan_model_impl.h). */
+ * timings; plan_race_impl.h: the race) and the model's names and prices (plan_model_impl.h). */
 #include "common.h"
 #include "tuner.h"
 #include "../plan.h"
@@ -133,31 +133,6 @@ static spx_status spx__plan_model_choice(spx_plan *p) {
   return SPX_OK;
 }
 
-/* A plan for one candidate, built, in p's context (for the trial). */
-spx_status spx__plan_fixed(spx_plan *p, const spx_csr *a, int i, spx_plan **out) {
-  spx_plan *q = (spx_plan *)spx__calloc(1, sizeof *q);
-  spx_status s;
-  if (!q) return SPX_OUT_OF_MEMORY;
-  q->ctx = p->ctx; q->backend = p->backend; q->dtype = p->dtype; q->nrows = p->nrows; q->ncols = p->ncols;
-  q->format = p->cand[i].format; q->engine = p->cand[i].engine;
-  q->params = p->params; /* the profile's choices (BSR's block) */
-  q->dc = p->dc; /* on loan: the candidate builds from the staged arrays as the chosen plan would (a
-                  * conversion there, or a wrap), so the trial costs what the model priced */
-  q->csr_staged = p->csr_staged;
-  q->csr_opt = p->csr_opt;
-  if (spx__plan_staged(q)) {
-    /* the values go up into p's arrays before the loan (build_from would allocate them in q's copy) */
-    if ((s = spx__dcsr_values(&p->dc, a))) { memset(&q->dc, 0, sizeof q->dc); spx_plan_destroy(q); return s; }
-    q->dc = p->dc;
-    q->dc_borrowed = 1;
-  } else {
-    memset(&q->dc, 0, sizeof q->dc); /* a host build: nothing borrowed */
-  }
-  if ((s = spx__plan_build_from(q, a))) { spx_plan_destroy(q); return s; }
-  *out = q;
-  return SPX_OK;
-}
-
 /* Times the candidates in idx[0..k) (reps samples of about sample_ms) and keeps the fastest built
  * in p (at most two built at once). */
 static spx_status spx__plan_trial(spx_plan *p, const spx_csr *a, const int *idx, int k, int reps, double sample_ms) {
@@ -215,6 +190,21 @@ static spx_status spx__plan_forced(spx_plan *p, const char *name) {
                    p->backend == SPX_BACKEND_CUDA ? "cuda" : "host", list);
 }
 
+/* auto's timing of idx[0..k), where its price passed: a race over the caller's first SpMVs
+ * (plan_race_impl.h), which the caller does not wait for; with options.no_race, or for a deferred
+ * plan (whose choice must be built before its start), the trial here. The reason is
+ * "<head>race|trial <what>: <result>" (two: the best two's times, else the winner's). */
+static spx_status spx__plan_contest(spx_plan *p, const spx_csr *use, const int *idx, int k, int two, double sample_ms,
+                                    const spx_plan_options *o, const char *head, const char *what) {
+  char v[200];
+  spx_status s;
+  if (!o->no_race && !o->defer) return spx__race_begin(p, idx, k, o->trial_reps, sample_ms, two, head, what);
+  if ((s = spx__plan_trial(p, use, idx, k, o->trial_reps, sample_ms))) return s;
+  spx__plan_verdict(p, idx, two, v, sizeof v);
+  snprintf(p->reason, sizeof p->reason, "%.420strial %.120s: %.180s", head, what, v);
+  return SPX_OK;
+}
+
 /* Kernels predicted within this many launch latencies are latency-bound: what separates the formats
  * there (a launch, a dependent load, a reduction) is a fraction of a microsecond, below the model's
  * error, so its ranking beyond the first few is weak and auto measures instead. */
@@ -232,8 +222,7 @@ static spx_status spx__plan_quick_trial(spx_plan *p, const spx_csr *use, const i
   double cost = 0;
   int n = 0;
   size_t len;
-  spx_status s;
-  char model_reason[400];
+  char head[448], what[160];
   for (; n < k; n++) {
     const spx_plan_candidate *c = &p->cand[idx[n]];
     const double ci = (n ? c->convert_ms : 0) + spx__plan_time_ms(cuda, c->predicted_us, o->trial_reps, SPX__PLAN_QUICK_SAMPLE_MS);
@@ -246,16 +235,14 @@ static spx_status spx__plan_quick_trial(spx_plan *p, const spx_csr *use, const i
              cost + (n ? p->cand[idx[1]].convert_ms : 0), o->trial_share, work_ms);
     return SPX_OK;
   }
-  snprintf(model_reason, sizeof model_reason, "%.399s", p->reason);
-  if ((s = spx__plan_trial(p, use, idx, n, o->trial_reps, SPX__PLAN_QUICK_SAMPLE_MS))) return s;
-  snprintf(p->reason, sizeof p->reason, "%s; latency-bound: trial of the best %d of %d (%.3g ms <= %.3g x %.3g ms of work): %s %.3g us",
-           model_reason, n, k, cost, o->trial_share, work_ms, spx__plan_cname(&p->cand[p->chosen]), p->cand[p->chosen].measured_us);
-  return SPX_OK;
+  snprintf(head, sizeof head, "%.399s; latency-bound: ", p->reason);
+  snprintf(what, sizeof what, "of the best %d of %d (%.3g ms <= %.3g x %.3g ms of work)", n, k, cost, o->trial_share, work_ms);
+  return spx__plan_contest(p, use, idx, n, 0, SPX__PLAN_QUICK_SAMPLE_MS, o, head, what);
 }
 
 /* The choice among p's candidates (the options' forced name, else p->strategy's), with its reason;
  * use is the matrix a trial builds its candidates from. The trial strategy and auto's trial leave
- * the winner built in p. */
+ * the winner built in p; auto's race leaves the model's choice chosen and the race in p. */
 spx_status spx__plan_strategy(spx_plan *p, const spx_csr *use, const spx_plan_options *o) {
   spx_status s;
   if (o->force) s = spx__plan_forced(p, o->force);
@@ -292,12 +279,10 @@ spx_status spx__plan_strategy(spx_plan *p, const spx_csr *use, const spx_plan_op
       size_t n = strlen(p->reason);
       snprintf(p->reason + n, sizeof p->reason - n, "; no trial (the runner-up predicted %.0f%% slower)", 100 * (gap - 1));
     } else if (k > 1 && trial_ms <= o->trial_share * work_ms) {
-      char model_reason[400]; /* the model's sentence, bounded so the trial's fits after it */
-      snprintf(model_reason, sizeof model_reason, "%.399s", p->reason);
-      if (!(s = spx__plan_trial(p, use, idx, 2, o->trial_reps, SPX__PLAN_SAMPLE_MS)))
-        snprintf(p->reason, sizeof p->reason, "%s; trial of the best two (%.3g ms <= %.3g x %.3g ms of work): %s %.3g us vs %s %.3g us",
-                 model_reason, trial_ms, o->trial_share, work_ms, spx__plan_cname(&p->cand[idx[0]]),
-                 p->cand[idx[0]].measured_us, spx__plan_cname(&p->cand[idx[1]]), p->cand[idx[1]].measured_us);
+      char head[448], what[160]; /* the model's sentence, bounded so the trial's fits after it */
+      snprintf(head, sizeof head, "%.399s; ", p->reason);
+      snprintf(what, sizeof what, "of the best two (%.3g ms <= %.3g x %.3g ms of work)", trial_ms, o->trial_share, work_ms);
+      s = spx__plan_contest(p, use, idx, 2, 1, SPX__PLAN_SAMPLE_MS, o, head, what);
     } else if (k > 1) {
       size_t n = strlen(p->reason);
       snprintf(p->reason + n, sizeof p->reason - n, "; no trial (%.3g ms > %.3g x %.3g ms of work)", trial_ms,

@@ -94,7 +94,10 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
 int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, const spx__pprof *q, int64_t calls,
                            double share, double cs_us);
 
-/* ---- plan_object_impl.h: the plan ------------------------------------------------------------ */
+/* ---- plan_object_impl.h and plan_race_impl.h: the plan --------------------------------------
+ * One room in two files: the race is a state of the plan, as the tiered start is, so spx_plan_spmv,
+ * spx_plan_wait and spx_plan_destroy call into the race and the race builds and runs candidates
+ * through the plan's build. */
 /* The plan's life, in its fields (those not named here are options, the choice and its record):
  *   selected, not built  built 0, a: the matrix copy the build converts (a lazy plan builds at its
  *                        first SpMV or spx_plan_build); fmt may already hold a host conversion (the
@@ -107,11 +110,20 @@ int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, const spx
  *   deferred             pending 1, beside either state above: cand[chosen] is a CSR start that
  *                        converts nothing, cand[pend_idx] the choice spx_plan_upgrade builds from
  *                        src (own_src: the plan's copy), then unbuilds the start and clears pending.
+ *   racing               race non-NULL, beside the states above (auto, plan_race_impl.h):
+ *                        cand[chosen] is the model's choice, built as above; spx_plan_spmv times
+ *                        the candidates of race in turn on the caller's calls (each built when its
+ *                        turn comes, a plan of its own; the model's choice is this one), then moves
+ *                        the fastest into this plan (spx__plan_take_build) and frees race. The
+ *                        race holds dc meanwhile (its candidates build from it): a build that lets
+ *                        go of it sets dc_let_go, and the race's end frees it.
  * The staged arrays dc (the device profile's upload) are the build's input and stay after it only
  * while something reads them: cs or dm wraps them (cuSPARSE; csr_staged: spx's CSR kernel), or
  * start runs on them (start_keeps_dc: dm wraps them too, so they outlive start). dc_borrowed: a
  * trial candidate's dc is its parent's, never freed by it. want_ddiag: only between the selection
- * and an eager build that takes the diagonal from dc. */
+ * and an eager build that takes the diagonal from dc. race_cand: a race candidate, timed only on its
+ * own kernel (tiered, but with no stand-in: the race tries it once its compile is done). */
+typedef struct spx__race spx__race;
 struct spx_plan {
   spx_context *ctx;
   int own_ctx;
@@ -147,11 +159,15 @@ struct spx_plan {
   int csr_staged;          /* 1: a CSR plan wraps the staged arrays (csr_opt set) */
   int want_ddiag;          /* 1: the build takes the diagonal from the staged arrays (spx__plan_ddiag) */
   int dc_borrowed;         /* 1: dc is the parent plan's (a trial candidate): never freed here */
-  int tiered;              /* the build's dmatrix is tiered (options.no_tiered_jit 0, CUDA, not a trial) */
+  int tiered;              /* the build's dmatrix is tiered (options.no_tiered_jit 0, CUDA; not a
+                            * trial's candidate, a race's is) */
   int64_t limit;           /* the selection's memory limit in bytes (0: none) */
   double launch_us;        /* the device description's kernel launch latency (auto's latency regime) */
   spx_cusparse_plan *start; /* tiered: cuSPARSE on the staged CSR while dm has no kernel to run */
   int start_keeps_dc;      /* 1: dm runs on dc's arrays (spx's CSR kernel): they stay when start goes */
+  spx__race *race;         /* auto's race while it runs (plan_race_impl.h), else NULL */
+  int race_cand;           /* 1: a candidate of a race (see above) */
+  int dc_let_go;           /* 1: the build let go of dc while a race held it: freed at the race's end */
   char reason[768];
 };
 
@@ -166,6 +182,18 @@ int spx__plan_staged(const spx_plan *p);
 int spx__plan_has_cusparse(const spx_plan *p);
 /* Converts a to the plan's choice and makes it runnable on the backend. */
 spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a);
+/* A plan for candidate i, built in p's context from a (the trial's and calibration's; race: a race
+ * candidate's, which never waits for NVRTC). */
+spx_status spx__plan_candidate(spx_plan *p, const spx_csr *a, int i, int race, spx_plan **out);
+spx_status spx__plan_fixed(spx_plan *p, const spx_csr *a, int i, spx_plan **out);
+/* One SpMV on what the built plan runs now (start, cs, dm or fmt), past any race. */
+spx_status spx__plan_run(spx_plan *p, double alpha, const void *x, double beta, void *y);
+/* p runs q's build from now on (the race's winner, whose queued SpMVs are done): p's own build goes
+ * (device frees are ordered after the stream's queued work by the device layer), q's moves in, and
+ * the staged arrays stay only where the new build wraps them. */
+void spx__plan_take_build(spx_plan *p, spx_plan *q);
+/* Frees the staged arrays a build let go of while a race held them (dc_let_go). */
+void spx__plan_release_dc(spx_plan *p);
 /* qsort's order of doubles, ascending. */
 int spx__plan_cmp(const void *a, const void *b);
 /* spx_plan_time's samples last about this long on a GPU: long enough that launch jitter and the
@@ -181,11 +209,57 @@ const double *spx__plan_diag_kept(const spx_plan *p);
 /* Whether format f's prediction needs the column counts (its model's cols). */
 int spx__plan_reads_columns(spx_format f);
 
+/* The race (plan_race_impl.h). Its candidates, in the model's order: slot 0 the model's choice,
+ * which the plan itself runs; each other slot a plan of its own, built when its turn comes and
+ * freed once it cannot win. */
+#define SPX__RACE_REPS_MAX 64 /* timed calls per candidate at most (as spx_plan_time's samples) */
+enum { SPX__RACE_WAIT, SPX__RACE_DONE, SPX__RACE_DROPPED };
+typedef struct spx__race_slot {
+  int cand;                 /* index into the plan's cand[] */
+  int state;                /* SPX__RACE_WAIT: to be timed; DONE: measured (cand's measured_us); DROPPED */
+  spx_plan *q;              /* slot > 0: its build, NULL before its turn and once it lost */
+} spx__race_slot;
+struct spx__race {
+  spx__race_slot slot[SPX_FORMAT_MAX + 1];
+  int n, reps;              /* candidates; timed calls each, after one warm-up call */
+  int two;                  /* the best two (the reason gives both times), else the ranked ones */
+  int cur, calls;           /* the slot whose block of calls runs (-1: none), and its calls so far */
+  int pending;              /* CUDA: the slot whose block's events are not read yet (-1: none) */
+  int lead;                 /* the fastest slot measured so far (-1: none) */
+  int nbuilt;               /* slots > 0 built so far */
+  int sync;                 /* spx_plan_wait is ending it: the plan runs as if there were none */
+  int by_wait;              /* spx_plan_wait ended it */
+  int64_t served, drop_after; /* calls served; a slot still compiling past drop_after is dropped */
+  double sample_ms;         /* spx_plan_wait's timings' samples, as the trial's */
+  double us[SPX__RACE_REPS_MAX];           /* the block's samples, us */
+  spx__CUevent ev[2 * SPX__RACE_REPS_MAX]; /* CUDA: a pair around each timed call, reused per block */
+  int nev;
+  const spx_csr *a;         /* the matrix the candidates build from (the plan's lazy copy, or own) */
+  spx_csr *own;
+  char head[448], what[160]; /* the reason: "<head>race <what> over the first SpMVs: <result>" */
+};
+/* Starts a race of idx[0..k) (idx[0] the model's choice, p->chosen) with the reasons' head and
+ * what; the matrix comes after (spx__race_keep, spx__race_share). */
+spx_status spx__race_begin(spx_plan *p, const int *idx, int k, int reps, double sample_ms, int two, const char *head,
+                           const char *what);
+/* The race's matrix: *own moved in (when not NULL), else a copy of a (an eager plan's). */
+spx_status spx__race_keep(spx_plan *p, spx_csr **own, const spx_csr *a);
+/* The race's matrix is the lazy plan's copy m, which spx_plan_build hands over (spx__race_adopt:
+ * 1 when the race took m). */
+void spx__race_share(spx_plan *p, const spx_csr *m);
+int spx__race_adopt(spx_plan *p, spx_csr *m);
+/* spx_plan_spmv during a race; spx_plan_wait's end of it (the rest timed at once, as the trial
+ * does); spx_plan_destroy's (every candidate and event freed). */
+spx_status spx__race_spmv(spx_plan *p, double alpha, const void *x, double beta, void *y);
+spx_status spx__race_end(spx_plan *p);
+void spx__race_free(spx_plan *p);
+/* The contest's result as reasons give it: "A 3.1 us vs B 3.4 us" for the best two (idx[0], idx[1]),
+ * else the chosen candidate's time. */
+void spx__plan_verdict(const spx_plan *p, const int *idx, int two, char *buf, size_t len);
+
 /* ---- plan_strategy_impl.h: the strategies ---------------------------------------------------- */
 /* Whether candidate i exists, fits and has a prediction. */
 int spx__plan_usable(const spx_plan *p, int i);
-/* A plan for candidate i, built in p's context from a (the trial's and calibration's). */
-spx_status spx__plan_fixed(spx_plan *p, const spx_csr *a, int i, spx_plan **out);
 /* The choice among p's candidates (options.force, else the strategy), with its reason. */
 spx_status spx__plan_strategy(spx_plan *p, const spx_csr *use, const spx_plan_options *o);
 

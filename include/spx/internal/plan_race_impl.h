@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* auto's race (tuner.h: the plan room's second file). Where auto would time candidates, a trial in
+ * spx_plan_create makes the caller wait for every candidate's build and timing before its first
+ * SpMV; the race builds only the model's choice there and lets the caller's own first SpMVs time
+ * the candidates instead: one candidate at a time, in blocks of calls (a warm-up, then `reps` timed
+ * calls), each candidate built when its turn comes. CUDA times each call with a pair of events on
+ * the context stream, read only once they have completed (a block's events are read at a later
+ * call; the calls between run on the model's choice, untimed); the host times it with the clock.
+ * A candidate whose kernel still compiles in the background waits for a later turn, and is dropped
+ * once the race has served half the plan's expected calls. When every candidate is measured or
+ * dropped, the fastest by median (ties to the model's choice) becomes the plan's build and the
+ * others are freed: every call computes y = alpha A x + beta y on some candidate, in the stream's
+ * order. spx_plan_wait ends a race at once, timing what is left as the trial does. The race's
+ * builds and its bookkeeping count as selection time (select_ms), not the SpMVs it serves. */
+#include "common.h"
+#include "cuda_types.h"
+#include "dmatrix.h"
+#include "tuner.h"
+#include "../plan.h"
+
+/* ---- Its start and its matrix ------------------------------------------------------------------ */
+spx_status spx__race_begin(spx_plan *p, const int *idx, int k, int reps, double sample_ms, int two, const char *head,
+                           const char *what) {
+  spx__race *r = (spx__race *)spx__calloc(1, sizeof *r);
+  int i;
+  if (!r) return SPX_OUT_OF_MEMORY;
+  r->n = k;
+  for (i = 0; i < k; i++) r->slot[i].cand = idx[i];
+  r->reps = reps < SPX__RACE_REPS_MAX ? reps : SPX__RACE_REPS_MAX;
+  r->two = two;
+  r->cur = r->pending = r->lead = -1;
+  /* a kernel still compiling at half the expected calls could only pay back over the fewer calls
+   * left: the race stops waiting for it there */
+  r->drop_after = p->calls / 2;
+  r->sample_ms = sample_ms;
+  snprintf(r->head, sizeof r->head, "%s", head);
+  snprintf(r->what, sizeof r->what, "%s", what);
+  p->chosen = idx[0];
+  p->race = r;
+  snprintf(p->reason, sizeof p->reason, "%.420srace %.120s over the first SpMVs: running, on the model's choice meanwhile", r->head,
+           r->what);
+  return SPX_OK;
+}
+
+spx_status spx__race_keep(spx_plan *p, spx_csr **own, const spx_csr *a) {
+  spx__race *r = p->race;
+  spx_status s;
+  if (!r || r->a) return SPX_OK;
+  if (own && *own) {
+    r->own = *own;
+    *own = NULL;
+  } else if ((s = spx_csr_copy(a, p->dtype, &r->own))) {
+    return s;
+  }
+  r->a = r->own;
+  return SPX_OK;
+}
+
+void spx__race_share(spx_plan *p, const spx_csr *m) {
+  if (p->race && !p->race->a) p->race->a = m;
+}
+
+int spx__race_adopt(spx_plan *p, spx_csr *m) {
+  if (!p->race || !m || p->race->a != m) return 0;
+  p->race->own = m;
+  return 1;
+}
+
+/* ---- Events (CUDA) ------------------------------------------------------------------------------ */
+/* The block's events, made at the first block: a pair per timed call, reused by every block. */
+static spx_status spx__race_events(spx_plan *p) {
+  spx__race *r = p->race;
+  const spx__cuda_api *cu = spx__cuda();
+  spx_status s;
+  if (p->backend != SPX_BACKEND_CUDA || r->nev) return SPX_OK;
+  if (!cu) return spx__fail(SPX_NOT_AVAILABLE, "the race: no CUDA driver");
+  if ((s = spx__ctx_push(p->ctx))) return s;
+  while (!s && r->nev < 2 * r->reps)
+    if (!(s = spx__event_new(cu, &r->ev[r->nev], 1))) r->nev++;
+  spx__ctx_pop(p->ctx);
+  return s;
+}
+
+/* Event k of the block on the context stream, where the caller's work is queued. */
+static spx_status spx__race_record(spx_plan *p, int k) {
+  const spx__cuda_api *cu = spx__cuda();
+  spx_status s;
+  if (!cu) return spx__fail(SPX_NOT_AVAILABLE, "the race: no CUDA driver");
+  if ((s = spx__ctx_push(p->ctx))) return s;
+  s = spx__event_record(cu, p->race->ev[k], p->ctx->stream);
+  spx__ctx_pop(p->ctx);
+  return s;
+}
+
+/* The block's samples from its events: 1 when read; 0 while the last is not done (wait: waits for
+ * it, spx_plan_wait only); < 0 on a failure. Events on one stream complete in order. */
+static int spx__race_read(spx_plan *p, int wait) {
+  spx__race *r = p->race;
+  const spx__cuda_api *cu = spx__cuda();
+  spx__CUevent last;
+  int j, done;
+  if (!cu || spx__ctx_push(p->ctx)) return -1;
+  last = r->ev[2 * r->reps - 1];
+  done = wait ? (spx__event_sync(cu, last) ? -1 : 1) : spx__event_done(cu, last);
+  for (j = 0; done > 0 && j < r->reps; j++) {
+    float ms = 0;
+    if (spx__event_ms(cu, &ms, r->ev[2 * j], r->ev[2 * j + 1])) done = -1;
+    r->us[j] = 1e3 * (double)ms;
+  }
+  spx__ctx_pop(p->ctx);
+  return done;
+}
+
+/* ---- The slots ----------------------------------------------------------------------------------- */
+static spx_plan *spx__race_plan(spx_plan *p, int i) { return i ? p->race->slot[i].q : p; }
+
+/* Frees slot i's build (slot 0's is the plan's own: never here). */
+static void spx__race_unbuild(spx_plan *p, int i) {
+  if (!i) return;
+  spx_plan_destroy(p->race->slot[i].q);
+  p->race->slot[i].q = NULL;
+}
+
+/* Slot i leaves the race; why goes to its candidate's note. */
+static void spx__race_drop(spx_plan *p, int i, const char *why) {
+  snprintf(p->cand[p->race->slot[i].cand].note, sizeof p->cand[0].note, "race: %.80s", why);
+  p->race->slot[i].state = SPX__RACE_DROPPED;
+  spx__race_unbuild(p, i);
+}
+
+/* Slot i measured us per SpMV: it leads, or its build goes (the leader's goes when it leads). */
+static void spx__race_result(spx_plan *p, int i, double us) {
+  spx__race *r = p->race;
+  const int l = r->lead;
+  const double lead_us = l >= 0 ? p->cand[r->slot[l].cand].measured_us : 0;
+  p->cand[r->slot[i].cand].measured_us = us;
+  r->slot[i].state = SPX__RACE_DONE;
+  if (l < 0 || us < lead_us || (i == 0 && us <= lead_us)) { /* ties go to the model's choice */
+    spx__race_unbuild(p, l < 0 ? 0 : l);
+    r->lead = i;
+  } else {
+    spx__race_unbuild(p, i);
+  }
+}
+
+/* The median of a block's samples. */
+static void spx__race_measured(spx_plan *p, int i) {
+  spx__race *r = p->race;
+  qsort(r->us, (size_t)r->reps, sizeof *r->us, spx__plan_cmp);
+  spx__race_result(p, i, r->us[r->reps / 2]);
+}
+
+/* Builds slot i's candidate; 1 when that failed and the slot left the race. */
+static int spx__race_build(spx_plan *p, int i) {
+  spx__race *r = p->race;
+  if (spx__plan_candidate(p, r->a, r->slot[i].cand, 1, &r->slot[i].q)) {
+    char why[128];
+    snprintf(why, sizeof why, "failed: %.100s", spx_last_error());
+    spx_clear_error();
+    r->slot[i].q = NULL;
+    spx__race_drop(p, i, why);
+    return 1;
+  }
+  r->nbuilt++;
+  return 0;
+}
+
+/* Whether slot i runs its own kernel now: built, no stand-in, no compile left to wait for (a
+ * candidate's kernel, which nothing stands in for, moves in at its block's warm-up call). */
+static int spx__race_ready(spx_plan *p, int i) {
+  spx_plan *q = spx__race_plan(p, i);
+  if (!q || !q->built || q->start) return 0;
+  if (!q->dm || !spx_dmatrix_compiling(q->dm)) return 1;
+  return i && spx__dmatrix_runnable(q->dm);
+}
+
+/* ---- Its end ------------------------------------------------------------------------------------- */
+void spx__plan_verdict(const spx_plan *p, const int *idx, int two, char *buf, size_t len) {
+  const spx_plan_candidate *c[2];
+  size_t n = 0;
+  int k;
+  c[0] = two ? &p->cand[idx[0]] : &p->cand[p->chosen];
+  c[1] = &p->cand[idx[1]];
+  for (k = 0; k < 1 + (two != 0) && n < len; k++) {
+    if (c[k]->measured_us >= 0)
+      n += (size_t)snprintf(buf + n, len - n, "%s%s %.3g us", k ? " vs " : "", spx__plan_cname(c[k]), c[k]->measured_us);
+    else
+      n += (size_t)snprintf(buf + n, len - n, "%s%s not timed", k ? " vs " : "", spx__plan_cname(c[k]));
+  }
+}
+
+void spx__race_free(spx_plan *p) {
+  spx__race *r = p->race;
+  const spx__cuda_api *cu = spx__cuda();
+  int i;
+  if (!r) return;
+  for (i = 1; i < r->n; i++) spx__race_unbuild(p, i);
+  if (r->nev && cu && !spx__ctx_push(p->ctx)) {
+    for (i = 0; i < r->nev; i++) spx__event_free(cu, r->ev[i]);
+    spx__ctx_pop(p->ctx);
+  }
+  spx_csr_destroy(r->own);
+  SPX_FREE(r);
+  p->race = NULL;
+}
+
+/* The plan keeps the leader (none measured: the model's choice), and the reason says so (tail:
+ * why it stopped early, or NULL). */
+static void spx__race_finish(spx_plan *p, const char *tail) {
+  spx__race *r = p->race;
+  int idx[2];
+  char v[200];
+  idx[0] = r->slot[0].cand;
+  idx[1] = r->slot[r->n > 1 ? 1 : 0].cand;
+  if (r->lead > 0) {
+    spx__plan_take_build(p, r->slot[r->lead].q);
+    p->chosen = r->slot[r->lead].cand;
+    p->format = p->cand[p->chosen].format;
+    p->engine = p->cand[p->chosen].engine;
+  }
+  spx__plan_verdict(p, idx, r->two, v, sizeof v);
+  snprintf(p->reason, sizeof p->reason, "%.420srace %.120s over the first SpMVs: %.120s%s%s", r->head, r->what,
+           tail ? tail : v, r->by_wait && !tail ? " (ended by spx_plan_wait)" : "",
+           r->lead < 0 && !tail ? "; nothing timed, the model's choice stands" : "");
+  spx__race_free(p);
+  spx__plan_release_dc(p);
+}
+
+/* A failure of the race's own timing (not of an SpMV) ends it: the model's choice stands. */
+static void spx__race_abort(spx_plan *p) {
+  char tail[200];
+  snprintf(tail, sizeof tail, "stopped (%.80s), the model's choice stands", spx_last_error());
+  spx_clear_error();
+  p->race->lead = -1;
+  spx__race_finish(p, tail);
+}
+
+/* ---- The SpMVs ----------------------------------------------------------------------------------- */
+/* Starts the next block on the first slot still to be timed that runs its own kernel now (building
+ * at most one candidate per call, when its turn comes); ends the race when none is left. */
+static void spx__race_next(spx_plan *p) {
+  spx__race *r = p->race;
+  int i, left = 0, built = 0;
+  for (i = 0; i < r->n; i++) {
+    if (r->slot[i].state != SPX__RACE_WAIT) continue;
+    if (i && !r->slot[i].q) {
+      if (built++) { left++; continue; }
+      if (spx__race_build(p, i)) continue;
+    }
+    if (spx__race_ready(p, i)) {
+      if (spx__race_events(p)) { spx__race_abort(p); return; }
+      r->cur = i;
+      r->calls = 0;
+      return;
+    }
+    if (i && r->served > r->drop_after) { spx__race_drop(p, i, "dropped: still compiling at half the expected calls"); continue; }
+    left++;
+  }
+  if (!left) spx__race_finish(p, NULL);
+}
+
+/* Reads a finished block's samples, then starts the next block (or ends the race). */
+static void spx__race_step(spx_plan *p) {
+  spx__race *r = p->race;
+  if (r->pending >= 0) {
+    const int got = spx__race_read(p, 0);
+    if (got < 0) { spx__race_abort(p); return; }
+    if (!got) return;
+    spx__race_measured(p, r->pending);
+    r->pending = -1;
+  }
+  if (r->cur < 0) spx__race_next(p);
+}
+
+/* The call on the plan's own build, untimed; *run: its wall seconds. */
+static spx_status spx__race_plain(spx_plan *p, double alpha, const void *x, double beta, void *y, double *run) {
+  const double t = spx__now();
+  const spx_status s = spx__plan_run(p, alpha, x, beta, y);
+  *run += spx__now() - t;
+  return s;
+}
+
+/* The call on the block's slot: call calls - 1 of its samples (the first call, untimed, warms up).
+ * A candidate that fails leaves the race and the call runs on the plan's own build. */
+static spx_status spx__race_timed(spx_plan *p, double alpha, const void *x, double beta, void *y, double *run) {
+  spx__race *r = p->race;
+  const int i = r->cur, k = r->calls - 1, cuda = p->backend == SPX_BACKEND_CUDA;
+  double t;
+  spx_status s;
+  if (cuda && k >= 0 && spx__race_record(p, 2 * k)) {
+    spx__race_abort(p);
+    return spx__race_plain(p, alpha, x, beta, y, run);
+  }
+  t = spx__now();
+  s = spx__plan_run(spx__race_plan(p, i), alpha, x, beta, y);
+  *run = spx__now() - t;
+  if (s && i) {
+    char why[128];
+    snprintf(why, sizeof why, "failed: %.100s", spx_last_error());
+    spx_clear_error();
+    spx__race_drop(p, i, why);
+    r->cur = -1;
+    return spx__race_plain(p, alpha, x, beta, y, run);
+  }
+  if (s) return s; /* the plan's own SpMV: the caller's failure, as without a race */
+  if (k >= 0 && !cuda) r->us[k] = 1e6 * *run;
+  if (k >= 0 && cuda && spx__race_record(p, 2 * k + 1)) {
+    spx__race_abort(p);
+    return SPX_OK;
+  }
+  if (++r->calls > r->reps) { /* the block is done: CUDA reads its events at a later call */
+    r->cur = -1;
+    if (cuda) r->pending = i;
+    else spx__race_measured(p, i);
+  }
+  return SPX_OK;
+}
+
+spx_status spx__race_spmv(spx_plan *p, double alpha, const void *x, double beta, void *y) {
+  const double t0 = spx__now();
+  double run = 0;
+  spx_status s;
+  if (p->race->sync) return spx__plan_run(p, alpha, x, beta, y);
+  p->race->served++;
+  spx__race_step(p);
+  if (p->race && p->race->cur >= 0) s = spx__race_timed(p, alpha, x, beta, y, &run);
+  else s = spx__race_plain(p, alpha, x, beta, y, &run);
+  p->select_ms += 1e3 * (spx__now() - t0 - run); /* the race's builds and bookkeeping: selection */
+  return s;
+}
+
+/* spx_plan_wait: a block's events waited for, what is left timed at once as the trial times (a
+ * compile waited for), the choice fixed. The plan is built first (a lazy plan's race has not run). */
+spx_status spx__race_end(spx_plan *p) {
+  spx__race *r = p->race;
+  const double t0 = spx__now();
+  spx_status s;
+  int i;
+  if (!p->built && (s = spx_plan_build(p))) return s;
+  r->sync = r->by_wait = 1;
+  if (r->pending >= 0) {
+    if (spx__race_read(p, 1) < 0) { spx__race_abort(p); goto done; }
+    spx__race_measured(p, r->pending);
+    r->pending = -1;
+  }
+  r->cur = -1; /* a block under way is timed again below */
+  for (i = 0; i < r->n; i++) {
+    double us;
+    if (r->slot[i].state != SPX__RACE_WAIT || (i && !r->slot[i].q && spx__race_build(p, i))) continue;
+    if (spx__plan_time_sampled(spx__race_plan(p, i), r->reps, r->sample_ms, &us)) {
+      char why[128];
+      snprintf(why, sizeof why, "failed: %.100s", spx_last_error());
+      spx_clear_error();
+      spx__race_drop(p, i, why);
+      continue;
+    }
+    spx__race_result(p, i, us);
+  }
+  spx__race_finish(p, NULL);
+done:
+  p->select_ms += 1e3 * (spx__now() - t0);
+  return SPX_OK;
+}
+
+int spx_plan_racing(const spx_plan *p, spx_plan_race_info *info) {
+  const spx__race *r = p ? p->race : NULL;
+  int i;
+  if (info) memset(info, 0, sizeof *info);
+  if (!r) return 0;
+  if (info) {
+    info->candidates = r->n;
+    info->built = r->nbuilt + (p->built != 0);
+    info->calls = r->served;
+    for (i = 0; i < r->n; i++) {
+      info->measured += r->slot[i].state == SPX__RACE_DONE;
+      info->dropped += r->slot[i].state == SPX__RACE_DROPPED;
+    }
+  }
+  return 1;
+}
