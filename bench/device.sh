@@ -9,7 +9,7 @@
 # (amg and amg-paper have no stored run yet).
 # Usage: bench/device.sh DEST PART...   PART: tests | select | shared | replicated | tiered | buckets | solve | solve-defer | upload | bench | stencil-ab |
 #                                       memcheck | trace | fig11 | stencil-trace | stencil-2800 | tb-pf | amg |
-#                                       amg-paper
+#                                       amg-paper | dist
 # select runs the large-set eval twice in one cache directory and keeps both: the first pays every
 # NVRTC compile (cold cache), the second reads the kernels from the disk cache, as a program does
 # from its second run on (or after `spx jit --warm`).
@@ -277,6 +277,25 @@ for part in "$@"; do
     out/amg_paper --host > "$dest/amg-paper-host.txt" 2>&1
     grep -E "^prob|70\^3|60\^3" "$dest/amg-paper-gpu.txt"
     grep -E "70\^3|60\^3" "$dest/amg-paper-host.txt" | sed 's/^/host /' ;;
+  dist)
+    # spx/dist.h on the machine's GPUs (one rank each, Open MPI): CG to 1e-8 on a 7-point Poisson,
+    # weak scaling (a 126^3 block per GPU, about 2M rows, stacked in z) and strong scaling (200^3,
+    # 8M rows), each with --spmv 100 (the halo's overlap); the one-process GPU solves beside. Files:
+    # dist-single-{126,200}.txt, dist-{weak,strong}-NP.txt.
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    cores=$(nproc)
+    $spx solve gen:poisson7:126 --method cg > "$dest/dist-single-126.txt" 2>&1
+    $spx solve gen:poisson7:200 --method cg > "$dest/dist-single-200.txt" 2>&1
+    for np in 1 2 4 8; do
+      [ "$np" -le "$gpus" ] || continue
+      for run in weak strong; do
+        spec=poisson7:126x126x$((126 * np)); [ $run = strong ] && spec=poisson7:200x200x200
+        OMP_NUM_THREADS=$((cores / np)) mpirun --allow-run-as-root --oversubscribe --bind-to none -np $np \
+          $spx solve $spec --method cg --spmv 100 > "$dest/dist-$run-$np.txt" 2>&1
+      done
+    done
+    grep -H -E "us per iteration" "$dest"/dist-single-*.txt
+    for f in "$dest"/dist-weak-*.txt "$dest"/dist-strong-*.txt; do [ -f "$f" ] && sed -n '1,3p;/^  rank      rows/,$p' "$f"; done ;;
   *) echo "bench/device.sh: unknown part '$part'" >&2; exit 2 ;;
   esac
 done

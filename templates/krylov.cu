@@ -187,6 +187,14 @@ spx_kry_resid(long long n, const spx_value_t *__restrict__ b, const spx_value_t 
   spx_kry_block(s0, 0, 0, 1, part);
 }
 
+/* y[rows[i]] += t[i] for i < m, rows distinct: spx/dist.h's ghost block, whose plan has only the
+ * rows that read other ranks' entries, adds its product into those rows of y. */
+extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
+spx_kry_scatter_add(long long m, const int *__restrict__ rows, const spx_value_t *__restrict__ t,
+                    spx_value_t *__restrict__ y) {
+  SPX_FOR_EACH(i, m) y[rows[i]] += t[i];
+}
+
 /* st[SPX_ST_OUT + k] = the sums of nt terms (any state). */
 extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
 spx_kry_sum(int g, int nt, const double *__restrict__ part, double *__restrict__ st) {

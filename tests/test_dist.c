@@ -610,6 +610,86 @@ static void test_gpu_spmv(void **state) {
   spx_context_destroy(ctx);
 }
 
+/* The distributed solvers on CUDA (solve.h's GPU path with the global sums over the ranks), every
+ * rank on the node's device 0, against spx_solve_* on one GPU with the same format (CSR, forced):
+ * one rank gives the same x and iterations bit for bit; more ranks the same iterations within the
+ * host comparison's margin and x within 1e-6; run twice, the same bits. b and x are host arrays
+ * (host_vectors). */
+static void gpu_compare(spx_context *ctx, const char *what, const spx_csr *a, solve_fn fn, dsolve_fn dfn, double rtol) {
+  const int64_t n = a->nrows;
+  spx_plan_options po;
+  spx_plan *p = NULL;
+  spx_dist_options dop = dist_options();
+  spx_dist_matrix *d = NULL;
+  spx_dist_info in;
+  spx_solve_options o;
+  spx_solve_report rs, rd, r2;
+  double *b = shared_rand(n), *xs = calloc((size_t)n + 1, 8), *xd = calloc((size_t)n + 1, 8);
+  double *x2 = calloc((size_t)n + 1, 8), *xg = calloc((size_t)n + 1, 8), err;
+  int64_t tol_it;
+  spx_status ss, sd, s2;
+  assert_true(xs && xd && x2 && xg);
+  spx_plan_options_default(&po);
+  po.backend = SPX_BACKEND_CUDA;
+  po.no_calibrate = 1;
+  po.force = "csr";
+  dop.plan = po;
+  dop.ctx = ctx;
+  ss = spx_dist_scatter(MPI_COMM_WORLD, 0, g_rank == 0 ? a : NULL, &dop, &d);
+  if (ss) fprintf(g_diag, "rank %d: %s: scatter on CUDA: %s\n", g_rank, what, spx_last_error());
+  ALL_TRUE(ss == SPX_OK && d);
+  spx_solve_options_default(&o);
+  o.rtol = rtol;
+  o.maxit = 2000;
+  o.host_vectors = 1;
+  assert_int_equal(spx_plan_create(ctx, a, &po, &p), SPX_OK);
+  ss = fn(p, b, xs, &o, &rs);
+  spx_dist_get_info(d, &in);
+  sd = dfn(d, b + in.first_row, xd, &o, &rd);
+  s2 = dfn(d, b + in.first_row, x2, &o, &r2);
+  if (ss || sd || s2) fprintf(g_diag, "rank %d: %s: %s / %s / %s\n", g_rank, what, rs.message, rd.message, r2.message);
+  ALL_TRUE(ss == SPX_OK && sd == SPX_OK && s2 == SPX_OK);
+  ALL_TRUE(rd.iterations == r2.iterations && memcmp(xd, x2, (size_t)in.nlocal * 8) == 0 && rd.resid == r2.resid);
+  gather(d, xd, xg, MPI_DOUBLE);
+  err = spx_test_relerr(xg, xs, n);
+  tol_it = dfn == spx_dist_solve_bicgstab ? MAX2(10, rs.iterations / 5) : MAX2(4, rs.iterations / 20);
+  if (g_rank == 0)
+    printf("%-26s %d ranks on CUDA: %4lld iterations (one GPU %4lld), x differs by %.2e, true residual %.2e\n", what,
+           g_size, (long long)rd.iterations, (long long)rs.iterations, err, rd.true_rel_resid);
+  ALL_TRUE(rd.n == n && rd.true_rel_resid <= 3 * rtol && true_rel(a, b, xg) <= 3 * rtol);
+  if (g_size == 1) ALL_TRUE(rd.iterations == rs.iterations && memcmp(xg, xs, (size_t)n * 8) == 0);
+  else ALL_TRUE(ABS1(rd.iterations - rs.iterations) <= tol_it && err <= 1e-6);
+  spx_plan_destroy(p);
+  spx_dist_destroy(d);
+  free(b); free(xs); free(xd); free(x2); free(xg);
+}
+
+static void test_gpu_solve(void **state) {
+  spx_context *ctx = NULL;
+  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_csr *a = NULL;
+  int ok = spx_device_count() > 0 && spx_context_create(&co, &ctx) == SPX_OK;
+  (void)state;
+  if (!all_ok(ok)) { /* every rank skips, or none */
+    spx_context_destroy(ctx);
+    spx_clear_error();
+    skip();
+  }
+  assert_int_equal(spx_gen_poisson3d(14, 13, 12, 7, SPX_DOUBLE, &a), SPX_OK);
+  gpu_compare(ctx, "poisson7 cg", a, spx_solve_cg, spx_dist_solve_cg, 1e-10);
+  gpu_compare(ctx, "poisson7 pcg_jacobi", a, spx_solve_pcg_jacobi, spx_dist_solve_pcg_jacobi, 1e-10);
+  gpu_compare(ctx, "poisson7 bicgstab", a, spx_solve_bicgstab, spx_dist_solve_bicgstab, 1e-10);
+  spx_csr_destroy(a);
+  a = shared("cage8");
+  gpu_compare(ctx, "cage8 bicgstab", a, spx_solve_bicgstab, spx_dist_solve_bicgstab, 1e-10);
+  spx_csr_destroy(a);
+  /* 3 rows over up to 4 ranks: a rank without rows takes part in every sum */
+  assert_int_equal(spx_gen_poisson3d(3, 1, 1, 7, SPX_DOUBLE, &a), SPX_OK);
+  gpu_compare(ctx, "3 rows pcg_jacobi", a, spx_solve_pcg_jacobi, spx_dist_solve_pcg_jacobi, 1e-10);
+  spx_csr_destroy(a);
+  spx_context_destroy(ctx);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_poisson),
@@ -622,6 +702,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_precond_callback),
       cmocka_unit_test(test_mismatched_communicator),
       cmocka_unit_test(test_gpu_spmv),
+      cmocka_unit_test(test_gpu_solve),
   };
   int rc;
   MPI_Init(&argc, &argv);

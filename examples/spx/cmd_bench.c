@@ -360,7 +360,7 @@ const char *const spx_cli_bench_help[] = {
     "Per matrix and value type: every format with a GPU kernel against the best cuSPARSE algorithm. "
     "Times are medians of back-to-back SpMVs after a warm-up; GB/s use one minimal-bytes model for "
     "all formats (CSR's arrays, x and y once each), next to the copy bandwidth measured in the same "
-    "run. MATRIX is a Matrix Market file or a generator: poisson7:N, poisson27:N (N^3 grid), "
+    "run. MATRIX is a Matrix Market file or a generator: poisson7:N, poisson27:N (N^3 grid; or NXxNYxNZ), "
     "elasticity:N, powerlaw:N (rows), rep:FILE:NNZ (copies of FILE up to NNZ nonzeros). Needs a GPU.",
     "--set large|small\tadd a benchmark set: large (generators and replicated shared matrices) or "
     "small (the shared matrices as they are, with the launch floor); default: only the MATRIX "

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* spx solve under mpirun (built where GN found MPI: SPX_CLI_MPI): the matrix read on rank 0 and
  * scattered by rows (spx/dist.h), b = A 1 (or ones) likewise, the distributed solver, and a report
- * of every rank's rows, halo and time beside the global iterations and residuals. The distributed
- * solvers run on the host backend. Without an MPI launcher in the environment spx solve is the
- * one-process command, and this file is not entered. */
+ * of every rank's rows, halo and time beside the global iterations and residuals. Each rank runs
+ * on a GPU of its node (the node-local rank modulo the node's GPUs) where every rank has one, else
+ * on the host backend (--host asks for it). --spmv N then times N distributed SpMVs against the
+ * two blocks' SpMVs alone, for the halo's exposed time and overlap. Without an MPI launcher in the
+ * environment spx solve is the one-process command, and this file is not entered. */
 #include "cli.h"
 
 #if defined(SPX_CLI_MPI)
@@ -21,8 +23,8 @@ static int solve_mpi_launched(void) {
 typedef struct solve_mpi_args {
   const char *file, *method, *format, *strategy;
   double tol;
-  int64_t maxit;
-  int ones, json;
+  int64_t maxit, spmv;
+  int ones, json, host;
 } solve_mpi_args;
 
 /* The options the distributed solve takes; anything else is a usage error (on rank 0's stderr). */
@@ -39,12 +41,14 @@ static int solve_mpi_parse(int argc, char **argv, int rank, solve_mpi_args *a) {
       if (!spx_cli_number("solve", "--tol", v, "a positive number", 0, 0, 1e300, &a->tol)) return 2;
     } else if ((v = spx_cli_opt(argc, argv, &k, "--maxit"))) {
       if (!spx_cli_int("solve", "--maxit", v, &a->maxit)) return 2;
+    } else if ((v = spx_cli_opt(argc, argv, &k, "--spmv"))) {
+      if (!spx_cli_int("solve", "--spmv", v, &a->spmv)) return 2;
     } else if (!strcmp(argv[k], "--ones")) a->ones = 1;
     else if (!strcmp(argv[k], "--json")) a->json = 1;
-    else if (!strcmp(argv[k], "--host")) continue; /* the distributed solvers run on the host anyway */
+    else if (!strcmp(argv[k], "--host")) a->host = 1;
     else if (argv[k][0] == '-')
       return rank ? 2 : spx_cli_usage("solve", "under mpirun spx solve takes --method cg|pcg|bicgstab, --format, "
-                                      "--strategy, --tol, --maxit, --ones, --json and --host, not '%s'", argv[k]);
+                                      "--strategy, --tol, --maxit, --spmv N, --ones, --json and --host, not '%s'", argv[k]);
     else if (!a->file) a->file = argv[k];
     else return rank ? 2 : spx_cli_usage("solve", "one matrix only ('%s' and '%s')", a->file, argv[k]);
   }
@@ -69,58 +73,192 @@ static int solve_mpi_load(const solve_mpi_args *a, spx_csr **m, double **b) {
   return 0;
 }
 
+/* What each rank reports (gathered on rank 0): SOLVE_MPI_FIELDS doubles. */
+enum { F_ROWS, F_NNZ, F_GHOSTS, F_HALO_BYTES, F_SOLVE_MS, F_WAIT_MS, F_REDUCE_MS, F_ITER_US, F_SPMV_US, F_ALONE_US,
+       F_AGREE_US, F_HALO_US, SOLVE_MPI_FIELDS };
+
+/* The halo's exposed share of one SpMV on rank q's numbers: the distributed SpMV less the two
+ * blocks alone and less the call's two status agreements; overlap = 1 - exposed / the halo's time. */
+static double solve_mpi_exposed(const double *f) {
+  double e = f[F_SPMV_US] - f[F_ALONE_US] - f[F_AGREE_US];
+  return e > 0 ? e : 0;
+}
+static double solve_mpi_overlap(const double *f) {
+  double o = f[F_HALO_US] > 0 ? 1 - solve_mpi_exposed(f) / f[F_HALO_US] : 1;
+  return o < 0 ? 0 : o;
+}
+
 /* Rank 0's report: the global result, then one line per rank. */
 static void solve_mpi_print(const solve_mpi_args *a, const spx_solve_report *r, const spx_dist_info *in, int size,
                             const double *rows, double wall_ms) {
+  const char *be = in->backend == SPX_BACKEND_CUDA ? "cuda" : "host";
   int q;
   if (a->json) {
     spx_cli_json_printf(stdout, "{\"matrix\": ");
     spx_cli_json_str(stdout, a->file);
-    spx_cli_json_printf(stdout, ", \"ranks\": %d, \"rows\": %lld, \"method\": \"%s\", \"iterations\": %lld, "
+    spx_cli_json_printf(stdout, ", \"ranks\": %d, \"backend\": \"%s\", \"halo_ipc\": %d, \"rows\": %lld, \"method\": \"%s\", \"iterations\": %lld, "
                         "\"rel_resid\": %.6g, \"true_rel_resid\": %.6g, \"wall_ms\": %.6g, \"per_rank\": [",
-                        size, (long long)in->n, r->method, (long long)r->iterations, r->rel_resid, r->true_rel_resid, wall_ms);
-    for (q = 0; q < size; q++)
+                        size, be, in->halo_ipc, (long long)in->n, r->method, (long long)r->iterations, r->rel_resid, r->true_rel_resid,
+                        wall_ms);
+    for (q = 0; q < size; q++) {
+      const double *f = rows + SOLVE_MPI_FIELDS * q;
       spx_cli_json_printf(stdout, "%s{\"rows\": %.0f, \"nnz\": %.0f, \"ghosts\": %.0f, \"halo_bytes\": %.0f, "
-                          "\"solve_ms\": %.6g, \"halo_wait_ms\": %.6g, \"reduce_ms\": %.6g}", q ? ", " : "",
-                          rows[7 * q], rows[7 * q + 1], rows[7 * q + 2], rows[7 * q + 3], rows[7 * q + 4],
-                          rows[7 * q + 5], rows[7 * q + 6]);
+                          "\"solve_ms\": %.6g, \"per_iter_us\": %.6g, \"halo_wait_ms\": %.6g, \"reduce_ms\": %.6g",
+                          q ? ", " : "", f[F_ROWS], f[F_NNZ], f[F_GHOSTS], f[F_HALO_BYTES], f[F_SOLVE_MS], f[F_ITER_US],
+                          f[F_WAIT_MS], f[F_REDUCE_MS]);
+      if (a->spmv > 0)
+        spx_cli_json_printf(stdout, ", \"spmv_us\": %.6g, \"alone_us\": %.6g, \"agree_us\": %.6g, \"halo_us\": %.6g, "
+                            "\"exposed_us\": %.6g, \"overlap\": %.6g", f[F_SPMV_US], f[F_ALONE_US], f[F_AGREE_US],
+                            f[F_HALO_US], solve_mpi_exposed(f), solve_mpi_overlap(f));
+      printf("}");
+    }
     printf("]}\n");
     return;
   }
-  printf("spx solve %s: %lld rows on %d ranks (host backend), %s, rtol %g\n", a->file, (long long)in->n, size,
-         r->method, a->tol);
+  printf("spx solve %s: %lld rows on %d ranks (%s backend%s), %s, rtol %g\n", a->file, (long long)in->n, size, be,
+         in->halo_ipc ? ", the halo GPU to GPU over CUDA IPC" : "", r->method, a->tol);
   printf("  %s\n  iterations      %lld, ||r||/||b|| %.3g (recomputed %.3g)\n  end to end      %.2f ms wall "
          "(scatter, plans, solve; rank 0)\n", r->message, (long long)r->iterations, r->rel_resid, r->true_rel_resid,
          wall_ms);
-  printf("  rank      rows   nonzeros   ghosts  halo bytes/SpMV   solve ms  halo wait ms  sums ms\n");
-  for (q = 0; q < size; q++)
-    printf("  %4d %9.0f %10.0f %8.0f %17.0f %10.2f %13.2f %8.2f\n", q, rows[7 * q], rows[7 * q + 1],
-           rows[7 * q + 2], rows[7 * q + 3], rows[7 * q + 4], rows[7 * q + 5], rows[7 * q + 6]);
+  printf("  rank      rows   nonzeros   ghosts  halo bytes/SpMV   solve ms  us/iter  halo wait ms  sums ms\n");
+  for (q = 0; q < size; q++) {
+    const double *f = rows + SOLVE_MPI_FIELDS * q;
+    printf("  %4d %9.0f %10.0f %8.0f %17.0f %10.2f %8.1f %13.2f %8.2f\n", q, f[F_ROWS], f[F_NNZ], f[F_GHOSTS],
+           f[F_HALO_BYTES], f[F_SOLVE_MS], f[F_ITER_US], f[F_WAIT_MS], f[F_REDUCE_MS]);
+  }
+  if (a->spmv <= 0) return;
+  printf("  SpMV (%lld each, us): distributed = the two blocks alone + the status agreements + the exposed halo\n",
+         (long long)a->spmv);
+  printf("  rank  distributed    alone  agreements  halo (host path)  exposed  overlap\n");
+  for (q = 0; q < size; q++) {
+    const double *f = rows + SOLVE_MPI_FIELDS * q;
+    printf("  %4d %12.2f %8.2f %11.2f %17.2f %8.2f %7.0f%%\n", q, f[F_SPMV_US], f[F_ALONE_US], f[F_AGREE_US],
+           f[F_HALO_US], solve_mpi_exposed(f), 100 * solve_mpi_overlap(f));
+  }
+}
+
+/* This rank's context: a GPU of its node where every rank has one (node-local rank modulo the
+ * node's GPUs), else the host. */
+static spx_status solve_mpi_context(const solve_mpi_args *a, spx_context **ctx) {
+  spx_context_options co;
+  MPI_Comm node;
+  int nrank = 0, gpus = a->host ? 0 : spx_device_count(), least = 0;
+  MPI_Allreduce(&gpus, &least, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  memset(&co, 0, sizeof co);
+  co.backend = least > 0 ? SPX_BACKEND_CUDA : SPX_BACKEND_HOST;
+  if (least > 0 && MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    MPI_Comm_rank(node, &nrank);
+    MPI_Comm_free(&node);
+    co.device = nrank % gpus;
+  }
+  spx_clear_error();
+  return spx_context_create(&co, ctx);
+}
+
+/* Device (or host) vectors of n values for the SpMV timing; 1 on failure. */
+static int solve_mpi_vec(spx_context *ctx, int64_t n, const double *init, void **out) {
+  size_t bytes = sizeof(double) * (size_t)(n + 1);
+  *out = NULL;
+  if (spx_context_backend(ctx) != SPX_BACKEND_CUDA) {
+    double *h = (double *)calloc((size_t)(n + 1), sizeof *h);
+    if (h && init) memcpy(h, init, sizeof(double) * (size_t)n);
+    *out = h;
+    return !h;
+  } else {
+    spx_devptr p = 0;
+    if (spx_device_alloc(ctx, bytes, &p) || spx_device_memset(ctx, p, 0, bytes) ||
+        (init && n > 0 && spx_device_upload(ctx, p, init, sizeof(double) * (size_t)n))) {
+      if (p) spx_device_free(ctx, p);
+      return 1;
+    }
+    *out = (void *)(uintptr_t)p;
+    return 0;
+  }
+}
+static void solve_mpi_vec_free(spx_context *ctx, void *v) {
+  if (spx_context_backend(ctx) == SPX_BACKEND_CUDA) spx_device_free(ctx, (spx_devptr)(uintptr_t)v);
+  else free(v);
+}
+
+/* --spmv N: the distributed SpMV, the two blocks alone (no messages) and the status agreements,
+ * each N times after a warm-up, every rank starting together; f gets the per-call times (us). */
+static int solve_mpi_spmv(const solve_mpi_args *a, spx_dist_matrix *d, spx_context *ctx, const double *xl, double *f) {
+  spx_dist_info i0, i1;
+  spx_plan *loc = spx_dist_local_plan(d), *gho = spx_dist_ghost_plan(d);
+  void *x = NULL, *y = NULL, *g = NULL;
+  int64_t k, n = a->spmv;
+  int bad = 0, any = 0, one = 1, all = 0;
+  double t0;
+  spx_dist_get_info(d, &i0);
+  bad = solve_mpi_vec(ctx, i0.nlocal, xl, &x) || solve_mpi_vec(ctx, i0.nlocal, NULL, &y) ||
+        solve_mpi_vec(ctx, i0.nghost, NULL, &g);
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (any) goto done;
+  for (k = 0; k < 3 && !bad; k++) bad = spx_dist_spmv(d, 1.0, x, 0.0, y) != SPX_OK;
+  bad |= spx_context_synchronize(ctx) != SPX_OK;
+  spx_dist_get_info(d, &i0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  t0 = MPI_Wtime();
+  for (k = 0; k < n && !bad; k++) bad = spx_dist_spmv(d, 1.0, x, 0.0, y) != SPX_OK;
+  bad |= spx_context_synchronize(ctx) != SPX_OK;
+  f[F_SPMV_US] = 1e6 * (MPI_Wtime() - t0) / (double)n;
+  spx_dist_get_info(d, &i1);
+  f[F_HALO_US] = 1e3 * (i1.halo_ms - i0.halo_ms) / (double)n;
+  MPI_Barrier(MPI_COMM_WORLD);
+  t0 = MPI_Wtime();
+  for (k = 0; k < n && !bad; k++) {
+    if (loc) bad |= spx_plan_spmv(loc, 1.0, x, 0.0, y) != SPX_OK;
+    if (gho) bad |= spx_plan_spmv(gho, 1.0, g, 1.0, y) != SPX_OK;
+  }
+  bad |= spx_context_synchronize(ctx) != SPX_OK;
+  f[F_ALONE_US] = 1e6 * (MPI_Wtime() - t0) / (double)n;
+  MPI_Barrier(MPI_COMM_WORLD);
+  t0 = MPI_Wtime();
+  for (k = 0; k < n; k++) { /* spx_dist_spmv's entry and exit agreements */
+    MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  }
+  f[F_AGREE_US] = 1e6 * (MPI_Wtime() - t0) / (double)n;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+done:
+  if (x) solve_mpi_vec_free(ctx, x);
+  if (y) solve_mpi_vec_free(ctx, y);
+  if (g) solve_mpi_vec_free(ctx, g);
+  if (any && !a->json) fprintf(stderr, "spx solve: --spmv timing failed: %s\n", spx_last_error());
+  return any;
 }
 
 /* The solve itself, between MPI_Init and MPI_Finalize; every rank returns the same status. */
 static int solve_mpi_run(const solve_mpi_args *a, int rank, int size) {
   spx_csr *m = NULL;
-  double *b = NULL, *bl = NULL, *x = NULL, *rows = NULL, mine[7], t0 = MPI_Wtime();
+  double *b = NULL, *bl = NULL, *x = NULL, *rows = NULL, mine[SOLVE_MPI_FIELDS], t0 = MPI_Wtime();
   int *cnt = NULL, *dsp = NULL, q, bad = 0, any = 0;
+  spx_context *ctx = NULL;
   spx_dist_options o;
   spx_dist_matrix *d = NULL;
   spx_dist_info in;
   spx_solve_options so;
   spx_solve_report r;
   spx_status st;
+  memset(mine, 0, sizeof mine);
   spx_dist_options_default(&o);
-  o.plan.backend = SPX_BACKEND_HOST;
   o.plan.force = a->format;
   if (spx_plan_strategy_parse(a->strategy, &o.plan.strategy)) bad = rank ? 1 : spx_cli_usage("solve", "%s", spx_last_error());
+  if (!bad && solve_mpi_context(a, &ctx)) bad = spx_cli_fail("solve");
+  if (!bad) {
+    o.ctx = ctx;
+    o.plan.backend = spx_context_backend(ctx);
+  }
   if (!bad && rank == 0) bad = solve_mpi_load(a, &m, &b);
   MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (any) goto done;
   if ((st = spx_dist_scatter(MPI_COMM_WORLD, 0, m, &o, &d))) { bad = spx_cli_fail("solve"); goto done; }
+  spx_csr_destroy(m); /* rank 0's global copy: the ranks hold their rows now */
+  m = NULL;
   spx_dist_get_info(d, &in);
   cnt = (int *)malloc(sizeof *cnt * (size_t)size); dsp = (int *)malloc(sizeof *dsp * (size_t)size);
   bl = (double *)malloc(sizeof *bl * (size_t)(in.nlocal + 1)); x = (double *)calloc((size_t)(in.nlocal + 1), sizeof *x);
-  rows = (double *)malloc(sizeof *rows * 7 * (size_t)size);
+  rows = (double *)malloc(sizeof *rows * SOLVE_MPI_FIELDS * (size_t)size);
   bad = !cnt || !dsp || !bl || !x || !rows;
   MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (any) { bad = 1; fprintf(stderr, "spx solve: out of memory\n"); goto done; }
@@ -132,18 +270,22 @@ static int solve_mpi_run(const solve_mpi_args *a, int rank, int size) {
   spx_solve_options_default(&so);
   so.rtol = a->tol;
   so.maxit = a->maxit;
+  so.host_vectors = 1; /* b and x are this rank's host arrays on either backend */
   st = !strcmp(a->method, "bicgstab") ? spx_dist_solve_bicgstab(d, bl, x, &so, &r)
        : !strcmp(a->method, "pcg")    ? spx_dist_solve_pcg_jacobi(d, bl, x, &so, &r)
                                       : spx_dist_solve_cg(d, bl, x, &so, &r);
   spx_dist_get_info(d, &in);
-  mine[0] = (double)in.nlocal; mine[1] = (double)(in.nnz_local + in.nnz_ghost); mine[2] = (double)in.nghost;
-  mine[3] = (double)in.halo_bytes; mine[4] = r.solve_ms; mine[5] = in.halo_wait_ms; mine[6] = in.reduce_ms;
-  MPI_Gather(mine, 7, MPI_DOUBLE, rows, 7, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  if (rank == 0) solve_mpi_print(a, &r, &in, size, rows, 1e3 * (MPI_Wtime() - t0));
+  mine[F_ROWS] = (double)in.nlocal; mine[F_NNZ] = (double)(in.nnz_local + in.nnz_ghost); mine[F_GHOSTS] = (double)in.nghost;
+  mine[F_HALO_BYTES] = (double)in.halo_bytes; mine[F_SOLVE_MS] = r.solve_ms; mine[F_WAIT_MS] = in.halo_wait_ms;
+  mine[F_REDUCE_MS] = in.reduce_ms; mine[F_ITER_US] = r.per_iter_us;
   bad = st != SPX_OK;
   if (st && rank == 0) fprintf(stderr, "spx solve: %s\n", r.message[0] ? r.message : spx_last_error());
+  if (!st && a->spmv > 0) bad = solve_mpi_spmv(a, d, ctx, x, mine);
+  MPI_Gather(mine, SOLVE_MPI_FIELDS, MPI_DOUBLE, rows, SOLVE_MPI_FIELDS, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  if (rank == 0) solve_mpi_print(a, &r, &in, size, rows, 1e3 * (MPI_Wtime() - t0));
 done:
   spx_dist_destroy(d);
+  spx_context_destroy(ctx);
   spx_csr_destroy(m);
   free(b); free(bl); free(x); free(rows); free(cnt); free(dsp);
   MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

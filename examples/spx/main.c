@@ -354,15 +354,34 @@ static long long spx_cli_spec_size(const char *s) {
   return end == s || *end || errno == ERANGE || !isdigit((unsigned char)*s) || n < 1 || n > (1ll << 53) ? -1 : n;
 }
 
+/* "NXxNYxNZ" (three positive integers): 1 with box set, else 0. */
+static int spx_cli_spec_box(const char *s, long long box[3]) {
+  char buf[96], *x1, *x2;
+  if (strlen(s) >= sizeof buf || !strchr(s, 'x')) return 0;
+  snprintf(buf, sizeof buf, "%s", s);
+  if (!(x1 = strchr(buf, 'x')) || !(x2 = strchr(x1 + 1, 'x'))) return 0;
+  *x1 = *x2 = 0;
+  box[0] = spx_cli_spec_size(buf);
+  box[1] = spx_cli_spec_size(x1 + 1);
+  box[2] = spx_cli_spec_size(x2 + 1);
+  if (box[0] > 0 && box[1] > 0 && box[2] > 0) return 1;
+  box[0] = box[1] = box[2] = 0;
+  return 0;
+}
+
 spx_status spx_cli_load_matrix(const char *spec, spx_csr **a, char *name, size_t len) {
   const char *c = strchr(spec, ':');
   const int gen = !strncmp(spec, "poisson7:", 9) || !strncmp(spec, "poisson27:", 10) ||
                   !strncmp(spec, "aniso7:", 7) || !strncmp(spec, "elasticity:", 11) || !strncmp(spec, "powerlaw:", 9);
-  long long n = gen ? spx_cli_spec_size(c + 1) : 0;
+  long long n = 0, box[3] = {0, 0, 0};
+  if (gen && !strncmp(spec, "poisson", 7) && spx_cli_spec_box(c + 1, box)) n = box[0]; /* NXxNYxNZ */
+  else if (gen) n = spx_cli_spec_size(c + 1);
   if (n < 0)
-    return spx_format_fail(SPX_INVALID_ARGUMENT, "%s: the size after ':' must be a positive integer", spec);
+    return spx_format_fail(SPX_INVALID_ARGUMENT, "%s: the size after ':' must be a positive integer%s", spec,
+                           !strncmp(spec, "poisson", 7) ? " or NXxNYxNZ" : "");
   if (!strncmp(spec, "poisson7:", 9) || !strncmp(spec, "poisson27:", 10)) {
     snprintf(name, len, "%s", spec);
+    if (box[0]) return spx_gen_poisson3d(box[0], box[1], box[2], spec[7] == '7' ? 7 : 27, SPX_DOUBLE, a);
     return spx_gen_poisson3d(n, n, n, spec[7] == '7' ? 7 : 27, SPX_DOUBLE, a);
   }
   if (!strncmp(spec, "aniso7:", 7)) { /* papers/003's anisotropic diffusion: z coupling 1e-4 of x and y */

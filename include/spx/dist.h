@@ -24,27 +24,37 @@
  *   weight, a row weighing its nonzeros + 1 (empty rows are not free), unless options.row_start
  *   gives it; spx_dist_create takes each rank's own rows as they are (a rank may own none).
  *   Each rank splits its rows into the LOCAL block (columns it owns, renumbered from 0) and the
- *   GHOST block (columns other ranks own, renumbered 0..nghost-1 in ascending global order), and
- *   each block is its own spx_plan: the tuner picks a format for both, on the CUDA backend and on
- *   the host alike.
+ *   GHOST block (columns other ranks own, renumbered 0..nghost-1 in ascending global order; only
+ *   the rows that have such columns, since a slab's are its first and last planes), and each block
+ *   is its own spx_plan: the tuner picks a format for both, on the CUDA backend and on the host
+ *   alike.
  *
  * THE SpMV  y = alpha A x + beta y on each rank's part: post the receives of the ghost entries of
  *   x, gather and send what the neighbours need, run the local block's SpMV (on a GPU its kernel
- *   runs while the messages fly), wait, then the ghost block's SpMV with beta = 1. Who sends which
- *   entries to whom is settled once, at creation (MPI_Alltoall of the counts, MPI_Alltoallv of the
- *   wanted columns); each SpMV is then MPI_Irecv / MPI_Isend to the neighbours only.
- *   CUDA backend: x and y are device pointers; the halo goes through pinned host buffers (the span
- *   of x each neighbour needs comes down, the ghost entries go up in one copy). CUDA-aware MPI is
- *   not used yet; spx_dist_cuda_aware says whether the MPI library offers it.
+ *   runs while the messages fly), wait, then the ghost block's SpMV, added into its rows. Who sends
+ *   which entries to whom is settled once, at creation (MPI_Alltoall of the counts, MPI_Alltoallv
+ *   of the wanted columns); each SpMV is then MPI_Irecv / MPI_Isend to the neighbours only.
+ *   CUDA backend: x and y are device pointers; the halo goes through pinned host buffers on a
+ *   stream of its own: the span of x each neighbour needs comes down while the local block's
+ *   kernel runs (a span that is one run of x is sent as it is), the ghost entries go up in one
+ *   copy, and the ghost block's kernel waits for them on the device, not the host. Where every
+ *   rank runs on one node and each send is one run of x (contiguous rows of a mesh: slabs), the
+ *   halo goes GPU to GPU instead: each rank maps the part of its neighbours' ghost buffers it fills
+ *   (CUDA IPC) and copies into them directly (NVLink or PCIe peer to peer), ordered by two empty
+ *   messages per neighbour; spx_dist_info.halo_ipc says which path runs. CUDA-aware MPI is not
+ *   used; spx_dist_cuda_aware says whether the MPI library offers it.
  *
  * SOLVERS  spx_dist_solve_cg, spx_dist_solve_pcg_jacobi and spx_dist_solve_bicgstab take the same
  *   spx_solve_options and fill the same spx_solve_report as spx/solve.h (b and x: this rank's
- *   parts; the report's norms, n and iteration counts are global and the same on every rank; its
- *   times are this rank's). They run the host twin's algorithm of solve.h step for step, so one
- *   rank gives spx_solve_* 's x bit for bit on the same plan. options.precond is called on this
- *   rank's parts (a rank-local preconditioner: block Jacobi, a local AMG); options.poll and
- *   options.upgrade_at do not apply. The solvers run on the host backend; on CUDA they return
- *   SPX_UNSUPPORTED for now (the distributed SpMV runs there).
+ *   parts, device pointers on CUDA unless options.host_vectors; the report's norms, n and
+ *   iteration counts are global and the same on every rank; its times are this rank's). On the
+ *   host they run the host twin's algorithm of solve.h step for step, on CUDA its GPU path (the
+ *   krylov kernels), each with the global sums made between the kernels, so one rank gives
+ *   spx_solve_* 's x bit for bit on the same plan. options.precond is called on this rank's parts
+ *   (a rank-local preconditioner: block Jacobi, a local AMG); options.upgrade_at does not apply.
+ *   On CUDA every global sum is a synchronization: the kernel sums this rank's block partials
+ *   into pinned host memory, the ranks exchange them, and the next kernel reads the global sums
+ *   from there.
  * DETERMINISM  Every dot product is summed in fixed chunks on each rank, then the ranks' partial
  *   sums are gathered (MPI_Allgather) and added in rank order on every rank, never with
  *   MPI_Allreduce (whose order MPI leaves open): the same rank count and the same plans give the
@@ -119,18 +129,26 @@ typedef struct spx_dist_info {
   int64_t halo_bytes;         /* bytes it sends per SpMV (send_entries x the value size) */
   spx_dtype dtype;
   spx_backend backend;
+  int halo_ipc;               /* CUDA: 1 when the halo goes device to device (CUDA IPC: every rank
+                               * on one node, every send one run of x), 0 through pinned host memory */
   /* counters */
   int64_t spmvs;
   int64_t halo_bytes_sent;    /* over all SpMVs */
   double spmv_ms;             /* wall time in the SpMVs */
-  double halo_wait_ms;        /* of which waiting for the halo after the local block's SpMV */
+  double halo_wait_ms;        /* of which waiting for the messages (MPI_Waitall) */
+  double halo_down_ms;        /* of which waiting for x's spans to come down (CUDA) */
+  double halo_ms;             /* of which the halo on the host's path: the spans of x down (CUDA),
+                               * the send buffer, the messages, the ghost values queued up; not
+                               * the local block's SpMV call. Exposed halo = spmv_ms minus the
+                               * two blocks' SpMVs alone; overlap = 1 - exposed / halo_ms */
   double reduce_ms;           /* the solvers' global sums (MPI_Allgather and the rank-order sum) */
 } spx_dist_info;
 
 spx_status spx_dist_get_info(const spx_dist_matrix *A, spx_dist_info *out);
 /* Rank r's first row (r = size: n). */
 int64_t spx_dist_row_start(const spx_dist_matrix *A, int r);
-/* The two blocks' plans (NULL when the block is empty: no rows, or no remote columns). */
+/* The two blocks' plans (NULL when the block is empty: no rows, or no remote columns). The ghost
+ * block's plan has only the rows with remote columns (its product is added into those rows). */
 spx_plan *spx_dist_local_plan(const spx_dist_matrix *A);
 spx_plan *spx_dist_ghost_plan(const spx_dist_matrix *A);
 /* The global column of ghost entry k (k < nghost). */

@@ -27,6 +27,7 @@ typedef struct spx__CUmod_st *spx__CUmodule;
 typedef struct spx__CUfunc_st *spx__CUfunction;
 typedef struct spx__CUstream_st *spx__CUstream; /* also cudaStream_t, as cuSPARSE takes it */
 typedef struct spx__CUevent_st *spx__CUevent;
+typedef struct spx__CUipcMemHandle { char reserved[64]; } spx__CUipcMemHandle; /* CUipcMemHandle */
 typedef size_t (*spx__CUoccupancyB2DSize)(int block_size);
 
 typedef int spx__nvrtcResult;
@@ -199,6 +200,9 @@ enum {
   _(1, spx__CUresult, cuMemGetInfo,                      cuMemGetInfo_v2,                   (size_t *free_bytes, size_t *total_bytes)) \
   _(1, spx__CUresult, cuMemAlloc,                        cuMemAlloc_v2,                     (spx__CUdeviceptr *p, size_t bytes)) \
   _(1, spx__CUresult, cuMemFree,                         cuMemFree_v2,                      (spx__CUdeviceptr p)) \
+  _(0, spx__CUresult, cuIpcGetMemHandle,                 cuIpcGetMemHandle,                 (spx__CUipcMemHandle *h, spx__CUdeviceptr p)) \
+  _(0, spx__CUresult, cuIpcOpenMemHandle,                cuIpcOpenMemHandle_v2,             (spx__CUdeviceptr *p, spx__CUipcMemHandle h, unsigned int flags)) \
+  _(0, spx__CUresult, cuIpcCloseMemHandle,               cuIpcCloseMemHandle,               (spx__CUdeviceptr p)) \
   _(1, spx__CUresult, cuMemGetAddressRange,              cuMemGetAddressRange_v2,           (spx__CUdeviceptr *base, size_t *bytes, spx__CUdeviceptr p)) \
   _(1, spx__CUresult, cuMemcpyHtoD,                      cuMemcpyHtoD_v2,                   (spx__CUdeviceptr dst, const void *src, size_t bytes)) \
   _(1, spx__CUresult, cuMemcpyDtoH,                      cuMemcpyDtoH_v2,                   (void *dst, spx__CUdeviceptr src, size_t bytes)) \

@@ -60,14 +60,17 @@ static spx_status spx__dist_first(MPI_Comm comm, int rank, spx_status st, double
   MPI_Iallreduce(&mine, first, 1, MPI_INT, MPI_MIN, comm, &rq);
   while (MPI_Test(&rq, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done) {
     struct timespec ts = {0, 50000};
-    if (spx__now() - t0 > timeout_s) {
+    double t = spx__now() - t0;
+    if (t > timeout_s) {
       MPI_Comm_size(comm, &size);
       *first = INT_MAX;
       return spx__fail(SPX_INVALID_ARGUMENT, "%s: not every rank of the communicator (%d ranks) joined within %.3g s: "
                        "a rank passed another communicator or a NULL matrix, or did not call (this communicator "
                        "is unusable from now on; options.timeout_s allows longer waits)", fn, size, timeout_s);
     }
-    nanosleep(&ts, NULL);
+    /* ranks that arrive together agree within microseconds: polls first, sleeps only on a late rank
+     * (a sleep is tens of microseconds, more than a distributed SpMV's own halo) */
+    if (t > 1e-3) nanosleep(&ts, NULL);
   }
   return SPX_OK;
 }
@@ -121,6 +124,48 @@ static void *spx__dist_pin(spx_dist_matrix *d, size_t bytes) {
   return p;
 }
 
+/* CUDA: the halo's stream and events (the copies run on it, beside the local block's SpMV). */
+static spx_status spx__dist_streams(spx_dist_matrix *d) {
+  const spx__cuda_api *cu = spx__cuda();
+  spx_status st;
+  if (!cu) return spx__fail(SPX_NOT_AVAILABLE, "spx_dist: no CUDA driver");
+  if ((st = spx__ctx_push(d->ctx))) return st;
+  st = spx__cu_check(cu->cuStreamCreate((spx__CUstream *)&d->hstream, SPX__CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  if (!st) st = spx__cu_check(cu->cuEventCreate((spx__CUevent *)&d->ev_x, 2 /* no timing */), "cuEventCreate");
+  if (!st) st = spx__cu_check(cu->cuEventCreate((spx__CUevent *)&d->ev_g, 2), "cuEventCreate");
+  spx__ctx_pop(d->ctx);
+  return st;
+}
+
+static void spx__dist_streams_free(spx_dist_matrix *d) {
+  const spx__cuda_api *cu = spx__cuda();
+  if (!d->cuda || !cu || (!d->hstream && !d->ev_x && !d->ev_g) || spx__ctx_push(d->ctx)) return;
+  if (d->hstream) (void)cu->cuStreamSynchronize((spx__CUstream)d->hstream);
+  if (d->ev_x) (void)cu->cuEventDestroy((spx__CUevent)d->ev_x);
+  if (d->ev_g) (void)cu->cuEventDestroy((spx__CUevent)d->ev_g);
+  if (d->ev_gdone) (void)cu->cuEventDestroy((spx__CUevent)d->ev_gdone);
+  if (d->hstream) (void)cu->cuStreamDestroy((spx__CUstream)d->hstream);
+  spx__ctx_pop(d->ctx);
+  d->hstream = d->ev_x = d->ev_g = d->ev_gdone = NULL;
+}
+
+/* CUDA IPC: the neighbours' buffers unmapped, ours freed (after the device is done with them). */
+static void spx__dist_ipc_free(spx_dist_matrix *d) {
+  const spx__cuda_api *cu = spx__cuda();
+  int j;
+  if (!d->cuda || !cu || (!d->peer && !d->gipc) || spx__ctx_push(d->ctx)) return;
+  (void)cu->cuCtxSynchronize();
+  for (j = 0; d->peer && j < d->nsend; j++)
+    if (d->peer[j]) (void)cu->cuIpcCloseMemHandle(d->peer[j] - (spx__CUdeviceptr)d->recv_at[j]);
+  if (d->gipc) (void)cu->cuMemFree(d->gipc);
+  spx__ctx_pop(d->ctx);
+  if (d->gdev == d->gipc) d->gdev = 0;
+  d->gipc = 0;
+  SPX_FREE(d->peer);
+  SPX_FREE(d->recv_at);
+  SPX_FREE(d->flag_req);
+}
+
 /* Everything but the communicator (local, never fails). */
 static void spx__dist_free_local(spx_dist_matrix *d) {
   spx_plan_destroy(d->loc);
@@ -128,6 +173,13 @@ static void spx__dist_free_local(spx_dist_matrix *d) {
   spx__dist_pin_free(d, d->sbuf);
   spx__dist_pin_free(d, d->gbuf);
   spx__dist_pin_free(d, d->stage);
+  spx__dist_ipc_free(d);
+  spx__dist_streams_free(d);
+  if (d->growd) spx_device_free(d->ctx, d->growd);
+  if (d->tdev) spx_device_free(d->ctx, d->tdev);
+  SPX_FREE(d->tbuf);
+  SPX_FREE(d->grow);
+  SPX_FREE(d->direct);
   if (d->gdev) spx_device_free(d->ctx, d->gdev);
   if (d->own_ctx) spx_context_destroy(d->ctx);
   SPX_FREE(d->row_start);
@@ -236,6 +288,29 @@ static spx_status spx__dist_split(spx_dist_matrix *d, const spx_csr *a, spx_csr 
   return SPX_OK;
 }
 
+/* The ghost block keeps only its nonempty rows (a slab's ghost rows are its first and last planes:
+ * a plan over every row would walk millions of empty ones); grow[r] is compact row r's local row. */
+static spx_status spx__dist_compact(spx_dist_matrix *d, spx_csr **gho) {
+  const spx_csr *g = *gho;
+  spx_csr *c = NULL;
+  int64_t i, r = 0, n = 0;
+  spx_status st;
+  for (i = 0; i < g->nrows; i++) n += g->row_ptr[i + 1] > g->row_ptr[i];
+  if (!(d->grow = (int32_t *)spx__alloc((size_t)n + 1, sizeof(int32_t)))) return SPX_OUT_OF_MEMORY;
+  if ((st = spx_csr_create(n, g->ncols, g->nnz, g->dtype, &c))) return st;
+  for (i = 0; i < g->nrows; i++) {
+    if (g->row_ptr[i + 1] == g->row_ptr[i]) continue;
+    d->grow[r] = (int32_t)i;
+    c->row_ptr[++r] = g->row_ptr[i + 1];
+  }
+  memcpy(c->col_idx, g->col_idx, (size_t)g->nnz * sizeof(int32_t));
+  memcpy(c->val.p, g->val.p, (size_t)g->nnz * d->vs);
+  d->ngrow = n;
+  spx_csr_destroy(*gho);
+  *gho = c;
+  return SPX_OK;
+}
+
 /* Who sends which entries of x to whom: each rank counts the ghosts it wants from every owner
  * (contiguous runs of the sorted ghost list), MPI_Alltoall turns wants into send counts, and
  * MPI_Alltoallv ships the wanted global columns to their owners. Collective; agreed. */
@@ -307,17 +382,29 @@ static spx_status spx__dist_buffers(spx_dist_matrix *d) {
   spx_status st;
   if (!(d->sbuf = spx__dist_pin(d, (size_t)total * d->vs)) || !(d->gbuf = spx__dist_pin(d, (size_t)d->nghost * d->vs)))
     return d->cuda ? spx__fail(SPX_OUT_OF_MEMORY, "spx_dist: pinned halo buffers: %s", spx_last_error()) : SPX_OUT_OF_MEMORY;
+  if (!(d->tbuf = spx__alloc((size_t)d->ngrow + 1, d->vs))) return SPX_OUT_OF_MEMORY;
   if (!d->cuda) return SPX_OK;
-  if (!(d->stage_off = (int64_t *)spx__calloc((size_t)d->nsend + 1, sizeof(int64_t)))) return SPX_OUT_OF_MEMORY;
+  if (!(d->stage_off = (int64_t *)spx__calloc((size_t)d->nsend + 1, sizeof(int64_t))) ||
+      !(d->direct = (int *)spx__calloc((size_t)d->nsend + 1, sizeof(int))))
+    return SPX_OUT_OF_MEMORY;
   for (j = 0; j < d->nsend; j++) {
-    int64_t a = d->send_off[j], b = d->send_off[j + 1];
-    span += b > a ? d->send_idx[b - 1] - d->send_idx[a] + 1 : 0;
+    int64_t a = d->send_off[j], b = d->send_off[j + 1], run = b > a ? d->send_idx[b - 1] - d->send_idx[a] + 1 : 0;
+    span += run;
     d->stage_off[j + 1] = span;
+    d->direct[j] = run == b - a;
+  }
+  if (d->ngrow > 0) {
+    const char *defs[2] = {d->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double", "SPX_BLOCK=256"};
+    if ((st = spx_device_alloc(d->ctx, (size_t)d->ngrow * sizeof(int32_t), &d->growd)) ||
+        (st = spx_device_upload(d->ctx, d->growd, d->grow, (size_t)d->ngrow * sizeof(int32_t))) ||
+        (st = spx_device_alloc(d->ctx, (size_t)d->ngrow * d->vs, &d->tdev)) ||
+        (st = spx_jit_kernel(d->ctx, "krylov", "spx_kry_scatter_add", 2, defs, &d->scatter_fn)))
+      return st;
   }
   if (!(d->stage = spx__dist_pin(d, (size_t)span * d->vs)))
     return spx__fail(SPX_OUT_OF_MEMORY, "spx_dist: pinned halo buffers: %s", spx_last_error());
   if (d->nghost > 0 && (st = spx_device_alloc(d->ctx, (size_t)d->nghost * d->vs, &d->gdev))) return st;
-  return SPX_OK;
+  return spx__dist_streams(d);
 }
 
 /* The context and the two plans (the local block keeps its diagonal: Jacobi reads it). */
@@ -344,7 +431,7 @@ static spx_status spx__dist_plans(spx_dist_matrix *d, const spx_dist_options *o,
   po.no_diagonal = 1;
   if (d->nnz_gho > 0 && (st = spx_plan_create(d->ctx, gho, &po, &d->gho)))
     return spx__wrap(st, "spx_dist: the ghost block's plan (%lld rows, %lld columns, %lld nonzeros)",
-                     (long long)d->nlocal, (long long)d->nghost, (long long)d->nnz_gho);
+                     (long long)d->ngrow, (long long)d->nghost, (long long)d->nnz_gho);
   if (d->loc && (st = spx_plan_build(d->loc))) return st;
   if (d->gho && (st = spx_plan_build(d->gho))) return st;
   return SPX_OK;
@@ -352,6 +439,173 @@ static spx_status spx__dist_plans(spx_dist_matrix *d, const spx_dist_options *o,
 
 /* From this rank's rows (global columns; d's partition set): the blocks, the halo, the plans, the
  * buffers. Collective; agreed; d is freed on failure (*out = NULL). */
+/* ---- The halo device to device (CUDA IPC) -------------------------------------------------------
+ * Where every rank runs CUDA on one node and every entry a rank sends is one run of its x, each
+ * rank exports its ghost buffer and each neighbour that fills part of it maps it (cuIpc*): a send
+ * is then one device-to-device copy (NVLink or PCIe peer to peer), with no trip through host
+ * memory. Two empty messages per neighbour order it: "ready" (the receiver's last ghost SpMV has
+ * read the buffer) before the copy, "done" (the copy has landed) before the receiver's ghost SpMV.
+ * Anything short of that on any rank keeps the pinned host path; it is not an error. */
+#define SPX__DIST_TAG_IPC (SPX__DIST_TAG + 1)
+#define SPX__DIST_TAG_READY (SPX__DIST_TAG + 2)
+#define SPX__DIST_TAG_DONE (SPX__DIST_TAG + 3)
+
+static spx_status spx__dist_scatter_add(spx_dist_matrix *d, void *y);
+
+typedef struct spx__dist_ipc_msg {
+  spx__CUipcMemHandle h;
+  int64_t at; /* bytes into the buffer where the sender's entries go */
+} spx__dist_ipc_msg;
+
+/* Whether this rank can take part (collective: every rank of d->comm calls it). */
+static int spx__dist_ipc_local(spx_dist_matrix *d) {
+  const spx__cuda_api *cu = spx__cuda();
+  MPI_Comm node;
+  int nsize = 0, j;
+  if (MPI_Comm_split_type(d->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS) return 0;
+  MPI_Comm_size(node, &nsize);
+  MPI_Comm_free(&node);
+  if (nsize != d->size || !d->cuda || !cu || !cu->cuIpcGetMemHandle || !cu->cuIpcOpenMemHandle ||
+      !cu->cuIpcCloseMemHandle)
+    return 0;
+  for (j = 0; j < d->nsend; j++)
+    if (!d->direct[j]) return 0;
+  return 1;
+}
+
+/* This rank's exportable buffer and handles (out: one per neighbour it receives from). */
+static int spx__dist_ipc_export(spx_dist_matrix *d, spx__dist_ipc_msg *out) {
+  const spx__cuda_api *cu = spx__cuda();
+  int ok = 1, j;
+  if (spx__ctx_push(d->ctx)) return 0;
+  if (cu->cuEventCreate((spx__CUevent *)&d->ev_gdone, 2) != SPX__CUDA_SUCCESS) ok = 0;
+  if (ok && d->nghost > 0) {
+    spx__CUdeviceptr g = 0;
+    ok = cu->cuMemAlloc(&g, (size_t)d->nghost * d->vs) == SPX__CUDA_SUCCESS;
+    d->gipc = ok ? (spx_devptr)g : 0;
+  }
+  for (j = 0; ok && j < d->nrecv; j++) {
+    ok = cu->cuIpcGetMemHandle(&out[j].h, d->gipc) == SPX__CUDA_SUCCESS;
+    out[j].at = d->recv_off[j] * (int64_t)d->vs;
+  }
+  spx__ctx_pop(d->ctx);
+  return ok;
+}
+
+/* The neighbours' buffers this rank fills, mapped (in: one per neighbour it sends to). */
+static int spx__dist_ipc_map(spx_dist_matrix *d, const spx__dist_ipc_msg *in) {
+  const spx__cuda_api *cu = spx__cuda();
+  int ok = 1, j;
+  if (spx__ctx_push(d->ctx)) return 0;
+  for (j = 0; ok && j < d->nsend; j++) {
+    spx__CUdeviceptr base = 0;
+    ok = cu->cuIpcOpenMemHandle(&base, in[j].h, 1 /* CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS */) == SPX__CUDA_SUCCESS;
+    if (ok) {
+      d->peer[j] = base + (spx__CUdeviceptr)in[j].at;
+      d->recv_at[j] = in[j].at;
+    }
+  }
+  spx__ctx_pop(d->ctx);
+  return ok;
+}
+
+/* Sets up CUDA IPC where every rank can; else leaves the host path. Collective. */
+static spx_status spx__dist_ipc(spx_dist_matrix *d) {
+  spx__dist_ipc_msg *in = NULL, *out = NULL;
+  MPI_Request *rq = NULL;
+  int ok = spx__dist_ipc_local(d), all = 0, j;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, d->comm);
+  if (!all) return SPX_OK;
+  ok = (in = (spx__dist_ipc_msg *)spx__calloc((size_t)d->nsend + 1, sizeof *in)) != NULL &&
+       (out = (spx__dist_ipc_msg *)spx__calloc((size_t)d->nrecv + 1, sizeof *out)) != NULL &&
+       (rq = (MPI_Request *)spx__alloc((size_t)(d->nrecv + d->nsend) + 1, sizeof *rq)) != NULL &&
+       (d->peer = (spx_devptr *)spx__calloc((size_t)d->nsend + 1, sizeof *d->peer)) != NULL &&
+       (d->recv_at = (int64_t *)spx__calloc((size_t)d->nsend + 1, sizeof *d->recv_at)) != NULL &&
+       (d->flag_req = (MPI_Request *)spx__alloc(2 * (size_t)(d->nrecv + d->nsend) + 1, sizeof *d->flag_req)) != NULL &&
+       spx__dist_ipc_export(d, out);
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, d->comm);
+  if (all) {
+    for (j = 0; j < d->nsend; j++)
+      MPI_Irecv(&in[j], (int)sizeof *in, MPI_BYTE, d->send_rank[j], SPX__DIST_TAG_IPC, d->comm, &rq[j]);
+    for (j = 0; j < d->nrecv; j++)
+      MPI_Isend(&out[j], (int)sizeof *out, MPI_BYTE, d->recv_rank[j], SPX__DIST_TAG_IPC, d->comm, &rq[d->nsend + j]);
+    MPI_Waitall(d->nrecv + d->nsend, rq, MPI_STATUSES_IGNORE);
+    ok = spx__dist_ipc_map(d, in);
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, d->comm);
+  }
+  SPX_FREE(in);
+  SPX_FREE(out);
+  SPX_FREE(rq);
+  if (!all) {
+    spx__dist_ipc_free(d);
+    spx_clear_error();
+    return SPX_OK;
+  }
+  if (d->gdev) spx_device_free(d->ctx, d->gdev);
+  d->gdev = d->gipc;
+  d->ipc = 1;
+  return SPX_OK;
+}
+
+/* The SpMV with the halo device to device (spx__dist_spmv's order; the messages always flow, so a
+ * local failure never leaves a neighbour waiting). */
+static spx_status spx__dist_spmv_ipc(spx_dist_matrix *d, double alpha, const void *x, double beta, void *y) {
+  const spx__cuda_api *cu = spx__cuda();
+  MPI_Request *rdy = d->flag_req, *done = d->flag_req + d->nsend, *sent = d->flag_req + d->nsend + d->nrecv;
+  spx__CUstream hs = (spx__CUstream)d->hstream;
+  double t0 = spx__now(), t1, tl = 0;
+  spx_status st = SPX_OK, s2 = SPX_OK;
+  int j;
+  for (j = 0; j < d->nsend; j++)
+    MPI_Irecv(NULL, 0, MPI_BYTE, d->send_rank[j], SPX__DIST_TAG_READY, d->comm, &rdy[j]);
+  for (j = 0; j < d->nrecv; j++)
+    MPI_Irecv(NULL, 0, MPI_BYTE, d->recv_rank[j], SPX__DIST_TAG_DONE, d->comm, &done[j]);
+  if ((st = spx__ctx_push(d->ctx))) return st; /* a context that cannot be made current: nothing works */
+  if (d->gdone_pending) st = spx__cu_check(cu->cuEventSynchronize((spx__CUevent)d->ev_gdone), "cuEventSynchronize");
+  d->gdone_pending = 0;
+  for (j = 0; j < d->nrecv; j++)
+    MPI_Isend(NULL, 0, MPI_BYTE, d->recv_rank[j], SPX__DIST_TAG_READY, d->comm, &sent[j]);
+  if (!st && d->nsend > 0) st = spx__cu_check(cu->cuEventRecord((spx__CUevent)d->ev_x, d->ctx->stream), "cuEventRecord");
+  if (!st && d->nsend > 0) st = spx__cu_check(cu->cuStreamWaitEvent(hs, (spx__CUevent)d->ev_x, 0), "cuStreamWaitEvent");
+  if (!st && d->loc) { /* queued: runs while the copies fly */
+    double tq = spx__now();
+    st = spx_plan_spmv(d->loc, alpha, x, beta, y);
+    tl = spx__now() - tq;
+  }
+  for (j = 0; j < d->nsend; j++) {
+    int64_t lo = d->send_idx[d->send_off[j]];
+    size_t bytes = (size_t)(d->send_off[j + 1] - d->send_off[j]) * d->vs;
+    MPI_Wait(&rdy[j], MPI_STATUS_IGNORE);
+    if (!st && bytes)
+      st = spx__cu_check(cu->cuMemcpyDtoDAsync(d->peer[j], (spx__CUdeviceptr)(uintptr_t)x + (spx__CUdeviceptr)lo * d->vs,
+                                               bytes, hs), "cuMemcpyDtoDAsync (the halo, to a neighbour's GPU)");
+  }
+  t1 = spx__now();
+  if (!st && d->nsend > 0) st = spx__cu_check(cu->cuStreamSynchronize(hs), "cuStreamSynchronize (the halo)");
+  d->stats.halo_down_ms += 1e3 * (spx__now() - t1);
+  spx__ctx_pop(d->ctx);
+  for (j = 0; j < d->nsend; j++)
+    MPI_Isend(NULL, 0, MPI_BYTE, d->send_rank[j], SPX__DIST_TAG_DONE, d->comm, &sent[d->nrecv + j]);
+  t1 = spx__now();
+  MPI_Waitall(d->nrecv, done, MPI_STATUSES_IGNORE);
+  MPI_Waitall(d->nrecv + d->nsend, sent, MPI_STATUSES_IGNORE);
+  d->stats.halo_wait_ms += 1e3 * (spx__now() - t1);
+  d->stats.halo_ms += 1e3 * (spx__now() - t0 - tl);
+  if (!st && d->gho) {
+    if (!(s2 = spx_plan_spmv(d->gho, alpha, (const void *)(uintptr_t)d->gdev, 0.0, (void *)(uintptr_t)d->tdev)))
+      s2 = spx__dist_scatter_add(d, y);
+  }
+  if (!st && !s2 && d->nghost > 0 && !spx__ctx_push(d->ctx)) {
+    if (!(s2 = spx__cu_check(cu->cuEventRecord((spx__CUevent)d->ev_gdone, d->ctx->stream), "cuEventRecord")))
+      d->gdone_pending = 1;
+    spx__ctx_pop(d->ctx);
+  }
+  d->stats.spmvs++;
+  d->stats.halo_bytes_sent += d->send_off[d->nsend] * (int64_t)d->vs;
+  d->stats.spmv_ms += 1e3 * (spx__now() - t0);
+  return st ? st : s2;
+}
+
 static spx_status spx__dist_build(spx_dist_matrix *d, const spx_csr *rows, const spx_dist_options *o,
                                   spx_dist_matrix **out) {
   spx_csr *loc = NULL, *gho = NULL;
@@ -361,10 +615,11 @@ static spx_status spx__dist_build(spx_dist_matrix *d, const spx_csr *rows, const
   d->first = d->row_start[d->rank];
   d->nlocal = d->row_start[d->rank + 1] - d->first;
   st = spx__dist_split(d, rows, &loc, &gho);
+  if (!st) st = spx__dist_compact(d, &gho);
   if (!(st = spx__dist_agree(d, st)) && !(st = spx__dist_halo(d))) {
     st = spx__dist_plans(d, o, loc, gho);
     if (!st) st = spx__dist_buffers(d);
-    st = spx__dist_agree(d, st);
+    if (!(st = spx__dist_agree(d, st)) && d->cuda) st = spx__dist_agree(d, spx__dist_ipc(d));
   }
   spx_csr_destroy(loc);
   spx_csr_destroy(gho);
@@ -569,50 +824,154 @@ spx_status spx_dist_create(MPI_Comm comm, int64_t n, const spx_csr *rows, const 
 }
 
 /* ---- The SpMV ------------------------------------------------------------------------------------ */
-/* The send buffer from x: on the host a gather; on CUDA each neighbour's span of x comes down to the
- * pinned stage first. */
-static spx_status spx__dist_pack(spx_dist_matrix *d, const void *x) {
+/* Host: the send buffer gathered from x. */
+static void spx__dist_gather(spx_dist_matrix *d, const void *x) {
   const size_t vs = d->vs;
+  int64_t k;
+  for (k = 0; k < d->send_off[d->nsend]; k++)
+    memcpy((char *)d->sbuf + (size_t)k * vs, (const char *)x + (size_t)d->send_idx[k] * vs, vs);
+}
+
+/* CUDA: each neighbour's span of x starts down to the pinned stage on the halo's stream, once x is
+ * ready on the plans' stream (ev_x), so the local block's SpMV queued next runs beside the copies. */
+static spx_status spx__dist_down(spx_dist_matrix *d, const void *x) {
+  const spx__cuda_api *cu = spx__cuda();
+  const size_t vs = d->vs;
+  spx__CUstream hs = (spx__CUstream)d->hstream;
+  spx_status st;
+  int j;
+  if ((st = spx__ctx_push(d->ctx))) return st;
+  st = spx__cu_check(cu->cuEventRecord((spx__CUevent)d->ev_x, d->ctx->stream), "cuEventRecord");
+  if (!st) st = spx__cu_check(cu->cuStreamWaitEvent(hs, (spx__CUevent)d->ev_x, 0), "cuStreamWaitEvent");
+  for (j = 0; j < d->nsend && !st; j++) {
+    int64_t lo = d->send_idx[d->send_off[j]];
+    size_t bytes = (size_t)(d->stage_off[j + 1] - d->stage_off[j]) * vs;
+    spx__CUdeviceptr src = (spx__CUdeviceptr)(uintptr_t)x + (spx__CUdeviceptr)lo * vs;
+    if (bytes) st = spx__cu_check(cu->cuMemcpyDtoHAsync((char *)d->stage + (size_t)d->stage_off[j] * vs, src, bytes, hs),
+                                  "cuMemcpyDtoHAsync (the halo)");
+  }
+  spx__ctx_pop(d->ctx);
+  return st;
+}
+
+/* CUDA: waits for the spans, then gathers the send buffer from those that are not one run. */
+static spx_status spx__dist_pack(spx_dist_matrix *d) {
+  const spx__cuda_api *cu = spx__cuda();
+  const size_t vs = d->vs;
+  double t0 = spx__now();
   int64_t k;
   int j;
   spx_status st;
-  if (!d->cuda) {
-    for (k = 0; k < d->send_off[d->nsend]; k++)
-      memcpy((char *)d->sbuf + (size_t)k * vs, (const char *)x + (size_t)d->send_idx[k] * vs, vs);
-    return SPX_OK;
-  }
+  if ((st = spx__ctx_push(d->ctx))) return st;
+  st = spx__cu_check(cu->cuStreamSynchronize((spx__CUstream)d->hstream), "cuStreamSynchronize (the halo)");
+  spx__ctx_pop(d->ctx);
+  d->stats.halo_down_ms += 1e3 * (spx__now() - t0);
+  if (st) return st;
   for (j = 0; j < d->nsend; j++) {
     int64_t a = d->send_off[j], b = d->send_off[j + 1], lo = d->send_idx[a];
-    char *stage = (char *)d->stage + (size_t)d->stage_off[j] * vs;
-    spx_devptr src = (spx_devptr)(uintptr_t)x + (spx_devptr)lo * vs;
-    if ((st = spx_device_download(d->ctx, stage, src, (size_t)(d->stage_off[j + 1] - d->stage_off[j]) * vs))) return st;
+    const char *stage = (const char *)d->stage + (size_t)d->stage_off[j] * vs;
+    if (d->direct[j]) continue;
     for (k = a; k < b; k++) memcpy((char *)d->sbuf + (size_t)k * vs, stage + (size_t)(d->send_idx[k] - lo) * vs, vs);
   }
   return SPX_OK;
 }
 
+/* What goes to send neighbour j: its run of the stage (CUDA, one run), else its part of sbuf. */
+static const void *spx__dist_sendbuf(const spx_dist_matrix *d, int j) {
+  if (d->cuda && d->direct[j]) return (const char *)d->stage + (size_t)d->stage_off[j] * d->vs;
+  return (const char *)d->sbuf + (size_t)d->send_off[j] * d->vs;
+}
+
+/* y[grow[r]] += t[r]: the ghost block's product into its rows. */
+static spx_status spx__dist_scatter_add(spx_dist_matrix *d, void *y) {
+  const size_t vs = d->vs;
+  int64_t r;
+  if (!d->cuda) {
+    for (r = 0; r < d->ngrow; r++) {
+      char *yr = (char *)y + (size_t)d->grow[r] * vs;
+      if (d->dtype == SPX_FLOAT) *(float *)yr += ((const float *)d->tbuf)[r];
+      else *(double *)yr += ((const double *)d->tbuf)[r];
+    }
+    return SPX_OK;
+  } else {
+    const spx__cuda_api *cu = spx__cuda();
+    long long m = d->ngrow;
+    spx_devptr yd = (spx_devptr)(uintptr_t)y;
+    void *args[] = {&m, &d->growd, &d->tdev, &yd};
+    unsigned grid = (unsigned)SPX__MIN((m + 255) / 256, 4096);
+    spx_status st;
+    if ((st = spx__ctx_push(d->ctx))) return st;
+    st = spx__cu_check(cu->cuLaunchKernel((spx__CUfunction)d->scatter_fn, grid, 1, 1, 256, 1, 1, 0, d->ctx->stream, args,
+                                          NULL), "spx_kry_scatter_add");
+    spx__ctx_pop(d->ctx);
+    return st;
+  }
+}
+
+/* CUDA: the ghost values go up on the halo's stream; the plans' stream waits for them (ev_g), not
+ * the host. */
+static spx_status spx__dist_up(spx_dist_matrix *d) {
+  const spx__cuda_api *cu = spx__cuda();
+  spx__CUstream hs = (spx__CUstream)d->hstream;
+  spx_status st;
+  if ((st = spx__ctx_push(d->ctx))) return st;
+  st = spx__cu_check(cu->cuMemcpyHtoDAsync((spx__CUdeviceptr)d->gdev, d->gbuf, (size_t)d->nghost * d->vs, hs),
+                     "cuMemcpyHtoDAsync (the ghost values)");
+  if (!st) st = spx__cu_check(cu->cuEventRecord((spx__CUevent)d->ev_g, hs), "cuEventRecord");
+  if (!st) d->g_pending = 1;
+  if (!st) st = spx__cu_check(cu->cuStreamWaitEvent(d->ctx->stream, (spx__CUevent)d->ev_g, 0), "cuStreamWaitEvent");
+  spx__ctx_pop(d->ctx);
+  return st;
+}
+
+/* CUDA: the last SpMV's ghost upload has read gbuf before this one's receives write it. */
+static spx_status spx__dist_gbuf_free(spx_dist_matrix *d) {
+  const spx__cuda_api *cu = spx__cuda();
+  spx_status st;
+  if (!d->g_pending) return SPX_OK;
+  if ((st = spx__ctx_push(d->ctx))) return st;
+  st = spx__cu_check(cu->cuEventSynchronize((spx__CUevent)d->ev_g), "cuEventSynchronize (the ghost values)");
+  spx__ctx_pop(d->ctx);
+  d->g_pending = 0;
+  return st;
+}
+
 /* y = alpha A x + beta y without the entry agreement: every rank completes its messages whatever
  * fails locally (a failed pack still sends, so no neighbour waits forever); the status is this
- * rank's. */
+ * rank's. The halo runs beside the local block's SpMV: on a GPU the spans of x come down on the
+ * halo's stream while the local kernel runs, the messages fly while it runs, and the ghost values
+ * go up on the halo's stream before the ghost block's SpMV, which waits for them on the device. */
 spx_status spx__dist_spmv(spx_dist_matrix *d, double alpha, const void *x, double beta, void *y) {
   const size_t vs = d->vs;
   const void *g = d->cuda ? (const void *)(uintptr_t)d->gdev : d->gbuf;
-  double t0 = spx__now(), t1;
-  spx_status st, s2 = SPX_OK;
+  double t0 = spx__now(), t1, tl = 0;
+  spx_status st = SPX_OK, s2 = SPX_OK;
   int j;
+  if (d->ipc) return spx__dist_spmv_ipc(d, alpha, x, beta, y);
+  if (d->cuda) st = spx__dist_gbuf_free(d);
   for (j = 0; j < d->nrecv; j++)
     MPI_Irecv((char *)d->gbuf + (size_t)d->recv_off[j] * vs, (int)(d->recv_off[j + 1] - d->recv_off[j]), d->mt,
               d->recv_rank[j], SPX__DIST_TAG, d->comm, &d->req[j]);
-  st = spx__dist_pack(d, x);
+  if (!d->cuda) spx__dist_gather(d, x);
+  else if (!st && d->nsend > 0) st = spx__dist_down(d, x);
+  if (!st && d->loc) { /* on a GPU: queued, runs during the halo */
+    double tq = spx__now();
+    st = spx_plan_spmv(d->loc, alpha, x, beta, y);
+    tl = spx__now() - tq;
+  }
+  if (!st && d->cuda && d->nsend > 0) st = spx__dist_pack(d);
   for (j = 0; j < d->nsend; j++)
-    MPI_Isend((char *)d->sbuf + (size_t)d->send_off[j] * vs, (int)(d->send_off[j + 1] - d->send_off[j]), d->mt,
-              d->send_rank[j], SPX__DIST_TAG, d->comm, &d->req[d->nrecv + j]);
-  if (!st && d->loc) st = spx_plan_spmv(d->loc, alpha, x, beta, y); /* on a GPU: queued, runs during the wait */
+    MPI_Isend(spx__dist_sendbuf(d, j), (int)(d->send_off[j + 1] - d->send_off[j]), d->mt, d->send_rank[j],
+              SPX__DIST_TAG, d->comm, &d->req[d->nrecv + j]);
   t1 = spx__now();
   MPI_Waitall(d->nrecv + d->nsend, d->req, MPI_STATUSES_IGNORE);
   d->stats.halo_wait_ms += 1e3 * (spx__now() - t1);
-  if (!st && d->cuda && d->nghost > 0) st = spx_device_upload(d->ctx, d->gdev, d->gbuf, (size_t)d->nghost * vs);
-  if (!st && d->gho) s2 = spx_plan_spmv(d->gho, alpha, g, 1.0, y);
+  if (!st && d->cuda && d->nghost > 0) st = spx__dist_up(d);
+  d->stats.halo_ms += 1e3 * (spx__now() - t0 - tl);
+  if (!st && d->gho) {
+    void *t = d->cuda ? (void *)(uintptr_t)d->tdev : d->tbuf;
+    if (!(s2 = spx_plan_spmv(d->gho, alpha, g, 0.0, t))) s2 = spx__dist_scatter_add(d, y);
+  }
   d->stats.spmvs++;
   d->stats.halo_bytes_sent += d->send_off[d->nsend] * (int64_t)vs;
   d->stats.spmv_ms += 1e3 * (spx__now() - t0);
@@ -644,6 +1003,7 @@ spx_status spx_dist_get_info(const spx_dist_matrix *A, spx_dist_info *out) {
   out->halo_bytes = A->stats.send_entries * (int64_t)A->vs;
   out->dtype = A->dtype;
   out->backend = A->cuda ? SPX_BACKEND_CUDA : SPX_BACKEND_HOST;
+  out->halo_ipc = A->ipc;
   return SPX_OK;
 }
 

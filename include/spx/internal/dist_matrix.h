@@ -18,7 +18,13 @@ struct spx_dist_matrix {
   MPI_Datatype mt;            /* MPI_DOUBLE or MPI_FLOAT */
   spx_context *ctx;
   int cuda;
-  spx_plan *loc, *gho;        /* the local block (nlocal x nlocal), the ghost block (nlocal x nghost) */
+  spx_plan *loc, *gho;        /* the local block (nlocal x nlocal), the ghost block (ngrow x nghost:
+                               * only the rows with remote columns, grow[r] their local rows) */
+  int64_t ngrow;
+  int32_t *grow;
+  void *tbuf;                 /* the ghost block's product (ngrow values; host) */
+  spx_devptr growd, tdev;     /* CUDA: grow and the product on the device */
+  void *scatter_fn;           /* CUDA: spx_kry_scatter_add (y[grow[r]] += t[r]) */
   int64_t nnz_loc, nnz_gho, nghost;
   int32_t *ghost_col;         /* nghost global columns, ascending (so grouped by owner) */
   /* The halo: neighbours, and where their entries go (ghost vector) or come from (send list). */
@@ -32,6 +38,20 @@ struct spx_dist_matrix {
   void *stage;                /* CUDA: the span of x each neighbour needs, downloaded (pinned) */
   int64_t *stage_off;         /* CUDA: nsend + 1 offsets into stage */
   spx_devptr gdev;            /* CUDA: the ghost values on the device */
+  void *hstream;              /* CUDA: the halo's copies, beside the local block's SpMV (CUstream) */
+  void *ev_x, *ev_g;          /* CUDA: x ready on the plans' stream; the ghost values up (CUevent) */
+  int g_pending;              /* CUDA: ev_g recorded and not yet waited for on the host */
+  int *direct;                /* CUDA: per neighbour sent to, 1 when its entries are one run of x
+                               * (sent straight from the stage) */
+  int ipc;                    /* CUDA: the halo goes device to device (CUDA IPC: one node, every
+                               * send one run of x); else through the pinned host buffers */
+  spx_devptr gipc;            /* CUDA IPC: the ghost values, exportable (cuMemAlloc); = gdev */
+  spx_devptr *peer;           /* CUDA IPC: per neighbour sent to, where its ghost buffer takes our
+                               * entries, mapped here */
+  int64_t *recv_at;           /* CUDA IPC: per neighbour sent to, that offset (bytes) in its buffer */
+  void *ev_gdone;             /* CUDA IPC: the last ghost SpMV has read gdev (CUevent) */
+  int gdone_pending;
+  MPI_Request *flag_req;      /* CUDA IPC: the ready and done messages, 2 (nrecv + nsend) */
   spx_dist_info stats;        /* the counters */
 };
 

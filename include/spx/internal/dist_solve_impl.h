@@ -78,13 +78,10 @@ static spx_status spx__ds_precond(spx__solver *s, const void *r, void *z) {
 
 static const spx__solve_ops spx__ds_ops = {spx__ds_spmv, spx__ds_precond, spx__ds_sum, spx__ds_max, spx__ds_keep};
 
-/* This rank's checks of the arguments (A is not NULL). */
-static spx_status spx__ds_check(const spx__solver *s, const spx_dist_matrix *A, const char *fn, const void *b,
-                                const void *x) {
+/* This rank's checks of the arguments. */
+static spx_status spx__ds_check(const spx__solver *s, const char *fn, const void *b, const void *x) {
   const spx_solve_options *o = &s->o;
-  if (A->cuda)
-    return spx__fail(SPX_UNSUPPORTED, "%s: the distributed solvers run on the host backend for now; the matrix is on "
-                     "CUDA (make it with options.plan.backend = SPX_BACKEND_HOST, or call spx_dist_spmv)", fn);
+  if (o->poll < 0) return spx__fail(SPX_INVALID_ARGUMENT, "%s: poll = %d must be >= 0", fn, o->poll);
   if (s->n > 0 && (!b || !x)) return spx__fail(SPX_INVALID_ARGUMENT, "%s: %s is NULL", fn, !b ? "b" : "x");
   if (!(o->rtol >= 0) || !(o->atol >= 0) || o->rtol - o->rtol != 0.0 || o->atol - o->atol != 0.0)
     return spx__fail(SPX_INVALID_ARGUMENT, "%s: rtol = %g and atol = %g must be finite and >= 0", fn, o->rtol, o->atol);
@@ -125,12 +122,19 @@ static spx_status spx__ds_diag(spx__solver *s, const spx_dist_matrix *A, const c
   return SPX_OK;
 }
 
-/* The host twin's workspace, the gathered sums and, for Jacobi, the diagonal. */
+/* The gathered sums; on the host the twin's workspace and, for Jacobi, the diagonal; on CUDA the
+ * plans' background compiles waited for (a stand-in kernel that rounds otherwise would make x
+ * depend on timing); the GPU path makes its workspace and the diagonal itself. */
 static spx_status spx__ds_setup(spx__solver *s, spx__dsolver *ds, const char *fn) {
+  spx_dist_matrix *A = ds->A;
   spx_status st;
+  if (!(ds->all = (double *)spx__calloc(4 * (size_t)A->size, sizeof(double)))) return SPX_OUT_OF_MEMORY;
+  if (s->cuda) {
+    if ((A->loc && (st = spx_plan_wait(A->loc))) || (A->gho && (st = spx_plan_wait(A->gho)))) return st;
+    return SPX_OK;
+  }
   if ((st = spx__solve_host_alloc(s))) return st;
-  if (!(ds->all = (double *)spx__calloc(4 * (size_t)ds->A->size, sizeof(double)))) return SPX_OUT_OF_MEMORY;
-  return s->method == SPX__SOLVE_PCG_JACOBI ? spx__ds_diag(s, ds->A, fn) : SPX_OK;
+  return s->method == SPX__SOLVE_PCG_JACOBI ? spx__ds_diag(s, A, fn) : SPX_OK;
 }
 
 static void spx__ds_finish(spx__solver *s, spx__dsolver *ds) {
@@ -153,6 +157,7 @@ static void spx__ds_finish(spx__solver *s, spx__dsolver *ds) {
   SPX_FREE(s->hpart);
   SPX_FREE(s->diag);
   SPX_FREE(ds->all);
+  if (s->cuda) spx__g_free(s);
 }
 
 static spx_status spx__dsolve(int method, spx_dist_matrix *A, const void *b, void *x, const spx_solve_options *options,
@@ -187,6 +192,12 @@ static spx_status spx__dsolve(int method, spx_dist_matrix *A, const void *b, voi
   s.op = &ds;
   s.ranks = A->size;
   s.n = A->nlocal;
+  if (A->cuda) { /* the GPU path: its kernels on this rank's context, Jacobi from the local block's diagonal */
+    s.cuda = 1;
+    s.ctx = A->ctx;
+    s.A = A->loc;
+    s.jacobi = method == SPX__SOLVE_PCG_JACOBI;
+  }
   s.rep->n = A->n;
   s.f = A->dtype == SPX_FLOAT;
   s.vs = A->vs;
@@ -194,7 +205,7 @@ static spx_status spx__dsolve(int method, spx_dist_matrix *A, const void *b, voi
   s.rep->vector_bytes_per_iter = (int64_t)vpasses[method][s.o.precond != NULL] * s.n * (int64_t)s.vs;
   s.rep->analysis_ms = (A->loc ? spx_plan_select_ms(A->loc) : 0) + (A->gho ? spx_plan_select_ms(A->gho) : 0);
   s.rep->build_ms = (A->loc ? spx_plan_build_ms(A->loc) : 0) + (A->gho ? spx_plan_build_ms(A->gho) : 0);
-  st = spx__ds_check(&s, A, fn, b, x);
+  st = spx__ds_check(&s, fn, b, x);
   if (!(st = spx__dist_agree_t(A->comm, A->rank, st, A->timeout_s, fn)) && !(st = spx__ds_same(&s, A, fn))) {
     st = spx__dist_agree(A, spx__ds_setup(&s, &ds, fn));
     s.rep->setup_ms = 1e3 * (spx__now() - t0);
@@ -202,7 +213,7 @@ static spx_status spx__dsolve(int method, spx_dist_matrix *A, const void *b, voi
       s.rep->status = SPX_OK;
       snprintf(s.rep->message, sizeof s.rep->message, "%s: empty system", names[method]);
     } else if (!st) {
-      st = spx__solve_host(&s, b, x);
+      st = s.cuda ? spx__solve_gpu(&s, b, x) : spx__solve_host(&s, b, x);
     }
   }
   spx__ds_finish(&s, &ds);

@@ -121,6 +121,9 @@ typedef struct spx__solver {
   void *fn[SPX__K_COUNT];
   unsigned grid;
   spx_devptr dv[9], part, st, hist, bd, xd;
+  spx_devptr tpart;          /* the partials the next scalar kernel reads: part, or (ops) hmap's */
+  double *hmap;              /* ops: pinned host memory the kernels reach (unified addressing): a
+                              * state whose sums slots spx_kry_sum fills, and the global sums */
   void *hb, *hx;             /* host: b and x scaled, when they had to be (spx__scale_of) */
   spx_devptr sb, sx;         /* the same on the GPU */
   double scale;              /* the power of two b and x were multiplied by (1: none) */
@@ -138,6 +141,14 @@ spx_status spx__solve_host(spx__solver *s, const void *b, void *x);
 /* Its workspace (spx__solve_host makes it when absent): a caller that must agree on a failure
  * first (over the ranks) makes it before. */
 spx_status spx__solve_host_alloc(spx__solver *s);
+/* The GPU path: the same methods with the krylov kernels on s->ctx (s->A's context), b and x device
+ * pointers (host arrays with o.host_vectors); s->cuda, jacobi and grid-independent fields set as for
+ * the host twin. With ops (spx/dist.h) the product is ops->spmv on device vectors, and every sum of
+ * block partials is first summed on this process, then made global by ops->sum and handed to the
+ * scalar kernel as its only partial; a local failure is kept (ops->keep) for the next global sum,
+ * so every process leaves together. spx__g_free releases what it allocated on the device. */
+spx_status spx__solve_gpu(spx__solver *s, const void *b, void *x);
+void spx__g_free(spx__solver *s);
 /* The report in the caller's units after a scaled solve (s->scale != 1). */
 void spx__solve_unscale(spx__solver *s);
 

@@ -527,6 +527,14 @@ spx_status spx__solve_host(spx__solver *s, const void *b, void *x) {
 }
 
 /* ---- GPU ------------------------------------------------------------------------------------------ */
+/* A distributed solve (ops) keeps a local failure for the next global sum, which stops every
+ * process at once; alone, the failure returns. */
+static spx_status spx__g_kept(spx__solver *s, spx_status st) {
+  if (!st || !s->ops) return st;
+  s->ops->keep(s, st);
+  return SPX_OK;
+}
+
 static spx_status spx__k(spx__solver *s, int k, unsigned grid, void **params) {
   const spx__cuda_api *cu = spx__cuda();
   spx_status st;
@@ -536,19 +544,61 @@ static spx_status spx__k(spx__solver *s, int k, unsigned grid, void **params) {
                                         params, NULL),
                      spx__kry_names[k]);
   spx__ctx_pop(s->ctx);
-  return st;
+  return spx__g_kept(s, st);
 }
 
 #define SPX__VP(d) ((void *)(uintptr_t)(d))
 
 static spx_status spx__g_spmv(spx__solver *s, spx_devptr x, spx_devptr y) {
   s->rep->spmvs++;
+  if (s->ops) return s->ops->spmv(s, SPX__VP(x), SPX__VP(y));
   return spx_plan_spmv(s->A, 1.0, SPX__VP(x), 0.0, SPX__VP(y));
 }
 
 /* The host's copy of the device state. */
 static spx_status spx__g_state(spx__solver *s) {
-  return spx_device_download(s->ctx, s->hst, s->st, sizeof s->hst);
+  return spx__g_kept(s, spx_device_download(s->ctx, s->hst, s->st, sizeof s->hst));
+}
+
+/* Where hmap keeps the global sums for the scalar kernels (after a state's SPX__ST_COUNT slots). */
+#define SPX__HMAP_SUMS 20
+#define SPX__HMAP_LEN 24
+
+/* out = the sums of the three terms of the block partials: on this process (spx_kry_sum, the
+ * scalar kernels' order), then with ops over every process. With ops spx_kry_sum writes into
+ * pinned host memory (hmap): a stream synchronization, no copy call. */
+static spx_status spx__g_sums(spx__solver *s, double out[3]) {
+  int g = (int)s->grid, three = 3;
+  spx_devptr dst = s->hmap ? (spx_devptr)(uintptr_t)s->hmap : s->st;
+  const double *src = s->hmap ? s->hmap : s->hst;
+  void *a[] = {&g, &three, &s->part, &dst};
+  spx_status st;
+  out[0] = out[1] = out[2] = 0;
+  if ((st = spx__k(s, SPX__K_SUM, 1, a)) ||
+      (st = s->hmap ? spx__g_kept(s, spx_context_synchronize(s->ctx)) : spx__g_state(s)))
+    return st;
+  out[0] = src[SPX__ST_OUT];
+  out[1] = src[SPX__ST_OUT + 1];
+  out[2] = src[SPX__ST_OUT + 2];
+  return s->ops ? s->ops->sum(s, out) : SPX_OK;
+}
+
+/* Before a scalar kernel: *gs = how many partials it reads, from tpart. Alone, the grid's block
+ * partials; distributed, the global sums (one partial each, in hmap: the device reads them where
+ * the host wrote them), so every process's scalar kernel sees the same numbers and takes the same
+ * decisions. The last scalar kernel that read hmap ran before spx__g_sums' synchronization. */
+static spx_status spx__g_total(spx__solver *s, int *gs) {
+  double out[3];
+  spx_status st;
+  *gs = (int)s->grid;
+  s->tpart = s->part;
+  if (!s->ops) return SPX_OK;
+  if ((st = spx__g_sums(s, out))) return st;
+  *gs = 1;
+  if (!s->hmap) return spx__g_kept(s, spx_device_upload(s->ctx, s->part, out, sizeof out));
+  memcpy(s->hmap + SPX__HMAP_SUMS, out, sizeof out);
+  s->tpart = (spx_devptr)(uintptr_t)(s->hmap + SPX__HMAP_SUMS);
+  return SPX_OK;
 }
 
 static spx_status spx__g_precond(spx__solver *s, spx_devptr r, spx_devptr z, int *skipped) {
@@ -559,7 +609,7 @@ static spx_status spx__g_precond(spx__solver *s, spx_devptr r, spx_devptr z, int
   if (s->hst[SPX__ST_DONE] != 0) { *skipped = 1; return SPX_OK; }
   s->rep->precond_calls++;
   if ((st = s->o.precond(s->o.precond_data, SPX__VP(r), SPX__VP(z))))
-    return spx__wrap(st, "%s: the preconditioner callback failed", spx__solve_names[s->method]);
+    return spx__g_kept(s, spx__wrap(st, "%s: the preconditioner callback failed", spx__solve_names[s->method]));
   return SPX_OK;
 }
 
@@ -587,7 +637,7 @@ static spx_status spx__g_cg(spx__solver *s, spx_devptr b, spx_devptr x) {
   spx_devptr none = 0;
   long long n = s->n, hcap = s->hcap > s->it0 ? s->hcap - s->it0 : 0;
   spx_devptr hist = hcap ? s->hist + (spx_devptr)s->it0 * sizeof(double) : 0;
-  int g = (int)s->grid, have_rz = !cb, one = 1, zero = 0, skipped;
+  int g, have_rz = !cb, one = 1, zero = 0, skipped; /* g: the partials the next scalar kernel reads */
   double rtol2 = s->o.rtol * s->o.rtol, atol2 = s->o.atol * s->o.atol;
   int64_t it;
   spx_status st;
@@ -595,28 +645,31 @@ static spx_status spx__g_cg(spx__solver *s, spx_devptr b, spx_devptr x) {
   {
     spx_devptr pp = cb ? none : p;
     void *a1[] = {&n, &b, &q, &r, &dinv, &pp, &s->part};
-    void *a2[] = {&g, &s->part, &s->st, &hist, &hcap, &rtol2, &atol2, &have_rz};
-    if ((st = spx__k(s, SPX__K_CG_INIT, s->grid, a1)) || (st = spx__k(s, SPX__K_CG_START, 1, a2))) return st;
+    void *a2[] = {&g, &s->tpart, &s->st, &hist, &hcap, &rtol2, &atol2, &have_rz};
+    if ((st = spx__k(s, SPX__K_CG_INIT, s->grid, a1)) || (st = spx__g_total(s, &g)) ||
+        (st = spx__k(s, SPX__K_CG_START, 1, a2)))
+      return st;
   }
   if ((st = spx__g_adapt_start(s))) return st;
   if (cb) {
-    void *a3[] = {&g, &s->part, &s->st, &one};
+    void *a3[] = {&g, &s->tpart, &s->st, &one};
     void *a4[] = {&n, &z, &p};
-    if ((st = spx__g_precond(s, r, z, &skipped)) || (st = spx__g_dot2(s, r, z, none)) ||
+    if ((st = spx__g_precond(s, r, z, &skipped)) || (st = spx__g_dot2(s, r, z, none)) || (st = spx__g_total(s, &g)) ||
         (st = spx__k(s, SPX__K_CG_RZ, 1, a3)) || (st = spx__k(s, SPX__K_COPY, s->grid, a4)))
       return st;
   }
   for (it = s->it0; it < s->o.maxit; it++) {
-    void *aa[] = {&g, &s->part, &s->st};
+    void *aa[] = {&g, &s->tpart, &s->st};
     void *ar[] = {&n, &q, &r, &dinv, &s->part, &s->st};
-    void *ab[] = {&g, &s->part, &s->st, &hist, &hcap, &have_rz};
-    void *az[] = {&g, &s->part, &s->st, &zero};
+    void *ab[] = {&g, &s->tpart, &s->st, &hist, &hcap, &have_rz};
+    void *az[] = {&g, &s->tpart, &s->st, &zero};
     void *ax[] = {&n, &x, &p, &r, &dinv, &z, &s->st};
-    if ((st = spx__g_spmv(s, p, q)) || (st = spx__g_dot2(s, p, q, none)) || (st = spx__k(s, SPX__K_CG_ALPHA, 1, aa)) ||
-        (st = spx__k(s, SPX__K_CG_R, s->grid, ar)) || (st = spx__k(s, SPX__K_CG_BETA, 1, ab)))
+    if ((st = spx__g_spmv(s, p, q)) || (st = spx__g_dot2(s, p, q, none)) || (st = spx__g_total(s, &g)) ||
+        (st = spx__k(s, SPX__K_CG_ALPHA, 1, aa)) || (st = spx__k(s, SPX__K_CG_R, s->grid, ar)) ||
+        (st = spx__g_total(s, &g)) || (st = spx__k(s, SPX__K_CG_BETA, 1, ab)))
       return st;
     if (cb && ((st = spx__g_precond(s, r, z, &skipped)) || (st = spx__g_dot2(s, r, z, none)) ||
-               (st = spx__k(s, SPX__K_CG_RZ, 1, az))))
+               (st = spx__g_total(s, &g)) || (st = spx__k(s, SPX__K_CG_RZ, 1, az))))
       return st;
     if ((st = spx__k(s, SPX__K_CG_XP, s->grid, ax))) return st;
     if ((it + 1) % s->o.poll == 0 || it + 1 == s->o.maxit) {
@@ -634,34 +687,37 @@ static spx_status spx__g_bicgstab(spx__solver *s, spx_devptr b, spx_devptr x) {
   spx_devptr ph = cb ? s->dv[5] : p, sh = cb ? s->dv[6] : r;
   long long n = s->n, hcap = s->hcap > s->it0 ? s->hcap - s->it0 : 0;
   spx_devptr hist = hcap ? s->hist + (spx_devptr)s->it0 * sizeof(double) : 0;
-  int g = (int)s->grid, skipped;
+  int g, skipped; /* g: the partials the next scalar kernel reads */
   double rtol2 = s->o.rtol * s->o.rtol, atol2 = s->o.atol * s->o.atol;
   int64_t it;
   spx_status st;
   if ((st = spx__g_spmv(s, x, v))) return st;
   {
     void *a1[] = {&n, &b, &v, &r, &r0, &p, &s->part};
-    void *a2[] = {&g, &s->part, &s->st, &hist, &hcap, &rtol2, &atol2};
-    if ((st = spx__k(s, SPX__K_BI_INIT, s->grid, a1)) || (st = spx__k(s, SPX__K_BI_START, 1, a2))) return st;
+    void *a2[] = {&g, &s->tpart, &s->st, &hist, &hcap, &rtol2, &atol2};
+    if ((st = spx__k(s, SPX__K_BI_INIT, s->grid, a1)) || (st = spx__g_total(s, &g)) ||
+        (st = spx__k(s, SPX__K_BI_START, 1, a2)))
+      return st;
   }
   if ((st = spx__g_adapt_start(s))) return st;
   for (it = s->it0; it < s->o.maxit; it++) {
-    void *aa[] = {&g, &s->part, &s->st};
+    void *aa[] = {&g, &s->tpart, &s->st};
     void *as[] = {&n, &v, &r, &s->part, &s->st};
-    void *ah[] = {&g, &s->part, &s->st, &hist, &hcap};
+    void *ah[] = {&g, &s->tpart, &s->st, &hist, &hcap};
     void *ax[] = {&n, &x, &ph, &sh, &t, &r, &r0, &s->part, &s->st};
     void *ap[] = {&n, &r, &p, &v, &s->st};
     if (cb) {
       if ((st = spx__g_precond(s, p, ph, &skipped))) return st;
       if (skipped) break; /* stopped at the end of the last iteration: nothing is pending */
     }
-    if ((st = spx__g_spmv(s, ph, v)) || (st = spx__g_dot2(s, r0, v, v)) || (st = spx__k(s, SPX__K_BI_ALPHA, 1, aa)) ||
-        (st = spx__k(s, SPX__K_BI_S, s->grid, as)) || (st = spx__k(s, SPX__K_BI_HALF, 1, ah)))
+    if ((st = spx__g_spmv(s, ph, v)) || (st = spx__g_dot2(s, r0, v, v)) || (st = spx__g_total(s, &g)) ||
+        (st = spx__k(s, SPX__K_BI_ALPHA, 1, aa)) || (st = spx__k(s, SPX__K_BI_S, s->grid, as)) ||
+        (st = spx__g_total(s, &g)) || (st = spx__k(s, SPX__K_BI_HALF, 1, ah)))
       return st;
     if (cb && (st = spx__g_precond(s, r, sh, &skipped))) return st;
-    if ((st = spx__g_spmv(s, sh, t)) || (st = spx__g_dot2(s, r, t, t)) || (st = spx__k(s, SPX__K_BI_OMEGA, 1, aa)) ||
-        (st = spx__k(s, SPX__K_BI_XR, s->grid, ax)) || (st = spx__k(s, SPX__K_BI_R, 1, ah)) ||
-        (st = spx__k(s, SPX__K_BI_P, s->grid, ap)))
+    if ((st = spx__g_spmv(s, sh, t)) || (st = spx__g_dot2(s, r, t, t)) || (st = spx__g_total(s, &g)) ||
+        (st = spx__k(s, SPX__K_BI_OMEGA, 1, aa)) || (st = spx__k(s, SPX__K_BI_XR, s->grid, ax)) ||
+        (st = spx__g_total(s, &g)) || (st = spx__k(s, SPX__K_BI_R, 1, ah)) || (st = spx__k(s, SPX__K_BI_P, s->grid, ap)))
       return st;
     if ((it + 1) % s->o.poll == 0 || it + 1 == s->o.maxit) {
       if ((st = spx__g_state(s))) return st;
@@ -706,10 +762,21 @@ static spx_status spx__g_setup(spx__solver *s, const void *b, void *x, spx_devpt
       (st = spx_device_alloc(s->ctx, SPX__ST_COUNT * sizeof(double), &s->st)) ||
       (st = spx_device_memset(s->ctx, s->st, 0, SPX__ST_COUNT * sizeof(double))))
     return st;
+  s->tpart = s->part;
+  if (s->ops) { /* the global sums' way between the kernels and the host */
+    void *h = NULL;
+    if ((st = spx__ctx_push(s->ctx))) return st;
+    st = spx__host_alloc(spx__cuda(), &h, SPX__HMAP_LEN * sizeof(double), "spx_dist: pinned sums");
+    spx__ctx_pop(s->ctx);
+    if (st) return st;
+    s->hmap = (double *)h;
+    memset(s->hmap, 0, SPX__HMAP_LEN * sizeof(double));
+  }
   s->hcap = s->o.history_len > 0 ? SPX__MIN(s->o.history_len, s->o.maxit + 1) : 0;
   if (s->hcap && (st = spx_device_alloc(s->ctx, (size_t)s->hcap * sizeof(double), &s->hist))) return st;
   spx__conv_mark(tr, "solve", "workspace", &tm);
-  if (s->jacobi) {
+  if (s->jacobi && s->n == 0 && (st = spx_device_alloc(s->ctx, vb, &s->dv[4]))) return st; /* a rank without rows */
+  if (s->jacobi && s->n > 0) {
     /* dinv in the vector type, from the plan's diagonal on the device: the host passes (copy,
      * invert, convert) cost several times the upload and a kernel (docs/performance.md, "The
      * Jacobi setup"). Double
@@ -751,7 +818,7 @@ static spx_status spx__g_setup(spx__solver *s, const void *b, void *x, spx_devpt
   return st;
 }
 
-static void spx__g_free(spx__solver *s) {
+void spx__g_free(spx__solver *s) {
   int k;
   for (k = 0; k < 9; k++) spx_device_free(s->ctx, s->dv[k]);
   spx_device_free(s->ctx, s->part);
@@ -761,40 +828,49 @@ static void spx__g_free(spx__solver *s) {
   spx_device_free(s->ctx, s->xd);
   spx_device_free(s->ctx, s->sb);
   spx_device_free(s->ctx, s->sx);
+  if (s->hmap && !spx__ctx_push(s->ctx)) {
+    spx__host_free(spx__cuda(), s->hmap);
+    spx__ctx_pop(s->ctx);
+  }
+  s->hmap = NULL;
 }
 
 /* b.b on the device (the residual kernel against a zeroed vector), then, only where it leaves
  * [2^-200, 2^200], b's largest entry on the host and scaled copies of b and x in s->sb, s->sx. */
 static spx_status spx__g_scale(spx__solver *s, spx_devptr *db, spx_devptr *dx) {
   long long n = s->n;
-  int g = (int)s->grid, one = 1;
   spx_devptr z = s->dv[2];
   void *a1[] = {&n, db, &z, &s->part};
-  void *a2[] = {&g, &one, &s->part, &s->st};
-  double hs[SPX__ST_COUNT], bb;
+  double sums[3], m = 0;
   size_t bytes = (size_t)s->n * s->vs;
   void *hb = NULL, *hx = NULL;
   int64_t i;
   spx_status st;
-  if ((st = spx_device_memset(s->ctx, z, 0, bytes)) || (st = spx__k(s, SPX__K_RESID, s->grid, a1)) ||
-      (st = spx__k(s, SPX__K_SUM, 1, a2)) || (st = spx_device_download(s->ctx, hs, s->st, sizeof hs)))
+  if ((st = spx__g_kept(s, spx_device_memset(s->ctx, z, 0, bytes))) || (st = spx__k(s, SPX__K_RESID, s->grid, a1)) ||
+      (st = spx__g_sums(s, sums)))
     return st;
-  bb = hs[SPX__ST_OUT];
-  if (bb >= SPX__SCALE_LO * SPX__SCALE_LO && bb <= SPX__SCALE_HI * SPX__SCALE_HI) return SPX_OK;
-  if (!(hb = spx__alloc((size_t)s->n + 1, s->vs)) || !(hx = spx__alloc((size_t)s->n + 1, s->vs))) {
-    st = SPX_OUT_OF_MEMORY;
-    goto done;
+  if (sums[0] >= SPX__SCALE_LO * SPX__SCALE_LO && sums[0] <= SPX__SCALE_HI * SPX__SCALE_HI) return SPX_OK;
+  /* distributed: every process comes here (b.b is global) and takes part in the max */
+  if (!(hb = spx__alloc((size_t)s->n + 1, s->vs)) || !(hx = spx__alloc((size_t)s->n + 1, s->vs))) st = SPX_OUT_OF_MEMORY;
+  if (!st) st = spx_device_download(s->ctx, hb, *db, bytes);
+  if (!st) m = spx__vmaxabs(hb, s->f, s->n);
+  if (s->ops) {
+    s->ops->keep(s, st);
+    m = s->ops->max(s, m);
+    if ((st = s->ops->sum(s, sums))) goto done; /* a failure anywhere stops every process here */
   }
-  if ((st = spx_device_download(s->ctx, hb, *db, bytes))) goto done;
-  if ((s->scale = spx__scale_of(spx__vmaxabs(hb, s->f, s->n))) == 1) goto done;
+  if (st) goto done;
+  if ((s->scale = spx__scale_of(m)) == 1) goto done;
   if ((st = spx_device_download(s->ctx, hx, *dx, bytes))) goto done;
   for (i = 0; i < s->n; i++) {
     spx__vst(hb, s->f, i, s->scale * spx__vld(hb, s->f, i));
     spx__vst(hx, s->f, i, s->scale * spx__vld(hx, s->f, i));
   }
   if ((st = spx_device_alloc(s->ctx, bytes + s->vs, &s->sb)) || (st = spx_device_alloc(s->ctx, bytes + s->vs, &s->sx)) ||
-      (st = spx_device_upload(s->ctx, s->sb, hb, bytes)) || (st = spx_device_upload(s->ctx, s->sx, hx, bytes)))
+      (st = spx_device_upload(s->ctx, s->sb, hb, bytes)) || (st = spx_device_upload(s->ctx, s->sx, hx, bytes))) {
+    st = spx__g_kept(s, st); /* distributed: the next sum stops every process */
     goto done;
+  }
   *db = s->sb;
   *dx = s->sx;
   s->o.atol *= s->scale;
@@ -819,13 +895,19 @@ static spx_status spx__g_unscale(spx__solver *s, spx_devptr dx) {
   return st;
 }
 
-static spx_status spx__solve_gpu(spx__solver *s, const void *b, void *x) {
+spx_status spx__solve_gpu(spx__solver *s, const void *b, void *x) {
   spx_solve_report *rep = s->rep;
   spx_devptr db = 0, dx = 0, ux;
   double t0 = spx__now(), t1;
   spx_status st;
   if (!s->o.poll) s->o.poll = s->o.precond ? 1 : 8;
-  if ((st = spx__g_setup(s, b, x, &db, &dx))) return st;
+  st = spx__g_setup(s, b, x, &db, &dx);
+  if (s->ops) { /* every process set up, or none goes on */
+    double none[3] = {0, 0, 0};
+    s->ops->keep(s, st);
+    st = s->ops->sum(s, none);
+  }
+  if (st) return st;
   ux = dx;
   if ((st = spx__g_scale(s, &db, &dx))) return st;
   t1 = spx__now();
@@ -844,15 +926,12 @@ static spx_status spx__solve_gpu(spx__solver *s, const void *b, void *x) {
     {
       /* The true residual: q = A x, then ||b - q|| (q: the third vector, free now). */
       long long n = s->n;
-      int g = (int)s->grid, one = 1;
       spx_devptr q = s->dv[2];
       void *a1[] = {&n, &db, &q, &s->part};
-      void *a2[] = {&g, &one, &s->part, &s->st};
-      double hs[SPX__ST_COUNT];
-      if ((st = spx__g_spmv(s, dx, q)) || (st = spx__k(s, SPX__K_RESID, s->grid, a1)) ||
-          (st = spx__k(s, SPX__K_SUM, 1, a2)) || (st = spx_device_download(s->ctx, hs, s->st, sizeof hs)))
+      double sums[3];
+      if ((st = spx__g_spmv(s, dx, q)) || (st = spx__k(s, SPX__K_RESID, s->grid, a1)) || (st = spx__g_sums(s, sums)))
         return st;
-      rep->true_resid = spx__sqrt(hs[SPX__ST_OUT]);
+      rep->true_resid = spx__sqrt(sums[0]);
     }
     st = spx__solve_end(s, (int)s->hst[SPX__ST_STATUS], s->hst[SPX__ST_BAD], rep->iterations);
     rep->check_ms += 1e3 * (spx__now() - t0);

@@ -1752,7 +1752,7 @@ static const char *const spx__template_krylov[] = {
     "  SPX_FOR_EACH(i, n) {\n"
     "    double v = d[i];\n"
     "    if (v == 0 || !isfinite(v)) atomicMin(bad, (unsigned long long)i);\n"),
-    /* chunk 2: bytes 7940..11932 */
+    /* chunk 2: bytes 7940..11925 */
     ("    else dinv[i] = (spx_value_t)(1.0 / v);\n"
     "  }\n"
     "}\n"
@@ -1767,6 +1767,14 @@ static const char *const spx__template_krylov[] = {
     "    s0 += d * d;\n"
     "  }\n"
     "  spx_kry_block(s0, 0, 0, 1, part);\n"
+    "}\n"
+    "\n"
+    "/* y[rows[i]] += t[i] for i < m, rows distinct: spx/dist.h's ghost block, whose plan has only the\n"
+    " * rows that read other ranks' entries, adds its product into those rows of y. */\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_kry_scatter_add(long long m, const int *__restrict__ rows, const spx_value_t *__restrict__ t,\n"
+    "                    spx_value_t *__restrict__ y) {\n"
+    "  SPX_FOR_EACH(i, m) y[rows[i]] += t[i];\n"
     "}\n"
     "\n"
     "/* st[SPX_ST_OUT + k] = the sums of nt terms (any state). */\n"
@@ -1837,8 +1845,9 @@ static const char *const spx__template_krylov[] = {
     "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
     "spx_kry_cg_r(long long n, const spx_value_t *__restrict__ q, spx_value_t *__restrict__ r,\n"
     "             const spx_value_t *__restrict__ dinv, double *__restrict__ part, const double *__restrict__ st) {\n"
-    "  double s0 = 0, s1 = 0, a;\n"
-    "  if (st[SPX_ST_DONE] != 0) return;\n"
+    "  double s0 = 0, s1 = 0, a;\n"),
+    /* chunk 3: bytes 11925..15910 */
+    ("  if (st[SPX_ST_DONE] != 0) return;\n"
     "  a = st[SPX_ST_ALPHA];\n"
     "  if (dinv) {\n"
     "    SPX_FOR_EACH(i, n) {\n"
@@ -1852,9 +1861,8 @@ static const char *const spx__template_krylov[] = {
     "      double rd = (double)(spx_value_t)((double)r[i] - a * (double)q[i]);\n"
     "      r[i] = (spx_value_t)rd;\n"
     "      s0 += rd * rd;\n"
-    "    }\n"),
-    /* chunk 3: bytes 11932..15908 */
-    ("    s1 = s0;\n"
+    "    }\n"
+    "    s1 = s0;\n"
     "  }\n"
     "  spx_kry_block(s0, s1, 0, 2, part);\n"
     "}\n"
@@ -1940,8 +1948,9 @@ static const char *const spx__template_krylov[] = {
     "    r[i] = ri; r0[i] = ri; p[i] = ri;\n"
     "    s0 += rd * rd;\n"
     "    s1 += bi * bi;\n"
-    "  }\n"
-    "  spx_kry_block(s0, s1, 0, 2, part);\n"
+    "  }\n"),
+    /* chunk 4: bytes 15910..19894 */
+    ("  spx_kry_block(s0, s1, 0, 2, part);\n"
     "}\n"
     "\n"
     "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
@@ -1951,9 +1960,8 @@ static const char *const spx__template_krylov[] = {
     "  spx_kry_total(part, g, 2, s);\n"
     "  if (threadIdx.x != 0) return;\n"
     "  for (int k = 0; k < SPX_ST_COUNT; k++) st[k] = 0;\n"
-    "  st[SPX_ST_BB] = s[1];\n"),
-    /* chunk 4: bytes 15908..19902 */
-    ("  st[SPX_ST_TOL2] = rtol2 * s[1] > atol2 ? rtol2 * s[1] : atol2;\n"
+    "  st[SPX_ST_BB] = s[1];\n"
+    "  st[SPX_ST_TOL2] = rtol2 * s[1] > atol2 ? rtol2 * s[1] : atol2;\n"
     "  st[SPX_ST_R0N2] = s[0];\n"
     "  st[SPX_ST_RZ] = s[0]; /* rho = r0^.r_0 = ||r_0||^2 */\n"
     "  st[SPX_ST_OMEGA] = 1;\n"
@@ -2040,8 +2048,9 @@ static const char *const spx__template_krylov[] = {
     "  if (done && st[SPX_ST_FINISH] == 0) return;\n"
     "  a = st[SPX_ST_ALPHA];\n"
     "  w = st[SPX_ST_OMEGA];\n"
-    "  if (done) {\n"
-    "    if (w != 0) {\n"
+    "  if (done) {\n"),
+    /* chunk 5: bytes 19894..21999 */
+    ("    if (w != 0) {\n"
     "      SPX_FOR_EACH(i, n) x[i] = (spx_value_t)((double)x[i] + a * (double)phat[i] + w * (double)shat[i]);\n"
     "    } else {\n"
     "      SPX_FOR_EACH(i, n) x[i] = (spx_value_t)((double)x[i] + a * (double)phat[i]);\n"
@@ -2051,9 +2060,8 @@ static const char *const spx__template_krylov[] = {
     "  SPX_FOR_EACH(i, n) {\n"
     "    double sd = (double)r[i], rd;\n"
     "    x[i] = (spx_value_t)((double)x[i] + a * (double)phat[i] + w * (double)shat[i]);\n"
-    "    rd = (double)(spx_value_t)(sd - w * (double)t[i]);\n"),
-    /* chunk 5: bytes 19902..21570 */
-    ("    r[i] = (spx_value_t)rd;\n"
+    "    rd = (double)(spx_value_t)(sd - w * (double)t[i]);\n"
+    "    r[i] = (spx_value_t)rd;\n"
     "    s0 += (double)r0[i] * rd;\n"
     "    s1 += rd * rd;\n"
     "  }\n"
@@ -3181,7 +3189,7 @@ static const spx__template spx__templates[] = {
     {"ell", spx__template_ell, 2, 4001, UINT64_C(0xb3b12863161191cd)},
     {"hyb", spx__template_hyb, 2, 5052, UINT64_C(0x7cd30b8100d20e10)},
     {"jds", spx__template_jds, 1, 3916, UINT64_C(0xf5be7cd26ddbad8f)},
-    {"krylov", spx__template_krylov, 6, 21570, UINT64_C(0x68301c4ad1e803b7)},
+    {"krylov", spx__template_krylov, 6, 21999, UINT64_C(0x316f596127de70e4)},
     {"rbp", spx__template_rbp, 3, 10781, UINT64_C(0x021a0aaccbef8ec8)},
     {"sdia", spx__template_sdia, 2, 5013, UINT64_C(0x5e630587f90b02b1)},
     {"sell", spx__template_sell, 2, 5361, UINT64_C(0x88765d0da9c29bfb)},
