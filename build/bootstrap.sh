@@ -44,6 +44,10 @@ done
 # Debian's Open MPI (mpicc, mpirun): the distributed part (spx/dist.h) and its tests under mpirun.
 # Same rule: installed where apt works (CI runs the MPI tests), optional elsewhere.
 command -v mpicc >/dev/null && command -v mpirun >/dev/null || opt+=(openmpi-bin libopenmpi-dev)
+# Debian's METIS: spx/dist.h's graph partition (options.partition = metis). Same rule.
+have_metis() { printf '#include <metis.h>\nint main(void){idx_t o[METIS_NOPTIONS];return METIS_SetDefaultOptions(o);}\n' \
+  | ${CC:-cc} -x c - -o /tmp/spx_metis_probe.$$ -lmetis >/dev/null 2>&1; local r=$?; rm -f /tmp/spx_metis_probe.$$; return $r; }
+have_metis || opt+=(libmetis-dev)
 if [ ${#opt[@]} -gt 0 ] && [ -z "${SPX_NO_INSTALL:-}" ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
   echo "bootstrap: installing ${opt[*]}" >&2
   apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${opt[@]}" >/dev/null
@@ -66,9 +70,12 @@ cuda_root=${CUDA_HOME:-/usr/local/cuda}
 [ -x "$cuda_root/bin/nvcc" ] && with_nvcc=true
 # MPI: mpicc or a pkg-config file answers with its flags (build/mpi_flags.sh, which GN runs too).
 with_mpi=$(sh build/mpi_flags.sh --probe)
+# METIS: its header and library link (the probe above, after the install).
+with_metis=false
+have_metis && with_metis=true
 mkdir -p "$out"
-args=$(printf '# written by build/bootstrap.sh for this machine\nspx_with_clang = %s\nspx_with_nvcc = %s\ncuda_root = "%s"\nspx_with_mpi = %s\n' \
-  "$with_clang" "$with_nvcc" "$cuda_root" "$with_mpi")
+args=$(printf '# written by build/bootstrap.sh for this machine\nspx_with_clang = %s\nspx_with_nvcc = %s\ncuda_root = "%s"\nspx_with_mpi = %s\nspx_with_metis = %s\n' \
+  "$with_clang" "$with_nvcc" "$cuda_root" "$with_mpi" "$with_metis")
 if [ ! -f "$out/args.gn" ] || [ "$(cat "$out/args.gn")" != "$args" ]; then
   printf '%s\n' "$args" > "$out/args.gn"
 fi

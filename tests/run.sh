@@ -44,6 +44,13 @@ export SPX_CACHE_DIR=${SPX_CACHE_DIR:-$log/cache}
 #                                  installed (no mpirun; build/bootstrap.sh installs Open MPI where
 #                                  apt works, so CI runs it); an MPI without the test built fails
 skip_allowed_always=(test_jit:test_templates_nvcc 'python::test_gpu_cupy_*' mpi_test_dist:-)
+# And where METIS is not installed (no metis.h; build/bootstrap.sh installs libmetis-dev where apt
+# works, so CI runs them):
+#   mpi_test_dist:test_metis_*     spx/dist.h's graph partition; where METIS is installed but spx was
+#                                  built without it (gn args: spx_with_metis) they fail
+metis=0
+if echo '#include <metis.h>' | ${CC:-cc} -E -x c - >/dev/null 2>&1; then metis=1
+else skip_allowed_always+=('mpi_test_dist:test_metis_*'); fi
 # Only where there is no GPU (gpu=0 below), because each needs a CUDA device:
 #   *:test_gpu_*                   named for it (test_jit, test_loader, test_plan, test_solve, test_amg,
 #                                  test_stencil)
@@ -159,14 +166,19 @@ if [ -x "$out/mpi_test_dist" ]; then
     for np in 1 2 4; do run "${tc:+$tc/}mpi_test_dist -np $np" mpi_run "$np" "$dir/mpi_test_dist"; done
   done
   # spx solve under mpirun: the distributed CG on 2 ranks converges and reports both ranks; a
-  # one-process option it does not take is a usage error (exit 2) on every rank
+  # one-process option it does not take is a usage error (exit 2) on every rank; --partition metis
+  # converges too (where METIS is installed)
   mpi_cli() {
     local o
     o=$(mpi_run 2 "$out/spx" solve gen:poisson7:12 --method cg) || { echo "$o"; return 1; }
     echo "$o"
     echo "$o" | grep -q "on 2 ranks" && echo "$o" | grep -q "converged" && echo "$o" | grep -qE "^ +1 +[0-9]+ " || return 1
     mpi_run 2 "$out/spx" solve gen:poisson7:12 --precond amg >/dev/null 2>&1
-    [ $? -ne 0 ]
+    [ $? -ne 0 ] || return 1
+    [ "$metis" -eq 1 ] || return 0  # --partition metis: where METIS is installed (then built in)
+    o=$(mpi_run 2 "$out/spx" solve gen:poisson7:12 --method cg --partition metis) || { echo "$o"; return 1; }
+    echo "$o"
+    echo "$o" | grep -q "metis partition" && echo "$o" | grep -q "converged"
   }
   run "spx solve under mpirun -np 2" mpi_cli
 elif command -v mpirun >/dev/null; then

@@ -14,7 +14,16 @@
  *   integer data that must equal the reference CSR SpMV exactly;
  * - bad inputs on one rank (another n or dtype, NULL rows, a bad root, another maxit, a NULL b,
  *   a zero on the diagonal, a failing preconditioner, another communicator) give a status on every
- *   rank, never a hang.
+ *   rank, never a hang;
+ * - METIS's partition (test_metis_*: skipped where spx was built without METIS): on a shuffled 2-D
+ *   grid each rank owns contiguous permuted rows, every original row once, the same SpMV as the
+ *   global matrix exactly, and no more halo than the contiguous split; CG, Jacobi PCG and BiCGSTAB
+ *   on it within the tolerances above; the vectors in the original order round trip bit for bit
+ *   (spx_dist_scatter_vector / spx_dist_gather_vector); the option refused where it must be;
+ * - spx_dist_read_mm on shared matrices written out plain (and the gzip file, and a crafted one):
+ *   the partition, blocks and SpMV bits of spx_mm_read on rank 0 then spx_dist_scatter; a missing
+ *   file, a bad header or line, too many or too few entries fail on every rank with spx_mm_read's
+ *   sentence (the same line number).
  * Every assertion is agreed on first (all ranks pass or all fail), so no rank stops in an assertion
  * while the others wait in a collective. Only rank 0 prints cmocka's report; the other ranks' cmocka
  * output goes to /dev/null, their own diagnostics still reach stderr. */
@@ -23,6 +32,7 @@
 #include <spx/dist.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <zlib.h>
 
 static int g_rank, g_size;
 static FILE *g_diag; /* this rank's diagnostics: stderr, also on the ranks whose cmocka report is muted */
@@ -55,15 +65,26 @@ static spx_dist_options dist_options(void) {
   return o;
 }
 
-static spx_dist_matrix *scatter(const spx_csr *a, const int64_t *row_start) {
+static spx_dist_matrix *scatter_part(const spx_csr *a, const int64_t *row_start, spx_dist_partition part) {
   spx_dist_options o = dist_options();
   spx_dist_matrix *d = NULL;
   spx_status st;
   o.row_start = row_start;
+  o.partition = part;
   st = spx_dist_scatter(MPI_COMM_WORLD, 0, g_rank == 0 ? a : NULL, &o, &d);
   if (st) fprintf(g_diag, "rank %d: scatter: %s\n", g_rank, spx_last_error());
   ALL_TRUE(st == SPX_OK && d);
   return d;
+}
+
+static spx_dist_matrix *scatter(const spx_csr *a, const int64_t *row_start) {
+  return scatter_part(a, row_start, SPX_DIST_PART_CONTIGUOUS);
+}
+
+/* The METIS tests skip, on every rank, where spx was built without METIS (tests/run.sh allows that
+ * only where libmetis-dev is not installed). */
+static void need_metis(void) {
+  if (!all_ok(spx_dist_partition_available(SPX_DIST_PART_METIS))) skip();
 }
 
 /* The same random vector on every rank (drawn on rank 0). */
@@ -107,35 +128,40 @@ static double true_rel(const spx_csr *a, const double *b, const double *x) {
   return sqrt(num / den);
 }
 
-/* Solves a x = b (double, x0 = 0) on one process (every rank, the whole matrix) and distributed;
- * compares iterations and x as the header says. */
-static void compare(const char *what, const spx_csr *a, solve_fn fn, dsolve_fn dfn, double rtol, int64_t maxit) {
+/* Solves a x = b (double, x0 = 0) on one process (every rank, the whole matrix) and distributed
+ * (rows split by part; b and x moved by spx_dist_scatter_vector / spx_dist_gather_vector, in the
+ * original order whatever the partition); compares iterations and x as the header says. */
+static void compare_part(const char *what, const spx_csr *a, solve_fn fn, dsolve_fn dfn, double rtol, int64_t maxit,
+                         spx_dist_partition part) {
   const int64_t n = a->nrows;
   spx_plan_options po = host_plan_options();
   spx_plan *p = NULL;
-  spx_dist_matrix *d = scatter(a, NULL);
+  spx_dist_matrix *d = scatter_part(a, NULL, part);
   spx_dist_info in;
   spx_solve_options o;
   spx_solve_report rs, rd;
   double *b = shared_rand(n), *xs = calloc((size_t)n + 1, 8), *xd = calloc((size_t)n + 1, 8);
-  double *xg = calloc((size_t)n + 1, 8), err, rel;
+  double *xg = calloc((size_t)n + 1, 8), *bl = calloc((size_t)n + 1, 8), err, rel;
   int64_t tol_it;
   spx_status ss, sd;
-  assert_true(xs && xd && xg);
+  assert_true(xs && xd && xg && bl);
   spx_solve_options_default(&o);
   o.rtol = rtol;
   o.maxit = maxit;
   assert_int_equal(spx_plan_create(NULL, a, &po, &p), SPX_OK);
   ss = fn(p, b, xs, &o, &rs);
   spx_dist_get_info(d, &in);
-  sd = dfn(d, b + in.first_row, xd, &o, &rd);
-  gather(d, xd, xg, MPI_DOUBLE);
+  ALL_TRUE(spx_dist_scatter_vector(d, 0, b, bl) == SPX_OK);
+  sd = dfn(d, bl, xd, &o, &rd);
+  ALL_TRUE(spx_dist_gather_vector(d, 0, xd, xg) == SPX_OK);
+  MPI_Bcast(xg, (int)n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   err = spx_test_relerr(xg, xs, n);
   rel = true_rel(a, b, xg);
   tol_it = dfn == spx_dist_solve_bicgstab ? MAX2(10, rs.iterations / 5) : MAX2(4, rs.iterations / 20);
   if (g_rank == 0)
-    printf("%-22s %d ranks: %4lld iterations (one process %4lld), x differs by %.2e, true residual %.2e\n", what,
-           g_size, (long long)rd.iterations, (long long)rs.iterations, err, rel);
+    printf("%-22s %d ranks%s: %4lld iterations (one process %4lld), x differs by %.2e, true residual %.2e\n", what,
+           g_size, part == SPX_DIST_PART_METIS ? " (metis)" : "", (long long)rd.iterations, (long long)rs.iterations,
+           err, rel);
   if (sd || ss) fprintf(g_diag, "rank %d: %s: %s / %s\n", g_rank, what, rd.message, rs.message);
   ALL_TRUE(ss == SPX_OK && sd == SPX_OK);
   ALL_TRUE(rd.n == n && rd.true_rel_resid <= 3 * rtol && rel <= 3 * rtol);
@@ -146,7 +172,11 @@ static void compare(const char *what, const spx_csr *a, solve_fn fn, dsolve_fn d
   }
   spx_plan_destroy(p);
   spx_dist_destroy(d);
-  free(b); free(xs); free(xd); free(xg);
+  free(b); free(xs); free(xd); free(xg); free(bl);
+}
+
+static void compare(const char *what, const spx_csr *a, solve_fn fn, dsolve_fn dfn, double rtol, int64_t maxit) {
+  compare_part(what, a, fn, dfn, rtol, maxit, SPX_DIST_PART_CONTIGUOUS);
 }
 
 static void test_poisson(void **state) {
@@ -516,6 +546,525 @@ static void test_precond_callback(void **state) {
   free(b); free(x); free(dg);
 }
 
+/* ---- The graph partition, the vectors in the original order, a file read in parallel --------- */
+
+/* The 2-D 5-point Laplacian of an m x m grid (4 on the diagonal, -1 off it), its rows and columns
+ * shuffled by a fixed permutation: the contiguous split then cuts nearly every edge, a graph
+ * partition cuts it as the grid. Integer values: SpMVs of integer vectors are exact. */
+static spx_csr *shuffled_laplacian(int m) {
+  const int64_t n = (int64_t)m * m;
+  int32_t *r = malloc(sizeof(int32_t) * 5 * (size_t)n), *c = malloc(sizeof(int32_t) * 5 * (size_t)n);
+  int32_t *p = malloc(sizeof(int32_t) * (size_t)n);
+  double *v = malloc(sizeof(double) * 5 * (size_t)n);
+  uint64_t x = 20261126;
+  int64_t i, k = 0;
+  spx_csr *a = NULL;
+  int gx, gy, t;
+  assert_true(r && c && p && v);
+  for (i = 0; i < n; i++) p[i] = (int32_t)i;
+  for (i = n - 1; i > 0; i--) { /* Fisher-Yates on a fixed LCG: the same matrix on every rank */
+    int64_t j;
+    int32_t s;
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    j = (int64_t)((x >> 33) % (uint64_t)(i + 1));
+    s = p[i]; p[i] = p[j]; p[j] = s;
+  }
+  for (gx = 0; gx < m; gx++)
+    for (gy = 0; gy < m; gy++) {
+      static const int dx[4] = {-1, 1, 0, 0}, dy[4] = {0, 0, -1, 1};
+      const int32_t me = p[gx * m + gy];
+      r[k] = me; c[k] = me; v[k++] = 4;
+      for (t = 0; t < 4; t++)
+        if (gx + dx[t] >= 0 && gx + dx[t] < m && gy + dy[t] >= 0 && gy + dy[t] < m) {
+          r[k] = me; c[k] = p[(gx + dx[t]) * m + gy + dy[t]]; v[k++] = -1;
+        }
+    }
+  assert_int_equal(spx_csr_from_coo(n, n, k, r, c, v, SPX_DOUBLE, &a), SPX_OK);
+  free(r); free(c); free(p); free(v);
+  return a;
+}
+
+/* The halo bytes per SpMV summed over the ranks (every rank gets the sum). */
+static int64_t total_halo(const spx_dist_matrix *d) {
+  spx_dist_info in;
+  int64_t h, sum = 0;
+  spx_dist_get_info(d, &in);
+  h = in.halo_bytes;
+  MPI_Allreduce(&h, &sum, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return sum;
+}
+
+/* y = 2 A x + 0.5 y with x and y in the original order, moved by the vector helpers (root: the last
+ * rank), equals a's SpMV exactly (integer data): the permuted rows and their original indices
+ * agree with a. */
+static void check_spmv_orig(const spx_csr *a, spx_dist_matrix *d) {
+  const int64_t n = a->nrows;
+  const int root = g_size - 1;
+  spx_dist_info in;
+  double *x = malloc((size_t)n * 8 + 8), *y = malloc((size_t)n * 8 + 8), *ref = malloc((size_t)n * 8 + 8);
+  double *yg = malloc((size_t)n * 8 + 8), *xl, *yl;
+  int64_t i;
+  spx_dist_get_info(d, &in);
+  xl = malloc((size_t)in.nlocal * 8 + 8);
+  yl = malloc((size_t)in.nlocal * 8 + 8);
+  assert_true(x && y && ref && yg && xl && yl);
+  for (i = 0; i < n; i++) {
+    x[i] = (double)((i * 13) % 7 - 3);
+    y[i] = (double)(i % 3);
+    yg[i] = NAN;
+  }
+  memcpy(ref, y, (size_t)n * 8);
+  assert_int_equal(spx_csr_spmv(a, 2.0, x, 0.5, ref), SPX_OK);
+  ALL_TRUE(spx_dist_scatter_vector(d, root, x, xl) == SPX_OK && spx_dist_scatter_vector(d, root, y, yl) == SPX_OK);
+  ALL_TRUE(spx_dist_spmv(d, 2.0, xl, 0.5, yl) == SPX_OK);
+  ALL_TRUE(spx_dist_gather_vector(d, root, yl, yg) == SPX_OK);
+  ALL_TRUE(g_rank != root || memcmp(yg, ref, (size_t)n * 8) == 0);
+  free(x); free(y); free(ref); free(yg); free(xl); free(yl);
+}
+
+/* Every row of a exactly once over the ranks' original rows; -1 outside a rank's rows. */
+static void check_orig_rows(const spx_dist_matrix *d, int64_t n) {
+  spx_dist_info in;
+  int64_t *mine, *all = malloc(sizeof(int64_t) * (size_t)n + 8), i;
+  char *seen = calloc((size_t)n + 1, 1);
+  int *cnt = malloc(sizeof(int) * (size_t)g_size), *dsp = malloc(sizeof(int) * (size_t)g_size), q, ok = 1;
+  spx_dist_get_info(d, &in);
+  mine = malloc(sizeof(int64_t) * (size_t)in.nlocal + 8);
+  assert_true(all && seen && cnt && dsp && mine);
+  for (i = 0; i < in.nlocal; i++) mine[i] = spx_dist_orig_row(d, i);
+  for (q = 0; q < g_size; q++) {
+    dsp[q] = (int)spx_dist_row_start(d, q);
+    cnt[q] = (int)(spx_dist_row_start(d, q + 1) - dsp[q]);
+  }
+  MPI_Allgatherv(mine, (int)in.nlocal, MPI_INT64_T, all, cnt, dsp, MPI_INT64_T, MPI_COMM_WORLD);
+  for (i = 0; i < n; i++) {
+    if (all[i] < 0 || all[i] >= n || seen[all[i]]) ok = 0;
+    else seen[all[i]] = 1;
+  }
+  ALL_TRUE(ok && spx_dist_orig_row(d, -1) == -1 && spx_dist_orig_row(d, in.nlocal) == -1);
+  free(all); free(seen); free(cnt); free(dsp); free(mine);
+}
+
+/* The METIS partition on the shuffled grid: each rank's rows contiguous in the permuted numbering,
+ * every original row once, the same SpMV as a's, and no more halo than the contiguous split (the
+ * numbers are printed). */
+static void test_metis_partition(void **state) {
+  spx_csr *a;
+  spx_dist_matrix *dc, *dm;
+  spx_dist_info ic, im;
+  int64_t hc, hm, i;
+  int ok = 1;
+  (void)state;
+  need_metis();
+  a = shuffled_laplacian(40);
+  dc = scatter(a, NULL);
+  dm = scatter_part(a, NULL, SPX_DIST_PART_METIS);
+  spx_dist_get_info(dc, &ic);
+  spx_dist_get_info(dm, &im);
+  ALL_TRUE(ic.partition == SPX_DIST_PART_CONTIGUOUS && im.partition == SPX_DIST_PART_METIS);
+  ALL_TRUE(im.first_row == spx_dist_row_start(dm, g_rank) &&
+           im.first_row + im.nlocal == spx_dist_row_start(dm, g_rank + 1) && im.nlocal > 0);
+  for (i = 0; i < ic.nlocal; i++) ok &= spx_dist_orig_row(dc, i) == ic.first_row + i;
+  ALL_TRUE(ok);
+  check_bookkeeping(a, dm);
+  check_orig_rows(dm, a->nrows);
+  check_spmv_orig(a, dm);
+  check_spmv_orig(a, dc);
+  hc = total_halo(dc);
+  hm = total_halo(dm);
+  if (g_rank == 0)
+    printf("shuffled 40x40 grid, %d ranks: halo %lld bytes/SpMV contiguous, %lld metis\n", g_size, (long long)hc,
+           (long long)hm);
+  ALL_TRUE(hm <= hc);
+  spx_dist_destroy(dc);
+  spx_dist_destroy(dm);
+  spx_csr_destroy(a);
+}
+
+/* CG and Jacobi PCG on METIS's partition against the one-process solvers, as test_shared compares
+ * the contiguous split (one rank: the same bits; the tolerances of the file's header). */
+static void test_metis_solve(void **state) {
+  spx_csr *a;
+  (void)state;
+  need_metis();
+  a = shuffled_laplacian(30);
+  compare_part("shuffled grid cg", a, spx_solve_cg, spx_dist_solve_cg, 1e-10, 5000, SPX_DIST_PART_METIS);
+  spx_csr_destroy(a);
+  a = shared("662_bus");
+  compare_part("662_bus cg", a, spx_solve_cg, spx_dist_solve_cg, 1e-10, 5000, SPX_DIST_PART_METIS);
+  compare_part("662_bus pcg_jacobi", a, spx_solve_pcg_jacobi, spx_dist_solve_pcg_jacobi, 1e-10, 5000,
+               SPX_DIST_PART_METIS);
+  spx_csr_destroy(a);
+  a = shared("cage8");
+  compare_part("cage8 bicgstab", a, spx_solve_bicgstab, spx_dist_solve_bicgstab, 1e-10, 2000, SPX_DIST_PART_METIS);
+  spx_csr_destroy(a);
+}
+
+/* One round trip: scatter from root, each part holding its original rows' entries, gather back the
+ * same bits (vs: the value size, 8 or 4). */
+static void round_trip(const spx_dist_matrix *d, int root, size_t vs) {
+  spx_dist_info in;
+  char *v, *back, *part;
+  int64_t i, n;
+  int ok = 1;
+  spx_dist_get_info(d, &in);
+  n = in.n;
+  v = malloc((size_t)n * vs + 8);
+  back = malloc((size_t)n * vs + 8);
+  part = malloc((size_t)in.nlocal * vs + 8);
+  assert_true(v && back && part);
+  for (i = 0; i < n; i++) {
+    double x = spx_test_rand();
+    float f = (float)x;
+    if (vs == 8) memcpy(v + i * 8, &x, 8);
+    else memcpy(v + i * 4, &f, 4);
+  }
+  MPI_Bcast(v, (int)(n * (int64_t)vs), MPI_BYTE, 0, MPI_COMM_WORLD);
+  memset(back, 0xff, (size_t)n * vs); /* poisoned: NaN */
+  ALL_TRUE(spx_dist_scatter_vector(d, root, v, part) == SPX_OK);
+  for (i = 0; i < in.nlocal; i++) ok &= !memcmp(part + i * (int64_t)vs, v + spx_dist_orig_row(d, i) * (int64_t)vs, vs);
+  ALL_TRUE(ok);
+  ALL_TRUE(spx_dist_gather_vector(d, root, part, back) == SPX_OK);
+  ALL_TRUE(g_rank != root || !memcmp(back, v, (size_t)n * vs));
+  free(v); free(back); free(part);
+}
+
+/* spx_dist_scatter_vector and spx_dist_gather_vector: round trips in double and float, from rank 0
+ * and from the last rank, on the contiguous split, a given one and METIS's (where built); bad
+ * arguments on one rank fail on every rank. */
+static void test_vectors(void **state) {
+  const int last = g_size - 1;
+  spx_csr *a, *af;
+  spx_dist_matrix *d;
+  spx_dist_info in;
+  int64_t rs[5];
+  double *v, *part;
+  int q, k;
+  spx_status st;
+  (void)state;
+  a = shuffled_laplacian(13);
+  assert_int_equal(spx_csr_copy(a, SPX_FLOAT, &af), SPX_OK);
+  for (q = 0; q <= g_size; q++) rs[q] = a->nrows * q * q / (g_size * g_size); /* uneven */
+  for (k = 0; k < 3; k++) {
+    if (k == 2 && !all_ok(spx_dist_partition_available(SPX_DIST_PART_METIS))) break;
+    d = scatter_part(a, k == 1 ? rs : NULL, k == 2 ? SPX_DIST_PART_METIS : SPX_DIST_PART_CONTIGUOUS);
+    round_trip(d, 0, 8);
+    round_trip(d, last, 8);
+    spx_dist_destroy(d);
+    d = scatter_part(af, k == 1 ? rs : NULL, k == 2 ? SPX_DIST_PART_METIS : SPX_DIST_PART_CONTIGUOUS);
+    round_trip(d, last, 4);
+    spx_dist_destroy(d);
+  }
+  d = scatter(a, NULL);
+  spx_dist_get_info(d, &in);
+  v = shared_rand(a->nrows);
+  part = malloc((size_t)in.nlocal * 8 + 8);
+  st = spx_dist_scatter_vector(d, g_rank == last ? 0 : last, v, part);
+  expect_everywhere(st, g_size > 1 ? SPX_INVALID_ARGUMENT : SPX_OK, -1, "different roots");
+  st = spx_dist_scatter_vector(d, 0, v, g_rank == last ? NULL : part);
+  expect_everywhere(st, SPX_INVALID_ARGUMENT, last, "NULL part");
+  st = spx_dist_gather_vector(d, 0, part, g_rank == 0 ? NULL : v);
+  expect_everywhere(st, SPX_INVALID_ARGUMENT, 0, "NULL vector on the root");
+  st = spx_dist_gather_vector(d, g_size, part, v);
+  expect_everywhere(st, SPX_INVALID_ARGUMENT, -1, "root out of range");
+  ALL_TRUE(spx_dist_scatter_vector(NULL, 0, v, part) == SPX_INVALID_ARGUMENT);
+  spx_clear_error();
+  spx_dist_destroy(d);
+  free(v); free(part);
+  spx_csr_destroy(a);
+  spx_csr_destroy(af);
+}
+
+/* The partition option: its names; METIS with row_start, an unknown value and METIS in
+ * spx_dist_create refused on every rank; METIS where spx was built without it SPX_UNSUPPORTED on
+ * every rank, with a sentence naming METIS. */
+static void test_partition_options(void **state) {
+  spx_dist_options o = dist_options();
+  spx_dist_partition p = SPX_DIST_PART_CONTIGUOUS;
+  spx_csr *a, *rows;
+  spx_dist_matrix *d = NULL;
+  int64_t rs[5];
+  int q;
+  spx_status st;
+  (void)state;
+  assert_int_equal(spx_dist_partition_parse("metis", &p), SPX_OK);
+  assert_int_equal(p, SPX_DIST_PART_METIS);
+  assert_int_equal(spx_dist_partition_parse("contiguous", &p), SPX_OK);
+  assert_int_equal(p, SPX_DIST_PART_CONTIGUOUS);
+  assert_int_equal(spx_dist_partition_parse("scotch", &p), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "contiguous, metis"));
+  assert_string_equal(spx_dist_partition_name(SPX_DIST_PART_METIS), "metis");
+  assert_string_equal(spx_dist_partition_name((spx_dist_partition)9), "unknown");
+  assert_true(spx_dist_partition_available(SPX_DIST_PART_CONTIGUOUS));
+  spx_clear_error();
+  assert_int_equal(spx_gen_poisson3d(6, 6, 6, 7, SPX_DOUBLE, &a), SPX_OK);
+  for (q = 0; q <= g_size; q++) rs[q] = a->nrows * q / g_size;
+  o.partition = SPX_DIST_PART_METIS;
+  o.row_start = rs;
+  st = spx_dist_scatter(MPI_COMM_WORLD, 0, g_rank == 0 ? a : NULL, &o, &d);
+  expect_everywhere(st, SPX_INVALID_ARGUMENT, 0, "metis and row_start");
+  o.row_start = NULL;
+  o.partition = (spx_dist_partition)7;
+  st = spx_dist_scatter(MPI_COMM_WORLD, 0, g_rank == 0 ? a : NULL, &o, &d);
+  expect_everywhere(st, SPX_INVALID_ARGUMENT, 0, "an unknown partition");
+  o.partition = SPX_DIST_PART_METIS;
+  st = spx_dist_scatter(MPI_COMM_WORLD, 0, g_rank == 0 ? a : NULL, &o, &d);
+  if (spx_dist_partition_available(SPX_DIST_PART_METIS)) {
+    ALL_TRUE(st == SPX_OK);
+    spx_dist_destroy(d);
+  } else {
+    int named = strstr(spx_last_error(), "METIS") != NULL;
+    expect_everywhere(st, SPX_UNSUPPORTED, 0, "metis not built in");
+    ALL_TRUE(named);
+  }
+  assert_int_equal(spx_csr_create(g_rank == 0 ? a->nrows : 0, a->nrows, 0, SPX_DOUBLE, &rows), SPX_OK);
+  st = spx_dist_create(MPI_COMM_WORLD, a->nrows, rows, &o, &d);
+  expect_everywhere(st, SPX_INVALID_ARGUMENT, -1, "metis in spx_dist_create");
+  ALL_TRUE(d == NULL);
+  spx_csr_destroy(rows);
+  spx_csr_destroy(a);
+}
+
+/* ---- spx_dist_read_mm ---- */
+static char g_tmp[512]; /* rank 0's temporary directory, the same path on every rank */
+static char g_made[32][600];
+static int g_nmade;
+
+/* A path in the temporary directory (made on first use), remembered for the cleanup. */
+static const char *tmp_path(const char *name) {
+  if (!g_tmp[0]) {
+    if (g_rank == 0) {
+      const char *t = getenv("TMPDIR");
+      snprintf(g_tmp, sizeof g_tmp, "%s/spx_dist_mm_XXXXXX", t && *t ? t : "/tmp");
+      if (!mkdtemp(g_tmp)) g_tmp[0] = 0;
+    }
+    MPI_Bcast(g_tmp, (int)sizeof g_tmp, MPI_CHAR, 0, MPI_COMM_WORLD);
+    assert_true(g_tmp[0] != 0);
+  }
+  assert_true(g_nmade < 32);
+  snprintf(g_made[g_nmade], sizeof g_made[0], "%s/%s", g_tmp, name);
+  return g_made[g_nmade++];
+}
+
+/* Rank 0 writes text to path; every rank returns once it is there. */
+static void write_text(const char *path, const char *text, size_t n) {
+  int ok = 1;
+  if (g_rank == 0) {
+    FILE *f = fopen(path, "wb");
+    ok = f && fwrite(text, 1, n, f) == n;
+    if (f && fclose(f)) ok = 0;
+  }
+  ALL_TRUE(ok);
+}
+
+/* The shared matrix name inflated to a plain file, as stored (a symmetric file keeps its triangle). */
+static const char *plain_copy(const char *name) {
+  char src[1024], file[64];
+  const char *dst;
+  int ok = 1;
+  spx_test_matrix_path(name, src, sizeof src);
+  snprintf(file, sizeof file, "%s.mtx", name);
+  dst = tmp_path(file);
+  if (g_rank == 0) {
+    gzFile g = gzopen(src, "rb");
+    FILE *f = fopen(dst, "wb");
+    char buf[1 << 16];
+    int got;
+    ok = g && f;
+    while (ok && (got = gzread(g, buf, sizeof buf)) > 0) ok = fwrite(buf, 1, (size_t)got, f) == (size_t)got;
+    if (g) gzclose(g);
+    if (f && fclose(f)) ok = 0;
+  }
+  ALL_TRUE(ok);
+  return dst;
+}
+
+/* spx_dist_read_mm(path) against spx_mm_read(path) on rank 0 then spx_dist_scatter, both with
+ * row_start rs (NULL: the balance) and partition part: the same split, blocks and halo, and the
+ * same SpMV bits. */
+static void same_as_serial_part(const char *path, spx_dtype dt, const int64_t *rs, spx_dist_partition part) {
+  spx_dist_options o = dist_options();
+  spx_dist_matrix *dp = NULL, *ds = NULL;
+  spx_dist_info ip, is;
+  spx_csr *a = NULL;
+  spx_status st;
+  char *x, *y1, *y2;
+  const size_t vs = dt == SPX_DOUBLE ? 8 : 4;
+  int64_t i;
+  int q, ok = 1;
+  o.row_start = rs;
+  o.partition = part;
+  st = spx_dist_read_mm(MPI_COMM_WORLD, path, dt, &o, &dp);
+  if (st) fprintf(g_diag, "rank %d: spx_dist_read_mm(%s): %s\n", g_rank, path, spx_last_error());
+  ALL_TRUE(st == SPX_OK);
+  if (g_rank == 0) assert_int_equal(spx_mm_read(path, dt, &a, NULL), SPX_OK);
+  ALL_TRUE(spx_dist_scatter(MPI_COMM_WORLD, 0, a, &o, &ds) == SPX_OK);
+  spx_dist_get_info(dp, &ip);
+  spx_dist_get_info(ds, &is);
+  for (q = 0; q <= g_size; q++) ok &= spx_dist_row_start(dp, q) == spx_dist_row_start(ds, q);
+  for (i = 0; i < ip.nlocal; i++) ok &= spx_dist_orig_row(dp, i) == spx_dist_orig_row(ds, i);
+  ALL_TRUE(ok && ip.n == is.n && ip.dtype == dt && ip.nnz_local == is.nnz_local && ip.nnz_ghost == is.nnz_ghost &&
+           ip.nghost == is.nghost && ip.send_entries == is.send_entries && ip.partition == part);
+  x = malloc((size_t)ip.nlocal * vs + 8);
+  y1 = malloc((size_t)ip.nlocal * vs + 8);
+  y2 = malloc((size_t)ip.nlocal * vs + 8);
+  assert_true(x && y1 && y2);
+  for (i = 0; i < ip.nlocal; i++) {
+    double v = spx_test_rand();
+    float f = (float)v;
+    if (vs == 8) memcpy(x + i * 8, &v, 8);
+    else memcpy(x + i * 4, &f, 4);
+  }
+  ALL_TRUE(spx_dist_spmv(dp, 1.0, x, 0.0, y1) == SPX_OK && spx_dist_spmv(ds, 1.0, x, 0.0, y2) == SPX_OK);
+  ALL_TRUE(!memcmp(y1, y2, (size_t)ip.nlocal * vs));
+  spx_dist_destroy(dp);
+  spx_dist_destroy(ds);
+  spx_csr_destroy(a);
+  free(x); free(y1); free(y2);
+}
+
+static void same_as_serial(const char *path, spx_dtype dt, const int64_t *rs) {
+  same_as_serial_part(path, dt, rs, SPX_DIST_PART_CONTIGUOUS);
+}
+
+/* A crafted file: comments and blank lines among the entries, CRLF ends, a duplicate (summed),
+ * more ranks than some ranks' shares have lines, and no '\n' after the last entry. */
+static const char crafted[] =
+    "%%MatrixMarket matrix coordinate real symmetric\n"
+    "% a comment before the size line\n"
+    "6 6 8\n"
+    "1 1 4.5\n"
+    "% a comment among the entries\n"
+    "\n"
+    "2 1 -1.25\r\n"
+    "2 2 4\n"
+    "   3 3 4\n"
+    "4 2 -0.5\n"
+    "6 1 3e-3\n"
+    "6 6 2\n"
+    "5 5 1";
+
+/* Shared matrices written out plain: symmetric real (mirrored), general real, symmetric pattern,
+ * general pattern, tiny; the default split, a given uneven one, float, and METIS's (rank 0 reads
+ * then; where built); the gzip original (rank 0 reads it); the crafted file. */
+static void test_read_mm(void **state) {
+  static const char *const names[] = {"bcsstk05", "cage8", "Erdos971", "GD98_a", "LFAT5"};
+  char gz[1024];
+  int64_t rs[5];
+  spx_csr *a = NULL;
+  int k, q;
+  (void)state;
+  for (k = 0; k < 5; k++) {
+    const char *p = plain_copy(names[k]);
+    same_as_serial(p, SPX_DOUBLE, NULL);
+    if (k == 0) {
+      a = shared(names[k]);
+      for (q = 0; q <= g_size; q++) rs[q] = a->nrows * q * q / (g_size * g_size);
+      same_as_serial(p, SPX_DOUBLE, rs);
+      same_as_serial(p, SPX_FLOAT, NULL);
+      if (all_ok(spx_dist_partition_available(SPX_DIST_PART_METIS))) /* rank 0 reads, METIS partitions */
+        same_as_serial_part(p, SPX_DOUBLE, NULL, SPX_DIST_PART_METIS);
+      spx_csr_destroy(a);
+    }
+  }
+  spx_test_matrix_path("bcsstk05", gz, sizeof gz);
+  same_as_serial(gz, SPX_DOUBLE, NULL);
+  {
+    const char *p = tmp_path("crafted.mtx");
+    write_text(p, crafted, sizeof crafted - 1);
+    same_as_serial(p, SPX_DOUBLE, NULL);
+  }
+}
+
+/* A failing read: the status on every rank, each rank's sentence ending in spx_mm_read's (rank 0,
+ * serially) for the same file: the same line numbers. */
+static void expect_read_fails(const char *path, spx_status want, const char *what) {
+  char serial[512] = "";
+  spx_dist_matrix *d = NULL;
+  spx_csr *a = NULL;
+  spx_status st;
+  const char *got;
+  int ok;
+  if (g_rank == 0) {
+    ALL_TRUE(spx_mm_read(path, SPX_DOUBLE, &a, NULL) == want);
+    snprintf(serial, sizeof serial, "%s", spx_last_error());
+  } else {
+    ALL_TRUE(1);
+  }
+  MPI_Bcast(serial, (int)sizeof serial, MPI_CHAR, 0, MPI_COMM_WORLD);
+  st = spx_dist_read_mm(MPI_COMM_WORLD, path, SPX_DOUBLE, NULL, &d);
+  got = spx_last_error();
+  ok = st == want && d == NULL && strlen(got) >= strlen(serial) && !strcmp(got + strlen(got) - strlen(serial), serial);
+  if (!ok) fprintf(g_diag, "rank %d: %s: %s \"%s\", serially \"%s\"\n", g_rank, what, spx_status_string(st), got, serial);
+  ALL_TRUE(ok);
+  spx_clear_error();
+}
+
+/* A general 300 x 300 file of 300 entries (the anti-diagonal), its size line announcing nnz, and
+ * line bad (0: none) holding "x1" for a value; returns the length. */
+static size_t anti_diagonal(char *text, size_t cap, int64_t nnz, int64_t bad) {
+  size_t n = (size_t)snprintf(text, cap, "%%%%MatrixMarket matrix coordinate real general\n300 300 %lld\n", (long long)nnz);
+  int64_t k;
+  for (k = 1; k <= 300; k++)
+    n += (size_t)snprintf(text + n, cap - n, "%lld %lld %s\n", (long long)k, (long long)(301 - k),
+                          k + 2 == bad ? "x1" : "1.5");
+  return n;
+}
+
+/* Errors: a missing file, a bad header, a bad line late in the file (the last rank's share), an
+ * entry past the size line's count, a file that ends early; a non-square file; ranks passing
+ * other dtypes or a NULL path. */
+static void test_read_mm_errors(void **state) {
+  static const char bad_header[] = "%%MatrixMarket matrix coordinate real sideways\n2 2 1\n1 1 1\n";
+  static const char wide[] = "%%MatrixMarket matrix coordinate real general\n3 4 1\n1 4 1\n";
+  const int last = g_size - 1;
+  const size_t cap = 1 << 16;
+  char *text = malloc(cap);
+  spx_dist_matrix *d = NULL;
+  spx_status st;
+  const char *p;
+  (void)state;
+  assert_non_null(text);
+  expect_read_fails(tmp_path("no_such.mtx"), SPX_IO, "a missing file");
+  p = tmp_path("bad_header.mtx");
+  write_text(p, bad_header, sizeof bad_header - 1);
+  expect_read_fails(p, SPX_PARSE, "a bad header");
+  p = tmp_path("bad_line.mtx");
+  write_text(p, text, anti_diagonal(text, cap, 300, 280));
+  expect_read_fails(p, SPX_PARSE, "a bad line");
+  p = tmp_path("too_many.mtx");
+  write_text(p, text, anti_diagonal(text, cap, 200, 0));
+  expect_read_fails(p, SPX_PARSE, "too many entries");
+  p = tmp_path("too_few.mtx");
+  write_text(p, text, anti_diagonal(text, cap, 310, 0));
+  expect_read_fails(p, SPX_PARSE, "a file that ends early");
+  p = tmp_path("wide.mtx");
+  write_text(p, wide, sizeof wide - 1);
+  st = spx_dist_read_mm(MPI_COMM_WORLD, p, SPX_DOUBLE, NULL, &d);
+  expect_everywhere(st, SPX_INVALID_ARGUMENT, 0, "a non-square file");
+  p = plain_copy("bcsstk05");
+  st = spx_dist_read_mm(MPI_COMM_WORLD, p, g_rank == last ? SPX_FLOAT : SPX_DOUBLE, NULL, &d);
+  expect_everywhere(st, g_size > 1 ? SPX_INVALID_ARGUMENT : SPX_OK, -1, "other dtypes");
+  spx_dist_destroy(d);
+  d = NULL;
+  st = spx_dist_read_mm(MPI_COMM_WORLD, g_rank == last ? NULL : p, SPX_DOUBLE, NULL, &d);
+  expect_everywhere(st, SPX_INVALID_ARGUMENT, last, "a NULL path");
+  ALL_TRUE(d == NULL);
+  free(text);
+}
+
+/* The temporary files and their directory (rank 0, after every rank is done with them). */
+static void test_read_mm_cleanup(void **state) {
+  int k;
+  (void)state;
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    for (k = 0; k < g_nmade; k++) unlink(g_made[k]);
+    if (g_tmp[0]) rmdir(g_tmp);
+  }
+  ALL_TRUE(1);
+}
+
 /* Last: a rank that passes another communicator. The others give up after timeout_s with a status;
  * the communicator they passed is unusable afterwards (a duplicate made here, left alone). */
 static void test_mismatched_communicator(void **state) {
@@ -700,6 +1249,13 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_balance_and_create),
       cmocka_unit_test(test_bad_inputs),
       cmocka_unit_test(test_precond_callback),
+      cmocka_unit_test(test_partition_options),
+      cmocka_unit_test(test_vectors),
+      cmocka_unit_test(test_metis_partition),
+      cmocka_unit_test(test_metis_solve),
+      cmocka_unit_test(test_read_mm),
+      cmocka_unit_test(test_read_mm_errors),
+      cmocka_unit_test(test_read_mm_cleanup),
       cmocka_unit_test(test_mismatched_communicator),
       cmocka_unit_test(test_gpu_spmv),
       cmocka_unit_test(test_gpu_solve),

@@ -223,6 +223,9 @@ const char *const spx_cli_solve_help[] = {
     "--format F\tforce format F (cusparse included) instead of the strategy's choice (default: the "
     "strategy's choice)",
     "--host\trun on the host backend even where there is a GPU (default: the GPU when there is one)",
+    "--partition P\tunder mpirun: contiguous (the rows in order, balanced by nonzeros + rows) or metis "
+    "(METIS's graph partition, the matrix permuted; spx built with METIS); the report adds the halo "
+    "bytes per SpMV of all ranks (default contiguous)",
     "--json\tprint JSON instead of text (default: text)",
     "--compare-cusparse\tthe cuSPARSE side-by-side solve; on a GPU it always runs, on the host "
     "never (accepted for scripts; default: on with a GPU)",

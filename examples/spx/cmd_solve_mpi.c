@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* spx solve under mpirun (built where GN found MPI: SPX_CLI_MPI): the matrix read on rank 0 and
- * scattered by rows (spx/dist.h), b = A 1 (or ones) likewise, the distributed solver, and a report
- * of every rank's rows, halo and time beside the global iterations and residuals. Each rank runs
+ * scattered by rows (spx/dist.h; --partition metis: METIS's rows, permuted), b = A 1 (or ones)
+ * likewise, the distributed solver, and a report of every rank's rows, halo and time beside the
+ * global iterations and residuals. Each rank runs
  * on a GPU of its node (the node-local rank modulo the node's GPUs) where every rank has one, else
  * on the host backend (--host asks for it). --spmv N then times N distributed SpMVs against the
  * two blocks' SpMVs alone, for the halo's exposed time and overlap. Without an MPI launcher in the
@@ -21,7 +22,7 @@ static int solve_mpi_launched(void) {
 }
 
 typedef struct solve_mpi_args {
-  const char *file, *method, *format, *strategy;
+  const char *file, *method, *format, *strategy, *partition;
   double tol;
   int64_t maxit, spmv;
   int ones, json, host;
@@ -32,11 +33,12 @@ static int solve_mpi_parse(int argc, char **argv, int rank, solve_mpi_args *a) {
   int k;
   const char *v;
   memset(a, 0, sizeof *a);
-  a->method = "cg"; a->strategy = "auto"; a->tol = 1e-8; a->maxit = 10000;
+  a->method = "cg"; a->strategy = "auto"; a->partition = "contiguous"; a->tol = 1e-8; a->maxit = 10000;
   for (k = 1; k < argc; k++) {
     if ((v = spx_cli_opt(argc, argv, &k, "--method"))) a->method = v;
     else if ((v = spx_cli_opt(argc, argv, &k, "--format"))) a->format = v;
     else if ((v = spx_cli_opt(argc, argv, &k, "--strategy"))) a->strategy = v;
+    else if ((v = spx_cli_opt(argc, argv, &k, "--partition"))) a->partition = v;
     else if ((v = spx_cli_opt(argc, argv, &k, "--tol"))) {
       if (!spx_cli_number("solve", "--tol", v, "a positive number", 0, 0, 1e300, &a->tol)) return 2;
     } else if ((v = spx_cli_opt(argc, argv, &k, "--maxit"))) {
@@ -48,7 +50,8 @@ static int solve_mpi_parse(int argc, char **argv, int rank, solve_mpi_args *a) {
     else if (!strcmp(argv[k], "--host")) a->host = 1;
     else if (argv[k][0] == '-')
       return rank ? 2 : spx_cli_usage("solve", "under mpirun spx solve takes --method cg|pcg|bicgstab, --format, "
-                                      "--strategy, --tol, --maxit, --spmv N, --ones, --json and --host, not '%s'", argv[k]);
+                                      "--strategy, --partition, --tol, --maxit, --spmv N, --ones, --json and --host, "
+                                      "not '%s'", argv[k]);
     else if (!a->file) a->file = argv[k];
     else return rank ? 2 : spx_cli_usage("solve", "one matrix only ('%s' and '%s')", a->file, argv[k]);
   }
@@ -92,14 +95,17 @@ static double solve_mpi_overlap(const double *f) {
 static void solve_mpi_print(const solve_mpi_args *a, const spx_solve_report *r, const spx_dist_info *in, int size,
                             const double *rows, double wall_ms) {
   const char *be = in->backend == SPX_BACKEND_CUDA ? "cuda" : "host";
+  double halo = 0; /* every rank's halo bytes per SpMV: what the partition costs */
   int q;
+  for (q = 0; q < size; q++) halo += rows[SOLVE_MPI_FIELDS * q + F_HALO_BYTES];
   if (a->json) {
     spx_cli_json_printf(stdout, "{\"matrix\": ");
     spx_cli_json_str(stdout, a->file);
-    spx_cli_json_printf(stdout, ", \"ranks\": %d, \"backend\": \"%s\", \"halo_ipc\": %d, \"rows\": %lld, \"method\": \"%s\", \"iterations\": %lld, "
-                        "\"rel_resid\": %.6g, \"true_rel_resid\": %.6g, \"wall_ms\": %.6g, \"per_rank\": [",
-                        size, be, in->halo_ipc, (long long)in->n, r->method, (long long)r->iterations, r->rel_resid, r->true_rel_resid,
-                        wall_ms);
+    spx_cli_json_printf(stdout, ", \"ranks\": %d, \"backend\": \"%s\", \"halo_ipc\": %d, \"partition\": \"%s\", \"rows\": %lld, "
+                        "\"method\": \"%s\", \"iterations\": %lld, \"rel_resid\": %.6g, \"true_rel_resid\": %.6g, "
+                        "\"wall_ms\": %.6g, \"halo_bytes_total\": %.0f, \"per_rank\": [", size, be, in->halo_ipc,
+                        spx_dist_partition_name(in->partition), (long long)in->n, r->method, (long long)r->iterations,
+                        r->rel_resid, r->true_rel_resid, wall_ms, halo);
     for (q = 0; q < size; q++) {
       const double *f = rows + SOLVE_MPI_FIELDS * q;
       spx_cli_json_printf(stdout, "%s{\"rows\": %.0f, \"nnz\": %.0f, \"ghosts\": %.0f, \"halo_bytes\": %.0f, "
@@ -115,11 +121,13 @@ static void solve_mpi_print(const solve_mpi_args *a, const spx_solve_report *r, 
     printf("]}\n");
     return;
   }
-  printf("spx solve %s: %lld rows on %d ranks (%s backend%s), %s, rtol %g\n", a->file, (long long)in->n, size, be,
-         in->halo_ipc ? ", the halo GPU to GPU over CUDA IPC" : "", r->method, a->tol);
+  printf("spx solve %s: %lld rows on %d ranks (%s backend%s, %s partition), %s, rtol %g\n", a->file, (long long)in->n,
+         size, be, in->halo_ipc ? ", the halo GPU to GPU over CUDA IPC" : "", spx_dist_partition_name(in->partition),
+         r->method, a->tol);
   printf("  %s\n  iterations      %lld, ||r||/||b|| %.3g (recomputed %.3g)\n  end to end      %.2f ms wall "
          "(scatter, plans, solve; rank 0)\n", r->message, (long long)r->iterations, r->rel_resid, r->true_rel_resid,
          wall_ms);
+  printf("  halo            %.0f bytes per SpMV, all ranks\n", halo);
   printf("  rank      rows   nonzeros   ghosts  halo bytes/SpMV   solve ms  us/iter  halo wait ms  sums ms\n");
   for (q = 0; q < size; q++) {
     const double *f = rows + SOLVE_MPI_FIELDS * q;
@@ -232,7 +240,7 @@ done:
 static int solve_mpi_run(const solve_mpi_args *a, int rank, int size) {
   spx_csr *m = NULL;
   double *b = NULL, *bl = NULL, *x = NULL, *rows = NULL, mine[SOLVE_MPI_FIELDS], t0 = MPI_Wtime();
-  int *cnt = NULL, *dsp = NULL, q, bad = 0, any = 0;
+  int bad = 0, any = 0;
   spx_context *ctx = NULL;
   spx_dist_options o;
   spx_dist_matrix *d = NULL;
@@ -244,6 +252,8 @@ static int solve_mpi_run(const solve_mpi_args *a, int rank, int size) {
   spx_dist_options_default(&o);
   o.plan.force = a->format;
   if (spx_plan_strategy_parse(a->strategy, &o.plan.strategy)) bad = rank ? 1 : spx_cli_usage("solve", "%s", spx_last_error());
+  if (!bad && spx_dist_partition_parse(a->partition, &o.partition))
+    bad = rank ? 1 : spx_cli_usage("solve", "--partition: %s", spx_last_error());
   if (!bad && solve_mpi_context(a, &ctx)) bad = spx_cli_fail("solve");
   if (!bad) {
     o.ctx = ctx;
@@ -256,17 +266,13 @@ static int solve_mpi_run(const solve_mpi_args *a, int rank, int size) {
   spx_csr_destroy(m); /* rank 0's global copy: the ranks hold their rows now */
   m = NULL;
   spx_dist_get_info(d, &in);
-  cnt = (int *)malloc(sizeof *cnt * (size_t)size); dsp = (int *)malloc(sizeof *dsp * (size_t)size);
   bl = (double *)malloc(sizeof *bl * (size_t)(in.nlocal + 1)); x = (double *)calloc((size_t)(in.nlocal + 1), sizeof *x);
   rows = (double *)malloc(sizeof *rows * SOLVE_MPI_FIELDS * (size_t)size);
-  bad = !cnt || !dsp || !bl || !x || !rows;
+  bad = !bl || !x || !rows;
   MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (any) { bad = 1; fprintf(stderr, "spx solve: out of memory\n"); goto done; }
-  for (q = 0; q < size; q++) {
-    dsp[q] = (int)spx_dist_row_start(d, q);
-    cnt[q] = (int)(spx_dist_row_start(d, q + 1) - dsp[q]);
-  }
-  MPI_Scatterv(b, cnt, dsp, MPI_DOUBLE, bl, (int)in.nlocal, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  /* b in the matrix's original order: the ranks' parts follow the partition's (permuted) rows */
+  if ((st = spx_dist_scatter_vector(d, 0, b, bl))) { bad = spx_cli_fail("solve"); goto done; }
   spx_solve_options_default(&so);
   so.rtol = a->tol;
   so.maxit = a->maxit;
@@ -287,7 +293,7 @@ done:
   spx_dist_destroy(d);
   spx_context_destroy(ctx);
   spx_csr_destroy(m);
-  free(b); free(bl); free(x); free(rows); free(cnt); free(dsp);
+  free(b); free(bl); free(x); free(rows);
   MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   return any;
 }

@@ -23,6 +23,19 @@
  *   global CSR, spx_dist_scatter chooses row_start so that every rank's rows carry about the same
  *   weight, a row weighing its nonzeros + 1 (empty rows are not free), unless options.row_start
  *   gives it; spx_dist_create takes each rank's own rows as they are (a rank may own none).
+ *   options.partition = SPX_DIST_PART_METIS (spx built with METIS: SPX_WITH_METIS) partitions the
+ *   graph of A + A^T instead, on the root (METIS_PartGraphKway, vertex weights nonzeros + 1,
+ *   minimizing the total communication volume, which is what the halo sends): the matrix is then
+ *   permuted symmetrically (P A P^T) so that each rank's rows are contiguous in the PERMUTED
+ *   numbering, and everything above (row_start, first_row, ghost columns, the vectors' parts)
+ *   speaks of permuted indices. spx_dist_orig_row gives a local row's index in the matrix as it was
+ *   given; spx_dist_scatter_vector and spx_dist_gather_vector move a vector in that original order
+ *   between one rank and the ranks' parts, whichever the partition.
+ * READING A FILE  spx_dist_read_mm reads a coordinate Matrix Market file in parallel: each rank
+ *   reads its own byte range of a plain file (resynced at a line start), parses it, and the
+ *   entries go to their rows' owners (MPI_Alltoallv); rows are split as spx_dist_scatter splits
+ *   them. A gzip file cannot be read from the middle: rank 0 reads it and scatters (likewise an
+ *   array file, and options.partition = SPX_DIST_PART_METIS, which needs the whole graph on one rank).
  *   Each rank splits its rows into the LOCAL block (columns it owns, renumbered from 0) and the
  *   GHOST block (columns other ranks own, renumbered 0..nghost-1 in ascending global order; only
  *   the rows that have such columns, since a slab's are its first and last planes), and each block
@@ -85,14 +98,32 @@
 extern "C" {
 #endif
 
+/* How spx_dist_scatter and spx_dist_read_mm split the rows (THE PARTITION above). ORDER matters
+ * (enum value = position).
+ *  _(ENUM_SUFFIX,   "name")       what it is */
+#define SPX_DIST_PARTITION_LIST(_)                                                                      \
+  _(CONTIGUOUS,      "contiguous") /* the rows in their order, balanced by nonzeros + rows */         \
+  _(METIS,           "metis")      /* METIS k-way on A + A^T, the matrix permuted (SPX_WITH_METIS) */
+#define SPX__DIST_PART_ENUM(e, name) SPX_DIST_PART_##e,
+typedef enum spx_dist_partition { SPX_DIST_PARTITION_LIST(SPX__DIST_PART_ENUM) } spx_dist_partition;
+#undef SPX__DIST_PART_ENUM
+/* "contiguous", "metis"; "unknown" outside the table. */
+const char *spx_dist_partition_name(spx_dist_partition p);
+/* The partition named name; SPX_INVALID_ARGUMENT (a sentence listing the names) otherwise. */
+spx_status spx_dist_partition_parse(const char *name, spx_dist_partition *out);
+/* 1 when this build of spx has partition p (METIS: compiled with SPX_WITH_METIS), else 0. Local. */
+int spx_dist_partition_available(spx_dist_partition p);
+
 typedef struct spx_dist_options {
   spx_plan_options plan;      /* both blocks' plans (backend, strategy, dtype, ...); the local
                                * block keeps its diagonal (Jacobi), the ghost block none */
   spx_context *ctx;           /* this rank's device (the caller picks the GPU, e.g. by node-local
                                * rank); NULL: a context of plan.backend on device 0, owned */
-  const int64_t *row_start;   /* spx_dist_scatter, read on the root: size + 1 row offsets
-                               * (row_start[0] = 0, nondecreasing, row_start[size] = n); NULL:
-                               * balanced by nonzeros + rows */
+  const int64_t *row_start;   /* spx_dist_scatter, read on the root (spx_dist_read_mm: on rank 0):
+                               * size + 1 row offsets (row_start[0] = 0, nondecreasing,
+                               * row_start[size] = n); NULL: balanced by nonzeros + rows */
+  spx_dist_partition partition; /* read where row_start is (above) [CONTIGUOUS]; METIS with
+                               * row_start is an error, and in spx_dist_create */
   double timeout_s;           /* creation's handshake waits at most this long for every rank to
                                * call [300]; <= 0: no limit */
 } spx_dist_options;
@@ -110,6 +141,14 @@ spx_status spx_dist_scatter(MPI_Comm comm, int root, const spx_csr *a, const spx
  * Every rank passes the same n and dtype; the nlocal sum to n. Collective. */
 spx_status spx_dist_create(MPI_Comm comm, int64_t n, const spx_csr *rows, const spx_dist_options *options,
                            spx_dist_matrix **out);
+/* A coordinate Matrix Market file (plain or gzip; real, integer or pattern; symmetric files
+ * expanded, duplicates summed, as spx_mm_read does) read into dtype by every rank of comm
+ * (READING A FILE above): the same matrix, rows and partition as spx_mm_read on rank 0 then
+ * spx_dist_scatter, unless the file lists duplicate entries (the balance counts listed entries).
+ * Every rank passes the same path, reachable from each. Collective: a missing file, a bad header
+ * or a bad line is a status on every rank (the line's number as spx_mm_read gives it). */
+spx_status spx_dist_read_mm(MPI_Comm comm, const char *path, spx_dtype dtype, const spx_dist_options *options,
+                            spx_dist_matrix **out);
 /* Collective (it frees spx's duplicate of the communicator); NULL is a no-op on every rank. */
 void spx_dist_destroy(spx_dist_matrix *A);
 
@@ -129,6 +168,7 @@ typedef struct spx_dist_info {
   int64_t halo_bytes;         /* bytes it sends per SpMV (send_entries x the value size) */
   spx_dtype dtype;
   spx_backend backend;
+  spx_dist_partition partition; /* how the rows were split (METIS: the matrix is permuted) */
   int halo_ipc;               /* CUDA: 1 when the halo goes device to device (CUDA IPC: every rank
                                * on one node, every send one run of x), 0 through pinned host memory */
   /* counters */
@@ -153,6 +193,15 @@ spx_plan *spx_dist_local_plan(const spx_dist_matrix *A);
 spx_plan *spx_dist_ghost_plan(const spx_dist_matrix *A);
 /* The global column of ghost entry k (k < nghost). */
 int64_t spx_dist_ghost_col(const spx_dist_matrix *A, int64_t k);
+/* Local row i's row (= column, = vector entry) in the matrix as it was given: first_row + i
+ * unless the rows were permuted (METIS); -1 outside 0..nlocal-1. */
+int64_t spx_dist_orig_row(const spx_dist_matrix *A, int64_t i);
+/* The vector global (n entries of A's dtype, in the original order, on rank root; ignored
+ * elsewhere) to every rank's part local (nlocal entries), and back: global on root from the
+ * parts. Host arrays, on either backend. Setup-time helpers: each call also gathers the ranks'
+ * original row indices on the root. Collective. */
+spx_status spx_dist_scatter_vector(const spx_dist_matrix *A, int root, const void *global, void *local);
+spx_status spx_dist_gather_vector(const spx_dist_matrix *A, int root, const void *local, void *global);
 /* spx's duplicate of the caller's communicator (valid until spx_dist_destroy). */
 MPI_Comm spx_dist_comm(const spx_dist_matrix *A);
 /* 1 when the MPI library says it can take device pointers (MPIX_Query_cuda_support), 0 when it
@@ -176,6 +225,8 @@ spx_status spx_dist_solve_bicgstab(spx_dist_matrix *A, const void *b, void *x, c
  * compiled the core there already). */
 #if defined(SPX_IMPLEMENTATION) && !defined(SPX__DIST_IMPLEMENTATION_DONE)
 #define SPX__DIST_IMPLEMENTATION_DONE
+#include "internal/dist_part_impl.h"
 #include "internal/dist_impl.h"
+#include "internal/dist_mm_impl.h"
 #include "internal/dist_solve_impl.h"
 #endif

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* spx/dist.h's matrix as its two rooms share it: dist_impl.h (the partition, the halo, the SpMV)
- * gives dist_solve_impl.h (the solvers) the matrix, the error agreement and the SpMV. */
+/* spx/dist.h's matrix as its rooms share it: dist_impl.h (the partition, the halo, the SpMV)
+ * gives dist_mm_impl.h (the parallel file read) creation from each rank's rows, and
+ * dist_solve_impl.h (the solvers) the matrix, the error agreement and the SpMV; dist_part_impl.h,
+ * below them all, gives dist_impl.h the graph partition and the permuted matrix. */
 #ifndef SPX_INTERNAL_DIST_MATRIX_H
 #define SPX_INTERNAL_DIST_MATRIX_H
 
@@ -13,6 +15,8 @@ struct spx_dist_matrix {
   double timeout_s;
   int64_t n, first, nlocal;
   int64_t *row_start;         /* size + 1 */
+  int64_t *orig;              /* nlocal: each local row's row in the matrix as given (NULL: first + i) */
+  spx_dist_partition part;
   spx_dtype dtype;
   size_t vs;
   MPI_Datatype mt;            /* MPI_DOUBLE or MPI_FLOAT */
@@ -68,5 +72,24 @@ spx_status spx__dist_agree(const spx_dist_matrix *d, spx_status st);
 int spx__dist_same(MPI_Comm comm, const double *v, int k);
 /* y = alpha A x + beta y on this rank's rows, the halo exchanged (no agreement). */
 spx_status spx__dist_spmv(spx_dist_matrix *d, double alpha, const void *x, double beta, void *y);
+
+/* ---- dist_impl.h: creation, for dist_mm_impl.h ---- */
+/* The handshake: a new matrix on spx's duplicate of comm (nothing else set). Collective. */
+spx_status spx__dist_open(MPI_Comm comm, const spx_dist_options *o, const char *fn, spx_dist_matrix **out);
+/* d (opened, d->row_start, n and dtype set) from this rank's rows (global columns): the blocks, the
+ * halo, the plans. Collective; agreed; d is freed on failure. */
+spx_status spx__dist_build(spx_dist_matrix *d, const spx_csr *rows, const spx_dist_options *o, spx_dist_matrix **out);
+/* spx_dist_scatter on an opened d (freed on failure). Collective; agreed. */
+spx_status spx__dist_scatter_on(spx_dist_matrix *d, int root, const spx_csr *a, const spx_dist_options *o,
+                                spx_dist_matrix **out);
+/* options.row_start checked against n and the rank count (a sentence naming fn otherwise). */
+spx_status spx__dist_check_row_start(const int64_t *rs, int size, int64_t n, const char *fn);
+
+/* ---- dist_part_impl.h: the graph partition (root-only, no MPI) ---- */
+/* perm (n entries: new row -> row of a) and rs (P + 1) from METIS's k-way partition of the graph of
+ * a + a^T, each part's rows in their order; SPX_UNSUPPORTED without SPX_WITH_METIS. */
+spx_status spx__dist_metis(const spx_csr *a, int P, int64_t *perm, int64_t *rs);
+/* P a P^T: row r of out is row perm[r] of a, its columns renumbered the same way (sorted). */
+spx_status spx__dist_permute(const spx_csr *a, const int64_t *perm, spx_csr **out);
 
 #endif /* SPX_INTERNAL_DIST_MATRIX_H */

@@ -428,3 +428,64 @@ spx_status spx__mm_load(const char *path, spx__mm_src *src) {
   spx__mm_sink_done(&k, src);
   return SPX_OK;
 }
+
+/* The header of a plain regular file, for a reader that reads the rest itself in slices
+ * (spx_dist_read_mm): read as spx__mm_load reads it, through the same checks, until the size line
+ * is in; gzip (its first two bytes) and anything but a regular file leave *plain 0. */
+spx_status spx__mm_head(const char *path, spx__mm_hdr *h, uint64_t *size, int *plain) {
+#if SPX__MM_POSIX
+  spx__mm_sink k;
+  struct stat st;
+  spx_status s = SPX_OK;
+  int fd, gz = 0;
+  *plain = 0;
+  *size = 0;
+  if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) return spx__fail(SPX_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    s = S_ISDIR(st.st_mode) ? spx__fail(SPX_IO, "%s: cannot read: it is a directory", path)
+                            : spx__fail(SPX_IO, "%s: cannot stat: %s", path, strerror(errno));
+    close(fd);
+    return s;
+  }
+  if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size >= (uint64_t)SIZE_MAX / 4) {
+    close(fd);
+    return SPX_OK;
+  }
+  spx__mm_sink_init(&k, path);
+  while (!s && !k.size_line) {
+    long long got;
+    if ((s = spx__mm_sink_room(&k, k.n + ((size_t)1 << 16)))) break;
+    if ((got = spx__mm_sysread(fd, k.b + k.n, k.cap - 1 - k.n)) < 0) {
+      s = spx__fail(SPX_IO, "%s: read error: %s", path, strerror(errno));
+      break;
+    }
+    if (!got) break;
+    k.n += (size_t)got;
+    if (k.n >= 2 && (gz = spx__mm_is_gzip(k.b, k.n))) break;
+    s = spx__mm_sink_check(&k, (size_t)st.st_size);
+  }
+  if (!s && !gz && !k.size_line) { /* the file ended first (a size line without its '\n', or none) */
+    if (!k.n) s = spx__fail_at(SPX_PARSE, path, 0, "empty file (expected a '" SPX__MM_BANNER "' header)");
+    else if (k.b[k.n - 1] != '\n') k.b[k.n++] = '\n'; /* the byte room() kept */
+    k.seen = k.n;
+  }
+  if (!s && !gz) {
+    char last = '\n';
+    if (pread(fd, &last, 1, st.st_size - 1) != 1) last = '\n';
+    if (!(s = spx__mm_header(k.b, k.seen, path, h)) &&
+        !(s = spx__mm_fits(h, (size_t)st.st_size + (last != '\n'), path))) {
+      *size = (uint64_t)st.st_size;
+      *plain = 1;
+    }
+  }
+  SPX_FREE(k.b);
+  close(fd);
+  return s;
+#else
+  (void)path;
+  (void)h;
+  *size = 0;
+  *plain = 0; /* no pread: rank 0 reads the file */
+  return SPX_OK;
+#endif
+}

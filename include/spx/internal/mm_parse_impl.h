@@ -432,7 +432,7 @@ spx_status spx__mm_too_long(const char *name, int64_t size_line, int64_t nnz, si
 /* The text against its header: the size line ends within SPX__MM_HEAD_MAX; every entry takes at
  * least 2 bytes per field ("1 1 1\n"), so counts the rest cannot hold are refused before anything
  * is allocated for them (SPX_RANGE); and no more than spx__mm_limit. */
-static spx_status spx__mm_fits(const spx__mm_hdr *h, size_t n, const char *name) {
+spx_status spx__mm_fits(const spx__mm_hdr *h, size_t n, const char *name) {
   int nf = h->format == SPX_MM_ARRAY ? 1 : h->field == SPX_MM_PATTERN ? 2 : 3;
   if (h->data > SPX__MM_HEAD_MAX) return spx__mm_too_long(name, 0, 0, SPX__MM_HEAD_MAX, 0);
   if ((uint64_t)h->nnz > (uint64_t)(n - h->data) / (uint64_t)(2 * nf))
@@ -723,4 +723,71 @@ done:
   SPX_FREE(cx.ci);
   SPX_FREE(cx.v);
   return s;
+}
+
+/* ---------------------------------------------------------------- a slice of the entries */
+
+void spx__mm_slice_count(const char *b, const char *e, int64_t *lines, int64_t *entries) {
+  spx__mm_chunk ch;
+  memset(&ch, 0, sizeof ch);
+  ch.b = b;
+  ch.e = e;
+  spx__mm_count(&ch);
+  *lines = ch.lines;
+  *entries = ch.entries;
+}
+
+void spx__mm_slice_free(spx__mm_slice *s) {
+  SPX_FREE(s->ri);
+  SPX_FREE(s->ci);
+  SPX_FREE(s->v);
+  memset(s, 0, sizeof *s);
+}
+
+/* One chunk (the whole slice) through pass 2 and the mirror, as spx__mm_read_text runs each of
+ * its chunks; the header's count is cut to what is left for this slice, so an entry past the size
+ * line's count is reported at its line, as there. */
+spx_status spx__mm_slice_parse(const spx__mm_hdr *h, const char *name, const char *b, const char *e, int64_t line0,
+                               int64_t k0, int64_t entries, spx_dtype dtype, spx__mm_slice *out) {
+  spx__mm_ctx cx;
+  spx__mm_chunk ch;
+  int64_t m, k;
+  memset(out, 0, sizeof *out);
+  memset(&cx, 0, sizeof cx);
+  memset(&ch, 0, sizeof ch);
+  cx.name = name;
+  cx.h = *h;
+  cx.h.nnz = SPX__MAX(0, h->nnz - k0);
+  cx.dtype = dtype;
+  cx.lim = e;
+  cx.ld = spx__mm_ld_works();
+  m = SPX__MIN(entries, cx.h.nnz);
+  k = h->sym == SPX_MM_GENERAL ? m : 2 * m;
+  cx.ri = out->ri = (int32_t *)spx__alloc((size_t)k + 1, sizeof(int32_t));
+  cx.ci = out->ci = (int32_t *)spx__alloc((size_t)k + 1, sizeof(int32_t));
+  out->v = (double *)spx__alloc((size_t)k + 1, sizeof(double));
+  if (!out->ri || !out->ci || !out->v) {
+    spx__mm_slice_free(out);
+    return SPX_OUT_OF_MEMORY;
+  }
+  if (h->field != SPX_MM_PATTERN) cx.v = out->v;
+  ch.b = b;
+  ch.e = e;
+  ch.line0 = line0;
+  ch.entries = m;
+  if (b < e) spx__mm_parse(&cx, &ch);
+  if (ch.err || ch.extra_line) {
+    spx__mm_slice_free(out);
+    if (ch.err) return spx__fail_at(ch.err, name, ch.err_line, "%s", ch.msg);
+    return spx__fail_at(SPX_PARSE, name, ch.extra_line, "too many entries: the size line announces %lld",
+                        (long long)h->nnz);
+  }
+  out->listed = m;
+  if (h->sym != SPX_MM_GENERAL) {
+    spx__mm_mirror(&cx, &ch, m);
+    out->mirrored = ch.offdiag;
+  }
+  if (!cx.v)
+    for (k = 0; k < m + out->mirrored; k++) out->v[k] = 1; /* pattern */
+  return SPX_OK;
 }

@@ -58,10 +58,33 @@ size_t spx__mm_limit(const spx__mm_hdr *h);
 spx_status spx__mm_too_long(const char *name, int64_t size_line, int64_t nnz, size_t limit, int gz);
 /* Parses the text into *out (src released here, before the CSR build). */
 spx_status spx__mm_read_text(spx__mm_src *src, const char *name, spx_dtype dtype, spx_csr **out, spx_mm_info *info);
+/* A text of n bytes against its header h: the entries it announces fit, and it is within
+ * spx__mm_limit (the checks spx__mm_read_text makes before it parses). */
+spx_status spx__mm_fits(const spx__mm_hdr *h, size_t n, const char *name);
+/* A slice of a coordinate file's entry lines, parsed on its own (spx_dist_read_mm: each rank
+ * parses its part of the file): whole lines [b, e), e[-1] == '\n' unless the slice is empty. */
+typedef struct spx__mm_slice {
+  int32_t *ri, *ci;      /* the listed entries, then (symmetric files) the mirrored ones */
+  double *v;             /* their values (pattern: 1) */
+  int64_t listed, mirrored;
+} spx__mm_slice;
+/* Its lines and entry lines (neither blank nor comment). */
+void spx__mm_slice_count(const char *b, const char *e, int64_t *lines, int64_t *entries);
+/* Its entries (entries of them, as counted) into out, line0 the file's number of its first line
+ * and k0 the entries of the file before it (what the size line allows is h->nnz - k0): errors say
+ * "name:line: ..." as spx_mm_read's do. out is freed on failure; spx__mm_slice_free frees it. */
+spx_status spx__mm_slice_parse(const spx__mm_hdr *h, const char *name, const char *b, const char *e, int64_t line0,
+                               int64_t k0, int64_t entries, spx_dtype dtype, spx__mm_slice *out);
+void spx__mm_slice_free(spx__mm_slice *s);
 
 /* ---------------------------------------------------------------- mm_input_impl.h: into memory */
 /* The text of n bytes in memory (data itself when it ends in '\n'), or of the file at path. */
 spx_status spx__mm_text(const char *data, size_t n, const char *name, spx__mm_src *src);
 spx_status spx__mm_load(const char *path, spx__mm_src *src);
+/* The header of the file at path, read until its size line (at most SPX__MM_HEAD_MAX bytes), and
+ * spx__mm_fits on the whole file, when it is plain text in a regular file of *size bytes (*plain
+ * 1); *plain 0 (h unset) for gzip and for anything but a regular file, which cannot be read from
+ * the middle. Errors as spx_mm_read gives them (a missing file, a bad header). */
+spx_status spx__mm_head(const char *path, spx__mm_hdr *h, uint64_t *size, int *plain);
 
 #endif /* SPX_INTERNAL_MM_TEXT_H */
