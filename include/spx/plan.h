@@ -29,18 +29,24 @@
  * A heuristic's choice that is not a candidate (does not fit the memory limit; cuSPARSE on the
  * host backend) falls back, and the reason says so.
  *
- * RACE  Where auto times candidates, spx_plan_create builds only the model's choice and returns;
- *   the caller's first spx_plan_spmv calls then time the candidates one after another (each built
- *   when its turn comes, a warm-up and trial_reps timed calls each: CUDA events on the context
- *   stream, read once done; the clock on the host), and the fastest by median (ties: the model's
- *   choice) becomes the plan, the others freed. Every call computes y = alpha*A*x + beta*y, in the
- *   stream's order; results may differ in rounding across candidates, so spx_plan_wait (which
- *   spx_plan_time and the solvers call) ends a race at once, timing what is left as the trial does.
- *   While it runs (spx_plan_racing) the getters describe the model's choice, which the plan runs
- *   between timed calls; measured_us fills in as candidates are timed, and the reason and getters
- *   change to the winner when it ends ("... race of the best two ... over the first SpMVs: ...").
- *   Its builds and bookkeeping count in spx_plan_select_ms. A racing plan keeps a copy of the
- *   matrix for its candidates (a lazy plan's own copy; an eager plan makes one) until it ends.
+ * RACE  Where auto times candidates, spx_plan_create builds no candidate and returns; the caller's
+ *   first spx_plan_spmv calls then time the candidates one after another (each built when its turn
+ *   comes, a warm-up and trial_reps timed calls each: CUDA events on the context stream, read once
+ *   done; the clock on the host), and the fastest by median (ties: the model's choice) becomes the
+ *   plan, the others freed. Meanwhile the calls no block times run on the plan's start: the CSR as
+ *   it is, nothing converted (on a GPU the arrays staged for the device profile, wrapped by
+ *   cuSPARSE, else by spx's CSR kernel; on the host the race's copy); the model's choice is then
+ *   built at its turn like the others. Where nothing can start so (a matrix too small to be staged,
+ *   a model's choice that runs on the staged arrays as they are) the plan runs the model's choice,
+ *   built as without a race. Every call computes y = alpha*A*x + beta*y, in the stream's order;
+ *   results may differ in rounding across candidates, so spx_plan_wait (which spx_plan_time and
+ *   the solvers call) ends a race at once, timing what is left as the trial does. While it runs
+ *   (spx_plan_racing) the getters describe the model's choice (spx_plan_dmatrix and spx_plan_bytes
+ *   what runs); measured_us fills in as candidates are timed, and the reason and getters change to
+ *   the winner when it ends ("... race of the best two ... over the first SpMVs: ..."). Its builds
+ *   and bookkeeping count in spx_plan_select_ms. A racing plan keeps the matrix for its candidates
+ *   until it ends: the staged arrays where their values went up (downloaded once for a candidate
+ *   converted on the host), else a copy (a lazy plan's own; an eager plan makes one).
  *
  * CANDIDATES  every registry format with a GPU kernel (spx_format_has_kernel), and cuSPARSE CSR on
  *   the CUDA backend when cuSPARSE loads. A candidate whose predicted bytes (plus x and y) pass the
@@ -166,7 +172,8 @@ typedef struct spx_plan_options {
   int64_t memory_limit;       /* bytes the matrix (+ x, y) may take; 0: the device's free memory
                                * (CUDA), no limit (host) */
   int eager;                  /* 1: convert, upload and compile in spx_plan_create; 0: at the first
-                               * spx_plan_spmv (trial plans are always built) */
+                               * spx_plan_spmv (trial plans are always built). A racing plan builds
+                               * its start then, its candidates in the race (RACE above) */
   spx_backend backend;        /* AUTO: the context's; HOST or CUDA must match a given context */
   int dtype;                  /* -1: the matrix's; else SPX_DOUBLE or SPX_FLOAT */
   int trial_reps;             /* timed SpMVs per candidate in a trial [20] */
@@ -251,9 +258,11 @@ spx_dtype spx_plan_dtype(const spx_plan *p);
 const spx_format_params *spx_plan_params(const spx_plan *p);
 double spx_plan_predicted_us(const spx_plan *p);   /* per SpMV */
 double spx_plan_convert_ms(const spx_plan *p);     /* predicted conversion + upload + compile */
-/* What the choice itself took (wall): the selection in spx_plan_create, plus a race's candidate
- * builds and bookkeeping inside spx_plan_spmv and spx_plan_wait (not the SpMVs it served), so it
- * grows until the race ends. */
+/* What the choice itself took (wall): the selection in spx_plan_create (the device profile and
+ * validation, the model, a trial; not the upload of the arrays staged for the profile, which are
+ * the build's input), plus a race's candidate builds (the model's choice's too where the plan
+ * started on the CSR as it is), timings and bookkeeping inside spx_plan_spmv and spx_plan_wait
+ * (not the SpMVs it served), so it grows until the race ends. Never the diagonal (no_diagonal). */
 double spx_plan_select_ms(const spx_plan *p);
 /* "kubota: B = 1.03 < 2.0 and R = 0.045 % < 0.048 % -> ell (...)". */
 const char *spx_plan_reason(const spx_plan *p);
@@ -266,8 +275,10 @@ const spx_analysis *spx_plan_analysis(const spx_plan *p);
 spx_context *spx_plan_context(const spx_plan *p);
 int64_t spx_plan_nrows(const spx_plan *p);
 int64_t spx_plan_ncols(const spx_plan *p);
-/* The matrix's diagonal a_ii, i < min(nrows, ncols), kept at creation (0 where a row has none), in
- * double whatever the dtype: what Jacobi preconditioning (spx_solve_pcg_jacobi) divides by. */
+/* The matrix's diagonal a_ii, i < min(nrows, ncols), kept with the plan (0 where a row has none),
+ * in double whatever the dtype: what Jacobi preconditioning (spx_solve_pcg_jacobi) divides by. A
+ * plan that staged the matrix on the device takes it from there when first asked for (a kernel,
+ * into out), or before it lets those arrays go; any other plan at creation. */
 spx_status spx_plan_diagonal(const spx_plan *p, double *out);
 /* Device (host) bytes of the matrix arrays: exact once built, the prediction before. */
 int64_t spx_plan_bytes(const spx_plan *p);
@@ -288,7 +299,8 @@ spx_status spx_plan_upgrade(spx_plan *p);
  * background and SpMVs run on a stand-in (the generic kernel, or cuSPARSE), else 0. */
 int spx_plan_compiling(const spx_plan *p);
 /* The device matrix a built plan runs on spx's kernels (NULL for cuSPARSE, the host backend, or
- * before the build): its kernels (spx_dmatrix_describe), bytes and JIT time. */
+ * before the build; during a race, what runs between its timed calls): its kernels
+ * (spx_dmatrix_describe), bytes and JIT time. */
 const spx_dmatrix *spx_plan_dmatrix(const spx_plan *p);
 /* Ends a race (RACE above: builds a lazy plan first, times what is left at once, keeps the fastest),
  * then waits for that compile and runs the chosen kernel from now on (SpMVs queued before finish
@@ -300,6 +312,9 @@ spx_status spx_plan_wait(spx_plan *p);
 typedef struct spx_plan_race_info {
   int candidates;             /* raced, the model's choice included */
   int built;                  /* built so far, the model's choice included once built */
+  int started;                /* 1: the plan runs the CSR as it is between timed calls (the staged
+                               * arrays on a GPU, the race's copy on the host), the model's choice
+                               * built at its turn; 0: it runs the model's choice (RACE above) */
   int measured;               /* timed so far (their measured_us set) */
   int dropped;                /* left the race: a failed build or SpMV, or still compiling at half
                                * expected_calls (the candidate's note says which) */
@@ -309,7 +324,9 @@ int spx_plan_racing(const spx_plan *p, spx_plan_race_info *info);
 /* Wall milliseconds spx_plan_build took (conversion, upload, kernel compile or cache), plus the
  * allocation and upload of the CSR arrays staged on the device while choosing (the build's input);
  * 0 before it ran, and for trial plans, which are built during the choice (spx_plan_select_ms). A
- * racing plan's is its model's choice's build; the other candidates' builds are selection. */
+ * racing plan's is the build of what it runs first: its start (the staged values' upload and a
+ * wrap; nothing on the host), else the model's choice; every candidate's build in the race is
+ * selection. Never the diagonal (spx_plan_diagonal). */
 double spx_plan_build_ms(const spx_plan *p);
 /* Median microseconds per spx_plan_spmv (alpha 1, beta 0) over reps timed runs after a warm-up,
  * on vectors the plan allocates: device events on CUDA, the wall clock on the host. */

@@ -47,8 +47,10 @@ spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, int valu
 /* The values: their upload started (_begin), or done on return. */
 spx_status spx__dcsr_values_begin(spx__dcsr *d, const spx_csr *a);
 spx_status spx__dcsr_values(spx__dcsr *d, const spx_csr *a);
-/* The diagonal (min(rows, cols) doubles) from the staged arrays into the host array out. */
-spx_status spx__dcsr_diag(spx__dcsr *d, double *out);
+/* The diagonal (min(rows, cols) doubles) from the staged arrays, values up, into the host array out. */
+spx_status spx__dcsr_diag(const spx__dcsr *d, double *out);
+/* The staged arrays, values up, downloaded into a host CSR of their own. */
+spx_status spx__dcsr_download(const spx__dcsr *d, spx_csr **out);
 /* Frees the staged arrays (waiting for a values upload in flight); d zeroed. */
 void spx__dcsr_free(spx__dcsr *d);
 

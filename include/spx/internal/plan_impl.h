@@ -72,27 +72,40 @@ spx_status spx__plan_context(spx_plan *p, spx_context *ctx, const spx_plan_optio
   return SPX_OK;
 }
 
-/* The diagonal of a (the dtype-converted copy), for Jacobi preconditioning. */
+/* The diagonal of a (the dtype-converted copy), for Jacobi preconditioning: the host pass, now. */
 static spx_status spx__plan_diag(spx_plan *p, const spx_csr *a) {
-  int64_t n = SPX__MIN(a->nrows, a->ncols), i, k;
+  const int64_t n = SPX__MIN(a->nrows, a->ncols);
+  double t0 = spx__now();
   SPX_FREE(p->diag);
   if (!(p->diag = (double *)spx__alloc((size_t)n + 1, sizeof *p->diag))) return SPX_OUT_OF_MEMORY;
   spx__advise_huge(p->diag, ((size_t)n + 1) * sizeof *p->diag); /* 2 MiB faults: most of the pass on 4 KiB pages */
   p->diag[n] = 0;
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 8192) private(k) \
-    num_threads(spx__host_threads_for(n, SPX__HOST_GRAIN)) if (n > 65536)
-#endif
-  for (i = 0; i < n; i++) {
-    double d = 0;
-    for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++)
-      if (a->col_idx[k] >= i) {
-        if (a->col_idx[k] == i) d = a->dtype == SPX_FLOAT ? (double)a->val.f[k] : a->val.d[k];
-        break;
-      }
-    p->diag[i] = d; /* every element written by its thread: first touch in parallel */
-  }
+  spx__csr_diag_into(a, p->diag);
+  p->want_ddiag = 0;
+  p->diag_ms += 1e3 * (spx__now() - t0);
+  spx__conv_mark(spx__plan_tracing(), "plan", "diagonal", &t0);
   return SPX_OK;
+}
+
+/* An eager plan's build in spx_plan_create: what it runs first (a racing plan's start, or the
+ * choice), timed as the build's, not the selection's (nor the diagonal's, if taken on the way). */
+static spx_status spx__plan_eager(spx_plan *p, const spx_csr *use) {
+  const double tb = spx__now(), d0 = p->diag_ms;
+  spx_status s = spx__plan_build_from(p, use);
+  p->build_ms = 1e3 * (spx__now() - tb) - (p->diag_ms - d0);
+  return s;
+}
+
+/* A racing plan's matrix for its candidates (spx__race_keep), timed as selection. */
+static spx_status spx__plan_race_copy(spx_plan *p, spx_csr **own, const spx_csr *use) {
+  double tb = spx__now();
+  const int had = p->race && p->race->a;
+  spx_status s;
+  if (!p->race || had) return SPX_OK;
+  s = spx__race_keep(p, own, use);
+  p->select_ms += 1e3 * (spx__now() - tb);
+  if (p->race && p->race->a && !had) spx__conv_mark(spx__plan_tracing(), "plan", "race copy", &tb);
+  return s;
 }
 
 /* The model's constants: given, calibrated, or defaults. */
@@ -406,32 +419,34 @@ chosen:
    * converters'), not the choice */
   p->select_ms = 1e3 * (spx__now() - t0 - p->stage_upload_s);
   spx__pprof_free(&rows);
-  /* The diagonal is the solvers' (Jacobi), not the choice's: kept beside the plan, not timed as
-   * selection. An eager build from the staged arrays takes it from them on the device
-   * (spx__plan_ddiag: a kernel where the host pass reads all of col_idx); else, or when
-   * that did not come, the host pass. */
-  p->want_ddiag = !o->no_diagonal && !p->built && o->eager && spx__plan_staged(p);
-  if (!o->no_diagonal && !p->want_ddiag) {
-    if ((s = spx__plan_diag(p, use))) goto fail;
-    if (tr) fprintf(stderr, "spx plan: %-10s %8.3f ms\n", "diagonal", 1e3 * (spx__now() - tl));
-  }
+  /* The diagonal is the solvers' (Jacobi), not the choice's: timed in neither select_ms nor
+   * build_ms. A staged plan owes it, taken when first asked for or before the last thing that can
+   * give it goes (spx__plan_diag_take: a kernel on the staged arrays, else a pass over a copy), so
+   * that creating it waits for neither; any other plan takes it here, from the matrix in hand. */
+  p->want_ddiag = !o->no_diagonal && p->dc.ci;
+  if (!o->no_diagonal && !p->want_ddiag && (s = spx__plan_diag(p, use))) goto fail;
   if (!p->built && o->eager) {
-    double tb = spx__now();
-    s = spx__plan_build_from(p, use);
-    p->want_ddiag = 0;
-    if (!s && !o->no_diagonal && !p->diag) s = spx__plan_diag(p, use); /* the device's did not come */
-    if (s) goto fail;
-    p->build_ms = 1e3 * (spx__now() - tb); /* an eager build is the build's, not the selection's */
-    /* a race's candidates build from a copy later (the value-type copy when there is one) */
-    tb = spx__now();
-    if ((s = spx__race_keep(p, &a, use))) goto fail;
-    p->select_ms += 1e3 * (spx__now() - tb);
+    /* where nothing is staged the race's copy comes first: a host start runs on it */
+    if (!p->dc.ci && (s = spx__plan_race_copy(p, &a, use))) goto fail;
+    if ((s = spx__plan_eager(p, use))) goto fail;
+    /* else the race's candidates build from the staged arrays where their values are up (a start
+     * or the build put them there), from a copy where not */
+    if ((s = spx__plan_race_copy(p, &a, use))) goto fail;
   } else if (!p->built) {
+    double tc = spx__now();
     if (!a && (s = spx_csr_copy(a0, p->dtype, &a))) goto fail;
+    p->copy_ms = 1e3 * (spx__now() - tc);
     p->a = a;
-    spx__race_share(p, a); /* the lazy copy serves the race too: spx_plan_build hands it over */
-    return SPX_OK;
+    a = NULL;
+    spx__race_share(p, p->a); /* the lazy copy serves the race too: spx_plan_build hands it over */
   }
+  /* owed, but nothing the plan kept can give it (a build converted on the host let the staged
+   * arrays go before their values went up): from the matrix in hand */
+  if (p->want_ddiag && !spx__plan_diag_can(p) && (s = spx__plan_diag(p, use))) goto fail;
+  if (tr)
+    fprintf(stderr, "spx plan: %-10s %8.3f ms: select_ms %.3f, staging upload %.3f, build %.3f, lazy copy %.3f, diagonal %.3f%s\n",
+            "selected", 1e3 * (spx__now() - t0), p->select_ms, 1e3 * p->stage_upload_s, p->build_ms, p->copy_ms, p->diag_ms,
+            p->want_ddiag ? " (owed: taken when first needed)" : "");
   spx_csr_destroy(a);
   return SPX_OK;
 fail:
@@ -440,35 +455,47 @@ fail:
   return s;
 }
 
+/* SPX_PLAN_TRACE: create's whole time, part by part. The staging upload and the build (a racing
+ * plan's start: the values' upload and a wrap of the staged CSR) are what a cuSPARSE plan of the
+ * matrix pays too (its upload and analysis); the rest is what choosing costs the caller. */
+static void spx__plan_trace_create(const spx_plan *p, double t_check, double t_ctx, double t_all) {
+  const double up = 1e3 * p->stage_upload_s,
+               other = t_all - t_check - t_ctx - p->select_ms - up - p->build_ms - p->copy_ms - p->diag_ms;
+  fprintf(stderr,
+          "spx plan: %-10s %8.3f ms = validate %.3f + context %.3f + select_ms %.3f + staging upload %.3f + build %.3f (%s)"
+          " + lazy copy %.3f + diagonal %.3f + other %.3f\nspx plan: %-10s %8.3f ms beyond the staging upload and the build\n",
+          "create", t_all, t_check, t_ctx, p->select_ms, up, p->build_ms,
+          !p->built ? "lazy: at the first SpMV" : p->race && p->race->started ? "the race's start, the CSR as it is" : "the choice",
+          p->copy_ms, p->diag_ms, other, "exposed", t_all - up - p->build_ms);
+}
+
 spx_status spx_plan_create(spx_context *ctx, const spx_csr *a, const spx_plan_options *options, spx_plan **out) {
   spx_plan_options o;
   spx_plan *p;
   spx_status s;
   const int tr = spx__plan_tracing();
-  double tv, tb;
+  double tv, tc, t_check, t_ctx;
   if (!out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: NULL output");
   *out = NULL;
   if (options) o = *options;
   else spx_plan_options_default(&o);
   tv = spx__now();
   if ((s = spx__plan_check(a, &o))) return s;
+  t_check = 1e3 * (spx__now() - tv);
   if (tr)
-    fprintf(stderr, "spx plan: %-10s %8.3f ms (strategy %s, %lld calls, %lld nonzeros)\n", "validate",
-            1e3 * (spx__now() - tv), spx_plan_strategy_name(o.strategy), (long long)o.expected_calls, (long long)a->nnz);
+    fprintf(stderr, "spx plan: %-10s %8.3f ms (strategy %s, %lld calls, %lld nonzeros)\n", "validate", t_check,
+            spx_plan_strategy_name(o.strategy), (long long)o.expected_calls, (long long)a->nnz);
   if (!(p = (spx_plan *)spx__calloc(1, sizeof *p))) return SPX_OUT_OF_MEMORY;
   p->stage = 1;
-  if ((s = spx__plan_context(p, ctx, &o)) || (s = spx__plan_select(p, a, &o))) {
+  tc = spx__now();
+  s = spx__plan_context(p, ctx, &o);
+  t_ctx = 1e3 * (spx__now() - tc);
+  /* an eager plan is built in the selection (spx__plan_eager): spx_plan_build has nothing left */
+  if (s || (s = spx__plan_select(p, a, &o)) || (o.eager && (s = spx_plan_build(p)))) {
     spx_plan_destroy(p);
     return s;
   }
-  tb = spx__now();
-  if (o.eager && (s = spx_plan_build(p))) {
-    spx_plan_destroy(p);
-    return s;
-  }
-  if (tr) /* the build (eager), then the whole call: what the parts above leave out */
-    fprintf(stderr, "spx plan: %-10s %8.3f ms (build_ms %.3f, stage upload %.3f ms)\nspx plan: %-10s %8.3f ms\n", "build",
-            1e3 * (spx__now() - tb), p->build_ms, 1e3 * p->stage_upload_s, "create", 1e3 * (spx__now() - tv));
+  if (tr) spx__plan_trace_create(p, t_check, t_ctx, 1e3 * (spx__now() - tv));
   *out = p;
   return SPX_OK;
 }

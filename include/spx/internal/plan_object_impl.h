@@ -73,19 +73,28 @@ void spx_plan_options_default(spx_plan_options *o) {
 
 /* ---- Plans --------------------------------------------------------------------------------------- */
 /* Lets go of the staged arrays: frees them, or forgets them where they are the parent plan's. While
- * a race runs its candidates still build from them: the race's end frees them then. */
+ * a race runs its candidates still build from them: the race's end frees them then. A diagonal
+ * still owed is taken from them first (they may be the last thing that can give it). */
 static void spx__plan_drop_dc(spx_plan *p) {
   if (p->race) { p->dc_let_go = p->dc.ci != 0; return; }
+  spx__plan_diag_take(p, NULL);
   if (p->dc_borrowed) memset(&p->dc, 0, sizeof p->dc);
   else spx__dcsr_free(&p->dc);
   p->dc_borrowed = 0;
 }
 
-void spx__plan_unbuild(spx_plan *p) {
+/* Destroys what runs (the host start's kept copy included); the staged arrays stay. */
+static void spx__plan_unrun(spx_plan *p) {
   spx_cusparse_plan_destroy(p->start); p->start = NULL;
   spx_dmatrix_destroy(p->dm); p->dm = NULL;
   spx_cusparse_plan_destroy(p->cs); p->cs = NULL;
   spx_fmt_destroy(p->fmt); p->fmt = NULL;
+  p->race_csr = NULL;
+  spx_csr_destroy(p->race_csr_own); p->race_csr_own = NULL;
+}
+
+void spx__plan_unbuild(spx_plan *p) {
+  spx__plan_unrun(p);
   spx__plan_drop_dc(p);
   p->built = 0;
 }
@@ -98,11 +107,7 @@ void spx__plan_release_dc(spx_plan *p) {
 
 void spx__plan_take_build(spx_plan *p, spx_plan *q) {
   const int wraps = q->dc.ci != 0; /* q kept its loan of the staged arrays: it runs on them */
-  spx_cusparse_plan_destroy(p->start);
-  spx_dmatrix_destroy(p->dm);
-  spx_cusparse_plan_destroy(p->cs);
-  spx_fmt_destroy(p->fmt);
-  p->start = NULL;
+  spx__plan_unrun(p);
   p->dm = q->dm; p->cs = q->cs; p->fmt = q->fmt;
   q->dm = NULL; q->cs = NULL; q->fmt = NULL;
   p->start_keeps_dc = wraps;
@@ -113,27 +118,88 @@ void spx__plan_take_build(spx_plan *p, spx_plan *q) {
 
 /* Whether the plan builds from its staged device arrays (p->dc): cuSPARSE and spx's CSR kernel wrap
  * them, the device converters convert from them; every other build starts from the host CSR. The
- * one test for spx__plan_build_from's path and for a trial candidate's loan of its parent's arrays. */
-int spx__plan_staged(const spx_plan *p) {
+ * one test for spx__plan_build_from's path and for a candidate's loan of its parent's arrays. */
+int spx__plan_staged_as(const spx_plan *p, spx_format f, spx_plan_engine e) {
   if (p->backend != SPX_BACKEND_CUDA || !p->dc.ci || p->fmt) return 0;
-  if (p->engine == SPX_PLAN_ENGINE_CUSPARSE || (p->format == SPX_FORMAT_CSR && p->csr_staged))
-    return p->dc.rp32 != 0;
-  return spx__plan_on_device(1, (int)p->format);
+  if (e == SPX_PLAN_ENGINE_CUSPARSE || (f == SPX_FORMAT_CSR && p->csr_staged)) return p->dc.rp32 != 0;
+  return spx__plan_on_device(1, (int)f);
 }
 
-/* The diagonal from the staged arrays once their values are up (when create asked for it); on
- * failure none, and create's host pass makes it. */
-static void spx__plan_ddiag(spx_plan *p) {
-  int64_t n = SPX__MIN(p->nrows, p->ncols);
-  if (!p->want_ddiag || p->diag) return;
-  p->want_ddiag = 0;
-  if (!(p->diag = (double *)spx__alloc((size_t)n + 1, sizeof *p->diag))) return;
-  spx__advise_huge(p->diag, ((size_t)n + 1) * sizeof *p->diag);
-  p->diag[n] = 0;
-  if (spx__dcsr_diag(&p->dc, p->diag)) {
-    SPX_FREE(p->diag);
-    spx_clear_error();
+int spx__plan_staged(const spx_plan *p) { return spx__plan_staged_as(p, p->format, p->engine); }
+
+/* ---- The diagonal ------------------------------------------------------------------------------
+ * The solvers' Jacobi divides by it, most plans never read it: a staged plan owes it (want_ddiag)
+ * and takes it when it is first asked for, or before the last thing that can give it goes, so that
+ * spx_plan_create waits for neither a kernel nor a pass. It comes from the staged arrays once their
+ * values are up (a kernel and an 8-byte-a-row download), else from a host copy (a pass). */
+void spx__csr_diag_into(const spx_csr *a, double *out) {
+  const int64_t n = SPX__MIN(a->nrows, a->ncols);
+  int64_t i, k;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 8192) private(k) \
+    num_threads(spx__host_threads_for(n, SPX__HOST_GRAIN)) if (n > 65536)
+#endif
+  for (i = 0; i < n; i++) {
+    double d = 0;
+    for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++)
+      if (a->col_idx[k] >= i) {
+        if (a->col_idx[k] == i) d = a->dtype == SPX_FLOAT ? (double)a->val.f[k] : a->val.d[k];
+        break;
+      }
+    out[i] = d; /* every element written by its thread: first touch in parallel */
   }
+}
+
+int spx__plan_diag_staged(const spx_plan *p) { return p->dc.ci && p->dc.has_values && !p->dc.va_up; }
+
+/* The host copy the plan keeps that can give the diagonal (the lazy copy, the race's), or NULL. */
+static const spx_csr *spx__plan_diag_host(const spx_plan *p) {
+  if (p->a) return p->a;
+  if (p->race && p->race->a) return p->race->a;
+  return p->race_csr;
+}
+
+int spx__plan_diag_can(const spx_plan *p) { return spx__plan_diag_staged(p) || spx__plan_diag_host(p); }
+
+/* The diagonal into out from the staged arrays, else host: the kernel; where it fails (a compile, the
+ * memory), the pass over host, or over the staged arrays downloaded. */
+static spx_status spx__plan_diag_fill(const spx_plan *p, const spx_csr *host, double *out) {
+  spx_csr *down = NULL;
+  spx_status s;
+  if (spx__plan_diag_staged(p)) {
+    if (!spx__dcsr_diag(&p->dc, out)) return SPX_OK;
+    spx_clear_error();
+    if (!host) {
+      if ((s = spx__dcsr_download(&p->dc, &down))) return s;
+      host = down;
+    }
+  }
+  if (!host) return spx__fail(SPX_INTERNAL, "the plan's diagonal was owed and nothing it kept can give it");
+  spx__csr_diag_into(host, out);
+  spx_csr_destroy(down);
+  return SPX_OK;
+}
+
+void spx__plan_diag_take(spx_plan *p, const spx_csr *host) {
+  const int64_t n = SPX__MIN(p->nrows, p->ncols);
+  double t0 = spx__now();
+  double *d;
+  if (!p->want_ddiag || p->diag) { p->want_ddiag = 0; return; }
+  if (p->dc.va_up && spx__dcsr_values_wait(&p->dc)) spx_clear_error(); /* then not from them */
+  if (!host) host = spx__plan_diag_host(p);
+  if (!spx__plan_diag_staged(p) && !host) return; /* a later source: the build's upload, say */
+  if (!(d = (double *)spx__alloc((size_t)n + 1, sizeof *d))) return; /* stays owed */
+  spx__advise_huge(d, ((size_t)n + 1) * sizeof *d); /* 2 MiB faults: most of a pass on 4 KiB pages */
+  d[n] = 0;
+  if (spx__plan_diag_fill(p, host, d)) {
+    spx_clear_error();
+    SPX_FREE(d);
+    return;
+  }
+  p->diag = d;
+  p->want_ddiag = 0;
+  p->diag_ms += 1e3 * (spx__now() - t0);
+  spx__conv_mark(spx__plan_tracing(), "plan", "diagonal", &t0);
 }
 
 /* Whether the context has cuSPARSE. */
@@ -158,6 +224,15 @@ static int spx__plan_start_fits(const spx_plan *p, int64_t nnz) {
   return p->limit <= 0 || c->bytes + csr + vec <= p->limit;
 }
 
+/* cuSPARSE on the staged arrays, wrapped (cuSPARSE does not copy them; their values up). */
+static spx_status spx__plan_cusparse_dc(spx_plan *p, spx_cusparse_plan **out) {
+  spx_cusparse_device_csr w;
+  memset(&w, 0, sizeof w);
+  w.nrows = p->dc.nrows; w.ncols = p->dc.ncols; w.nnz = p->dc.nnz; w.dtype = p->dc.dtype;
+  w.row_ptr = p->dc.rp32; w.col_idx = p->dc.ci; w.val = p->dc.va;
+  return spx_cusparse_plan_create_device_csr(p->ctx, &w, SPX_CUSPARSE_CSR_ALG1, NULL, out);
+}
+
 /* Starts SpMVs on cuSPARSE when the built dmatrix has no kernel yet: over the staged arrays, or,
  * where the matrix was not staged, over a CSR of its own uploaded from a (a second copy of the
  * pattern for the compile's duration, against a first SpMV that waits tens to hundreds of ms).
@@ -169,12 +244,7 @@ static int spx__plan_start(spx_plan *p, const spx_csr *a) {
       !spx__plan_start_fits(p, staged ? p->dc.nnz : a->nnz))
     return 0;
   if (staged) {
-    spx_cusparse_device_csr w;
-    if (spx__dcsr_values(&p->dc, a)) { spx_clear_error(); return 0; }
-    memset(&w, 0, sizeof w);
-    w.nrows = p->dc.nrows; w.ncols = p->dc.ncols; w.nnz = p->dc.nnz; w.dtype = p->dc.dtype;
-    w.row_ptr = p->dc.rp32; w.col_idx = p->dc.ci; w.val = p->dc.va;
-    if (spx_cusparse_plan_create_device_csr(p->ctx, &w, SPX_CUSPARSE_CSR_ALG1, NULL, &p->start)) p->start = NULL;
+    if (spx__dcsr_values(&p->dc, a) || spx__plan_cusparse_dc(p, &p->start)) p->start = NULL;
   } else if (spx_cusparse_plan_create(p->ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &p->start)) {
     p->start = NULL;
   }
@@ -199,75 +269,89 @@ static spx_status spx__plan_start_end(spx_plan *p, int wait) {
   return SPX_OK;
 }
 
-/* Converts a to the plan's choice and makes it runnable on the backend. */
-spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
-  spx_dmatrix_options dmo;
+spx_status spx__plan_wrap(spx_plan *p, const spx_csr *a, int cusparse, int tiered) {
+  const int tr = spx__plan_tracing();
+  double tm = spx__now();
   spx_status s;
-  memset(&dmo, 0, sizeof dmo);
-  dmo.tiered = p->tiered;
-  /* where the plan has cuSPARSE on the staged arrays to start on, the generic CSR kernel (one
-   * thread a row) would be the slower stand-in; a race candidate is timed on its own kernel only */
-  if (p->tiered && (p->format == SPX_FORMAT_CSR || p->race_cand)) dmo.tiered = 2;
-  if (p->built) return SPX_OK;
-  if (spx__plan_staged(p)) {
-    /* first: it allocates va. A conversion reads the pattern while the values go up (it waits for
-     * them before its fill); the wraps need them at once. */
-    const int wraps = p->engine == SPX_PLAN_ENGINE_CUSPARSE || (p->format == SPX_FORMAT_CSR && p->csr_staged);
-    const int tr = spx__plan_tracing();
-    double tm = spx__now();
-    if ((s = wraps ? spx__dcsr_values(&p->dc, a) : spx__dcsr_values_begin(&p->dc, a))) return s;
-    spx__conv_mark(tr, "plan", wraps ? "values" : "values start", &tm);
-    if (p->engine == SPX_PLAN_ENGINE_CUSPARSE) {
-      /* the staged arrays, wrapped (cuSPARSE does not copy them): they live as long as the plan */
-      spx_cusparse_device_csr w;
-      memset(&w, 0, sizeof w);
-      w.nrows = p->dc.nrows; w.ncols = p->dc.ncols; w.nnz = p->dc.nnz; w.dtype = p->dc.dtype;
-      w.row_ptr = p->dc.rp32; w.col_idx = p->dc.ci; w.val = p->dc.va;
-      if ((s = spx_cusparse_plan_create_device_csr(p->ctx, &w, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
-      spx__conv_mark(tr, "plan", "cusparse", &tm);
-      spx__plan_ddiag(p);
-      p->built = 1;
-      return SPX_OK;
-    }
-    if (p->format == SPX_FORMAT_CSR && p->csr_staged) {
-      /* the staged arrays are a CSR already: spx's kernel wraps them (nothing converted or copied),
-       * with the kernel the host rule would pick; they live as long as the plan */
-      spx_dmatrix_options o = p->csr_opt;
-      o.tiered = dmo.tiered;
-      if ((s = spx_dmatrix_wrap_csr(p->ctx, p->dc.nrows, p->dc.ncols, p->dc.nnz, p->dc.rp32, p->dc.ci, p->dc.va,
-                                    p->dc.dtype, &o, &p->dm)))
-        return s;
-      spx__plan_ddiag(p);
-      p->start_keeps_dc = 1;
-      (void)spx__plan_start(p, a);
-      p->built = 1;
-      return SPX_OK;
-    }
-    /* converted from the staged arrays: no second upload (BSR with the profile's block size) */
-    s = spx__dmatrix_convert_device(p->ctx, a, p->format, &p->params, &dmo, &p->dc, &p->dm);
-    spx__conv_mark(tr, "plan", "convert", &tm);
-    if (!s && p->dm) {
-      spx__plan_ddiag(p);
-      spx__conv_mark(tr, "plan", "diagonal", &tm);
-    }
-    if (s || !p->dm || !spx__plan_start(p, a)) spx__plan_drop_dc(p);
-    spx__conv_mark(tr, "plan", "free staged", &tm);
-    if (s) return s;
-    if (p->dm) { p->built = 1; return SPX_OK; }
+  if ((s = spx__dcsr_values(&p->dc, a))) return s;
+  spx__conv_mark(tr, "plan", "values", &tm);
+  if (cusparse) {
+    if ((s = spx__plan_cusparse_dc(p, &p->cs))) return s;
+    spx__conv_mark(tr, "plan", "cusparse", &tm);
+  } else {
+    /* the staged arrays are a CSR already: spx's kernel wraps them, with the kernel the host rule
+     * would pick */
+    spx_dmatrix_options o = p->csr_opt;
+    o.tiered = tiered;
+    if ((s = spx_dmatrix_wrap_csr(p->ctx, p->dc.nrows, p->dc.ncols, p->dc.nnz, p->dc.rp32, p->dc.ci, p->dc.va,
+                                  p->dc.dtype, &o, &p->dm)))
+      return s;
+    p->start_keeps_dc = 1;
+    (void)spx__plan_start(p, a);
+    spx__conv_mark(tr, "plan", "csr kernel", &tm);
   }
-  /* The rest converts from the host CSR. The staged arrays stay only for a tiered build's start. */
+  p->built = 1;
+  return SPX_OK;
+}
+
+/* The staged matrix's sizes as a CSR without arrays: what the device converters read of their host
+ * argument when they take the staged arrays (cuda_impl.h), for a build with no host copy. */
+static void spx__plan_sizes_of(const spx__dcsr *d, spx_csr *out) {
+  memset(out, 0, sizeof *out);
+  out->nrows = d->nrows; out->ncols = d->ncols; out->nnz = d->nnz; out->dtype = d->dtype;
+}
+
+/* The host CSR a host build reads: a, else the staged arrays downloaded into *tmp (the caller frees it). */
+static spx_status spx__plan_host_src(spx_plan *p, const spx_csr *a, spx_csr **tmp, const spx_csr **out) {
+  spx_status s;
+  const int tr = spx__plan_tracing();
+  double tm = spx__now();
+  *out = a;
+  if (a) return SPX_OK;
+  if ((s = spx__dcsr_download(&p->dc, tmp))) return s;
+  spx__conv_mark(tr, "plan", "download", &tm);
+  *out = *tmp;
+  return SPX_OK;
+}
+
+/* Converts the staged arrays to the plan's format on the device: no second upload (BSR with the
+ * profile's block size). *done 0 with SPX_OK: the converter has no path for it (the host's job). */
+static spx_status spx__plan_convert_staged(spx_plan *p, const spx_csr *a, const spx_dmatrix_options *dmo, int *done) {
+  const int tr = spx__plan_tracing();
+  double tm = spx__now();
+  spx_csr sizes;
+  spx_status s;
+  *done = 0;
+  /* first: it allocates va. The conversion reads the pattern while the values go up (it waits for
+   * them before its fill). */
+  if ((s = spx__dcsr_values_begin(&p->dc, a))) return s;
+  spx__conv_mark(tr, "plan", "values start", &tm);
+  spx__plan_sizes_of(&p->dc, &sizes);
+  s = spx__dmatrix_convert_device(p->ctx, a ? a : &sizes, p->format, &p->params, dmo, &p->dc, &p->dm);
+  spx__conv_mark(tr, "plan", "convert", &tm);
+  if (!s && !p->dm) return SPX_OK;
+  if (s || !spx__plan_start(p, a)) spx__plan_drop_dc(p); /* the diagonal first, when owed */
+  spx__conv_mark(tr, "plan", "free staged", &tm);
+  if (s) return s;
+  p->built = *done = 1;
+  return SPX_OK;
+}
+
+/* The choice from the host CSR a: cuSPARSE's own upload, a device converter's, or a host
+ * conversion (uploaded on a GPU; the re-selection worker's may be done already). The staged arrays
+ * stay only for a tiered build's start. */
+static spx_status spx__plan_build_host(spx_plan *p, const spx_csr *a, const spx_dmatrix_options *dmo) {
+  spx_status s;
   if (!p->tiered || p->engine == SPX_PLAN_ENGINE_CUSPARSE || !spx__plan_start_fits(p, p->dc.nnz)) spx__plan_drop_dc(p);
   if (p->engine == SPX_PLAN_ENGINE_CUSPARSE) {
     if ((s = spx_cusparse_plan_create(p->ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &p->cs))) return s;
   } else {
-    /* On a GPU, SELL, SELL16, SDIA and BSR convert on the device (spx_dmatrix_convert); the
-     * re-selection worker may have converted on its thread already. */
     if (p->backend == SPX_BACKEND_CUDA && !p->fmt) {
-      s = spx_dmatrix_convert(p->ctx, a, p->format, &p->params, &dmo, &p->dm);
+      s = spx_dmatrix_convert(p->ctx, a, p->format, &p->params, dmo, &p->dm);
     } else {
       if (!p->fmt && (s = spx_fmt_from_csr(a, p->format, &p->params, &p->fmt))) return s;
       if (p->backend == SPX_BACKEND_CUDA) {
-        s = spx_dmatrix_create(p->ctx, p->fmt, &dmo, &p->dm);
+        s = spx_dmatrix_create(p->ctx, p->fmt, dmo, &p->dm);
         spx_fmt_destroy(p->fmt);
         p->fmt = NULL;
       }
@@ -279,9 +363,43 @@ spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
   return SPX_OK;
 }
 
-/* A plan for candidate i, built, in p's context. */
+spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a) {
+  spx_dmatrix_options dmo;
+  spx_csr *tmp = NULL;
+  const spx_csr *src;
+  spx_status s;
+  int j, done = 0;
+  if (p->built) return SPX_OK;
+  if ((j = spx__race_start_cand(p)) > -2) {
+    if (!(s = spx__race_start(p, a, j))) return SPX_OK;
+    /* no start (cuSPARSE's descriptor failed, say): the model's choice, as where none could start */
+    spx__plan_unrun(p);
+    p->start_keeps_dc = 0;
+    spx_clear_error();
+  }
+  memset(&dmo, 0, sizeof dmo);
+  dmo.tiered = p->tiered;
+  /* where the plan has cuSPARSE on the staged arrays to start on, the generic CSR kernel (one
+   * thread a row) would be the slower stand-in; a race candidate is timed on its own kernel only */
+  if (p->tiered && (p->format == SPX_FORMAT_CSR || p->race_cand)) dmo.tiered = 2;
+  if (spx__plan_staged(p)) {
+    /* the staged arrays wrapped (they live as long as the plan), or converted on the device */
+    if (p->engine == SPX_PLAN_ENGINE_CUSPARSE) return spx__plan_wrap(p, a, 1, 0);
+    if (p->format == SPX_FORMAT_CSR && p->csr_staged) return spx__plan_wrap(p, a, 0, dmo.tiered);
+    /* declined (done 0): the staged arrays stay until the host build has its matrix */
+    if ((s = spx__plan_convert_staged(p, a, &dmo, &done)) || done) return s;
+  }
+  if ((s = spx__plan_host_src(p, a, &tmp, &src))) return s;
+  s = spx__plan_build_host(p, src, &dmo);
+  spx_csr_destroy(tmp);
+  return s;
+}
+
+/* A plan for candidate i, built, in p's context (a NULL: from p's staged arrays, downloaded for a
+ * host build). */
 spx_status spx__plan_candidate(spx_plan *p, const spx_csr *a, int i, int race, spx_plan **out) {
   spx_plan *q = (spx_plan *)spx__calloc(1, sizeof *q);
+  spx_csr *tmp = NULL;
   spx_status s;
   if (!q) return SPX_OUT_OF_MEMORY;
   q->ctx = p->ctx; q->backend = p->backend; q->dtype = p->dtype; q->nrows = p->nrows; q->ncols = p->ncols;
@@ -300,8 +418,11 @@ spx_status spx__plan_candidate(spx_plan *p, const spx_csr *a, int i, int race, s
     q->dc_borrowed = 1;
   } else {
     memset(&q->dc, 0, sizeof q->dc); /* a host build: nothing borrowed */
+    if (!a && (s = spx__plan_host_src(p, a, &tmp, &a))) { spx_plan_destroy(q); return s; }
   }
-  if ((s = spx__plan_build_from(q, a))) { spx_plan_destroy(q); return s; }
+  s = spx__plan_build_from(q, a);
+  spx_csr_destroy(tmp);
+  if (s) { spx_plan_destroy(q); return s; }
   *out = q;
   return SPX_OK;
 }
@@ -326,20 +447,26 @@ int spx_plan_compiling(const spx_plan *p) { return p && (p->start || spx_dmatrix
 
 spx_status spx_plan_build(spx_plan *p) {
   spx_status s;
-  double t0;
+  double t0, d0;
   if (!p) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_build: NULL plan");
   if (p->built) return SPX_OK;
   if (!p->a) return spx__fail(SPX_INTERNAL, "spx_plan_build: the plan lost its matrix");
   t0 = spx__now();
+  d0 = p->diag_ms;
   if ((s = spx__plan_build_from(p, p->a))) { spx__plan_unbuild(p); return s; }
-  p->build_ms = 1e3 * (spx__now() - t0);
-  if (!spx__race_adopt(p, p->a)) spx_csr_destroy(p->a); /* a race's candidates build from it later */
+  p->build_ms = 1e3 * (spx__now() - t0) - (p->diag_ms - d0); /* the diagonal is neither's */
+  if (!spx__race_adopt(p, p->a)) { /* a race's candidates build from it later */
+    /* the copy goes: an owed diagonal from it first, unless the staged arrays stay to give it */
+    if (!spx__plan_diag_staged(p)) spx__plan_diag_take(p, p->a);
+    spx_csr_destroy(p->a);
+  }
   p->a = NULL;
   return SPX_OK;
 }
 
 spx_status spx__plan_run(spx_plan *p, double alpha, const void *x, double beta, void *y) {
   spx_status s;
+  if (p->race_csr) return spx_csr_spmv(p->race_csr, alpha, x, beta, y);
   if (p->start && (s = spx__plan_start_end(p, 0))) return s;
   if (p->start) return spx_cusparse_spmv(p->start, alpha, (spx_devptr)(uintptr_t)x, beta, (spx_devptr)(uintptr_t)y);
   if (p->cs) return spx_cusparse_spmv(p->cs, alpha, (spx_devptr)(uintptr_t)x, beta, (spx_devptr)(uintptr_t)y);
@@ -358,6 +485,7 @@ spx_status spx_plan_spmv(spx_plan *p, double alpha, const void *x, double beta, 
 
 void spx_plan_destroy(spx_plan *p) {
   if (!p) return;
+  p->want_ddiag = 0; /* nothing to take on the way out */
   spx__race_free(p); /* its candidates first: they borrow the staged arrays unbuild frees */
   spx__plan_unbuild(p);
   spx_csr_destroy(p->a);
@@ -459,10 +587,20 @@ int64_t spx_plan_ncols(const spx_plan *p) { return p ? p->ncols : 0; }
  * plan's own arrays, the device converters'): their allocation and upload count here. */
 double spx_plan_build_ms(const spx_plan *p) { return p && p->built && p->build_ms > 0 ? p->build_ms + 1e3 * p->stage_upload_s : 0; }
 /* The plan's diagonal without a copy (the GPU solver uploads it as it is); NULL: none kept. */
-const double *spx__plan_diag_kept(const spx_plan *p) { return p ? p->diag : NULL; }
+const double *spx__plan_diag_kept(spx_plan *p) {
+  if (!p) return NULL;
+  spx__plan_diag_take(p, NULL);
+  return p->diag;
+}
 
+/* An owed diagonal is filled into out from what the plan keeps, and stays owed: the plan is const. */
 spx_status spx_plan_diagonal(const spx_plan *p, double *out) {
+  spx_status s;
   if (!p || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_diagonal: NULL argument");
+  if (!p->diag && p->want_ddiag) {
+    if ((s = spx__plan_diag_fill(p, spx__plan_diag_host(p), out))) return spx__wrap(s, "spx_plan_diagonal");
+    return SPX_OK;
+  }
   if (!p->diag)
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_diagonal: the plan kept no diagonal (made with options.no_diagonal)");
   memcpy(out, p->diag, (size_t)SPX__MIN(p->nrows, p->ncols) * sizeof *out);

@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* auto's race (tuner.h: the plan room's second file). Where auto would time candidates, a trial in
  * spx_plan_create makes the caller wait for every candidate's build and timing before its first
- * SpMV; the race builds only the model's choice there and lets the caller's own first SpMVs time
- * the candidates instead: one candidate at a time, in blocks of calls (a warm-up, then `reps` timed
- * calls), each candidate built when its turn comes. CUDA times each call with a pair of events on
- * the context stream, read only once they have completed (a block's events are read at a later
- * call; the calls between run on the model's choice, untimed); the host times it with the clock.
+ * SpMV; the race builds only what the plan runs first there (its start, below, or the model's
+ * choice) and lets the caller's own first SpMVs time the candidates instead: one candidate at a
+ * time, in blocks of calls (a warm-up, then `reps` timed calls), each candidate built when its turn
+ * comes. CUDA times each call with a pair of events on the context stream, read only once they have
+ * completed (a block's events are read at a later call; the calls between run untimed on what the
+ * plan runs first); the host times it with the clock.
  * A candidate whose kernel still compiles in the background waits for a later turn, and is dropped
  * once the race has served half the plan's expected calls. When every candidate is measured or
  * dropped, the fastest by median (ties to the model's choice) becomes the plan's build and the
  * others are freed: every call computes y = alpha A x + beta y on some candidate, in the stream's
  * order. spx_plan_wait ends a race at once, timing what is left as the trial does. The race's
- * builds and its bookkeeping count as selection time (select_ms), not the SpMVs it serves. */
+ * builds and its bookkeeping count as selection time (select_ms), not the SpMVs it serves.
+ * Where the CSR as it is can run with nothing converted (the staged arrays on a GPU, the race's
+ * copy on the host), spx_plan_create does not build the model's choice either: the plan starts on
+ * that CSR, and the model's choice builds at its turn like the other candidates (same candidates,
+ * same order, same rule, so the same winner). */
 #include "common.h"
 #include "cuda_types.h"
 #include "dmatrix.h"
@@ -29,6 +34,7 @@ spx_status spx__race_begin(spx_plan *p, const int *idx, int k, int reps, double 
   r->reps = reps < SPX__RACE_REPS_MAX ? reps : SPX__RACE_REPS_MAX;
   r->two = two;
   r->cur = r->pending = r->lead = -1;
+  r->start_cand = -2;
   /* a kernel still compiling at half the expected calls could only pay back over the fewer calls
    * left: the race stops waiting for it there */
   r->drop_after = p->calls / 2;
@@ -46,6 +52,8 @@ spx_status spx__race_keep(spx_plan *p, spx_csr **own, const spx_csr *a) {
   spx__race *r = p->race;
   spx_status s;
   if (!r || r->a) return SPX_OK;
+  if (p->dc.ci && p->dc.has_values && !spx__dcsr_values_wait(&p->dc)) return SPX_OK; /* the staged arrays hold it */
+  spx_clear_error();
   if (own && *own) {
     r->own = *own;
     *own = NULL;
@@ -64,6 +72,56 @@ int spx__race_adopt(spx_plan *p, spx_csr *m) {
   if (!p->race || !m || p->race->a != m) return 0;
   p->race->own = m;
   return 1;
+}
+
+/* ---- Its start -----------------------------------------------------------------------------------
+ * The model's choice built in spx_plan_create is a conversion the caller waits for and the race may
+ * throw away. Where the CSR as it is runs with nothing converted (the staged arrays, wrapped; on the
+ * host the race's copy) the plan runs that until the race ends, and the model's choice is slot 0's
+ * own plan, built at its turn. Not where the model's choice runs on the staged arrays as they are
+ * already. The start serves only the calls no block times, so what counts is its setup: cuSPARSE
+ * first (its descriptor is what a cuSPARSE plan pays anyway), spx's CSR kernel where cuSPARSE is
+ * not a candidate (its kernel may cost a module load, or a compile in the background). */
+static int spx__race_wraps(const spx_plan *p, const spx_plan_candidate *c) {
+  return c->engine == SPX_PLAN_ENGINE_CUSPARSE || (c->format == SPX_FORMAT_CSR && p->csr_staged);
+}
+
+int spx__race_start_cand(const spx_plan *p) {
+  const spx__race *r = p->race;
+  int i, best = -2;
+  if (!r || r->started || r->sync) return -2;
+  if (p->backend != SPX_BACKEND_CUDA) return r->a ? -1 : -2;
+  if (!p->dc.ci || !p->dc.rp32 || spx__race_wraps(p, &p->cand[p->chosen])) return -2;
+  for (i = 0; i < p->ncand; i++)
+    if (spx__race_wraps(p, &p->cand[i]) && spx__plan_usable(p, i) &&
+        (best < 0 || p->cand[i].engine == SPX_PLAN_ENGINE_CUSPARSE))
+      best = i;
+  return best;
+}
+
+/* What the start runs, in reasons. */
+static void spx__race_start_name(const spx_plan *p, char *buf, size_t len) {
+  const int j = p->race->start_cand;
+  if (j >= 0) snprintf(buf, len, "%s over the staged CSR", spx__plan_cname(&p->cand[j]));
+  else snprintf(buf, len, "the CSR as it is");
+}
+
+spx_status spx__race_start(spx_plan *p, const spx_csr *a, int j) {
+  spx__race *r = p->race;
+  char name[64];
+  spx_status s;
+  if (j < 0) {
+    p->race_csr = r->a; /* spx_csr_spmv on it: nothing to build */
+  } else if ((s = spx__plan_wrap(p, a, p->cand[j].engine == SPX_PLAN_ENGINE_CUSPARSE, p->tiered ? 2 : 0))) {
+    return s;
+  }
+  p->built = 1;
+  r->started = 1;
+  r->start_cand = j;
+  spx__race_start_name(p, name, sizeof name);
+  snprintf(p->reason, sizeof p->reason, "%.420srace %.120s over the first SpMVs: running, on %s meanwhile", r->head,
+           r->what, name);
+  return SPX_OK;
 }
 
 /* ---- Events (CUDA) ------------------------------------------------------------------------------ */
@@ -112,11 +170,14 @@ static int spx__race_read(spx_plan *p, int wait) {
 }
 
 /* ---- The slots ----------------------------------------------------------------------------------- */
-static spx_plan *spx__race_plan(spx_plan *p, int i) { return i ? p->race->slot[i].q : p; }
+/* Whether slot i's build is the plan's own: the model's choice, where the plan did not start. */
+static int spx__race_own(const spx__race *r, int i) { return i == 0 && !r->started; }
 
-/* Frees slot i's build (slot 0's is the plan's own: never here). */
+static spx_plan *spx__race_plan(spx_plan *p, int i) { return spx__race_own(p->race, i) ? p : p->race->slot[i].q; }
+
+/* Frees slot i's build (the plan's own: never here). */
 static void spx__race_unbuild(spx_plan *p, int i) {
-  if (!i) return;
+  if (spx__race_own(p->race, i)) return;
   spx_plan_destroy(p->race->slot[i].q);
   p->race->slot[i].q = NULL;
 }
@@ -136,7 +197,7 @@ static void spx__race_result(spx_plan *p, int i, double us) {
   p->cand[r->slot[i].cand].measured_us = us;
   r->slot[i].state = SPX__RACE_DONE;
   if (l < 0 || us < lead_us || (i == 0 && us <= lead_us)) { /* ties go to the model's choice */
-    spx__race_unbuild(p, l < 0 ? 0 : l);
+    if (l >= 0) spx__race_unbuild(p, l);
     r->lead = i;
   } else {
     spx__race_unbuild(p, i);
@@ -150,10 +211,19 @@ static void spx__race_measured(spx_plan *p, int i) {
   spx__race_result(p, i, r->us[r->reps / 2]);
 }
 
-/* Builds slot i's candidate; 1 when that failed and the slot left the race. */
+/* Builds slot i's candidate; 1 when that failed and the slot left the race. One converted on the
+ * host where the race has no host copy takes the staged arrays down first, kept for the others. */
 static int spx__race_build(spx_plan *p, int i) {
   spx__race *r = p->race;
-  if (spx__plan_candidate(p, r->a, r->slot[i].cand, 1, &r->slot[i].q)) {
+  const spx_plan_candidate *c = &p->cand[r->slot[i].cand];
+  const int tr = spx__plan_tracing();
+  double t0 = spx__now(), tm = t0;
+  spx_status s = SPX_OK;
+  if (!r->a && !spx__plan_staged_as(p, c->format, c->engine) && !(s = spx__dcsr_download(&p->dc, &r->own))) {
+    r->a = r->own;
+    spx__conv_mark(tr, "race", "download", &tm);
+  }
+  if (s || spx__plan_candidate(p, r->a, r->slot[i].cand, 1, &r->slot[i].q)) {
     char why[128];
     snprintf(why, sizeof why, "failed: %.100s", spx_last_error());
     spx_clear_error();
@@ -162,6 +232,7 @@ static int spx__race_build(spx_plan *p, int i) {
     return 1;
   }
   r->nbuilt++;
+  if (tr) fprintf(stderr, "spx plan: race: %s built in %.3f ms\n", spx__plan_cname(c), 1e3 * (spx__now() - t0));
   return 0;
 }
 
@@ -171,7 +242,7 @@ static int spx__race_ready(spx_plan *p, int i) {
   spx_plan *q = spx__race_plan(p, i);
   if (!q || !q->built || q->start) return 0;
   if (!q->dm || !spx_dmatrix_compiling(q->dm)) return 1;
-  return i && spx__dmatrix_runnable(q->dm);
+  return !spx__race_own(p->race, i) && spx__dmatrix_runnable(q->dm);
 }
 
 /* ---- Its end ------------------------------------------------------------------------------------- */
@@ -194,7 +265,7 @@ void spx__race_free(spx_plan *p) {
   const spx__cuda_api *cu = spx__cuda();
   int i;
   if (!r) return;
-  for (i = 1; i < r->n; i++) spx__race_unbuild(p, i);
+  for (i = 0; i < r->n; i++) spx__race_unbuild(p, i);
   if (r->nev && cu && !spx__ctx_push(p->ctx)) {
     for (i = 0; i < r->nev; i++) spx__event_free(cu, r->ev[i]);
     spx__ctx_pop(p->ctx);
@@ -204,24 +275,73 @@ void spx__race_free(spx_plan *p) {
   p->race = NULL;
 }
 
+/* Nothing timed on a plan that started: the model's choice stands, slot 0's build or one made now
+ * (waiting for its compile: nothing is left to time it against). 0 when it is there, -1 when it
+ * could not be built (why: the error). */
+static int spx__race_fallback(spx_plan *p, char *why, size_t len) {
+  spx__race_slot *z = &p->race->slot[0];
+  if (z->q && z->q->built) return 0;
+  spx_plan_destroy(z->q);
+  z->q = NULL;
+  if (!spx__plan_candidate(p, p->race->a, z->cand, 0, &z->q)) return 0;
+  snprintf(why, len, "%.150s", spx_last_error());
+  spx_clear_error();
+  z->q = NULL;
+  return -1;
+}
+
+/* The start stays the plan (nothing timed, the model's choice could not be built): the getters say
+ * what runs; on the host the plan keeps the race's copy it runs on. */
+static void spx__race_keep_start(spx_plan *p) {
+  spx__race *r = p->race;
+  int i;
+  if (r->start_cand < 0) {
+    if (r->own == p->race_csr) { p->race_csr_own = r->own; r->own = NULL; r->a = NULL; }
+    for (i = 0; i < p->ncand; i++)
+      if (p->cand[i].format == SPX_FORMAT_CSR && p->cand[i].engine == SPX_PLAN_ENGINE_SPX) p->chosen = i;
+    p->format = SPX_FORMAT_CSR;
+    p->engine = SPX_PLAN_ENGINE_SPX;
+    return;
+  }
+  p->chosen = r->start_cand;
+  p->format = p->cand[p->chosen].format;
+  p->engine = p->cand[p->chosen].engine;
+}
+
 /* The plan keeps the leader (none measured: the model's choice), and the reason says so (tail:
- * why it stopped early, or NULL). */
+ * why it stopped early, or NULL). The owed diagonal is taken before the race's matrix goes. */
 static void spx__race_finish(spx_plan *p, const char *tail) {
   spx__race *r = p->race;
-  int idx[2];
-  char v[200];
+  int idx[2], w = r->lead;
+  char v[200], why[160];
   idx[0] = r->slot[0].cand;
   idx[1] = r->slot[r->n > 1 ? 1 : 0].cand;
-  if (r->lead > 0) {
-    spx__plan_take_build(p, r->slot[r->lead].q);
-    p->chosen = r->slot[r->lead].cand;
+  why[0] = 0;
+  if (w < 0 && r->started) w = spx__race_fallback(p, why, sizeof why);
+  if (w >= 0 && !spx__race_own(r, w)) {
+    spx__plan_take_build(p, r->slot[w].q);
+    p->chosen = r->slot[w].cand;
     p->format = p->cand[p->chosen].format;
     p->engine = p->cand[p->chosen].engine;
+  } else if (w < 0 && r->started) {
+    spx__race_keep_start(p);
   }
+  /* the race's copy goes: the owed diagonal from it first, unless the staged arrays can give it
+   * (they stay with a build that wraps them, and their release takes it otherwise) */
+  if (r->a && !spx__plan_diag_staged(p)) spx__plan_diag_take(p, r->a);
   spx__plan_verdict(p, idx, r->two, v, sizeof v);
+  if (w < 0 && r->started) {
+    char name[64];
+    spx__race_start_name(p, name, sizeof name);
+    snprintf(v, sizeof v, "nothing timed; the model's choice failed (%.40s): %.40s stays", why, name);
+  }
+  if (w < 0 && r->started) tail = NULL; /* not the model's choice: what stays says why */
   snprintf(p->reason, sizeof p->reason, "%.420srace %.120s over the first SpMVs: %.120s%s%s", r->head, r->what,
            tail ? tail : v, r->by_wait && !tail ? " (ended by spx_plan_wait)" : "",
-           r->lead < 0 && !tail ? "; nothing timed, the model's choice stands" : "");
+           r->lead < 0 && !tail && w >= 0 ? "; nothing timed, the model's choice stands" : "");
+  if (spx__plan_tracing())
+    fprintf(stderr, "spx plan: race ended after %lld calls, %d of %d built: %s; select_ms %.3f so far\n",
+            (long long)r->served, r->nbuilt, r->n, spx__plan_cname(&p->cand[p->chosen]), p->select_ms);
   spx__race_free(p);
   spx__plan_release_dc(p);
 }
@@ -243,7 +363,7 @@ static void spx__race_next(spx_plan *p) {
   int i, left = 0, built = 0;
   for (i = 0; i < r->n; i++) {
     if (r->slot[i].state != SPX__RACE_WAIT) continue;
-    if (i && !r->slot[i].q) {
+    if (!spx__race_own(r, i) && !r->slot[i].q) {
       if (built++) { left++; continue; }
       if (spx__race_build(p, i)) continue;
     }
@@ -294,7 +414,7 @@ static spx_status spx__race_timed(spx_plan *p, double alpha, const void *x, doub
   t = spx__now();
   s = spx__plan_run(spx__race_plan(p, i), alpha, x, beta, y);
   *run = spx__now() - t;
-  if (s && i) {
+  if (s && !spx__race_own(r, i)) {
     char why[128];
     snprintf(why, sizeof why, "failed: %.100s", spx_last_error());
     spx_clear_error();
@@ -317,7 +437,7 @@ static spx_status spx__race_timed(spx_plan *p, double alpha, const void *x, doub
 }
 
 spx_status spx__race_spmv(spx_plan *p, double alpha, const void *x, double beta, void *y) {
-  const double t0 = spx__now();
+  const double t0 = spx__now(), d0 = p->diag_ms;
   double run = 0;
   spx_status s;
   if (p->race->sync) return spx__plan_run(p, alpha, x, beta, y);
@@ -325,7 +445,8 @@ spx_status spx__race_spmv(spx_plan *p, double alpha, const void *x, double beta,
   spx__race_step(p);
   if (p->race && p->race->cur >= 0) s = spx__race_timed(p, alpha, x, beta, y, &run);
   else s = spx__race_plain(p, alpha, x, beta, y, &run);
-  p->select_ms += 1e3 * (spx__now() - t0 - run); /* the race's builds and bookkeeping: selection */
+  /* the race's builds and bookkeeping: selection (the diagonal taken at its end is neither's) */
+  p->select_ms += 1e3 * (spx__now() - t0 - run) - (p->diag_ms - d0);
   return s;
 }
 
@@ -333,11 +454,16 @@ spx_status spx__race_spmv(spx_plan *p, double alpha, const void *x, double beta,
  * compile waited for), the choice fixed. The plan is built first (a lazy plan's race has not run). */
 spx_status spx__race_end(spx_plan *p) {
   spx__race *r = p->race;
-  const double t0 = spx__now();
+  const double t0 = spx__now(), d0 = p->diag_ms;
+  const int was_built = p->built;
   spx_status s;
   int i;
-  if (!p->built && (s = spx_plan_build(p))) return s;
+  /* sync first: a lazy plan built here builds the model's choice, not a start it would drop at once */
   r->sync = r->by_wait = 1;
+  if (!p->built && (s = spx_plan_build(p))) {
+    r->sync = r->by_wait = 0;
+    return s;
+  }
   if (r->pending >= 0) {
     if (spx__race_read(p, 1) < 0) { spx__race_abort(p); goto done; }
     spx__race_measured(p, r->pending);
@@ -346,7 +472,8 @@ spx_status spx__race_end(spx_plan *p) {
   r->cur = -1; /* a block under way is timed again below */
   for (i = 0; i < r->n; i++) {
     double us;
-    if (r->slot[i].state != SPX__RACE_WAIT || (i && !r->slot[i].q && spx__race_build(p, i))) continue;
+    if (r->slot[i].state != SPX__RACE_WAIT || (!spx__race_own(r, i) && !r->slot[i].q && spx__race_build(p, i)))
+      continue;
     if (spx__plan_time_sampled(spx__race_plan(p, i), r->reps, r->sample_ms, &us)) {
       char why[128];
       snprintf(why, sizeof why, "failed: %.100s", spx_last_error());
@@ -358,7 +485,8 @@ spx_status spx__race_end(spx_plan *p) {
   }
   spx__race_finish(p, NULL);
 done:
-  p->select_ms += 1e3 * (spx__now() - t0);
+  /* the timings and builds: selection; a lazy plan's own build and the diagonal: neither */
+  p->select_ms += 1e3 * (spx__now() - t0) - (was_built ? 0 : p->build_ms) - (p->diag_ms - d0);
   return SPX_OK;
 }
 
@@ -369,7 +497,8 @@ int spx_plan_racing(const spx_plan *p, spx_plan_race_info *info) {
   if (!r) return 0;
   if (info) {
     info->candidates = r->n;
-    info->built = r->nbuilt + (p->built != 0);
+    info->built = r->nbuilt + (p->built && !r->started);
+    info->started = r->started;
     info->calls = r->served;
     for (i = 0; i < r->n; i++) {
       info->measured += r->slot[i].state == SPX__RACE_DONE;

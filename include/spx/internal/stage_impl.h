@@ -25,9 +25,11 @@ void spx__dcsr_free(spx__dcsr *d) {
  * the host does not: the pattern alone is what its profile cost, and the selection allocates no
  * value array it may not use). */
 spx_status spx__dcsr_values_begin(spx__dcsr *d, const spx_csr *a) {
-  const size_t vb = SPX_DTYPE_SIZE(a->dtype);
+  size_t vb;
   spx_status s;
   if (d->has_values) return SPX_OK;
+  if (!a) return spx__fail(SPX_INTERNAL, "staged CSR: its values are not up and no host matrix was given to upload them from");
+  vb = SPX_DTYPE_SIZE(a->dtype);
   if (a->nnz != d->nnz || a->dtype != d->dtype) return spx__fail(SPX_INTERNAL, "staged CSR and matrix differ");
   if (!d->va && (s = spx_device_alloc(d->ctx, (size_t)a->nnz * vb + vb, &d->va))) return s;
   if ((s = spx__h2d_upload(d->ctx, d->va, a->val.p, (size_t)a->nnz * vb, 0, &d->va_up))) return s;
@@ -44,25 +46,46 @@ spx_status spx__dcsr_values(spx__dcsr *d, const spx_csr *a) {
 }
 
 /* The diagonal (min(rows, cols) doubles, 0 where a row has none) from the staged arrays and their
- * values (uploaded, or waited for here) into the host array out: a kernel and an 8-byte-a-row
+ * values (up: spx__dcsr_values_wait first) into the host array out: a kernel and an 8-byte-a-row
  * download, far cheaper than the host's pass over col_idx on a large matrix. */
-spx_status spx__dcsr_diag(spx__dcsr *d, double *out) {
+spx_status spx__dcsr_diag(const spx__dcsr *d, double *out) {
   const char *defs[2] = {"SPX_BLOCK=256", d->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double"};
   long long n = SPX__MIN(d->nrows, d->ncols);
   int64_t grid = SPX__MIN((n + 255) / 256, 8 * (int64_t)SPX__MAX(1, d->ctx->info.sm_count));
   spx_devptr dd = 0;
   void *fn = NULL, *pr[5];
   spx_status s;
-  if (!d->rp || !d->ci || !d->va) return spx__fail(SPX_INTERNAL, "spx__dcsr_diag: nothing staged");
+  if (!d->rp || !d->ci || !d->va || !d->has_values || d->va_up)
+    return spx__fail(SPX_INTERNAL, "spx__dcsr_diag: nothing staged, or its values are not up yet");
   if (n < 1) return SPX_OK;
-  if ((s = spx__dcsr_values_wait(d)) || (s = spx_jit_kernel(d->ctx, "analyze", "spx_analyze_diag", 2, defs, &fn)) ||
+  if ((s = spx_jit_kernel(d->ctx, "analyze", "spx_analyze_diag", 2, defs, &fn)) ||
       (s = spx_device_alloc(d->ctx, (size_t)n * sizeof(double), &dd)))
     return s;
-  pr[0] = &n; pr[1] = &d->rp; pr[2] = &d->ci; pr[3] = &d->va; pr[4] = &dd;
+  pr[0] = &n; pr[1] = (void *)&d->rp; pr[2] = (void *)&d->ci; pr[3] = (void *)&d->va; pr[4] = &dd;
   s = spx__launch256(d->ctx, fn, grid, pr, "spx_analyze_diag");
   if (!s) s = spx_device_download(d->ctx, out, dd, (size_t)n * sizeof(double));
   spx_device_free(d->ctx, dd);
   return s;
+}
+
+/* The staged matrix back on the host, for a build that needs a host CSR (a format converted on the
+ * host) where the plan kept none: the arrays as they are, valid (the device profile checked them).
+ * The values must be up. */
+spx_status spx__dcsr_download(const spx__dcsr *d, spx_csr **out) {
+  spx_csr *a = NULL;
+  spx_status s;
+  *out = NULL;
+  if (!d->ctx || !d->rp || !d->ci || !d->has_values || d->va_up)
+    return spx__fail(SPX_INTERNAL, "spx__dcsr_download: nothing staged, or its values are not up yet");
+  if ((s = spx_csr_create(d->nrows, d->ncols, d->nnz, d->dtype, &a))) return s;
+  if ((s = spx_device_download(d->ctx, a->row_ptr, d->rp, (size_t)(d->nrows + 1) * 8)) ||
+      (s = spx_device_download(d->ctx, a->col_idx, d->ci, (size_t)d->nnz * 4)) ||
+      (s = spx_device_download(d->ctx, a->val.p, d->va, (size_t)d->nnz * SPX_DTYPE_SIZE(d->dtype)))) {
+    spx_csr_destroy(a);
+    return s;
+  }
+  *out = a;
+  return SPX_OK;
 }
 
 /* Uploads a's pattern (sizes and row_ptr[0], row_ptr[n] already checked) and profiles its rows: r[9] as

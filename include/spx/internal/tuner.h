@@ -111,18 +111,23 @@ int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, const spx
  *                        converts nothing, cand[pend_idx] the choice spx_plan_upgrade builds from
  *                        src (own_src: the plan's copy), then unbuilds the start and clears pending.
  *   racing               race non-NULL, beside the states above (auto, plan_race_impl.h):
- *                        cand[chosen] is the model's choice, built as above; spx_plan_spmv times
- *                        the candidates of race in turn on the caller's calls (each built when its
- *                        turn comes, a plan of its own; the model's choice is this one), then moves
- *                        the fastest into this plan (spx__plan_take_build) and frees race. The
- *                        race holds dc meanwhile (its candidates build from it): a build that lets
- *                        go of it sets dc_let_go, and the race's end frees it.
+ *                        cand[chosen] is the model's choice; spx_plan_spmv times the candidates of
+ *                        race in turn on the caller's calls (each built when its turn comes, a plan
+ *                        of its own), then moves the fastest into this plan (spx__plan_take_build)
+ *                        and frees race. What this plan runs meanwhile (untimed calls) is its
+ *                        start where race->started: the CSR as it is (cuSPARSE or spx's CSR kernel
+ *                        wrapping dc; on the host, race_csr: the race's copy), the model's choice
+ *                        then a candidate like the others; else the model's choice, built as
+ *                        above (it runs on dc as it is, or nothing could start). The race holds dc
+ *                        meanwhile (its candidates build from it): a build that lets go of it sets
+ *                        dc_let_go, and the race's end frees it.
  * The staged arrays dc (the device profile's upload) are the build's input and stay after it only
  * while something reads them: cs or dm wraps them (cuSPARSE; csr_staged: spx's CSR kernel), or
  * start runs on them (start_keeps_dc: dm wraps them too, so they outlive start). dc_borrowed: a
- * trial candidate's dc is its parent's, never freed by it. want_ddiag: only between the selection
- * and an eager build that takes the diagonal from dc. race_cand: a race candidate, timed only on its
- * own kernel (tiered, but with no stand-in: the race tries it once its compile is done). */
+ * trial candidate's dc is its parent's, never freed by it. want_ddiag: a staged plan's diagonal is
+ * owed, taken (spx__plan_diag_take) when first asked for or before the last thing that can give it
+ * goes (dc with its values up, the lazy copy a, the race's copy). race_cand: a race candidate, timed
+ * only on its own kernel (tiered, but with no stand-in: the race tries it once its compile is done). */
 typedef struct spx__race spx__race;
 struct spx_plan {
   spx_context *ctx;
@@ -157,7 +162,9 @@ struct spx_plan {
   double pend_staged_ns;   /* defer: the pending format's calibrated conversion from staged arrays, ns/byte (0: none) */
   spx_dmatrix_options csr_opt; /* the CSR kernel the host rule would pick, from the profile (staged) */
   int csr_staged;          /* 1: a CSR plan wraps the staged arrays (csr_opt set) */
-  int want_ddiag;          /* 1: the build takes the diagonal from the staged arrays (spx__plan_ddiag) */
+  int want_ddiag;          /* 1: the diagonal is owed (spx__plan_diag_take) */
+  double diag_ms;          /* wall ms taking the diagonal took (in neither select_ms nor build_ms) */
+  double copy_ms;          /* wall ms spx_plan_create spent on a lazy plan's copy of the matrix (trace) */
   int dc_borrowed;         /* 1: dc is the parent plan's (a trial candidate): never freed here */
   int tiered;              /* the build's dmatrix is tiered (options.no_tiered_jit 0, CUDA; not a
                             * trial's candidate, a race's is) */
@@ -168,6 +175,8 @@ struct spx_plan {
   spx__race *race;         /* auto's race while it runs (plan_race_impl.h), else NULL */
   int race_cand;           /* 1: a candidate of a race (see above) */
   int dc_let_go;           /* 1: the build let go of dc while a race held it: freed at the race's end */
+  const spx_csr *race_csr; /* host backend, racing: the race's copy, run as it is (spx_csr_spmv) */
+  spx_csr *race_csr_own;   /* race_csr, kept past its race when nothing else could be built */
   char reason[768];
 };
 
@@ -180,13 +189,30 @@ void spx__plan_unbuild(spx_plan *p);
 int spx__plan_staged(const spx_plan *p);
 /* Whether the plan's context has cuSPARSE. */
 int spx__plan_has_cusparse(const spx_plan *p);
-/* Converts a to the plan's choice and makes it runnable on the backend. */
+/* Converts a to the plan's choice and makes it runnable on the backend; a NULL: the staged arrays
+ * (values up) are the matrix, downloaded where a host converter needs it. A racing plan builds its
+ * start instead where it has one (spx__race_start_cand). */
 spx_status spx__plan_build_from(spx_plan *p, const spx_csr *a);
+/* Whether the plan builds format f on engine e from its staged arrays (spx__plan_staged's test for
+ * a candidate). */
+int spx__plan_staged_as(const spx_plan *p, spx_format f, spx_plan_engine e);
+/* The staged arrays wrapped as they are (values from a where they are not up): cuSPARSE (cusparse
+ * 1) or spx's CSR kernel (tiered as spx_dmatrix_options.tiered); the plan is built. */
+spx_status spx__plan_wrap(spx_plan *p, const spx_csr *a, int cusparse, int tiered);
+/* The owed diagonal (want_ddiag) into p->diag from the staged arrays (values up) or host (a copy of
+ * the matrix; NULL: none); it stays owed where neither can give it. */
+void spx__plan_diag_take(spx_plan *p, const spx_csr *host);
+/* Whether what the plan keeps can give its owed diagonal later: the staged arrays with their
+ * values up (_staged), or those or a host copy (_can). */
+int spx__plan_diag_staged(const spx_plan *p);
+int spx__plan_diag_can(const spx_plan *p);
+/* The diagonal of a (min(nrows, ncols) entries, 0 where a row has none) into out: the host pass. */
+void spx__csr_diag_into(const spx_csr *a, double *out);
 /* A plan for candidate i, built in p's context from a (the trial's and calibration's; race: a race
  * candidate's, which never waits for NVRTC). */
 spx_status spx__plan_candidate(spx_plan *p, const spx_csr *a, int i, int race, spx_plan **out);
 spx_status spx__plan_fixed(spx_plan *p, const spx_csr *a, int i, spx_plan **out);
-/* One SpMV on what the built plan runs now (start, cs, dm or fmt), past any race. */
+/* One SpMV on what the built plan runs now (race_csr, start, cs, dm or fmt), past any race. */
 spx_status spx__plan_run(spx_plan *p, double alpha, const void *x, double beta, void *y);
 /* p runs q's build from now on (the race's winner, whose queued SpMVs are done): p's own build goes
  * (device frees are ordered after the stream's queued work by the device layer), q's moves in, and
@@ -203,21 +229,23 @@ int spx__plan_cmp(const void *a, const void *b);
 double spx__plan_time_ms(int cuda, double us, int reps, double sample_ms);
 /* spx_plan_time with samples of about sample_ms (GPU) instead of SPX__PLAN_SAMPLE_MS. */
 spx_status spx__plan_time_sampled(spx_plan *p, int reps, double sample_ms, double *us);
-/* The plan's diagonal without a copy (NULL: none kept); the solvers' Jacobi. */
-const double *spx__plan_diag_kept(const spx_plan *p);
+/* The plan's diagonal without a copy (NULL: none kept), taken now where it was owed; the solvers'
+ * Jacobi. */
+const double *spx__plan_diag_kept(spx_plan *p);
 
 /* Whether format f's prediction needs the column counts (its model's cols). */
 int spx__plan_reads_columns(spx_format f);
 
 /* The race (plan_race_impl.h). Its candidates, in the model's order: slot 0 the model's choice,
- * which the plan itself runs; each other slot a plan of its own, built when its turn comes and
+ * which the plan itself runs unless it started on the CSR as it is (started: then slot 0 is a
+ * candidate like the others); each other slot a plan of its own, built when its turn comes and
  * freed once it cannot win. */
 #define SPX__RACE_REPS_MAX 64 /* timed calls per candidate at most (as spx_plan_time's samples) */
 enum { SPX__RACE_WAIT, SPX__RACE_DONE, SPX__RACE_DROPPED };
 typedef struct spx__race_slot {
   int cand;                 /* index into the plan's cand[] */
   int state;                /* SPX__RACE_WAIT: to be timed; DONE: measured (cand's measured_us); DROPPED */
-  spx_plan *q;              /* slot > 0: its build, NULL before its turn and once it lost */
+  spx_plan *q;              /* its build (slot 0's only where started), NULL before its turn and once it lost */
 } spx__race_slot;
 struct spx__race {
   spx__race_slot slot[SPX_FORMAT_MAX + 1];
@@ -226,7 +254,9 @@ struct spx__race {
   int cur, calls;           /* the slot whose block of calls runs (-1: none), and its calls so far */
   int pending;              /* CUDA: the slot whose block's events are not read yet (-1: none) */
   int lead;                 /* the fastest slot measured so far (-1: none) */
-  int nbuilt;               /* slots > 0 built so far */
+  int nbuilt;               /* slots with a plan of their own built so far */
+  int started;              /* the plan runs its start (start_cand) until the end, not the model's choice */
+  int start_cand;           /* the start's candidate (cuSPARSE or spx's CSR; -1 on the host: race_csr) */
   int sync;                 /* spx_plan_wait is ending it: the plan runs as if there were none */
   int by_wait;              /* spx_plan_wait ended it */
   int64_t served, drop_after; /* calls served; a slot still compiling past drop_after is dropped */
@@ -234,7 +264,9 @@ struct spx__race {
   double us[SPX__RACE_REPS_MAX];           /* the block's samples, us */
   spx__CUevent ev[2 * SPX__RACE_REPS_MAX]; /* CUDA: a pair around each timed call, reused per block */
   int nev;
-  const spx_csr *a;         /* the matrix the candidates build from (the plan's lazy copy, or own) */
+  const spx_csr *a;         /* the host matrix the candidates build from (the plan's lazy copy, or
+                             * own); NULL: the staged arrays (dc, values up), downloaded into own
+                             * at the turn of the first candidate converted on the host */
   spx_csr *own;
   char head[448], what[160]; /* the reason: "<head>race <what> over the first SpMVs: <result>" */
 };
@@ -242,8 +274,14 @@ struct spx__race {
  * what; the matrix comes after (spx__race_keep, spx__race_share). */
 spx_status spx__race_begin(spx_plan *p, const int *idx, int k, int reps, double sample_ms, int two, const char *head,
                            const char *what);
-/* The race's matrix: *own moved in (when not NULL), else a copy of a (an eager plan's). */
+/* The race's matrix: none where the staged arrays hold it (their values up), else *own moved in
+ * (when not NULL), else a copy of a (an eager plan's). */
 spx_status spx__race_keep(spx_plan *p, spx_csr **own, const spx_csr *a);
+/* The candidate a racing plan starts on (its build runs the CSR as it is while the model's choice
+ * waits for its turn); -1 on the host (race_csr); -2: none (the plan builds the model's choice). */
+int spx__race_start_cand(const spx_plan *p);
+/* Builds that start (spx__race_start_cand's j) as the plan's own build. */
+spx_status spx__race_start(spx_plan *p, const spx_csr *a, int j);
 /* The race's matrix is the lazy plan's copy m, which spx_plan_build hands over (spx__race_adopt:
  * 1 when the race took m). */
 void spx__race_share(spx_plan *p, const spx_csr *m);
