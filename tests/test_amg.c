@@ -8,11 +8,17 @@
  * status and a sentence, nothing leaked: the ASan build checks), determinism; setup reuse
  * (spx_amg_update: the same hierarchy as a fresh setup where P is unchanged, Galerkin operators
  * P^T A_new P, refusals, recovery after a failure part way, its time against a full setup); the
- * W- and F-cycles; the amg kernels compile (NVRTC, no GPU); and a GPU part (test_gpu_*, skipped
- * without a GPU) that runs the same checks on the CUDA backend against the host's counts, and
- * twice for bitwise determinism. */
+ * W- and F-cycles; the setup's host twins (strength, both aggregation rules, P row by row, rho
+ * through the mask) against straightforward references and across thread counts; the amg kernels
+ * compile (NVRTC, no GPU); and a GPU part (test_gpu_*, skipped without a GPU) that runs the same
+ * checks on the CUDA backend against the host's counts, the GPU setup's steps against their host
+ * twins (aggregates and P bit for bit), and twice for bitwise determinism. */
 #define _POSIX_C_SOURCE 200809L
 #include "spx_test.h"
+#include <spx/internal/amg_levels.h> /* the setup's host twins */
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 /* ---- Helpers ------------------------------------------------------------------------------------ */
 static spx_plan_options host_plan_options(void) {
@@ -435,6 +441,288 @@ static void test_galerkin(void **state) {
   spx_csr_destroy(s);
 }
 
+static void same_hierarchy(spx_amg *m1, spx_amg *m2);
+
+/* ---- The setup's steps: the host twins of templates/amg_setup.cu -------------------------------- */
+/* Matrix k of the twins' tests (NULL past the last): 3-D Poisson, the anisotropic diffusion (weak z
+ * couplings), a shared structural matrix (uneven rows and values), each with a theta. */
+static spx_csr *twin_matrix(int k, double *theta) {
+  spx_csr *a = NULL;
+  *theta = 0.08;
+  if (k == 0) assert_int_equal(spx_gen_poisson3d(14, 13, 12, 7, SPX_DOUBLE, &a), SPX_OK);
+  else if (k == 1) a = aniso(12, 1e-4);
+  else if (k == 2) {
+    a = shared("bcsstk08");
+    *theta = 0.05;
+  }
+  return a;
+}
+
+/* The strength by its definition off the diagonal, |a_ij| >= theta sqrt(|a_ii a_jj|) (entries
+ * within rounding of the threshold skipped), and A_F's diagonal (the weak entries summed onto a_ii
+ * in column order, unless that zeroes it or flips its sign): the twin's mask, dF and weak count. */
+static void test_strength_twin(void **state) {
+  int k;
+  (void)state;
+  for (k = 0; k < 3; k++) {
+    double theta, *d, *dF;
+    spx_csr *a = twin_matrix(k, &theta);
+    const int64_t n = a->nrows;
+    uint8_t *mask = malloc((size_t)a->nnz + 1);
+    int64_t i, q, weak = -1, want = 0, strong = 0;
+    d = calloc((size_t)n, 8);
+    dF = calloc((size_t)n, 8);
+    assert_int_equal(spx__amg_diag("test", a, 0, d), SPX_OK);
+    spx__amg_strength(a, d, theta, mask, dF, &weak);
+    for (i = 0; i < n; i++) {
+      double lump = 0;
+      for (q = a->row_ptr[i]; q < a->row_ptr[i + 1]; q++) {
+        const int32_t j = a->col_idx[q];
+        const double v = fabs(a->val.d[q]), cut = theta * sqrt(fabs(d[i] * d[j]));
+        if (j == i) {
+          assert_int_equal(mask[q], 0);
+          continue;
+        }
+        if (fabs(v - cut) > 1e-12 * cut && mask[q] != (v >= cut && v > 0))
+          fail_msg("matrix %d: a[%lld][%d] = %g, threshold %g, mask %d", k, (long long)i, j, a->val.d[q], cut, mask[q]);
+        strong += mask[q];
+        if (!mask[q]) {
+          lump += a->val.d[q];
+          want++;
+        }
+      }
+      if (!((d[i] + lump) * d[i] > 0)) lump = 0;
+      assert_true(dF[i] == d[i] + lump);
+    }
+    assert_int_equal(weak, want);
+    assert_true(strong > 0 && (k != 1 || weak > 0)); /* the anisotropic matrix has weak entries */
+    free(mask); free(d); free(dF);
+    spx_csr_destroy(a);
+  }
+}
+
+/* Every row in exactly one aggregate of 0..nagg-1, each aggregate nonempty and connected through
+ * strong entries (a root and its neighbours, rows attached to a member, or a row alone). */
+static void check_aggregates(const spx_csr *a, const uint8_t *mask, const int32_t *agg, int64_t nagg, const char *what) {
+  const int64_t n = a->nrows;
+  int64_t *up = malloc((size_t)n * 8), *root_of = malloc((size_t)nagg * 8), i, q;
+  for (i = 0; i < nagg; i++) root_of[i] = -1;
+  for (i = 0; i < n; i++) {
+    if (agg[i] < 0 || agg[i] >= nagg) fail_msg("%s: row %lld in aggregate %d of %lld", what, (long long)i, agg[i], (long long)nagg);
+    up[i] = i;
+  }
+  for (i = 0; i < n; i++) /* union-find over the strong entries inside an aggregate */
+    for (q = a->row_ptr[i]; q < a->row_ptr[i + 1]; q++) {
+      int64_t x = i, y = a->col_idx[q];
+      if (!mask[q] || agg[x] != agg[y]) continue;
+      while (up[x] != x) x = up[x];
+      while (up[y] != y) y = up[y];
+      if (x != y) up[x < y ? y : x] = x < y ? x : y;
+    }
+  for (i = 0; i < n; i++) {
+    int64_t x = i;
+    while (up[x] != x) x = up[x];
+    if (root_of[agg[i]] < 0) root_of[agg[i]] = x;
+    else if (root_of[agg[i]] != x) fail_msg("%s: aggregate %d is not connected (row %lld)", what, agg[i], (long long)i);
+  }
+  for (i = 0; i < nagg; i++)
+    if (root_of[i] < 0) fail_msg("%s: aggregate %lld is empty", what, (long long)i);
+  free(up);
+  free(root_of);
+}
+
+/* The greedy rule as spx had it before the twins, on an explicit strength graph: pass 1 roots in
+ * row order whose strong neighbours are all free, pass 2 the first strong neighbour of pass 1,
+ * pass 3 the rows left. */
+static int64_t greedy_reference(const spx_csr *a, const uint8_t *mask, int32_t *agg) {
+  const int64_t n = a->nrows;
+  int64_t i, q, next = 0;
+  for (i = 0; i < n; i++) agg[i] = -1;
+  for (i = 0; i < n; i++) {
+    int has = 0, free_all = 1;
+    if (agg[i] != -1) continue;
+    for (q = a->row_ptr[i]; q < a->row_ptr[i + 1]; q++)
+      if (mask[q]) {
+        has = 1;
+        free_all &= agg[a->col_idx[q]] == -1;
+      }
+    if (!has || !free_all) continue;
+    agg[i] = (int32_t)next;
+    for (q = a->row_ptr[i]; q < a->row_ptr[i + 1]; q++)
+      if (mask[q]) agg[a->col_idx[q]] = (int32_t)next;
+    next++;
+  }
+  for (i = 0; i < n; i++)
+    if (agg[i] == -1)
+      for (q = a->row_ptr[i]; q < a->row_ptr[i + 1]; q++)
+        if (mask[q] && agg[a->col_idx[q]] >= 0) {
+          agg[i] = -2 - agg[a->col_idx[q]];
+          break;
+        }
+  for (i = 0; i < n; i++) {
+    if (agg[i] <= -2) agg[i] = -2 - agg[i];
+    else if (agg[i] == -1) agg[i] = (int32_t)next++;
+  }
+  return next;
+}
+
+/* Both aggregation rules: valid, connected aggregates; the greedy rule as before the twins; the
+ * MIS(2) rule about as coarse (aggregates of 4 to 30 rows on Poisson), and the same aggregates with
+ * one thread as with several. */
+static void test_aggregate_twin(void **state) {
+  int k;
+  (void)state;
+  for (k = 0; k < 3; k++) {
+    double theta, *d, *dF;
+    spx_csr *a = twin_matrix(k, &theta);
+    const int64_t n = a->nrows;
+    uint8_t *mask = malloc((size_t)a->nnz + 1);
+    int32_t *agg = malloc((size_t)n * 4), *ref = malloc((size_t)n * 4);
+    int64_t weak, nagg = 0, nref;
+    d = calloc((size_t)n, 8);
+    dF = calloc((size_t)n, 8);
+    assert_int_equal(spx__amg_diag("test", a, 0, d), SPX_OK);
+    spx__amg_strength(a, d, theta, mask, dF, &weak);
+    assert_int_equal(spx__amg_aggregate(a, mask, 0, agg, &nagg), SPX_OK);
+    check_aggregates(a, mask, agg, nagg, "greedy");
+    nref = greedy_reference(a, mask, ref);
+    assert_int_equal(nagg, nref);
+    assert_memory_equal(agg, ref, (size_t)n * 4);
+    assert_int_equal(spx__amg_aggregate(a, mask, 1, agg, &nagg), SPX_OK);
+    check_aggregates(a, mask, agg, nagg, "mis2");
+    print_message("matrix %d (%lld rows): %lld greedy aggregates, %lld MIS(2)\n", k, (long long)n, (long long)nref,
+                  (long long)nagg);
+    if (k == 0) assert_true(nagg >= n / 30 && nagg <= n / 4);
+#if defined(_OPENMP)
+    {
+      int threads = omp_get_max_threads();
+      omp_set_num_threads(1);
+      assert_int_equal(spx__amg_aggregate(a, mask, 1, ref, &nref), SPX_OK);
+      omp_set_num_threads(threads);
+      assert_int_equal(nagg, nref);
+      assert_memory_equal(agg, ref, (size_t)n * 4);
+    }
+#endif
+    free(mask); free(agg); free(ref); free(d); free(dF);
+    spx_csr_destroy(a);
+  }
+}
+
+/* P = (I - omega D_F^-1 A_F) T by the twin (rows from A's kept entries) against the dense product:
+ * each row's columns the distinct aggregates of its diagonal and strong entries, increasing, and
+ * the values to rounding; omega 0 gives T (one entry a row, 1 / sqrt(|aggregate|)). rho of
+ * D_F^-1 A_F through the mask is bit for bit that of A_F made explicit. */
+static void test_prolong_twin(void **state) {
+  int k, rule;
+  (void)state;
+  for (k = 0; k < 3; k++)
+    for (rule = 0; rule < 2; rule++) {
+      double theta, *d, *dF, *ref, *size, omega, rho, rho2, amax = 0;
+      spx_csr *a = twin_matrix(k, &theta), *P = NULL, *T = NULL, *F = NULL;
+      const int64_t n = a->nrows;
+      uint8_t *mask = malloc((size_t)a->nnz + 1);
+      int32_t *agg = malloc((size_t)n * 4);
+      int64_t weak, nagg = 0, i, q, c;
+      d = calloc((size_t)n, 8);
+      dF = calloc((size_t)n, 8);
+      assert_int_equal(spx__amg_diag("test", a, 0, d), SPX_OK);
+      spx__amg_strength(a, d, theta, mask, dF, &weak);
+      assert_int_equal(spx__amg_aggregate(a, mask, rule, agg, &nagg), SPX_OK);
+      /* A_F explicit: the kept entries, dF on the diagonal */
+      assert_int_equal(spx_csr_create(n, n, a->nnz, SPX_DOUBLE, &F), SPX_OK);
+      for (i = 0, c = 0; i < n; i++) {
+        for (q = a->row_ptr[i]; q < a->row_ptr[i + 1]; q++)
+          if (a->col_idx[q] == i || mask[q]) {
+            F->col_idx[c] = a->col_idx[q];
+            F->val.d[c++] = a->col_idx[q] == i ? dF[i] : a->val.d[q];
+          }
+        F->row_ptr[i + 1] = c;
+      }
+      F->nnz = c;
+      assert_int_equal(spx__amg_rho(a, mask, dF, 15, &rho), SPX_OK);
+      assert_int_equal(spx__amg_rho(F, NULL, dF, 15, &rho2), SPX_OK);
+      assert_true(rho == rho2 && rho > 0);
+      omega = 4.0 / 3.0 / rho;
+      assert_int_equal(spx__amg_prolong(a, mask, dF, agg, nagg, omega, &P), SPX_OK);
+      assert_int_equal(spx__amg_prolong(a, mask, dF, agg, nagg, 0, &T), SPX_OK);
+      assert_int_equal(spx_csr_validate(P), SPX_OK);
+      size = calloc((size_t)nagg, 8);
+      for (i = 0; i < n; i++) size[agg[i]] += 1;
+      assert_int_equal(T->nnz, n);
+      for (i = 0; i < n; i++) {
+        assert_int_equal(T->col_idx[i], agg[i]);
+        assert_true(fabs(T->val.d[i] - 1 / sqrt(size[agg[i]])) <= 1e-15);
+      }
+      ref = calloc((size_t)nagg, 8);
+      for (i = 0; i < n; i++) { /* row i of (I - omega D_F^-1 A_F) T, dense */
+        int64_t cnt = 0;
+        memset(ref, 0, (size_t)nagg * 8);
+        for (q = F->row_ptr[i]; q < F->row_ptr[i + 1]; q++) {
+          const int64_t j = F->col_idx[q];
+          ref[agg[j]] += ((j == i) - omega / dF[i] * F->val.d[q]) / sqrt(size[agg[j]]);
+        }
+        for (q = F->row_ptr[i]; q < F->row_ptr[i + 1]; q++) {
+          int64_t e, seen = 0;
+          for (e = F->row_ptr[i]; e < q; e++) seen |= agg[F->col_idx[e]] == agg[F->col_idx[q]];
+          cnt += !seen;
+        }
+        assert_int_equal(P->row_ptr[i + 1] - P->row_ptr[i], cnt);
+        for (q = P->row_ptr[i]; q < P->row_ptr[i + 1]; q++) {
+          const double want = ref[P->col_idx[q]];
+          amax = fmax(amax, fabs(want));
+          if (fabs(P->val.d[q] - want) > 1e-14)
+            fail_msg("matrix %d: P[%lld][%d] = %.17g, dense %.17g", k, (long long)i, P->col_idx[q], P->val.d[q], want);
+        }
+      }
+      assert_true(amax > 0.1);
+      free(ref); free(size); free(mask); free(agg); free(d); free(dF);
+      spx_csr_destroy(P); spx_csr_destroy(T); spx_csr_destroy(F); spx_csr_destroy(a);
+    }
+}
+
+/* The whole hierarchy (every level's A, P, R and aggregates) and AMG-PCG's x are the same bit for
+ * bit with one thread and with several, for both rules (rows in parallel past 16384: 36^3). The
+ * MIS(2) rule's hierarchy: AMG-PCG within one iteration of the greedy rule's, with a smaller
+ * operator complexity. */
+static void test_thread_count(void **state) {
+  spx_csr *a;
+  double *b;
+  int rule;
+  int64_t it[2];
+  double oc[2];
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(36, 36, 36, 7, SPX_DOUBLE, &a), SPX_OK);
+  b = rand_vec(a->nrows);
+  for (rule = 0; rule < 2; rule++) {
+    spx_amg_options o;
+    spx_amg *m1, *m2;
+    spx_amg_options_default(&o);
+    o.aggregation = rule ? SPX_AMG_AGG_MIS2 : SPX_AMG_AGG_GREEDY;
+    m1 = amg_make(NULL, a, &o);
+#if defined(_OPENMP)
+    {
+      int threads = omp_get_max_threads();
+      omp_set_num_threads(1);
+      m2 = amg_make(NULL, a, &o);
+      omp_set_num_threads(threads);
+    }
+#else
+    m2 = amg_make(NULL, a, &o);
+#endif
+    same_hierarchy(m1, m2);
+    assert_int_equal(spx_amg_report_of(m1)->level[0].mis2, rule);
+    it[rule] = pcg(m1, a, spx_amg_plan(m1), b, 1e-8, 0, rule ? "mis2" : "greedy");
+    oc[rule] = spx_amg_report_of(m1)->operator_complexity;
+    print_message("%s: AMG-PCG %lld iterations, operator complexity %.3f\n", rule ? "MIS(2)" : "greedy",
+                  (long long)it[rule], oc[rule]);
+    spx_amg_destroy(m1);
+    spx_amg_destroy(m2);
+  }
+  assert_true(it[1] <= it[0] + 1 && oc[1] < oc[0]);
+  free(b);
+  spx_csr_destroy(a);
+}
+
 /* ---- Colorings ---------------------------------------------------------------------------------- */
 /* Checks level l's coloring of hierarchy m: every row colored in 0..colors-1, every color used, and
  * no two rows of one color coupled (relaxed: unless the coupling is weak in both rows' view,
@@ -663,7 +951,7 @@ static void test_report(void **state) {
     assert_int_equal(r->level[l].rows, v.A->nrows);
     assert_int_equal(r->level[l].nnz, v.A->nnz);
     assert_true(r->level[l].format[0] != 0);
-    assert_true(r->level[l].p_gpu == 0 && r->level[l].rap_gpu == 0);
+    assert_true(r->level[l].agg_gpu == 0 && r->level[l].p_gpu == 0 && r->level[l].rap_gpu == 0 && r->level[l].rho_gpu == 0);
     assert_true(v.plan_A == (l == 0 ? spx_amg_plan(m) : v.plan_A) && v.plan_A);
     if (l + 1 < r->levels) {
       assert_int_equal(r->level[l].p_nnz, v.P->nnz);
@@ -676,8 +964,9 @@ static void test_report(void **state) {
   assert_true(fabs(r->operator_complexity - nnz / (double)a->nnz) < 1e-12);
   assert_true(fabs(r->grid_complexity - rows / (double)a->nrows) < 1e-12);
   assert_true(r->level[0].rho > 1.5 && r->level[0].rho <= 2.0); /* chebyshev's rho(D^-1 A), Gershgorin 2 */
-  parts = r->strength_ms + r->aggregate_ms + r->prolong_ms + r->rap_ms + r->smoother_ms + r->coarse_ms + r->plan_ms +
-          r->device_ms;
+  parts = r->input_ms + r->strength_ms + r->aggregate_ms + r->prolong_ms + r->rap_ms + r->smoother_ms + r->coarse_ms +
+          r->plan_ms + r->device_ms;
+  assert_true(r->input_ms > 0 && r->aggregation == SPX_AMG_AGG_AUTO && r->level[0].mis2 == 0); /* AUTO on the host */
   assert_true(parts > 0 && parts <= r->setup_ms * 1.001 + 0.01);
   assert_true(strstr(r->stop, "coarse_size") != NULL);
   f = open_memstream(&buf, &len);
@@ -689,7 +978,10 @@ static void test_report(void **state) {
   assert_non_null(strstr(buf, "\"operator_complexity\": "));
   assert_non_null(strstr(buf, "\"smoother\": \"chebyshev\""));
   assert_non_null(strstr(buf, "\"gpu_note\": \"\", \"stop\": \"level"));
-  assert_non_null(strstr(buf, "\"p_gpu\": 0, \"rap_gpu\": 0}"));
+  assert_non_null(strstr(buf, "\"agg_gpu\": 0, \"p_gpu\": 0, \"rap_gpu\": 0, \"rho_gpu\": 0, \"aggregates\": \"greedy\"}"));
+  assert_non_null(strstr(buf, "\"aggregation\": \"auto\""));
+  assert_non_null(strstr(buf, "aggregates      greedy on levels 0-"));
+  assert_non_null(strstr(buf, "setup ") && strstr(buf, ": input "));
   assert_null(strstr(buf, "setup on the")); /* no GPU line, no fallback line */
   free(buf);
   assert_int_equal(spx_amg_report_print(NULL, stdout, 0), SPX_INVALID_ARGUMENT);
@@ -1139,16 +1431,19 @@ static void test_cycles(void **state) {
   spx_csr_destroy(a);
 }
 
-/* The amg kernels compile for sm_80 and sm_90 (NVRTC only, no GPU). */
+/* The amg kernels (the cycle's and the setup's) compile for sm_80 and sm_90 (NVRTC only, no GPU). */
 static void test_kernels_compile(void **state) {
   static const char *const archs[] = {"sm_80", "sm_90"};
   const char *defs[2] = {"SPX_VALUE_T=double", "SPX_BLOCK=256"};
   int a, origin;
   (void)state;
   if (!spx_test_have_nvrtc()) skip();
-  for (a = 0; a < 2; a++)
+  for (a = 0; a < 2; a++) {
     if (spx_jit_compile_only("amg", 2, defs, archs[a], &origin) != SPX_OK)
       fail_msg("amg %s: %s", archs[a], spx_last_error());
+    if (spx_jit_compile_only("amg_setup", 1, defs + 1, archs[a], &origin) != SPX_OK)
+      fail_msg("amg_setup %s: %s", archs[a], spx_last_error());
+  }
 }
 
 /* ---- GPU ---------------------------------------------------------------------------------------- */
@@ -1192,10 +1487,11 @@ static double *gpu_pcg(spx_context *g, spx_amg *m, const spx_csr *a, const doubl
   return x;
 }
 
-/* The same hierarchy settings on the GPU and the host: the same levels; AMG-PCG within +-2 of the
- * host's iterations, under 20 at 32^3, with the tuner's formats per level. Two GPU solves (device
- * and host vectors) give the same bits where every level's plan runs a deterministic kernel (forced
- * CSR here: COO, HYB and the load-balanced CSR, which the tuner may pick, add with atomics). */
+/* The same hierarchy settings on the GPU and the host (the MIS(2) rule on both: AUTO would take
+ * the greedy one on the host): the same levels; AMG-PCG within +-2 of the host's iterations, under
+ * 20 at 32^3, with the tuner's formats per level. Two GPU solves (device and host vectors) give the
+ * same bits where every level's plan runs a deterministic kernel (forced CSR here: COO, HYB and the
+ * load-balanced CSR, which the tuner may pick, add with atomics). */
 static void test_gpu_amg_pcg(void **state) {
   static const spx_amg_smoother sms[] = {SPX_AMG_CHEBYSHEV, SPX_AMG_JACOBI, SPX_AMG_GS};
   spx_context *g = gpu_ctx();
@@ -1214,6 +1510,7 @@ static void test_gpu_amg_pcg(void **state) {
     double *x1, *x2;
     spx_amg_options_default(&o);
     o.smoother = sms[k];
+    o.aggregation = SPX_AMG_AGG_MIS2;
     mh = amg_make(NULL, a, &o);
     mg = amg_make(g, a, &o);
     assert_int_equal(spx_amg_report_of(mg)->levels, spx_amg_report_of(mh)->levels);
@@ -1457,37 +1754,80 @@ static void same_pattern_close(const spx_csr *got, const spx_csr *want, double t
              worst, tol, mx);
 }
 
-/* The GPU setup's hierarchy mg against the host setup's mh of the same matrix and options (mg made
- * with gpu_setup_rows gpu_rows, mh with 0). The same levels and aggregates (the strength test reads
- * values equal to rounding, far from its threshold here); every level's A, P and R with the host's
- * patterns exactly and values within 1e-12 of the largest: each entry is a sum of at most a few
- * hundred products that cuSPARSE adds in another order, an error of at most (terms) eps sum|terms|
- * ~ 1e-14 of the largest here, carried to the coarser levels at that size (their A, rho, omega and
- * P follow the finer A's values). R is P^T exactly on either side (a transpose moves values). Each
- * level coarsening with at least gpu_rows rows ran on the GPU (report flags, no fallback note),
+/* Level l's steps by the host twins from the GPU hierarchy's own A (its host copy is the device's,
+ * bit for bit): the aggregates and P (with the GPU's omega) must be the GPU's exactly, and the GPU's
+ * omega within 1e-12 of the twin's (rho's sums run per block there). */
+static void check_gpu_twins(spx_amg *mg, int l, const char *what) {
+  const spx_amg_report *r = spx_amg_report_of(mg);
+  spx_amg_level_view v;
+  spx_amg_options o;
+  double theta, *d, *dF, rho;
+  uint8_t *mask;
+  int32_t *agg;
+  int64_t n, weak, nagg, k;
+  spx_csr *P = NULL;
+  assert_int_equal(spx_amg_level(mg, l, &v), SPX_OK);
+  spx_amg_options_default(&o);
+  for (theta = o.theta, k = 0; k < l; k++) theta *= o.theta_decay;
+  n = v.A->nrows;
+  d = calloc((size_t)n, 8);
+  dF = calloc((size_t)n, 8);
+  mask = malloc((size_t)v.A->nnz + 1);
+  agg = malloc((size_t)n * 4);
+  assert_int_equal(spx__amg_diag("test", v.A, l, d), SPX_OK);
+  spx__amg_strength(v.A, d, theta, mask, dF, &weak);
+  assert_int_equal(weak, r->level[l].weak);
+  assert_int_equal(spx__amg_aggregate(v.A, mask, r->level[l].mis2, agg, &nagg), SPX_OK);
+  assert_int_equal(nagg, v.P->ncols);
+  if (memcmp(agg, v.aggregate, (size_t)n * 4)) fail_msg("%s level %d: the GPU's aggregates are not the twin's", what, l);
+  assert_int_equal(spx__amg_rho(v.A, mask, dF, o.power_iters, &rho), SPX_OK);
+  if (!(fabs(o.prolong_omega / rho - r->level[l].omega) <= 1e-12 * r->level[l].omega))
+    fail_msg("%s level %d: omega %.17g on the GPU, %.17g by the twin", what, l, r->level[l].omega, o.prolong_omega / rho);
+  assert_int_equal(spx__amg_prolong(v.A, mask, dF, agg, nagg, r->level[l].omega, &P), SPX_OK);
+  assert_int_equal(P->nnz, v.P->nnz);
+  if (memcmp(P->row_ptr, v.P->row_ptr, (size_t)(n + 1) * 8) || memcmp(P->col_idx, v.P->col_idx, (size_t)P->nnz * 4) ||
+      memcmp(P->val.d, v.P->val.d, (size_t)P->nnz * 8))
+    fail_msg("%s level %d: the GPU's P is not the twin's bit for bit", what, l);
+  spx_csr_destroy(P);
+  free(d); free(dF); free(mask); free(agg);
+}
+
+/* The GPU setup's hierarchy mg against the host setup's mh of the same matrix and options (one
+ * aggregation rule on both; mg made with gpu_setup_rows gpu_rows, mh with 0). The same levels and
+ * aggregates (the strength test reads values equal to rounding, far from its threshold here);
+ * every level's A, P and R with the host's patterns exactly and values within 1e-12 of the
+ * largest: the products' entries are sums of at most a few hundred terms that cuSPARSE adds in
+ * another order, and omega comes from rho's per-block sums, errors of about 1e-14 of the largest,
+ * carried to the coarser levels at that size. Each GPU level's aggregates and P are its twins'
+ * exactly (check_gpu_twins). R is P^T exactly on either side (a transpose moves values). Each level
+ * coarsening with at least gpu_rows rows ran its steps on the GPU (report flags, no fallback note),
  * the others and mh's on the host. */
 static void check_gpu_setup(spx_amg *mg, spx_amg *mh, int64_t gpu_rows, const char *what) {
   const spx_amg_report *rg = spx_amg_report_of(mg), *rh = spx_amg_report_of(mh);
   int l, any = 0;
   assert_int_equal(rg->levels, rh->levels);
   if (rg->gpu_note[0]) fail_msg("%s: the GPU setup fell back to the host: %s", what, rg->gpu_note);
-  assert_true(rh->gpu_note[0] == 0 && rh->prolong_gpu_ms == 0 && rh->rap_gpu_ms == 0);
+  assert_true(rh->gpu_note[0] == 0 && rh->prolong_gpu_ms == 0 && rh->rap_gpu_ms == 0 && rh->aggregate_gpu_ms == 0);
   for (l = 0; l < rg->levels; l++) {
+    const spx_amg_level_info *lg = &rg->level[l], *lh = &rh->level[l];
     spx_amg_level_view vg, vh;
     spx_csr *t;
-    const int on_gpu = l + 1 < rg->levels && rg->level[l].rows >= gpu_rows;
+    const int on_gpu = l + 1 < rg->levels && lg->rows >= gpu_rows;
     assert_int_equal(spx_amg_level(mg, l, &vg), SPX_OK);
     assert_int_equal(spx_amg_level(mh, l, &vh), SPX_OK);
     same_pattern_close(vg.A, vh.A, 1e-12, "A", l);
-    if (rg->level[l].p_gpu != on_gpu || rg->level[l].rap_gpu != on_gpu || rh->level[l].p_gpu || rh->level[l].rap_gpu)
-      fail_msg("%s level %d (%lld rows): P %s, RAP %s on the GPU; want %s", what, l, (long long)rg->level[l].rows,
-               rg->level[l].p_gpu ? "" : "not", rg->level[l].rap_gpu ? "" : "not", on_gpu ? "both" : "neither");
+    if (lg->agg_gpu != on_gpu || lg->p_gpu != on_gpu || lg->rap_gpu != on_gpu || lh->agg_gpu || lh->p_gpu ||
+        lh->rap_gpu || lh->rho_gpu)
+      fail_msg("%s level %d (%lld rows): strength %s, P %s, RAP %s on the GPU; want %s", what, l, (long long)lg->rows,
+               lg->agg_gpu ? "" : "not", lg->p_gpu ? "" : "not", lg->rap_gpu ? "" : "not", on_gpu ? "all" : "none");
     any |= on_gpu;
     if (!vg.P) {
       assert_null(vh.P);
       continue;
     }
+    assert_int_equal(lg->mis2, lh->mis2);
     assert_memory_equal(vg.aggregate, vh.aggregate, (size_t)vg.A->nrows * 4);
+    assert_true(fabs(lg->omega - lh->omega) <= 1e-12 * lh->omega);
     same_pattern_close(vg.P, vh.P, 1e-12, "P", l);
     same_pattern_close(vg.R, vh.R, 1e-12, "R", l);
     assert_int_equal(spx_csr_transpose(vg.P, &t), SPX_OK);
@@ -1496,63 +1836,79 @@ static void check_gpu_setup(spx_amg *mg, spx_amg *mh, int64_t gpu_rows, const ch
         memcmp(t->col_idx, vg.R->col_idx, (size_t)t->nnz * 4) || memcmp(t->val.d, vg.R->val.d, (size_t)t->nnz * 8))
       fail_msg("%s level %d: the GPU's R is not P^T", what, l);
     spx_csr_destroy(t);
+    if (on_gpu) check_gpu_twins(mg, l, what);
   }
-  assert_true(any && rg->prolong_gpu_ms > 0 && rg->rap_gpu_ms > 0);
-  assert_true(rg->prolong_gpu_ms <= rg->prolong_ms && rg->rap_gpu_ms <= rg->rap_ms);
+  assert_true(any && rg->prolong_gpu_ms > 0 && rg->rap_gpu_ms > 0 && rg->strength_gpu_ms > 0 && rg->aggregate_gpu_ms > 0);
+  assert_true(rg->prolong_gpu_ms <= rg->prolong_ms && rg->rap_gpu_ms <= rg->rap_ms &&
+              rg->strength_gpu_ms <= rg->strength_ms && rg->aggregate_gpu_ms <= rg->aggregate_ms);
 }
 
-/* P, R and A_c = R A P formed on the GPU (every level that coarsens: gpu_setup_rows 1) against the
- * host's on 3-D Poisson, the anisotropic diffusion and a shared SPD matrix (check_gpu_setup),
- * and AMG-PCG on the GPU takes the host setup's iterations exactly. The default gpu_setup_rows
- * (20000) on 32^3 Poisson: level 0 on the GPU, the levels below on the host, as the host's again,
- * and the report says so. */
+/* The setup on the GPU (every level that coarsens: gpu_setup_rows 1) against the host's with the
+ * same rule, MIS(2) (all on the GPU) and greedy (the strength on the GPU, the greedy pass on the
+ * host), on 3-D Poisson, the anisotropic diffusion and a shared SPD matrix (check_gpu_setup), and
+ * AMG-PCG on the GPU takes the host setup's iterations exactly. The default gpu_setup_rows (20000)
+ * on 32^3 Poisson: level 0 on the GPU, the levels below on the host, as the host's again, and the
+ * report says so. The default options (AUTO) there: MIS(2) on level 0, greedy below, and AMG-PCG
+ * within 2 iterations of the host's all-greedy hierarchy. */
 static void test_gpu_setup(void **state) {
   static const char *const names[] = {"poisson 24^3", "anisotropic 24^3", "bcsstk16", "poisson 32^3 default"};
   spx_context *g = gpu_ctx();
   size_t k;
+  int rule;
   (void)state;
   if (!g) skip();
-  for (k = 0; k < sizeof names / sizeof *names; k++) {
-    spx_csr *a = NULL;
-    spx_amg_options o;
-    spx_amg *mg, *mh;
-    double *b, *x;
-    int64_t itg, ith, rows = k == 3 ? 20000 : 1;
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f;
-    if (k == 0) assert_int_equal(spx_gen_poisson3d(24, 24, 24, 7, SPX_DOUBLE, &a), SPX_OK);
-    if (k == 1) a = aniso(24, 1e-4);
-    if (k == 2) a = shared("bcsstk16");
-    if (k == 3) assert_int_equal(spx_gen_poisson3d(32, 32, 32, 7, SPX_DOUBLE, &a), SPX_OK);
-    spx_amg_options_default(&o); /* chebyshev: gs's coloring reads which entries are exactly 0, and a sum that
-                                    cancels may end exactly 0 on one side and at rounding size on the other */
-    mg = gpu_setup_make(g, a, &o, rows);
-    mh = gpu_setup_make(g, a, &o, 0);
-    check_gpu_setup(mg, mh, rows, names[k]);
-    b = rand_vec(a->nrows);
-    x = gpu_pcg(g, mg, a, b, 1, &itg);
-    free(x);
-    x = gpu_pcg(g, mh, a, b, 1, &ith);
-    free(x);
-    print_message("GPU setup %s: %d levels, P %.2f ms and RAP %.2f ms on the GPU of %.2f and %.2f (host setup: %.2f "
-                  "and %.2f); AMG-PCG %lld iterations (host setup %lld)\n", names[k], spx_amg_report_of(mg)->levels,
-                  spx_amg_report_of(mg)->prolong_gpu_ms, spx_amg_report_of(mg)->rap_gpu_ms,
-                  spx_amg_report_of(mg)->prolong_ms, spx_amg_report_of(mg)->rap_ms, spx_amg_report_of(mh)->prolong_ms,
-                  spx_amg_report_of(mh)->rap_ms, (long long)itg, (long long)ith);
-    assert_int_equal(itg, ith);
-    f = open_memstream(&buf, &len);
-    assert_int_equal(spx_amg_report_print(spx_amg_report_of(mg), f, 0), SPX_OK);
-    fclose(f);
-    if (!strstr(buf, k == 3 ? "P and R on level 0 (" : "P and R on level"))
-      fail_msg("%s: the report says\n%s", names[k], buf);
-    if (k == 3) printf("%s", buf);
-    free(buf);
-    free(b);
-    spx_amg_destroy(mg);
-    spx_amg_destroy(mh);
-    spx_csr_destroy(a);
-  }
+  for (k = 0; k < sizeof names / sizeof *names; k++)
+    for (rule = 0; rule < 3; rule++) {
+      spx_csr *a = NULL;
+      spx_amg_options o;
+      spx_amg *mg, *mh;
+      double *b, *x;
+      int64_t itg, ith, rows = k == 3 ? 20000 : 1;
+      char *buf = NULL, what[64];
+      size_t len = 0;
+      FILE *f;
+      if (rule == 2 && k != 3) continue; /* AUTO: the default case only */
+      if (k == 0) assert_int_equal(spx_gen_poisson3d(24, 24, 24, 7, SPX_DOUBLE, &a), SPX_OK);
+      if (k == 1) a = aniso(24, 1e-4);
+      if (k == 2) a = shared("bcsstk16");
+      if (k == 3) assert_int_equal(spx_gen_poisson3d(32, 32, 32, 7, SPX_DOUBLE, &a), SPX_OK);
+      spx_amg_options_default(&o); /* chebyshev: gs's coloring reads which entries are exactly 0, and a sum that
+                                      cancels may end exactly 0 on one side and at rounding size on the other */
+      o.aggregation = rule == 0 ? SPX_AMG_AGG_MIS2 : rule == 1 ? SPX_AMG_AGG_GREEDY : SPX_AMG_AGG_AUTO;
+      snprintf(what, sizeof what, "%s, %s", names[k], spx_amg_aggregation_name(o.aggregation));
+      mg = gpu_setup_make(g, a, &o, rows);
+      mh = gpu_setup_make(g, a, &o, 0);
+      if (rule < 2) check_gpu_setup(mg, mh, rows, what);
+      b = rand_vec(a->nrows);
+      x = gpu_pcg(g, mg, a, b, 1, &itg);
+      free(x);
+      x = gpu_pcg(g, mh, a, b, 1, &ith);
+      free(x);
+      print_message("GPU setup %s: %d levels, strength %.2f, aggregation %.2f, P %.2f and RAP %.2f ms on the GPU of "
+                    "%.2f, %.2f, %.2f and %.2f (host setup: %.2f, %.2f, %.2f and %.2f); AMG-PCG %lld iterations (host "
+                    "setup %lld)\n", what, spx_amg_report_of(mg)->levels, spx_amg_report_of(mg)->strength_gpu_ms,
+                    spx_amg_report_of(mg)->aggregate_gpu_ms, spx_amg_report_of(mg)->prolong_gpu_ms,
+                    spx_amg_report_of(mg)->rap_gpu_ms, spx_amg_report_of(mg)->strength_ms,
+                    spx_amg_report_of(mg)->aggregate_ms, spx_amg_report_of(mg)->prolong_ms,
+                    spx_amg_report_of(mg)->rap_ms, spx_amg_report_of(mh)->strength_ms,
+                    spx_amg_report_of(mh)->aggregate_ms, spx_amg_report_of(mh)->prolong_ms,
+                    spx_amg_report_of(mh)->rap_ms, (long long)itg, (long long)ith);
+      if (rule < 2) assert_int_equal(itg, ith);
+      else assert_true(itg <= ith + 2 && spx_amg_report_of(mg)->level[0].mis2 && !spx_amg_report_of(mg)->level[1].mis2);
+      f = open_memstream(&buf, &len);
+      assert_int_equal(spx_amg_report_print(spx_amg_report_of(mg), f, 0), SPX_OK);
+      fclose(f);
+      if (!strstr(buf, k == 3 ? "rho_F, P and R on level 0 (" : "rho_F, P and R on level") ||
+          !strstr(buf, k == 3 ? "strength and aggregates on level 0 (" : "strength and aggregates on level") ||
+          (rule == 2 && !strstr(buf, "aggregates      MIS(2) on level 0, greedy on level")))
+        fail_msg("%s: the report says\n%s", what, buf);
+      if (k == 3) printf("%s", buf);
+      free(buf);
+      free(b);
+      spx_amg_destroy(mg);
+      spx_amg_destroy(mh);
+      spx_csr_destroy(a);
+    }
   spx_context_destroy(g);
 }
 
@@ -1579,6 +1935,7 @@ static void test_gpu_setup_update(void **state) {
   b = rand_vec(n);
   spx_amg_options_default(&o);
   o.coarse_size = 50;
+  o.aggregation = SPX_AMG_AGG_MIS2; /* the host's hierarchy below takes the GPU's rule */
   mg = gpu_setup_make(g, a, &o, 1);
   fg = gpu_setup_make(g, a2, &o, 1);
   fg2 = gpu_setup_make(g, a2, &o, 1);
@@ -1589,6 +1946,8 @@ static void test_gpu_setup_update(void **state) {
   assert_int_equal(r->updates, 1);
   assert_true(r->rap_gpu_ms > 0 && r->rap_gpu_ms <= r->rap_ms && r->prolong_gpu_ms == 0 && r->prolong_ms == 0);
   for (l = 0; l + 1 < r->levels; l++) assert_true(r->level[l].p_gpu == 1 && r->level[l].rap_gpu == 1);
+  for (l = 1; l < r->levels; l++) /* the smoothers' rho of the updated levels on the GPU (level 0's: A_F = A) */
+    if (r->level[l].smoother == SPX_AMG_CHEBYSHEV && (l + 1 < r->levels || !r->coarse_direct)) assert_true(r->level[l].rho_gpu);
   same_hierarchy(mg, fg);
   x1 = gpu_pcg(g, mg, a2, b, 1, &it1);
   x2 = gpu_pcg(g, fg, a2, b, 1, &it2);
@@ -1630,6 +1989,8 @@ int main(void) {
       cmocka_unit_test(test_poisson_pcg),    cmocka_unit_test(test_bicgstab),
       cmocka_unit_test(test_smoothers),      cmocka_unit_test(test_per_level),
       cmocka_unit_test(test_prolongation),   cmocka_unit_test(test_galerkin),
+      cmocka_unit_test(test_strength_twin),  cmocka_unit_test(test_aggregate_twin),
+      cmocka_unit_test(test_prolong_twin),   cmocka_unit_test(test_thread_count),
       cmocka_unit_test(test_coloring),       cmocka_unit_test(test_shared_spd),
       cmocka_unit_test(test_coarse),         cmocka_unit_test(test_determinism),
       cmocka_unit_test(test_report),         cmocka_unit_test(test_bad_input),

@@ -10,7 +10,8 @@
  * paper's sizes by default (iso 10..70, ani 10..60, step 10). Configurations (the paper's section
  * 4.2, its sweeps and damping per level from Table 4-3 for AMG alone and Table 4-4 for
  * AMG-BiCGSTAB, pre = post = the table's sweeps; levels past the table take its last column; the
- * coarsest level by dense LU as in the paper):
+ * coarsest level by dense LU as in the paper; the greedy aggregation on every level, as the paper's
+ * sequential setup):
  *   JC-based          damped Jacobi on every level
  *   GS-JC-mixed       multicolor Gauss-Seidel on level 0, Jacobi below
  *   Chaotic-GS-based  Gauss-Seidel with the relaxed coloring (weak couplings ignored) on every
@@ -99,6 +100,9 @@ static int parse_sizes(const char *s, int64_t *sizes) {
 static void config_options(const paper_config *c, int mode, int ani, const run_options *ro, spx_amg_options *o) {
   int l;
   spx_amg_options_default(o);
+  /* the greedy rule on every level, on either backend: one hierarchy per problem whatever runs it,
+   * and on the anisotropic problems its aggregates line up plane by plane (MIS(2)'s do not) */
+  o->aggregation = SPX_AMG_AGG_GREEDY;
   o->coarse_size = ro->coarse_size;
   o->relaxed_coloring = c->relaxed;
   o->smoother = (spx_amg_smoother)c->smoother;

@@ -215,8 +215,12 @@ const char *const spx_cli_solve_help[] = {
     "--cycle C\twith AMG: v, w or f (f is not symmetric: prefer --method bicgstab or amg) (default v)",
     "--relaxed\twith --smoother gs: color ignoring weak couplings (below 0.9 of the row's largest) for "
     "fewer colors (default off)",
-    "--gpu-setup-rows N\twith AMG on a GPU: levels of at least N rows form P, R and R A P on the GPU "
-    "(cuSPARSE), the rest of the setup on the host; 0: all of it on the host (default 20000)",
+    "--gpu-setup-rows N\twith AMG on a GPU: levels of at least N rows run their setup on the GPU "
+    "(strength, aggregates, P and R A P), the rest on the host; 0: all of it on the host (default 20000)",
+    "--aggregation A\twith AMG: auto (mis2 on the levels set up on a GPU, greedy on the host's), mis2 "
+    "(parallel MIS(2) roots) or greedy (rows in order, serial) (default auto)",
+    "--plan-trials\twith AMG: the levels' plans take --strategy as given (auto may time candidates); "
+    "without it a timing strategy runs as model for them (default off)",
     "--tol T\trelative residual to stop at (default 1e-8)",
     "--maxit N\tmost iterations (default 10000)",
     "--strategy S\tthe tuner's strategy: auto, kubota, mps, trial or model (default auto)",
@@ -277,6 +281,9 @@ int spx_cli_solve(int argc, char **argv) {
         return 2;
       amg.gpu_setup_rows = (int64_t)r;
     }
+    else if ((v = spx_cli_opt(argc, argv, &k, "--aggregation"))) {
+      if (spx_amg_aggregation_parse(v, &amg.aggregation)) return spx_cli_usage("solve", "--aggregation: %s", spx_last_error());
+    } else if (!strcmp(argv[k], "--plan-trials")) amg.plan_trials = 1;
     else if (!strcmp(argv[k], "--ones")) ones = 1;
     else if ((v = spx_cli_opt(argc, argv, &k, "--method"))) method = v;
     else if ((v = spx_cli_opt(argc, argv, &k, "--tol"))) {

@@ -10,17 +10,28 @@
  *   spx_solve_cg(spx_amg_plan(m), b, x, &so, &rep);   the fine level's plan of A, tuned once
  *   spx_amg_report_print(spx_amg_report_of(m), stdout, 0);  spx_amg_destroy(m);
  *
- * SETUP (in double; each step O(nnz) of its level, RAP O(its products); on the host, but for the
- * products of large levels on CUDA: see WHERE)
+ * SETUP (in double; each step O(nnz) of its level, RAP O(its products); on the GPU for large levels
+ * on CUDA, else on the host: see WHERE)
  *   strength      j is a strong neighbour of i when |a_ij| >= theta sqrt(|a_ii a_jj|) (symmetric
  *                 criterion of smoothed aggregation; theta [0.08] on the fine level, times
  *                 theta_decay [0.5] on each coarser one: a Galerkin operator spreads its couplings
  *                 over more, weaker entries, and a fixed theta finds few strong ones there)
- *   aggregation   standard SA, rows in order: pass 1 makes an aggregate of each row whose strong
- *                 neighbours are all free (the row and those neighbours); pass 2 puts each row left
- *                 into the aggregate of a strong neighbour (the first in column order); pass 3 makes
- *                 every row still left (no strong neighbour) an aggregate of its own. Every row ends
- *                 in exactly one aggregate.
+ *   aggregation   pass 1 picks roots, each leading an aggregate of itself and its strong
+ *                 neighbours; pass 2 puts each row left into the aggregate of a strong neighbour
+ *                 that pass 1 placed; pass 3 makes every row still left an aggregate of its own.
+ *                 Every row ends in exactly one aggregate, each aggregate connected. The roots
+ *                 (options.aggregation):
+ *                   greedy  standard SA: rows in order, a row whose strong neighbours are all free
+ *                           (serial); pass 2 takes the first such neighbour in column order
+ *                   mis2    a maximal set of rows no two within two strong steps, found in parallel
+ *                           rounds (each undecided row against those two steps away, priorities a
+ *                           fixed hash of the row: the same set for any thread count), then such a
+ *                           pass over the rows left where a root has at least 6 free neighbours;
+ *                           pass 2 takes the smallest neighbouring aggregate (the first of those)
+ *                   auto    [default] mis2 on the levels set up on the GPU, greedy on the host's
+ *                 mis2's roots do not line up plane by plane as the row order's do, so strongly
+ *                 anisotropic problems converge slower with it: prefer greedy there
+ *                 (docs/solvers.md compares the two).
  *   tentative P   piecewise constant on the aggregates (near null space: the constant vector),
  *                 each column scaled to unit 2-norm: T^T T = I
  *   smoothed P    P = (I - omega D_F^-1 A_F) T. A_F is A with its weak off-diagonal entries lumped
@@ -29,7 +40,9 @@
  *                 power_iters [15] power iterations from a fixed pseudo-random start, the last
  *                 Rayleigh quotient (x.A x / x.D x, a lower bound for symmetric A) times 1.1, capped
  *                 by the Gershgorin bound max_i sum_j |a_ij| / |a_ii| (power_iters 0: the bound
- *                 alone). prolong_omega 0 keeps T (plain aggregation).
+ *                 alone). prolong_omega 0 keeps T (plain aggregation). T has one entry a row, so row
+ *                 i of P is row i of A_F with its columns mapped through the aggregates and merged
+ *                 (each aggregate's entries summed in A's column order): no general product.
  *   R, A_c        R = P^T (transpose), A_c = R (A P) by two sparse products (Gustavson, two passes:
  *                 row sizes, then values; columns sorted)
  *   levels        coarsening stops at max_levels [10], when a level has at most coarse_size [500]
@@ -42,6 +55,9 @@
  *                 converges; the report counts such pivots.
  * Every level's A, P and R then goes through spx_plan_create with options.plan (NULL: the defaults,
  * eager), so on the CUDA backend the tuner picks each one's format and its SpMVs run on the GPU.
+ * A strategy that times candidates (auto, trial) runs as model there unless options.plan_trials:
+ * a timed choice per level and operator costs more than the rest of the setup. A model's choice
+ * whose converter declines the operator (a SELL16 slice too wide) falls back to CSR.
  * The input may be float (it is copied to double): AMG runs in double, and plans of options.plan
  * with dtype SPX_FLOAT are refused.
  *
@@ -78,7 +94,8 @@
  * symbolic pass's row pointers and columns, kept from the setup: A P is stored per level for it;
  * a level whose products ran on the GPU repeats only their numeric phase there, cuSPARSE's
  * SpGEMMreuse_compute over the kept descriptors and buffers, and brings A_c's values down),
- * the smoothers' data (diagonals, rho, the gs slices' values), the coarse LU, and each level's plan
+ * the smoothers' data (diagonals, rho (on the GPU for those levels), the gs slices' values), the
+ * coarse LU, and each level's plan
  * of A: plan.h has no update of a plan's values, so those plans are created again, each forced to
  * the format (or cuSPARSE) its first setup chose, which skips the tuner's choice. The fine level's
  * plan is then a new object: call spx_amg_plan again after an update. The result is the hierarchy a
@@ -95,19 +112,23 @@
  *                     after every cycle), reported as a Krylov solve is (method "amg")
  * Vectors are double arrays of the fine level's length: host arrays on the host backend, device
  * pointers on CUDA (spx_amg_solve takes host arrays on either with solve options.host_vectors).
- * WHERE  The setup runs on the host (OpenMP where a step is row-parallel), but on CUDA a level of
- * at least gpu_setup_rows [20000] rows forms its sparse products on the GPU with cuSPARSE: P = F T
- * (F = I - omega D_F^-1 A_F, made on the host with rho, as are the strength graph and the
- * aggregates; T goes up), R = P^T (csr2csc), and A_c = R (A P) by SpGEMM's reuse API (32-bit
- * indices; A_c stays on the device as the next level's A, and its copy comes down for the host's
- * steps and the plans). spx_amg_update then repeats only the numeric phase of those products. The
- * GPU's results have the host's patterns exactly and its values to rounding (the sums of a product
- * run in another order); levels below the size, a host backend, gpu_setup_rows 0, a cuSPARSE
- * without those entry points, or a failure of cuSPARSE or of device memory (the levels left then
- * go to the host) use the host path, and the report's gpu_note says why the GPU was not used
- * where it was asked for. The report gives each level's side (p_gpu, rap_gpu) and the GPU's share
- * of prolong_ms and rap_ms. The device keeps each such level's P, R, A P, A_c and the products'
- * buffers for spx_amg_update (about the host's AP, P and R again, in 32-bit indices).
+ * WHERE  On CUDA a level of at least gpu_setup_rows [20000] rows runs its setup on the GPU, its A
+ * kept there from its diagonal to its smoother (level 0 goes up once, a level below is the product
+ * of the one above): the diagonal, the strength, the mis2 aggregation, rho of D_F^-1 A_F, P and the
+ * smoother's rho by the kernels of templates/amg_setup.cu (each the twin of a host step here: the
+ * same integers, P's values bit for bit for the same omega, rho's to rounding), R = P^T by
+ * csr2csc, A_c = R (A P) by cuSPARSE SpGEMM's reuse API (32-bit indices; A_c stays on the device as
+ * the next level's A). What comes down: the diagonal (the smoothers'), the aggregates, P, R and A_c
+ * (the plans and the level view read host copies), and the counts that size the next step's
+ * arrays. The greedy rule's pass runs on the host between the GPU's strength and P. Other levels,
+ * the host backend and gpu_setup_rows 0 run the host steps (OpenMP where a step is row-parallel);
+ * a cuSPARSE without those entry points, or a failure of cuSPARSE or of device memory, makes that
+ * level again on the host and sends the levels left there, and the report's gpu_note says why.
+ * spx_amg_update repeats only the products' numeric phase on such levels. The report gives each
+ * level's side (agg_gpu, p_gpu, rap_gpu, rho_gpu) and the GPU's share of the phases' times. The
+ * device keeps each such level's P, R, A P, A_c and the products' buffers for spx_amg_update
+ * (about the host's AP, P and R again, in 32-bit indices). SPX_PLAN_TRACE=1 prints each GPU step's
+ * time (the stream drained at each mark, while tracing only) and each plan's choice and time.
  * The V-cycle's SpMVs are the plans' (on CUDA the tuner's kernels or cuSPARSE on the device); its
  * vector passes run on the host with OpenMP, or on CUDA as kernels of templates/amg.cu (gs: each
  * color's rows in slices of 32 rows stored column major, papers/003 section 3.2); the coarsest
@@ -190,6 +211,18 @@ typedef enum spx_amg_coloring {
   SPX_AMG_COLOR_WELSH_POWELL = 1 /* the same, rows by degree (highest first, ties in order) */
 } spx_amg_coloring;
 
+/* Aggregation rules (the header's SETUP). */
+typedef enum spx_amg_aggregation {
+  SPX_AMG_AGG_AUTO = 0,   /* MIS(2) on the levels set up on the GPU, greedy on the host's */
+  SPX_AMG_AGG_GREEDY = 1, /* rows in order (standard SA; serial, on the host) */
+  SPX_AMG_AGG_MIS2 = 2    /* roots a maximal set no two within two strong steps (parallel) */
+} spx_amg_aggregation;
+
+/* "auto", "greedy", "mis2"; "unknown" outside the enum. */
+const char *spx_amg_aggregation_name(spx_amg_aggregation a);
+/* By name (case ignored); SPX_INVALID_ARGUMENT listing the names otherwise. */
+spx_status spx_amg_aggregation_parse(const char *name, spx_amg_aggregation *out);
+
 /* One level's overrides: -1 (or 0 for damping) takes the global option. */
 typedef struct spx_amg_level_options {
   int smoother;    /* an spx_amg_smoother, or -1 */
@@ -208,8 +241,9 @@ typedef struct spx_amg_options {
   int coarse_sweeps;        /* else this many sweeps of its smoother [20] */
   double prolong_omega;     /* P = (I - omega/rho D_F^-1 A_F) T with omega this [4/3]; 0: P = T */
   int power_iters;          /* power iterations for rho [15]; 0: the Gershgorin bound */
-  int64_t gpu_setup_rows;   /* CUDA: a level of at least this many rows forms P, R and the next A on the
-                               GPU (WHERE) [20000]; 0: every level on the host */
+  int64_t gpu_setup_rows;   /* CUDA: a level of at least this many rows runs its setup on the GPU
+                               (WHERE) [20000]; 0: every level on the host */
+  spx_amg_aggregation aggregation; /* [SPX_AMG_AGG_AUTO] */
   /* smoothing */
   spx_amg_smoother smoother; /* every level's [SPX_AMG_CHEBYSHEV] */
   int pre_sweeps, post_sweeps; /* [1, 1] */
@@ -223,6 +257,9 @@ typedef struct spx_amg_options {
   spx_amg_cycle_type cycle; /* V, W or F [SPX_AMG_CYCLE_V] */
   /* plans */
   const spx_plan_options *plan; /* every level's A, P and R plans; NULL: defaults with eager 1 */
+  int plan_trials;          /* 0 [default]: a plan strategy that times candidates (auto, trial) runs as
+                               model for the hierarchy's operators (no timed trial or race); 1: the
+                               plan options' strategy as given */
 } spx_amg_options;
 
 void spx_amg_options_default(spx_amg_options *o);
@@ -238,7 +275,11 @@ typedef struct spx_amg_level_info {
   int colors;               /* gs: colors of this level (0 for the other smoothers) */
   double rho;               /* the upper estimate of rho(D^-1 A) used by chebyshev */
   double omega;             /* P's smoothing weight (prolong_omega / rho(D_F^-1 A_F); 0 on the coarsest) */
-  int p_gpu, rap_gpu;       /* 1: P and R, and the next level's A = R A P, were formed on the GPU */
+  int agg_gpu;              /* 1: the strength, and the aggregates but for the greedy rule's pass, were
+                               formed on the GPU */
+  int mis2;                 /* 1: the aggregates by the MIS(2) rule, 0: by the greedy one */
+  int p_gpu, rap_gpu;       /* 1: rho_F, P and R, and the next level's A = R A P, were formed on the GPU */
+  int rho_gpu;              /* 1: the smoother's rho came from a power iteration on the GPU */
   char format[24], p_format[24], r_format[24]; /* the plans' formats ("sell", "cusparse_csr"; "" none) */
 } spx_amg_level_info;
 
@@ -252,14 +293,18 @@ typedef struct spx_amg_report {
   char stop[160];             /* why coarsening stopped */
   /* setup wall time, milliseconds, by phase */
   double setup_ms;            /* all of spx_amg_create */
-  double strength_ms, aggregate_ms, prolong_ms; /* prolong: A_F, rho, T, P and R = P^T */
+  double input_ms;            /* the input's checks and its copy in double */
+  double strength_ms, aggregate_ms, prolong_ms; /* strength: on a GPU level with its start (A up, the
+                                 device arrays, the diagonal); prolong: rho of D_F^-1 A_F, P, R = P^T */
   double rap_ms;              /* the Galerkin products */
-  double smoother_ms;         /* diagonals, rho for chebyshev, colorings */
+  double smoother_ms;         /* diagonals (the host levels'), rho for chebyshev, colorings */
   double coarse_ms;           /* the dense LU */
   double plan_ms;             /* spx_plan_create of every operator (analysis, choice, build) */
   double device_ms;           /* CUDA: kernels, vectors and smoother arrays on the device */
-  double prolong_gpu_ms, rap_gpu_ms; /* of prolong_ms and rap_ms, the GPU levels' (copies included) */
+  double strength_gpu_ms, aggregate_gpu_ms, prolong_gpu_ms, rap_gpu_ms; /* of those phases, the GPU
+                                 levels' (copies included) */
   char gpu_note[200];         /* why levels gpu_setup_rows sent to the GPU ran on the host ("" none) */
+  spx_amg_aggregation aggregation; /* the option (AUTO: each level's agg_gpu says which rule) */
   int64_t cycles;             /* cycles run so far (spx_amg_cycle, spx_amg_precond, spx_amg_solve) */
   spx_amg_cycle_type cycle;
   /* The setup fields above describe the last setup: spx_amg_create's, or the last successful

@@ -142,15 +142,16 @@
  *                                                                 context, device, loader, config
  *   solve_impl.h     solvers                                      plan, cuda, jit, device
  *   AMG, in rooms (amg_levels.h declares what each gives the rooms after it):
- *   amg_gpu_impl.h         the setup's products on the GPU
- *                          (cuSPARSE SpGEMM reuse, csr2csc)       csr, device, loader
- *   amg_setup_impl.h       the levels on the host: strength,
- *                          aggregation, P, Galerkin, coarse LU    amg_gpu, csr
+ *   amg_gpu_impl.h         the setup on the GPU (amg_setup.cu's
+ *                          kernels, cuSPARSE SpGEMM, csr2csc)     csr, device, jit, loader
+ *   amg_setup_impl.h       the levels: strength, aggregation, P,
+ *                          Galerkin, coarse LU (host twins; the
+ *                          GPU's through amg_gpu)                 amg_gpu, csr
  *   amg_smooth_impl.h      smoothers, coloring, the vector
  *                          operations (host twin and kernel)      amg_setup, plan, device, loader
  *   amg_impl.h             the hierarchy, cycles, update, AMG as
  *                          the solver, the report                 amg_smooth, amg_setup, solve, plan,
- *                                                                 jit, context, device
+ *                                                                 jit, context, device, csr
  * tests/BUILD.gn (impl_alone) compiles each of them alone. */
 #if defined(SPX_IMPLEMENTATION) && !defined(SPX__IMPLEMENTATION_DONE)
 #define SPX__IMPLEMENTATION_DONE

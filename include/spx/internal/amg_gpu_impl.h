@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* AMG's setup products on the GPU (amg_levels.h): the device twin of the host's smoothed
- * prolongation product and Galerkin products for the levels large enough to pay
- * (amg_setup_impl.h decides the side, and keeps the host path as the reference and the fallback).
- * P = F T and A_c = R (A P) by cuSPARSE's generic SpGEMM through its reuse API, R = P^T by
- * cusparseCsr2cscEx2.
+/* AMG's setup on the GPU (amg_levels.h): a level large enough to pay runs its steps here, the
+ * device twin of the host's (amg_setup_impl.h decides the side and keeps the host twins as the
+ * reference and the fallback). A stays on the device from the level's start (level 0 goes up once,
+ * a level below is the product of the one above) through its smoother's rho:
+ *   diagonal, strength (mask and A_F's diagonal), MIS(2) aggregation (rounds of two kernels, a
+ *   count down each round), rho of D_F^-1 A_F (power iteration, partial sums per block summed in
+ *   a fixed order: no copy per step), P row by row (counts, scan, fill): templates/amg_setup.cu;
+ *   R = P^T by cusparseCsr2cscEx2; A_c = R (A P) by cuSPARSE's generic SpGEMM (reuse API).
+ * What comes down: d (the smoothers' diagonal), the aggregates, P, R and A_c (the plans and the
+ * level view read host copies), and a few counts (weak entries, undecided rows, the scans' totals,
+ * rho's state): each is what the next step needs to size its arrays, or a result.
  *
- * WHY THESE CALLS  cuSPARSE's SpGEMM takes non-transposed CSR operands with 32-bit indices only,
+ * WHY THESE CALLS  P = F T needs no general product: T has one entry per row, so row i of F T is
+ * row i of A_F with its columns mapped through the aggregates and merged (the kernel's row walk,
+ * short rows). cuSPARSE's SpGEMM takes non-transposed CSR operands with 32-bit indices only,
  * so R A P is two products, A P then R (A P), with R made on the device by csr2csc of P: one
  * linear pass instead of a transposed operand, and the host wants R (for its plan) anyway. The
  * reuse API splits a product into its symbolic phase (work estimation, row counts, the pattern's
@@ -16,22 +24,23 @@
  * cuMemAlloc). CSR_ALG_DETERMINITIC gives the same values bit for bit run to run, so an update to
  * 2 A equals a fresh setup of 2 A, as on the host.
  *
- * PATTERNS AND VALUES  cuSPARSE keeps every entry the product's pattern has (a sum that cancels
- * to 0 stays an entry), as the host's Gustavson product does, and its rows come with sorted
- * columns: the patterns are the host's exactly. Each download checks the rows' order (one out of
- * order fails over to the host, whose products sort). The sums run in another order than the
- * host's, so the values agree to rounding.
+ * PATTERNS AND VALUES  The kernels give the host twins' integers (strength, aggregates, P's
+ * pattern) exactly and P's values bit for bit for the same omega; rho's sums run per block, so
+ * omega agrees with the host's to rounding. cuSPARSE keeps every entry the product's pattern has
+ * (a sum that cancels to 0 stays an entry), as the host's Gustavson product does, and its rows come
+ * with sorted columns: the patterns are the host's exactly. Each download checks the rows' order
+ * (one out of order fails over to the host, whose products sort). The products' sums run in
+ * another order than the host's, so their values agree to rounding.
  *
- * WHERE THE RESULTS GO  A_c stays on the device as the next level's A (no upload when that level
- * runs here too); P, R and A_c come down into the host's level arrays, which the host's steps
- * below and the plans read. Every call runs on the context's stream with its CUDA context
- * pushed. */
+ * Every call runs on the context's stream with its CUDA context pushed; the kernels are queued
+ * without waits, and a step waits only where a count or a result comes down. */
 #include "common.h"
 #include "cuda_types.h"
 #include "amg_levels.h"
 #include "../amg.h"
 #include "../csr.h"
 #include "../device.h"
+#include "../jit.h"
 #include "../loader.h"
 
 #define SPX__AMG_GPU_OP SPX__CUSPARSE_OPERATION_NON_TRANSPOSE
@@ -89,6 +98,16 @@ static spx_status spx__amg_gpu_enter(spx_amg *m, const spx__cusparse_api **out) 
 static spx_status spx__amg_gpu_alloc(spx_amg *m, size_t bytes, spx_devptr *d) {
   return spx_device_alloc(m->ctx, bytes + 8, d); /* + 8: an empty array is a pointer still */
 }
+
+/* bytes (a multiple of 4) of p set to the 32-bit word v in the stream's order (no wait). */
+static spx_status spx__amg_gpu_fill(spx_amg *m, spx_devptr p, unsigned v, size_t bytes) {
+  const spx__cuda_api *cu = spx__cuda();
+  if (!cu) return spx__fail(SPX_NOT_AVAILABLE, "spx_amg: no CUDA driver");
+  return bytes ? spx__cu_check(cu->cuMemsetD32Async((spx__CUdeviceptr)p, v, bytes / 4, m->ctx->stream),
+                               "cuMemsetD32Async")
+               : SPX_OK;
+}
+#define spx__amg_gpu_zero(m, p, bytes) spx__amg_gpu_fill(m, p, 0u, bytes)
 
 static void spx__amg_dcsr_free(spx_amg *m, const spx__cusparse_api *sp, spx__amg_dcsr *d) {
   if (!d) return;
@@ -196,7 +215,7 @@ static spx_status spx__amg_gemm_values(spx_amg *m, const spx__cusparse_api *sp, 
                                        const spx__amg_dcsr *B, spx__amg_dcsr *C, spx__amg_gemm *g) {
   const double one = 1.0, zero = 0.0;
   spx_status st;
-  if (C->nnz && (st = spx_device_memset(m->ctx, C->val, 0, (size_t)C->nnz * sizeof(double)))) return st;
+  if ((st = spx__amg_gpu_zero(m, C->val, (size_t)C->nnz * sizeof(double)))) return st;
   return spx__cusparse_check(sp->cusparseSpGEMMreuse_compute(m->sph, SPX__AMG_GPU_OP, SPX__AMG_GPU_OP, &one, A->mat,
                                                              B->mat, &zero, C->mat, SPX__CUDA_R_64F, SPX__AMG_GPU_ALG,
                                                              g->d),
@@ -305,30 +324,316 @@ static spx_status spx__amg_transpose(spx_amg *m, const spx__cusparse_api *sp, co
   return st;
 }
 
+/* ---- The setup's kernels and the level's device arrays -------------------------------------------- */
+static const char *const spx__amgs_knames[] = {
+#define SPX__AMGS_KNAME(e, name) name,
+    SPX__AMGS_KERNELS(SPX__AMGS_KNAME)
+#undef SPX__AMGS_KNAME
+};
+
+/* The kernels of templates/amg_setup.cu (compiled once, then from the JIT's caches). */
+static spx_status spx__amg_gpu_kernels(spx_amg *m) {
+  static const char *const defs[1] = {"SPX_BLOCK=256"};
+  int k;
+  spx_status st;
+  for (k = 0; k < SPX__AS_COUNT; k++)
+    if (!m->sfn[k] && (st = spx_jit_kernel(m->ctx, "amg_setup", spx__amgs_knames[k], 1, defs, &m->sfn[k])))
+      return st;
+  return SPX_OK;
+}
+
+/* Setup kernel k on grid blocks of SPX__AMG_BLOCK threads, queued on the context's stream (the
+ * caller has the context pushed). */
+static spx_status spx__amg_gpu_run(spx_amg *m, int k, unsigned grid, void **params) {
+  const spx__cuda_api *cu = spx__cuda();
+  if (!cu) return spx__fail(SPX_NOT_AVAILABLE, "spx_amg: no CUDA driver");
+  return spx__cu_check(cu->cuLaunchKernel((spx__CUfunction)m->sfn[k], grid, 1, 1, SPX__AMG_BLOCK, 1, 1, 0,
+                                          m->ctx->stream, params, NULL),
+                       spx__amgs_knames[k]);
+}
+
+/* SPX_PLAN_TRACE: the time since *t of level l's step on stderr, the stream drained first so that
+ * it is the step's own (only while tracing: otherwise nothing waits here). */
+static void spx__amg_gpu_mark(spx_amg *m, int l, const char *step, double *t) {
+  double now;
+  if (!spx__plan_tracing()) return;
+  (void)spx_context_synchronize(m->ctx);
+  now = spx__now();
+  fprintf(stderr, "spx amg: level %d gpu %-18s %8.3f ms\n", l, step, 1e3 * (now - *t));
+  *t = now;
+}
+
+void spx__amg_gpu_work_free(spx_amg *m) {
+  spx__amg_gwork *w = &m->gw;
+  spx_devptr *const p[] = {&w->d,    &w->dF,  &w->mask,  &w->sub,  &w->tup,   &w->t1,   &w->agg,   &w->flag,
+                           &w->off,  &w->tiles, &w->size, &w->scale, &w->part, &w->state, &w->cnt};
+  size_t k;
+  for (k = 0; k < sizeof p / sizeof *p; k++) {
+    spx_device_free(m->ctx, *p[k]);
+    *p[k] = 0;
+  }
+}
+
+/* Level l's device arrays (the last level's freed first: the allocator keeps their blocks) and
+ * its row kernels' grid: a few blocks per SM, at most one per SPX__AMG_BLOCK rows. */
+static spx_status spx__amg_gpu_work(spx_amg *m, int l) {
+  spx__amg_gwork *w = &m->gw;
+  const int64_t n = m->lv[l].A->nrows, nnz = m->lv[l].A->nnz, sms = m->ctx->info.sm_count;
+  const int64_t g = (n + SPX__AMG_BLOCK - 1) / SPX__AMG_BLOCK, want = sms > 0 ? 8 * sms : 1024;
+  const size_t vb = ((size_t)n + 1) * sizeof(double), ib = ((size_t)n + 1) * sizeof(int32_t);
+  spx_status st;
+  spx__amg_gpu_work_free(m);
+  w->grid = (unsigned)SPX__MAX(1, SPX__MIN(g, SPX__MIN(want, 4096)));
+  if ((st = spx__amg_gpu_alloc(m, vb, &w->d)) || (st = spx__amg_gpu_alloc(m, vb, &w->dF)) ||
+      (st = spx__amg_gpu_alloc(m, (size_t)nnz, &w->mask)) || (st = spx__amg_gpu_alloc(m, (size_t)nnz, &w->sub)) ||
+      (st = spx__amg_gpu_alloc(m, vb, &w->tup)) ||
+      (st = spx__amg_gpu_alloc(m, vb, &w->t1)) || (st = spx__amg_gpu_alloc(m, ib, &w->agg)) ||
+      (st = spx__amg_gpu_alloc(m, ib, &w->flag)) || (st = spx__amg_gpu_alloc(m, ib, &w->off)) ||
+      (st = spx__amg_gpu_alloc(m, ((size_t)(n / SPX__AMG_TILE) + 2) * sizeof(int64_t), &w->tiles)) ||
+      (st = spx__amg_gpu_alloc(m, (size_t)w->grid * 3 * sizeof(double), &w->part)) ||
+      (st = spx__amg_gpu_alloc(m, 4 * sizeof(double), &w->state)) ||
+      (st = spx__amg_gpu_alloc(m, 2 * sizeof(uint64_t), &w->cnt))) {
+    spx__amg_gpu_work_free(m);
+    return st;
+  }
+  w->l = l;
+  return SPX_OK;
+}
+
+/* out = the exclusive scan of the n 32-bit counts in (out[n] the total, *total too): tiles, their
+ * scan, then each tile's; a total past 32 bits is SPX_UNSUPPORTED (the host takes over). */
+static spx_status spx__amg_gpu_scan(spx_amg *m, int64_t n, spx_devptr in, spx_devptr out, int64_t *total) {
+  long long nn = n, nt = n / SPX__AMG_TILE + 1;
+  spx_devptr tiles = m->gw.tiles;
+  void *pt[] = {&nn, &in, &tiles}, *pp[] = {&nt, &tiles}, *pa[] = {&nn, &in, &tiles, &out};
+  int64_t sum = 0;
+  spx_status st;
+  if ((st = spx__amg_gpu_run(m, SPX__AS_SCAN_TILES, (unsigned)nt, pt)) ||
+      (st = spx__amg_gpu_run(m, SPX__AS_SCAN_TOP, 1, pp)) ||
+      (st = spx_device_download(m->ctx, &sum, tiles + (spx_devptr)nt * sizeof(int64_t), sizeof sum)))
+    return st;
+  if (sum > INT32_MAX)
+    return spx__fail(SPX_UNSUPPORTED, "spx_amg: a count on the GPU reached %lld, past the 32-bit indices of its "
+                     "kernels", (long long)sum);
+  *total = sum;
+  return spx__amg_gpu_run(m, SPX__AS_SCAN_APPLY, (unsigned)nt, pa);
+}
+
 /* ---- The level's steps --------------------------------------------------------------------------- */
-spx_status spx__amg_gpu_prolong(spx_amg *m, int l, const spx_csr *F, const spx_csr *T) {
+/* The device's level l: its A (rows, 32-bit offsets and columns, values) as kernel arguments. */
+#define SPX__AMG_GPU_A(L) long long n = (L)->A->nrows; spx_devptr rp = (L)->dA->rp, ci = (L)->dA->ci, va = (L)->dA->val
+
+spx_status spx__amg_gpu_diag(spx_amg *m, int l, double *d) {
   spx__amg_level *L = &m->lv[l];
   const spx__cusparse_api *sp;
-  spx__amg_dcsr dF, dT;
-  spx__amg_gemm g;
-  spx__amg_gpu *G;
-  spx_csr *P = NULL, *R = NULL;
   spx_status st;
-  memset(&dF, 0, sizeof dF);
-  memset(&dT, 0, sizeof dT);
-  memset(&g, 0, sizeof g);
+  double t = spx__now();
   if ((st = spx__amg_gpu_enter(m, &sp))) return st;
-  if (!(G = L->gpu = (spx__amg_gpu *)spx__calloc(1, sizeof *G))) st = SPX_OUT_OF_MEMORY;
-  else if (F) { /* P = F T; F and T go once P is made */
-    if (!(st = spx__amg_dcsr_up(m, sp, F, &dF)) && !(st = spx__amg_dcsr_up(m, sp, T, &dT)))
-      st = spx__amg_gemm_make(m, sp, &dF, &dT, &G->P, &g);
-  } else st = spx__amg_dcsr_up(m, sp, T, &G->P); /* prolong_omega 0: P = T */
-  if (!st) st = spx__amg_transpose(m, sp, &G->P, &G->R);
-  if (!st) st = spx__amg_dcsr_down(m, &G->P, &P);
-  if (!st) st = spx__amg_dcsr_down(m, &G->R, &R);
-  spx__amg_dcsr_free(m, sp, &dF);
-  spx__amg_dcsr_free(m, sp, &dT);
-  spx__amg_gemm_free(m, sp, &g);
+  if (!(st = spx__amg_gpu_kernels(m))) spx__amg_gpu_mark(m, l, "kernels", &t);
+  if (!st && !L->dA) { /* level 0 (or below a host level): A goes up */
+    if (!(L->dA = (spx__amg_dcsr *)spx__calloc(1, sizeof *L->dA))) st = SPX_OUT_OF_MEMORY;
+    else if (!(st = spx__amg_dcsr_up(m, sp, L->A, L->dA))) spx__amg_gpu_mark(m, l, "A up", &t);
+  }
+  if (!st && !(st = spx__amg_gpu_work(m, l))) {
+    SPX__AMG_GPU_A(L);
+    spx_devptr dd = m->gw.d;
+    void *pr[] = {&n, &rp, &ci, &va, &dd};
+    if (!(st = spx__amg_gpu_run(m, SPX__AS_DIAG, m->gw.grid, pr)))
+      st = spx_device_download(m->ctx, d, dd, (size_t)n * sizeof(double));
+    if (!st) spx__amg_gpu_mark(m, l, "arrays, diagonal", &t);
+  }
+  spx__ctx_pop(m->ctx);
+  return st;
+}
+
+spx_status spx__amg_gpu_strength(spx_amg *m, int l, double theta, int64_t *weak) {
+  spx__amg_level *L = &m->lv[l];
+  spx__amg_gwork *w = &m->gw;
+  const spx__cusparse_api *sp;
+  uint64_t cnt = 0;
+  double th2 = theta * theta;
+  spx_status st;
+  if ((st = spx__amg_gpu_enter(m, &sp))) return st;
+  {
+    SPX__AMG_GPU_A(L);
+    spx_devptr d = w->d, mask = w->mask, dF = w->dF, c = w->cnt;
+    void *pr[] = {&n, &rp, &ci, &va, &d, &th2, &mask, &dF, &c};
+    double t = spx__now();
+    if (!(st = spx__amg_gpu_zero(m, c, 2 * sizeof(uint64_t))) && !(st = spx__amg_gpu_run(m, SPX__AS_STRENGTH, w->grid, pr)))
+      st = spx_device_download(m->ctx, &cnt, c, sizeof cnt);
+    if (!st) spx__amg_gpu_mark(m, l, "strength", &t);
+  }
+  spx__ctx_pop(m->ctx);
+  *weak = (int64_t)cnt;
+  return st;
+}
+
+/* One MIS(2) pass over the rows still free and the entries in sub (spx__amg_mis2_pass's twin):
+ * the start, rounds until no row is undecided (each decides at least the largest undecided tuple,
+ * so at most n rounds; the undecided count comes down after each), the roots numbered from *next
+ * (a scan), the rows joined. */
+static spx_status spx__amg_gpu_mis_pass(spx_amg *m, spx__amg_level *L, spx_devptr sub, int minc, int64_t *next) {
+  spx__amg_gwork *w = &m->gw;
+  SPX__AMG_GPU_A(L);
+  spx_devptr agg = w->agg, tup = w->tup, t1 = w->t1, flag = w->flag, off = w->off, und = w->cnt + sizeof(uint64_t);
+  int next0 = (int)*next;
+  void *pi[] = {&n, &rp, &ci, &sub, &agg, &minc, &tup}, *pm[] = {&n, &rp, &ci, &sub, &tup, &t1};
+  void *pd[] = {&n, &rp, &ci, &sub, &t1, &tup, &und}, *pf[] = {&n, &tup, &flag};
+  void *pj[] = {&n, &rp, &ci, &sub, &tup, &off, &next0, &agg};
+  uint64_t left = 1;
+  int64_t round, roots = 0;
+  spx_status st = spx__amg_gpu_run(m, SPX__AS_MIS_INIT, w->grid, pi);
+  (void)va;
+  for (round = 0; !st && left > 0; round++) {
+    if (round > n) return spx__fail(SPX_INTERNAL, "spx_amg: the MIS(2) rounds did not end");
+    if (!(st = spx__amg_gpu_zero(m, und, sizeof(uint64_t))) && !(st = spx__amg_gpu_run(m, SPX__AS_MIS_MAX, w->grid, pm)) &&
+        !(st = spx__amg_gpu_run(m, SPX__AS_MIS_DECIDE, w->grid, pd)))
+      st = spx_device_download(m->ctx, &left, und, sizeof left);
+  }
+  if (st || (st = spx__amg_gpu_run(m, SPX__AS_ROOT_FLAG, w->grid, pf)) || (st = spx__amg_gpu_scan(m, n, flag, off, &roots)))
+    return st;
+  if (spx__plan_tracing())
+    fprintf(stderr, "spx amg: MIS(2) pass (at least %d free neighbours): %lld rounds, %lld roots\n", minc, (long long)round,
+            (long long)roots);
+  if (*next + roots > INT32_MAX) return spx__fail(SPX_UNSUPPORTED, "spx_amg: too many aggregates for 32-bit indices");
+  *next += roots;
+  return spx__amg_gpu_run(m, SPX__AS_MIS_JOIN, w->grid, pj);
+}
+
+/* The MIS(2) rule's passes (spx__amg_aggregate's twin): the first over every row, the second over
+ * the rows left and the entries among them, then pass 2 (a row left joins the smallest aggregate
+ * among its strong neighbours) and pass 3 (the rows left on their own, numbered after: a scan). */
+static spx_status spx__amg_gpu_mis2(spx_amg *m, spx__amg_level *L, int64_t *nagg) {
+  spx__amg_gwork *w = &m->gw;
+  SPX__AMG_GPU_A(L);
+  spx_devptr mask = w->mask, sub = w->sub, agg = w->agg, flag = w->flag, off = w->off, size = 0;
+  int64_t next = 0, single = 0;
+  int next0 = 0;
+  void *pb[] = {&n, &rp, &ci, &mask, &agg, &sub}, *pz[] = {&n, &agg, &size};
+  void *pa[] = {&n, &rp, &ci, &mask, &size, &agg}, *ps[] = {&n, &agg, &flag}, *pe[] = {&n, &off, &next0, &agg};
+  spx_status st;
+  (void)va;
+  if ((st = spx__amg_gpu_fill(m, agg, 0xFFFFFFFFu, (size_t)n * sizeof(int32_t))) ||
+      (st = spx__amg_gpu_mis_pass(m, L, mask, 1, &next)) || (st = spx__amg_gpu_run(m, SPX__AS_SUB, w->grid, pb)) ||
+      (st = spx__amg_gpu_mis_pass(m, L, sub, SPX__AMG_MIS2_MIN, &next)) ||
+      (st = spx__amg_gpu_alloc(m, ((size_t)next + 1) * sizeof(int32_t), &w->size)))
+    return st;
+  size = w->size;
+  if ((st = spx__amg_gpu_zero(m, size, (size_t)next * sizeof(int32_t))) ||
+      (st = spx__amg_gpu_run(m, SPX__AS_AGG_SIZE, w->grid, pz)) || (st = spx__amg_gpu_run(m, SPX__AS_AGG_ATTACH, w->grid, pa)) ||
+      (st = spx__amg_gpu_run(m, SPX__AS_SINGLE_FLAG, w->grid, ps)) || (st = spx__amg_gpu_scan(m, n, flag, off, &single)))
+    return st;
+  if (next + single > INT32_MAX) return spx__fail(SPX_UNSUPPORTED, "spx_amg: too many aggregates for 32-bit indices");
+  next0 = (int)next;
+  *nagg = next + single;
+  spx_device_free(m->ctx, w->size); /* P sizes its own per aggregate */
+  w->size = 0;
+  return spx__amg_gpu_run(m, SPX__AS_AGG_FINAL, w->grid, pe);
+}
+
+spx_status spx__amg_gpu_aggregate(spx_amg *m, int l, int32_t *agg, int64_t *nagg) {
+  spx__amg_level *L = &m->lv[l];
+  const spx__cusparse_api *sp;
+  spx_status st;
+  double t = spx__now();
+  if ((st = spx__amg_gpu_enter(m, &sp))) return st;
+  if (!(st = spx__amg_gpu_mis2(m, L, nagg))) {
+    spx__amg_gpu_mark(m, l, "MIS(2) aggregates", &t);
+    if (!(st = spx_device_download(m->ctx, agg, m->gw.agg, (size_t)L->A->nrows * sizeof(int32_t))))
+      spx__amg_gpu_mark(m, l, "aggregates down", &t);
+  }
+  spx__ctx_pop(m->ctx);
+  return st;
+}
+
+spx_status spx__amg_gpu_mask_down(spx_amg *m, int l, uint8_t *mask) {
+  return spx_device_download(m->ctx, mask, m->gw.mask, (size_t)m->lv[l].A->nnz);
+}
+
+spx_status spx__amg_gpu_agg_up(spx_amg *m, int l, const int32_t *agg) {
+  return spx_device_upload(m->ctx, m->gw.agg, agg, (size_t)m->lv[l].A->nrows * sizeof(int32_t));
+}
+
+spx_status spx__amg_gpu_rho(spx_amg *m, int l, int filtered, const double *d, int iters, double *lam, double *gersh) {
+  spx__amg_level *L = &m->lv[l];
+  spx__amg_gwork *w = &m->gw;
+  const spx__cusparse_api *sp;
+  double state[4] = {0, 0, 0, 0}, t = spx__now();
+  spx_status st;
+  if (!L->dA || (filtered && (!w->d || w->l != l)))
+    return spx__fail(SPX_INTERNAL, "spx_amg: level %d's operator is not on the device for rho", l);
+  if ((st = spx__amg_gpu_enter(m, &sp))) return st;
+  if ((!w->d || w->l != l) && !(st = spx__amg_gpu_work(m, l))) /* an update's smoother: d goes up */
+    st = spx_device_upload(m->ctx, w->d, d, (size_t)L->A->nrows * sizeof(double));
+  if (!st) {
+    SPX__AMG_GPU_A(L);
+    spx_devptr mask = filtered ? w->mask : 0, dd = filtered ? w->dF : w->d, x = w->tup, y = w->t1;
+    spx_devptr part = w->part, sta = w->state;
+    int nb = (int)w->grid, k;
+    void *pg[] = {&n, &rp, &ci, &va, &mask, &dd, &part}, *pgm[] = {&nb, &part, &sta}, *px[] = {&n, &x};
+    void *ps[] = {&n, &rp, &ci, &va, &mask, &dd, &x, &y, &sta, &part}, *pu[] = {&nb, &part, &sta};
+    void *pc[] = {&n, &y, &dd, &sta, &x};
+    if (!(st = spx__amg_gpu_zero(m, sta, sizeof state)) && !(st = spx__amg_gpu_run(m, SPX__AS_GERSH, w->grid, pg)))
+      st = spx__amg_gpu_run(m, SPX__AS_GERSH_MAX, 1, pgm);
+    if (!st && iters > 0 && n > 0) st = spx__amg_gpu_run(m, SPX__AS_RHO_START, w->grid, px);
+    for (k = 0; !st && n > 0 && k < iters; k++)
+      if (!(st = spx__amg_gpu_run(m, SPX__AS_RHO_STEP, w->grid, ps)) && !(st = spx__amg_gpu_run(m, SPX__AS_RHO_SUM, 1, pu)))
+        st = spx__amg_gpu_run(m, SPX__AS_RHO_SCALE, w->grid, pc);
+    if (!st) st = spx_device_download(m->ctx, state, sta, sizeof state);
+  }
+  if (!st) spx__amg_gpu_mark(m, l, filtered ? "rho_F" : "rho", &t);
+  spx__ctx_pop(m->ctx);
+  *lam = iters > 0 && L->A->nrows > 0 ? state[0] : 0;
+  *gersh = state[3];
+  return st;
+}
+
+/* P's pattern and values on the device (G->P): the tentative scales, the row counts, their scan,
+ * the rows. */
+static spx_status spx__amg_gpu_p(spx_amg *m, const spx__cusparse_api *sp, spx__amg_level *L, int64_t nagg,
+                                 double omega, int plain) {
+  spx__amg_gwork *w = &m->gw;
+  spx__amg_dcsr *P = &L->gpu->P;
+  SPX__AMG_GPU_A(L);
+  long long na = nagg;
+  spx_devptr mask = w->mask, dF = w->dF, agg = w->agg, flag = w->flag, size, scale;
+  void *pz[] = {&n, &agg, &size}, *pc[] = {&na, &size, &scale}, *pn[] = {&n, &rp, &ci, &mask, &agg, &plain, &flag};
+  void *pf[] = {&n, &rp, &ci, &va, &mask, &dF, &agg, &scale, &omega, &plain, &P->rp, &P->ci, &P->val};
+  int64_t nnz = 0;
+  spx_status st;
+  memset(P, 0, sizeof *P);
+  P->rows = n;
+  P->cols = nagg;
+  if ((st = spx__amg_gpu_alloc(m, ((size_t)nagg + 1) * sizeof(int32_t), &w->size)) ||
+      (st = spx__amg_gpu_alloc(m, ((size_t)nagg + 1) * sizeof(double), &w->scale)) ||
+      (st = spx__amg_gpu_alloc(m, ((size_t)n + 1) * sizeof(int32_t), &P->rp)))
+    return st;
+  size = w->size;
+  scale = w->scale;
+  if ((st = spx__amg_gpu_zero(m, size, (size_t)nagg * sizeof(int32_t))) ||
+      (st = spx__amg_gpu_run(m, SPX__AS_AGG_SIZE, w->grid, pz)) || (st = spx__amg_gpu_run(m, SPX__AS_AGG_SCALE, w->grid, pc)) ||
+      (st = spx__amg_gpu_run(m, SPX__AS_P_COUNT, w->grid, pn)) || (st = spx__amg_gpu_scan(m, n, flag, P->rp, &nnz)))
+    return st;
+  P->nnz = nnz;
+  if ((st = spx__amg_gpu_alloc(m, (size_t)nnz * sizeof(int32_t), &P->ci)) ||
+      (st = spx__amg_gpu_alloc(m, (size_t)nnz * sizeof(double), &P->val)) ||
+      (st = spx__amg_gpu_run(m, SPX__AS_P_FILL, w->grid, pf)))
+    return st;
+  return spx__amg_dcsr_descr(sp, P);
+}
+
+spx_status spx__amg_gpu_prolong(spx_amg *m, int l, int64_t nagg, double omega, int plain) {
+  spx__amg_level *L = &m->lv[l];
+  const spx__cusparse_api *sp;
+  spx_csr *P = NULL, *R = NULL;
+  double t = spx__now();
+  spx_status st;
+  if ((st = spx__amg_gpu_enter(m, &sp))) return st;
+  if (!L->gpu && !(L->gpu = (spx__amg_gpu *)spx__calloc(1, sizeof *L->gpu))) st = SPX_OUT_OF_MEMORY;
+  if (!st && !(st = spx__amg_gpu_p(m, sp, L, nagg, omega, plain))) spx__amg_gpu_mark(m, l, "P", &t);
+  if (!st && !(st = spx__amg_transpose(m, sp, &L->gpu->P, &L->gpu->R))) spx__amg_gpu_mark(m, l, "R = P^T", &t);
+  if (!st && !(st = spx__amg_dcsr_down(m, &L->gpu->P, &P))) spx__amg_gpu_mark(m, l, "P down", &t);
+  if (!st && !(st = spx__amg_dcsr_down(m, &L->gpu->R, &R))) spx__amg_gpu_mark(m, l, "R down", &t);
   spx__ctx_pop(m->ctx);
   if (st) { /* L->gpu goes with the caller's spx__amg_gpu_fallback */
     spx_csr_destroy(P);
@@ -346,6 +651,7 @@ spx_status spx__amg_gpu_rap(spx_amg *m, int l) {
   spx__amg_gpu *G = L->gpu;
   const spx__cusparse_api *sp;
   spx_csr *Ac = NULL;
+  double t = spx__now();
   spx_status st;
   if (!G) return spx__fail(SPX_INTERNAL, "spx_amg: level %d's P is not on the device", l);
   if ((st = spx__amg_gpu_enter(m, &sp))) return st;
@@ -354,9 +660,9 @@ spx_status spx__amg_gpu_rap(spx_amg *m, int l) {
     else st = spx__amg_dcsr_up(m, sp, L->A, L->dA);
   }
   if (!st && !(N->dA = (spx__amg_dcsr *)spx__calloc(1, sizeof *N->dA))) st = SPX_OUT_OF_MEMORY;
-  if (!st) st = spx__amg_gemm_make(m, sp, L->dA, &G->P, &G->AP, &G->ap);
-  if (!st) st = spx__amg_gemm_make(m, sp, &G->R, &G->AP, N->dA, &G->rap);
-  if (!st) st = spx__amg_dcsr_down(m, N->dA, &Ac);
+  if (!st && !(st = spx__amg_gemm_make(m, sp, L->dA, &G->P, &G->AP, &G->ap))) spx__amg_gpu_mark(m, l, "A P (SpGEMM)", &t);
+  if (!st && !(st = spx__amg_gemm_make(m, sp, &G->R, &G->AP, N->dA, &G->rap))) spx__amg_gpu_mark(m, l, "R (A P) (SpGEMM)", &t);
+  if (!st && !(st = spx__amg_dcsr_down(m, N->dA, &Ac))) spx__amg_gpu_mark(m, l, "A_c down", &t);
   spx__ctx_pop(m->ctx);
   if (st) return st;
   N->A = Ac;
@@ -408,12 +714,13 @@ void spx__amg_gpu_free_level(spx_amg *m, int l) {
   if (pushed) spx__ctx_pop(m->ctx);
 }
 
-int spx__amg_gpu_fallback(spx_amg *m, int l, spx_status st) {
+int spx__amg_gpu_fallback(spx_amg *m, int l, const char *step, spx_status st) {
   const int host = st == SPX_UNSUPPORTED || st == SPX_CUSPARSE || st == SPX_DEVICE_OUT_OF_MEMORY;
-  snprintf(m->rep.gpu_note, sizeof m->rep.gpu_note, "from level %d's %s on (the GPU path failed): %.130s", l,
-           m->lv[l].p_gpu ? "RAP" : "P", spx_last_error());
+  snprintf(m->rep.gpu_note, sizeof m->rep.gpu_note, "from level %d's %s on (the GPU path failed): %.130s", l, step,
+           spx_last_error());
   spx__amg_gpu_free_level(m, l);
-  m->lv[l].rap_gpu = 0; /* p_gpu stays: a P made on the GPU is the host's P now */
+  spx__amg_gpu_work_free(m);
+  m->lv[l].setup_gpu = 0;
   m->gpu_off = 1;
   if (host) spx_clear_error();
   return host;
@@ -423,6 +730,7 @@ void spx__amg_gpu_free(spx_amg *m) {
   const spx__cusparse_api *sp;
   int l, pushed;
   for (l = 0; l < SPX_AMG_MAX_LEVELS; l++) spx__amg_gpu_free_level(m, l);
+  spx__amg_gpu_work_free(m);
   if (!m->lv[0].dA && !m->sph) return;
   sp = spx__cusparse();
   pushed = spx__ctx_push(m->ctx) == SPX_OK;

@@ -6,7 +6,9 @@
 #include "common.h"
 #include "cuda_types.h"
 #include "amg_levels.h"
+#include "host.h"
 #include "../amg.h"
+#include "../csr.h"
 #include "../device.h"
 #include "../jit.h"
 #include "../loader.h"
@@ -70,6 +72,23 @@ spx_status spx_amg_cycle_type_parse(const char *name, spx_amg_cycle_type *out) {
   return spx__fail(SPX_INVALID_ARGUMENT, "unknown cycle '%s': v, w or f", name);
 }
 
+static const char *const spx__amg_agg_names[] = {"auto", "greedy", "mis2"};
+
+const char *spx_amg_aggregation_name(spx_amg_aggregation a) {
+  return (unsigned)a <= SPX_AMG_AGG_MIS2 ? spx__amg_agg_names[a] : "unknown";
+}
+
+spx_status spx_amg_aggregation_parse(const char *name, spx_amg_aggregation *out) {
+  int k;
+  if (!name || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_aggregation_parse: NULL argument");
+  for (k = 0; k <= SPX_AMG_AGG_MIS2; k++)
+    if (spx__amg_streq_nocase(name, spx__amg_agg_names[k])) {
+      *out = (spx_amg_aggregation)k;
+      return SPX_OK;
+    }
+  return spx__fail(SPX_INVALID_ARGUMENT, "unknown aggregation '%s': auto, greedy or mis2", name);
+}
+
 void spx_amg_options_default(spx_amg_options *o) {
   int l;
   if (!o) return;
@@ -83,6 +102,7 @@ void spx_amg_options_default(spx_amg_options *o) {
   o->prolong_omega = 4.0 / 3.0;
   o->power_iters = 15;
   o->gpu_setup_rows = 20000;
+  o->aggregation = SPX_AMG_AGG_AUTO;
   o->smoother = SPX_AMG_CHEBYSHEV;
   o->pre_sweeps = o->post_sweeps = 1;
   o->cheb_degree = 2;
@@ -106,32 +126,43 @@ static void spx__amg_level_cfg(const spx_amg_options *o, int l, spx__amg_level *
   L->w = lo->damping > 0 ? lo->damping : o->damping > 0 ? o->damping : L->smoother == SPX_AMG_JACOBI ? 2.0 / 3.0 : 1.0;
 }
 
-/* The levels, their smoothers and the coarse LU, all on the host. */
-static spx_status spx__amg_hierarchy(spx_amg *m, const spx_csr *a) {
+/* Why level l (n rows) is the coarsest before coarsening it (coarse_size, max_levels), in the
+ * report's stop line; 0 when it coarsens. */
+static int spx__amg_last_level(spx_amg *m, int l, int64_t n) {
+  spx_amg_report *rep = &m->rep;
+  if (n <= m->o.coarse_size)
+    snprintf(rep->stop, sizeof rep->stop, "level %d has %lld rows <= coarse_size %lld", l + 1, (long long)n,
+             (long long)m->o.coarse_size);
+  else if (l + 1 == m->o.max_levels)
+    snprintf(rep->stop, sizeof rep->stop, "max_levels %d reached (the coarsest has %lld rows)", m->o.max_levels,
+             (long long)n);
+  else return 0;
+  return 1;
+}
+
+/* The levels from m->lv[0].A, their smoothers and the coarse LU: each level's steps on the GPU
+ * where it is large enough (amg_setup_impl.h decides), else on the host. */
+static spx_status spx__amg_hierarchy(spx_amg *m) {
   spx_amg_report *rep = &m->rep;
   double rhoA[SPX_AMG_MAX_LEVELS], *d = NULL, t;
   int l, stop = 0;
   spx_status st;
-  if ((st = spx_csr_copy(a, SPX_DOUBLE, &m->lv[0].A))) return st;
   for (l = 0; !stop; l++) {
     spx__amg_level *L = &m->lv[l];
     const int64_t n = L->A->nrows;
     int stalled = 0;
     rhoA[l] = -1;
     spx__amg_level_cfg(&m->o, l, L);
+    stop = spx__amg_last_level(m, l, n);
     t = spx__now();
     if (!(d = (double *)spx__alloc((size_t)n + 1, sizeof(double)))) return SPX_OUT_OF_MEMORY;
-    if ((st = spx__amg_diag("spx_amg_create", L->A, l, d))) goto fail;
-    rep->smoother_ms += 1e3 * (spx__now() - t);
-    if (n <= m->o.coarse_size) {
-      snprintf(rep->stop, sizeof rep->stop, "level %d has %lld rows <= coarse_size %lld", l + 1, (long long)n,
-               (long long)m->o.coarse_size);
-      stop = 1;
-    } else if (l + 1 == m->o.max_levels) {
-      snprintf(rep->stop, sizeof rep->stop, "max_levels %d reached (the coarsest has %lld rows)", m->o.max_levels,
-               (long long)n);
-      stop = 1;
-    } else {
+    if ((st = spx__amg_level_diag(m, l, !stop, d))) goto fail;
+    if (L->setup_gpu) { /* the GPU level's start (A up, its arrays, the diagonal): the strength's */
+      const double dt = 1e3 * (spx__now() - t);
+      rep->strength_ms += dt;
+      rep->strength_gpu_ms += dt;
+    } else rep->smoother_ms += 1e3 * (spx__now() - t);
+    if (!stop) {
       if ((st = spx__amg_coarsen(m, l, d, &stalled, &rhoA[l]))) goto fail;
       stop = stalled;
     }
@@ -142,6 +173,7 @@ static spx_status spx__amg_hierarchy(spx_amg *m, const spx_csr *a) {
     rep->smoother_ms += 1e3 * (spx__now() - t);
     SPX_FREE(d);
   }
+  if (m->cuda) spx__amg_gpu_work_free(m);
   if (m->lv[m->nl - 1].A->nrows <= m->o.dense_max) {
     t = spx__now();
     st = spx__amg_lu(m->lv[m->nl - 1].A, &m->lu, &m->piv, &rep->coarse_zero_pivots);
@@ -168,22 +200,45 @@ static spx_status spx__amg_plan(spx_amg *m, const spx_csr *a, int no_diag, const
   o.dtype = SPX_DOUBLE;
   if (force) o.force = force;
   if (no_diag) o.no_diagonal = 1;
-  if ((st = spx_plan_create(m->ctx, a, &o, p)) || (st = spx_plan_build(*p)) || (st = spx_plan_wait(*p)))
+  st = spx_plan_create(m->ctx, a, &o, p);
+  if (st == SPX_UNSUPPORTED && !o.force) { /* the choice's converter declined what the model's sample did not
+                                              show (a SELL16 slice too wide): the CSR baseline */
+    spx_clear_error();
+    o.force = "csr";
+    st = spx_plan_create(m->ctx, a, &o, p);
+  }
+  if (st || (st = spx_plan_build(*p)) || (st = spx_plan_wait(*p)))
     return spx__wrap(st, "spx_amg_create: the plan of a %lld x %lld operator", (long long)a->nrows, (long long)a->ncols);
   return SPX_OK;
 }
 
+/* SPX_PLAN_TRACE: one plan's choice and time on stderr. */
+static void spx__amg_plan_mark(int l, const char *op, const spx_plan *p, double *t) {
+  char name[24];
+  double now;
+  if (!spx__plan_tracing()) return;
+  now = spx__now();
+  spx__amg_plan_name(p, name, sizeof name);
+  fprintf(stderr, "spx amg: level %d plan of %s: %-12s %8.3f ms (%s)\n", l, op, name, 1e3 * (now - *t),
+          spx_plan_strategy_name(spx_plan_strategy_of(p)));
+  *t = now;
+}
+
 static spx_status spx__amg_plans(spx_amg *m) {
-  double t = spx__now();
+  double t = spx__now(), t0 = t;
   int l;
   spx_status st;
   for (l = 0; l < m->nl; l++) {
     spx__amg_level *L = &m->lv[l];
     if ((st = spx__amg_plan(m, L->A, 0, NULL, &L->pA))) return st;
-    if (L->P && ((st = spx__amg_plan(m, L->P, 1, NULL, &L->pP)) || (st = spx__amg_plan(m, L->R, 1, NULL, &L->pR))))
-      return st;
+    spx__amg_plan_mark(l, "A", L->pA, &t);
+    if (!L->P) continue;
+    if ((st = spx__amg_plan(m, L->P, 1, NULL, &L->pP))) return st;
+    spx__amg_plan_mark(l, "P", L->pP, &t);
+    if ((st = spx__amg_plan(m, L->R, 1, NULL, &L->pR))) return st;
+    spx__amg_plan_mark(l, "R", L->pR, &t);
   }
-  m->rep.plan_ms = 1e3 * (spx__now() - t);
+  m->rep.plan_ms = 1e3 * (spx__now() - t0);
   return SPX_OK;
 }
 
@@ -359,6 +414,9 @@ static spx_status spx__amg_check_options(const spx_amg_options *o) {
   if (o->gpu_setup_rows < 0)
     return spx__fail(SPX_INVALID_ARGUMENT, "%s: gpu_setup_rows = %lld; it is >= 0 (0: the whole setup on the host)", fn,
                      (long long)o->gpu_setup_rows);
+  if ((unsigned)o->aggregation > SPX_AMG_AGG_MIS2 || (unsigned)o->plan_trials > 1)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: aggregation %d (SPX_AMG_AGG_AUTO, _GREEDY or _MIS2) or plan_trials "
+                     "%d (0 or 1) out of range", fn, (int)o->aggregation, o->plan_trials);
   if ((unsigned)o->smoother >= SPX_AMG_SMOOTHER_COUNT)
     return spx__fail(SPX_INVALID_ARGUMENT, "%s: smoother %d is not an spx_amg_smoother", fn, (int)o->smoother);
   if (o->pre_sweeps < 0 || o->pre_sweeps > 100 || o->post_sweeps < 0 || o->post_sweeps > 100)
@@ -386,22 +444,67 @@ static spx_status spx__amg_check_options(const spx_amg_options *o) {
   return SPX_OK;
 }
 
+/* Row i's first non-finite value (a NaN or Inf would surface levels down, far from its cause), or
+ * -1. */
+static int64_t spx__amg_nonfinite(const spx_csr *a, int64_t i) {
+  int64_t k;
+  for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++)
+    if (!spx__amg_finite(a->dtype == SPX_FLOAT ? (double)a->val.f[k] : a->val.d[k])) return k;
+  return -1;
+}
+
+/* a is square, not empty and valid with finite entries: its rows checked in parallel (offsets,
+ * columns increasing and in range, values), spx_csr_validate's message for a bad row, the first
+ * non-finite entry's otherwise. */
 static spx_status spx__amg_check_matrix(const char *fn, const spx_csr *a) {
-  int64_t i, k;
+  int64_t n, i, bad_row, bad_val, k;
   spx_status st;
   if (!a) return spx__fail(SPX_INVALID_ARGUMENT, "%s: NULL matrix", fn);
   if (a->nrows != a->ncols)
     return spx__fail(SPX_INVALID_ARGUMENT, "%s: the matrix is %lld x %lld; AMG needs a square matrix", fn,
                      (long long)a->nrows, (long long)a->ncols);
   if (a->nrows == 0) return spx__fail(SPX_INVALID_ARGUMENT, "%s: the matrix is empty (0 x 0)", fn);
-  if ((st = spx_csr_validate(a))) return spx__wrap(st, "%s", fn);
-  for (i = 0; i < a->nrows; i++) /* a NaN or Inf would surface levels down, far from its cause */
-    for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
-      double v = a->dtype == SPX_FLOAT ? (double)a->val.f[k] : a->val.d[k];
-      if (!spx__amg_finite(v))
-        return spx__fail(SPX_INVALID_ARGUMENT, "%s: a[%lld][%d] = %g: AMG needs finite entries", fn,
-                         (long long)i, a->col_idx[k], v);
-    }
+  if ((st = spx__csr_validate_head(a))) return spx__wrap(st, "%s", fn);
+  n = bad_row = bad_val = a->nrows;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) reduction(min : bad_row, bad_val) if (n > 16384)
+#endif
+  for (i = 0; i < n; i++) {
+    if (!spx__csr_rows_ok(a, i, i + 1)) {
+      if (i < bad_row) bad_row = i;
+    } else if (spx__amg_nonfinite(a, i) >= 0 && i < bad_val)
+      bad_val = i;
+  }
+  if (bad_row < n) return spx__wrap((st = spx_csr_validate(a)) ? st : SPX_INVALID_ARGUMENT, "%s", fn);
+  if (bad_val == n) return SPX_OK;
+  k = spx__amg_nonfinite(a, bad_val);
+  return spx__fail(SPX_INVALID_ARGUMENT, "%s: a[%lld][%d] = %g: AMG needs finite entries", fn, (long long)bad_val,
+                   a->col_idx[k], a->dtype == SPX_FLOAT ? (double)a->val.f[k] : a->val.d[k]);
+}
+
+/* Elements per chunk of the input's parallel copy. */
+#define SPX__AMG_COPY_CHUNK 65536
+
+/* The fine level's A: the input (checked) in double, its arrays copied in parallel chunks. */
+static spx_status spx__amg_copy_input(const spx_csr *a, spx_csr **out) {
+  const int64_t nnz = a->nnz, nc = (nnz + SPX__AMG_COPY_CHUNK - 1) / SPX__AMG_COPY_CHUNK;
+  spx_csr *A = NULL;
+  int64_t c;
+  spx_status st;
+  if ((st = spx_csr_create(a->nrows, a->ncols, nnz, SPX_DOUBLE, &A))) return st;
+  memcpy(A->row_ptr, a->row_ptr, ((size_t)a->nrows + 1) * sizeof(int64_t));
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (nc > 4)
+#endif
+  for (c = 0; c < nc; c++) {
+    const int64_t lo = c * SPX__AMG_COPY_CHUNK, hi = SPX__MIN(nnz, lo + SPX__AMG_COPY_CHUNK);
+    int64_t k;
+    memcpy(A->col_idx + lo, a->col_idx + lo, (size_t)(hi - lo) * sizeof(int32_t));
+    if (a->dtype == SPX_DOUBLE) memcpy(A->val.d + lo, a->val.d + lo, (size_t)(hi - lo) * sizeof(double));
+    else
+      for (k = lo; k < hi; k++) A->val.d[k] = a->val.f[k];
+  }
+  *out = A;
   return SPX_OK;
 }
 
@@ -462,6 +565,7 @@ static void spx__amg_fill_report(spx_amg *m) {
   int l;
   r->levels = m->nl;
   r->cycle = m->o.cycle;
+  r->aggregation = m->o.aggregation;
   r->coarse_direct = m->lu != NULL;
   for (l = 0; l < m->nl; l++) {
     const spx__amg_level *L = &m->lv[l];
@@ -476,8 +580,11 @@ static void spx__amg_fill_report(spx_amg *m) {
     li->damping = L->w;
     li->colors = L->ncolors;
     li->rho = L->rho;
+    li->agg_gpu = L->agg_gpu;
+    li->mis2 = L->mis2;
     li->p_gpu = L->p_gpu;
     li->rap_gpu = L->rap_gpu;
+    li->rho_gpu = L->rho_gpu;
     spx__amg_plan_name(L->pA, li->format, sizeof li->format);
     spx__amg_plan_name(L->pP, li->p_format, sizeof li->p_format);
     spx__amg_plan_name(L->pR, li->r_format, sizeof li->r_format);
@@ -510,13 +617,19 @@ spx_status spx_amg_create(spx_context *ctx, const spx_csr *a, const spx_amg_opti
     spx_plan_options_default(&m->po);
     m->po.eager = 1;
   }
+  /* a timed choice per level and operator costs more than the setup itself: the model's choice
+   * unless the caller asks for the trials */
+  if (!o.plan_trials && !m->po.force && (m->po.strategy == SPX_PLAN_AUTO || m->po.strategy == SPX_PLAN_TRIAL))
+    m->po.strategy = SPX_PLAN_MODEL;
+  if ((st = spx__amg_copy_input(a, &m->lv[0].A))) goto fail;
+  m->rep.input_ms = 1e3 * (spx__now() - t0);
   if (!ctx) {
     spx_context_options co = {o.plan ? o.plan->backend : SPX_BACKEND_AUTO, 0};
     if ((st = spx_context_create(&co, &m->ctx))) goto fail;
     m->own_ctx = 1;
   } else m->ctx = ctx;
   m->cuda = spx_context_backend(m->ctx) == SPX_BACKEND_CUDA;
-  if ((st = spx__amg_hierarchy(m, a)) || (st = spx__amg_plans(m)) ||
+  if ((st = spx__amg_hierarchy(m)) || (st = spx__amg_plans(m)) ||
       (st = m->cuda ? spx__amg_device(m) : spx__amg_host_vectors(m)))
     goto fail;
   m->o.plan = NULL;
@@ -597,6 +710,7 @@ static spx_status spx__amg_update_smoothers(spx_amg *m) {
     if (!(st = spx__amg_diag("spx_amg_update", m->lv[l].A, l, d)) && m->lv[l].dinv)
       st = spx__amg_smoother_values(m, l, d, -1);
   }
+  if (m->cuda) spx__amg_gpu_work_free(m); /* the GPU's rho made them */
   SPX_FREE(d);
   return st;
 }
@@ -639,7 +753,8 @@ spx_status spx_amg_update(spx_amg *m, const spx_csr *a) {
   rep = &m->rep;
   L0 = &m->lv[0];
   m->broken = 1; /* until every step below has run */
-  rep->strength_ms = rep->aggregate_ms = rep->prolong_ms = rep->prolong_gpu_ms = 0;
+  rep->strength_ms = rep->aggregate_ms = rep->prolong_ms = rep->strength_gpu_ms = rep->aggregate_gpu_ms = 0;
+  rep->prolong_gpu_ms = rep->input_ms = 0;
   rep->coarse_zero_pivots = 0;
   t = spx__now();
   for (k = 0; k < a->nnz; k++) L0->A->val.d[k] = a->dtype == SPX_FLOAT ? (double)a->val.f[k] : a->val.d[k];
@@ -827,29 +942,57 @@ done:
 }
 
 /* ---- The report -------------------------------------------------------------------------------- */
-/* The levels [l0, l1] with flag set, as "levels 0-2" or "level 0" (a GPU side is a prefix of the
- * levels: the sizes fall and a failure hands the rest to the host). */
-static void spx__amg_level_span(const spx_amg_report *r, int rap, char *buf, size_t len) {
+/* The aggregation rule of each level that coarsens, as runs of levels ("MIS(2) on levels 0-1,
+ * greedy on level 2"). */
+static void spx__amg_print_rules(const spx_amg_report *r, FILE *f) {
+  int l = 0, lo;
+  if (r->levels < 2) return;
+  fprintf(f, "  aggregates      ");
+  while (l + 1 < r->levels) {
+    const int rule = r->level[l].mis2;
+    for (lo = l; l + 1 < r->levels && r->level[l].mis2 == rule; l++) {}
+    fprintf(f, "%s%s on level%s %d", lo ? ", " : "", rule ? "MIS(2)" : "greedy", l - 1 > lo ? "s" : "", lo);
+    if (l - 1 > lo) fprintf(f, "-%d", l - 1);
+  }
+  fprintf(f, " (option %s)\n", spx_amg_aggregation_name(r->aggregation));
+}
+
+/* Level l's flag of step k (0 strength and aggregation, 1 rho_F, P and R, 2 RAP, 3 the smoother's
+ * rho) set. */
+static int spx__amg_step_gpu(const spx_amg_level_info *li, int k) {
+  return k == 0 ? li->agg_gpu : k == 1 ? li->p_gpu : k == 2 ? li->rap_gpu : li->rho_gpu;
+}
+
+/* The levels whose step k ran on the GPU, as "levels 0-2" or "level 0" (a GPU side is a prefix of
+ * the levels that coarsen: the sizes fall and a failure hands the rest to the host), or "". */
+static void spx__amg_level_span(const spx_amg_report *r, int k, char *buf, size_t len) {
   int l, lo = -1, hi = -1;
   for (l = 0; l < r->levels; l++)
-    if (rap ? r->level[l].rap_gpu : r->level[l].p_gpu) {
+    if (spx__amg_step_gpu(&r->level[l], k)) {
       if (lo < 0) lo = l;
       hi = l;
     }
-  if (lo < 0) snprintf(buf, len, "none");
+  if (lo < 0) buf[0] = 0;
   else if (lo == hi) snprintf(buf, len, "level %d", lo);
   else snprintf(buf, len, "levels %d-%d", lo, hi);
 }
 
-/* Which setup parts ran on the GPU, their share of the phases' milliseconds, and why the host took
- * levels the GPU was asked for. */
+/* Which setup steps ran on the GPU, on which levels and their share of the phases' milliseconds,
+ * and why the host took levels the GPU was asked for. */
 static void spx__amg_print_where(const spx_amg_report *r, FILE *f) {
-  char ps[32], rs[32];
-  spx__amg_level_span(r, 0, ps, sizeof ps);
-  spx__amg_level_span(r, 1, rs, sizeof rs);
-  if (strcmp(rs, "none") || strcmp(ps, "none"))
-    fprintf(f, "  setup on the GPU  P and R on %s (%.3f ms of prolongation), RAP on %s (%.3f ms of RAP), cuSPARSE "
-               "SpGEMM; the rest on the host\n", ps, r->prolong_gpu_ms, rs, r->rap_gpu_ms);
+  char sp[4][32];
+  int k;
+  for (k = 0; k < 4; k++) spx__amg_level_span(r, k, sp[k], sizeof sp[k]);
+  if (sp[0][0] || sp[1][0] || sp[2][0] || sp[3][0]) {
+    fprintf(f, "  setup on the GPU ");
+    if (sp[0][0])
+      fprintf(f, " strength and aggregates on %s (%.3f + %.3f ms%s),", sp[0], r->strength_gpu_ms, r->aggregate_gpu_ms,
+              r->aggregation == SPX_AMG_AGG_GREEDY ? "; the greedy rule's pass on the host" : "");
+    if (sp[1][0]) fprintf(f, " rho_F, P and R on %s (%.3f ms; R by cuSPARSE csr2csc),", sp[1], r->prolong_gpu_ms);
+    if (sp[2][0]) fprintf(f, " RAP on %s (%.3f ms, cuSPARSE SpGEMM),", sp[2], r->rap_gpu_ms);
+    if (sp[3][0]) fprintf(f, " the smoothers' rho on %s,", sp[3]);
+    fprintf(f, " the rest on the host\n");
+  }
   if (r->gpu_note[0]) fprintf(f, "  setup on the host %s\n", r->gpu_note);
 }
 
@@ -861,12 +1004,14 @@ spx_status spx_amg_report_print(const spx_amg_report *r, FILE *f, int json) {
     fprintf(f, "{\"levels\": %d, \"operator_complexity\": %.6g, \"grid_complexity\": %.6g, \"coarse_direct\": %d, "
                "\"setup_ms\": %.6g, \"strength_ms\": %.6g, \"aggregate_ms\": %.6g, \"prolong_ms\": %.6g, \"rap_ms\": %.6g, "
                "\"smoother_ms\": %.6g, \"coarse_ms\": %.6g, \"plan_ms\": %.6g, \"device_ms\": %.6g, \"cycles\": %lld, "
-               "\"coarse_zero_pivots\": %lld, \"cycle\": \"%s\", \"updates\": %lld, \"prolong_gpu_ms\": %.6g, "
+               "\"coarse_zero_pivots\": %lld, \"cycle\": \"%s\", \"updates\": %lld, \"input_ms\": %.6g, "
+               "\"aggregation\": \"%s\", \"strength_gpu_ms\": %.6g, \"aggregate_gpu_ms\": %.6g, \"prolong_gpu_ms\": %.6g, "
                "\"rap_gpu_ms\": %.6g, \"gpu_note\": \"",
             r->levels, r->operator_complexity, r->grid_complexity, r->coarse_direct, r->setup_ms, r->strength_ms,
             r->aggregate_ms, r->prolong_ms, r->rap_ms, r->smoother_ms, r->coarse_ms, r->plan_ms, r->device_ms,
             (long long)r->cycles, (long long)r->coarse_zero_pivots, spx_amg_cycle_type_name(r->cycle),
-            (long long)r->updates, r->prolong_gpu_ms, r->rap_gpu_ms);
+            (long long)r->updates, r->input_ms, spx_amg_aggregation_name(r->aggregation),
+            r->strength_gpu_ms, r->aggregate_gpu_ms, r->prolong_gpu_ms, r->rap_gpu_ms);
     for (c = r->gpu_note; *c; c++) {
       if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
       else if ((unsigned char)*c >= 0x20) fputc(*c, f);
@@ -881,11 +1026,12 @@ spx_status spx_amg_report_print(const spx_amg_report *r, FILE *f, int json) {
       const spx_amg_level_info *li = &r->level[l];
       fprintf(f, "%s{\"rows\": %lld, \"nnz\": %lld, \"p_cols\": %lld, \"p_nnz\": %lld, \"weak\": %lld, \"smoother\": \"%s\", "
                  "\"pre_sweeps\": %d, \"post_sweeps\": %d, \"damping\": %.6g, \"colors\": %d, \"rho\": %.6g, "
-                 "\"omega\": %.6g, \"format\": \"%s\", \"p_format\": \"%s\", \"r_format\": \"%s\", \"p_gpu\": %d, "
-                 "\"rap_gpu\": %d}",
+                 "\"omega\": %.6g, \"format\": \"%s\", \"p_format\": \"%s\", \"r_format\": \"%s\", \"agg_gpu\": %d, "
+                 "\"p_gpu\": %d, \"rap_gpu\": %d, \"rho_gpu\": %d, \"aggregates\": \"%s\"}",
               l ? ", " : "", (long long)li->rows, (long long)li->nnz, (long long)li->p_cols, (long long)li->p_nnz,
               (long long)li->weak, spx_amg_smoother_name(li->smoother), li->pre_sweeps, li->post_sweeps, li->damping,
-              li->colors, li->rho, li->omega, li->format, li->p_format, li->r_format, li->p_gpu, li->rap_gpu);
+              li->colors, li->rho, li->omega, li->format, li->p_format, li->r_format, li->agg_gpu, li->p_gpu,
+              li->rap_gpu, li->rho_gpu, !li->p_cols ? "" : li->mis2 ? "mis2" : "greedy");
     }
     fprintf(f, "]}");
     return SPX_OK;
@@ -893,6 +1039,7 @@ spx_status spx_amg_report_print(const spx_amg_report *r, FILE *f, int json) {
   fprintf(f, "amg               %d levels, %s-cycle, operator complexity %.3f, grid complexity %.3f; %s\n", r->levels,
           r->cycle == SPX_AMG_CYCLE_W ? "W" : r->cycle == SPX_AMG_CYCLE_F ? "F" : "V", r->operator_complexity,
           r->grid_complexity, r->stop);
+  spx__amg_print_rules(r, f);
   fprintf(f, "  level      rows        nnz  nnz/row  smoother   sweeps  damping colors      rho  P omega  format (A, P, R)\n");
   for (l = 0; l < r->levels; l++) {
     const spx_amg_level_info *li = &r->level[l];
@@ -910,10 +1057,10 @@ spx_status spx_amg_report_print(const spx_amg_report *r, FILE *f, int json) {
   if (r->updates)
     fprintf(f, "  reused          the last of %lld updates (same pattern): aggregates, P, R, colorings and their plans "
                "kept; the times below are that update's\n", (long long)r->updates);
-  fprintf(f, "  setup %.3f ms: strength %.3f, aggregation %.3f, prolongation %.3f, RAP %.3f, smoothers %.3f, coarse LU "
-             "%.3f, plans %.3f, device %.3f\n",
-          r->setup_ms, r->strength_ms, r->aggregate_ms, r->prolong_ms, r->rap_ms, r->smoother_ms, r->coarse_ms, r->plan_ms,
-          r->device_ms);
+  fprintf(f, "  setup %.3f ms: input %.3f, strength %.3f, aggregation %.3f, prolongation %.3f, RAP %.3f, smoothers %.3f, "
+             "coarse LU %.3f, plans %.3f, device %.3f\n",
+          r->setup_ms, r->input_ms, r->strength_ms, r->aggregate_ms, r->prolong_ms, r->rap_ms, r->smoother_ms, r->coarse_ms,
+          r->plan_ms, r->device_ms);
   spx__amg_print_where(r, f);
   return SPX_OK;
 }

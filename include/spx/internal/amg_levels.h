@@ -40,6 +40,53 @@ enum {
 /* Their names, in enum order (amg_smooth_impl.h). */
 extern const char *const spx__amg_knames[];
 
+/* The setup's kernels of templates/amg_setup.cu (amg_gpu_impl.h). _(ENUM, "kernel name") */
+#define SPX__AMGS_KERNELS(_)                 \
+  _(DIAG,        "spx_amgs_diag")            \
+  _(STRENGTH,    "spx_amgs_strength")        \
+  _(SUB,         "spx_amgs_sub")             \
+  _(MIS_INIT,    "spx_amgs_mis_init")        \
+  _(MIS_MAX,     "spx_amgs_mis_max")         \
+  _(MIS_DECIDE,  "spx_amgs_mis_decide")      \
+  _(ROOT_FLAG,   "spx_amgs_root_flag")       \
+  _(MIS_JOIN,    "spx_amgs_mis_join")        \
+  _(AGG_ATTACH,  "spx_amgs_agg_attach")      \
+  _(SINGLE_FLAG, "spx_amgs_single_flag")     \
+  _(AGG_FINAL,   "spx_amgs_agg_final")       \
+  _(AGG_SIZE,    "spx_amgs_agg_size")        \
+  _(AGG_SCALE,   "spx_amgs_agg_scale")       \
+  _(P_COUNT,     "spx_amgs_p_count")         \
+  _(P_FILL,      "spx_amgs_p_fill")          \
+  _(RHO_START,   "spx_amgs_rho_start")       \
+  _(RHO_STEP,    "spx_amgs_rho_step")        \
+  _(RHO_SUM,     "spx_amgs_rho_sum")         \
+  _(RHO_SCALE,   "spx_amgs_rho_scale")       \
+  _(GERSH,       "spx_amgs_gersh")           \
+  _(GERSH_MAX,   "spx_amgs_gersh_max")       \
+  _(SCAN_TILES,  "spx_amgs_scan_tiles")      \
+  _(SCAN_TOP,    "spx_amgs_scan_top")        \
+  _(SCAN_APPLY,  "spx_amgs_scan_apply")
+
+enum {
+#define SPX__AMGS_KENUM(e, name) SPX__AS_##e,
+  SPX__AMGS_KERNELS(SPX__AMGS_KENUM)
+#undef SPX__AMGS_KENUM
+  SPX__AS_COUNT
+};
+
+/* A root of the MIS(2) rule's second pass needs this many free strong neighbours: an aggregate of
+ * at least the size a first-pass root makes on a 7-point stencil; smaller ones raise the operator
+ * complexity without helping the convergence. */
+#define SPX__AMG_MIS2_MIN 6
+
+/* Counts per tile of the setup's scan (SPX_TILE of the template: 8 per thread). */
+#define SPX__AMG_TILE (8 * SPX__AMG_BLOCK)
+
+/* MIS(2) states, a tuple's top two bits: (state, 31-bit hash of the row, row), compared whole. */
+#define SPX__AMG_OUT 0u
+#define SPX__AMG_UND 1u
+#define SPX__AMG_IN 2u
+
 /* ---- The hierarchy ---------------------------------------------------------------------------- */
 /* A CSR matrix on the device as cuSPARSE's SpGEMM takes it (32-bit offsets and columns, double
  * values) and its descriptor (NULL until made). */
@@ -63,6 +110,23 @@ typedef struct spx__amg_gpu {
   spx__amg_gemm ap, rap;
 } spx__amg_gpu;
 
+/* The device arrays of the level being set up on the GPU (amg_gpu_impl.h), made with its diagonal
+ * and kept through its smoother's rho; the next level's replace them. n of each unless said. */
+typedef struct spx__amg_gwork {
+  int l;                     /* their level (while d is not 0: none made otherwise) */
+  unsigned grid;             /* blocks of the row kernels: fixed by the level's size and the device,
+                                so that rho's per-block sums are the same run to run */
+  spx_devptr d, dF;          /* A's diagonal; A_F's (lumped) */
+  spx_devptr mask, sub;      /* nnz bytes: 1 where the entry is a strong off-diagonal; the same
+                                between rows still free (the MIS(2) rule's second pass) */
+  spx_devptr tup, t1;        /* MIS(2) tuples (64-bit); then rho's x and y (double) */
+  spx_devptr agg, flag, off; /* aggregates; a scan's input and output (n + 1) */
+  spx_devptr tiles;          /* the scan's per-tile sums (64-bit, n / tile + 2) */
+  spx_devptr size, scale;    /* per aggregate: rows, the tentative P's column scale */
+  spx_devptr part, state;    /* rho's per-block partials (3 a block), its state (4 doubles) */
+  spx_devptr cnt;            /* two 64-bit counters: weak entries, undecided rows */
+} spx__amg_gwork;
+
 typedef struct spx__amg_level {
   spx_csr *A, *P, *R;        /* host, double; P, R NULL on the coarsest */
   spx_csr *AP;               /* A P, kept for spx_amg_update's numeric products (NULL on the coarsest) */
@@ -81,10 +145,12 @@ typedef struct spx__amg_level {
   int64_t *soff;             /* CUDA gs: color c's first slice */
   /* CUDA setup on the GPU (amg_gpu_impl.h): A on the device (level 0 uploaded, level l + 1 the
    * product of level l's gpu), level l's device products (NULL: its A_c came from the host), and
-   * where P and R (p_gpu) and the next level's A (rap_gpu) were formed (1: the GPU) */
+   * where each step ran (1: the GPU): the diagonal (setup_gpu: the level's steps go to the GPU),
+   * strength and aggregation, rho_F with P and R, the next level's A, the smoother's rho */
   spx__amg_dcsr *dA;
   spx__amg_gpu *gpu;
-  int p_gpu, rap_gpu;
+  int setup_gpu, agg_gpu, p_gpu, rap_gpu, rho_gpu;
+  int mis2;                  /* the aggregates by the MIS(2) rule (else the greedy one) */
 } spx__amg_level;
 
 struct spx_amg {
@@ -104,6 +170,8 @@ struct spx_amg {
   double *hpart;
   int64_t spmv0;             /* fine-level SpMVs of A (spx_amg_solve's report) */
   spx__cusparseHandle_t sph; /* CUDA setup on the GPU: cuSPARSE's handle (NULL until a level needs it) */
+  void *sfn[SPX__AS_COUNT];  /* the setup's kernels (NULL until a level needs them) */
+  spx__amg_gwork gw;         /* the device arrays of the level set up on the GPU */
   int gpu_off;               /* the GPU setup cannot run or failed: the levels left go to the host (rep.gpu_note) */
   spx_amg_report rep;
 };
@@ -119,29 +187,45 @@ typedef struct spx__amg_graph {
   int32_t *ci;
 } spx__amg_graph;
 
-/* ---- amg_gpu_impl.h: the setup's products on the GPU ------------------------------------------- */
-/* Level l forms P, R and the next level's A on the GPU: CUDA, gpu_setup_rows > 0, the level that
- * large, and the GPU setup not turned off (by a missing cuSPARSE entry point or a failure). */
+/* ---- amg_gpu_impl.h: the setup on the GPU ------------------------------------------------------ */
+/* Level l runs its setup steps on the GPU: CUDA, gpu_setup_rows > 0, the level that large, and the
+ * GPU setup not turned off (by a missing cuSPARSE entry point or a failure). */
 int spx__amg_gpu_wanted(const spx_amg *m, int l);
-/* P = F T (F: I - omega D_F^-1 A_F; NULL when P is T itself) and R = P^T on the device, their host
- * copies into L->P and L->R. */
-spx_status spx__amg_gpu_prolong(spx_amg *m, int l, const spx_csr *F, const spx_csr *T);
+/* Level l's diagonal on the GPU into host d (A goes up first where the device lacks it; the level's
+ * device arrays made): the start of a level set up there. */
+spx_status spx__amg_gpu_diag(spx_amg *m, int l, double *d);
+/* The strength of level l (theta) on the device: mask and A_F's diagonal kept there; *weak. */
+spx_status spx__amg_gpu_strength(spx_amg *m, int l, double theta, int64_t *weak);
+/* The MIS(2) aggregation on the device: its aggregates into host agg (n), *nagg. */
+spx_status spx__amg_gpu_aggregate(spx_amg *m, int l, int32_t *agg, int64_t *nagg);
+/* The strength mask down (for the host's greedy aggregation), and aggregates up from the host. */
+spx_status spx__amg_gpu_mask_down(spx_amg *m, int l, uint8_t *mask);
+spx_status spx__amg_gpu_agg_up(spx_amg *m, int l, const int32_t *agg);
+/* The power iteration for rho of D^-1 A (filtered 0: host d goes up unless the device has level
+ * l's) or of D_F^-1 A_F (filtered 1: after the strength) on the device, the twin of spx__amg_rho's
+ * to rounding: *lam the last Rayleigh quotient (0 when iters is 0), *gersh the Gershgorin bound. */
+spx_status spx__amg_gpu_rho(spx_amg *m, int l, int filtered, const double *d, int iters, double *lam, double *gersh);
+/* P = (I - omega D_F^-1 A_F) T (plain: T) and R = P^T on the device from the aggregates there,
+ * their host copies into L->P and L->R; L->gpu made. */
+spx_status spx__amg_gpu_prolong(spx_amg *m, int l, int64_t nagg, double omega, int plain);
 /* A_c = R (A P) on the device from level l's P and R there (L->gpu), its host copy into the next
  * level's A; the products' states kept for spx__amg_gpu_update. */
 spx_status spx__amg_gpu_rap(spx_amg *m, int l);
 /* Level l's Galerkin values again (its A's values on the host new; level 0's go up first): the
  * numeric phases only, A_c's values down into the next level's A. */
 spx_status spx__amg_gpu_update(spx_amg *m, int l);
-/* After a failure of the GPU path at level l: its message kept in the report's note, level l's
- * device products freed, the GPU setup off for the levels left (the host forms what level l still
- * lacks). Returns 1 when the host can take over (the failure was cuSPARSE's, the device's memory
- * or an unsupported case), else 0 (fail). */
-int spx__amg_gpu_fallback(spx_amg *m, int l, spx_status st);
+/* After a failure of the GPU path at level l in `step`: its message kept in the report's note,
+ * level l's device state freed, the GPU setup off for the levels left (the host makes level l again
+ * from its A). Returns 1 when the host can take over (the failure was cuSPARSE's, the device's
+ * memory or an unsupported case), else 0 (fail). */
+int spx__amg_gpu_fallback(spx_amg *m, int l, const char *step, spx_status st);
+/* The device arrays of the level set up last (nothing when none). */
+void spx__amg_gpu_work_free(spx_amg *m);
 /* Level l's device state (and its A on the device); the handle with m. */
 void spx__amg_gpu_free_level(spx_amg *m, int l);
 void spx__amg_gpu_free(spx_amg *m);
 
-/* ---- amg_setup_impl.h: the levels, on the host ------------------------------------------------ */
+/* ---- amg_setup_impl.h: the levels (on the host, or the GPU's through the room above) ----------- */
 /* x is finite (not NaN, not an infinity). */
 int spx__amg_finite(double x);
 void spx__amg_graph_free(spx__amg_graph *g);
@@ -149,9 +233,24 @@ void spx__amg_graph_free(spx__amg_graph *g);
 void spx__amg_scan(int64_t *rp, int64_t n);
 /* The diagonal a_ii of each row; a zero or non-finite one is SPX_INVALID_ARGUMENT naming it. */
 spx_status spx__amg_diag(const char *fn, const spx_csr *A, int level, double *d);
-/* An upper estimate of rho(D^-1 A) for A whose diagonal is d: iters power iterations, capped by
- * the Gershgorin bound. */
-spx_status spx__amg_rho(const spx_csr *A, const double *d, int iters, double *rho);
+/* Level l's diagonal at the create (the GPU's where level l's setup runs there: L->setup_gpu). */
+spx_status spx__amg_level_diag(spx_amg *m, int l, int coarsens, double *d);
+/* The host twins of the GPU's steps (templates/amg_setup.cu), rows in parallel and the same result
+ * for any thread count. The strength of every row: mask[k] = 1 where entry k of A is a strong
+ * off-diagonal (a_ij^2 >= theta^2 |a_ii a_jj|), dF A_F's diagonal (weak entries lumped), *weak. */
+void spx__amg_strength(const spx_csr *A, const double *d, double theta, uint8_t *mask, double *dF, int64_t *weak);
+/* The aggregates on A's strong entries (mask): agg[i] for every row, *nagg. mis2: the MIS(2) rule
+ * (the GPU's), else the greedy one (rows in order). */
+spx_status spx__amg_aggregate(const spx_csr *A, const uint8_t *mask, int mis2, int32_t *agg, int64_t *nagg);
+/* P = (I - omega D_F^-1 A_F) T, or T when omega is 0: rows from A's kept entries (diagonal and
+ * strong), columns the aggregates in increasing order. */
+spx_status spx__amg_prolong(const spx_csr *A, const uint8_t *mask, const double *dF, const int32_t *agg, int64_t nagg,
+                            double omega, spx_csr **P);
+/* An upper estimate of rho(D^-1 W) for W = A with diagonal dd (mask given: its weak off-diagonals
+ * left out, A_F): iters power iterations, capped by the Gershgorin bound. */
+spx_status spx__amg_rho(const spx_csr *A, const uint8_t *mask, const double *dd, int iters, double *rho);
+/* rho(D^-1 A) of level l for its smoother (on the GPU where its device A is current). */
+spx_status spx__amg_level_rho(spx_amg *m, int l, const double *d, double *rho);
 /* The values of C = A B into C's pattern (a product of matrices of the same patterns), bit for bit
  * those of the product that made it. */
 spx_status spx__amg_spgemm_values(const spx_csr *A, const spx_csr *B, spx_csr *C);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* AMG's setup on the host (amg_levels.h): strength of connection, aggregation, the smoothed
- * prolongation (the filtered operator, its spectral radius, the tentative P), the Galerkin
- * products, a level's coarsening from them, and the coarsest level's dense LU. It works on host
- * CSR matrices and the hierarchy's levels; nothing of the smoothers or the cycles above it. On
- * CUDA a large level's products (P = F T, R = P^T, R (A P)) go to amg_gpu_impl.h instead, and
- * this file's are their reference and fallback. */
+/* AMG's setup (amg_levels.h): strength of connection, aggregation (greedy, or MIS(2) in parallel),
+ * the smoothed prolongation row by row (P = (I - omega D_F^-1 A_F) T from A's kept entries, rho of
+ * D_F^-1 A_F by the power iteration), the Galerkin products, a level's coarsening from them, and
+ * the coarsest level's dense LU. The host functions here are the twins of templates/amg_setup.cu's
+ * kernels (the same steps, the same integers, P's values the same for the same omega), used by the
+ * host backend, by levels below gpu_setup_rows, as the tests' oracle and as the fallback; a level
+ * set up on the GPU runs the same steps through amg_gpu_impl.h, and this file decides the side. */
 #include "common.h"
 #include "amg_levels.h"
 #include "../amg.h"
@@ -32,156 +33,325 @@ void spx__amg_scan(int64_t *rp, int64_t n) {
   for (i = 0; i < n; i++) rp[i + 1] += rp[i];
 }
 
-/* The diagonal a_ii of each row; a zero or non-finite one is SPX_INVALID_ARGUMENT naming it. */
-spx_status spx__amg_diag(const char *fn, const spx_csr *A, int level, double *d) {
-  const int64_t n = A->nrows, n_ = n;
-  int64_t i, bad = n;
-  SPX__AMG_FOR
-  for (i = 0; i < n_; i++) {
-    int64_t k;
-    d[i] = 0;
-    for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++)
-      if (A->col_idx[k] == i) d[i] = A->val.d[k];
-  }
-  for (i = 0; i < n && bad == n; i++)
-    if (d[i] == 0 || !spx__amg_finite(d[i])) bad = i;
-  if (bad == n) return SPX_OK;
-  if (level == 0)
-    return spx__fail(SPX_INVALID_ARGUMENT, "%s: a[%lld][%lld] = %g: AMG needs a nonzero finite diagonal", fn,
-                     (long long)bad, (long long)bad, d[bad]);
-  return spx__fail(SPX_INVALID_ARGUMENT, "%s: the level-%d operator has a[%lld][%lld] = %g (a coarse "
-                   "diagonal of zero: the matrix is not positive definite, or its entries overflow)", fn, level,
-                   (long long)bad, (long long)bad, d[bad]);
-}
-
-/* j != i is a strong neighbour of i: a_ij^2 >= theta^2 |a_ii a_jj| (squares: no libm). */
-static int spx__amg_strong(double aij, double di, double dj, double theta) {
+/* ---- Strength of connection (twin of spx_amgs_strength) ---------------------------------------- */
+/* j != i is a strong neighbour of i: a_ij^2 >= th2 |a_ii a_jj|, th2 = theta^2 (squares: no libm). */
+static int spx__amg_strong(double aij, double di, double dj, double th2) {
   double p = di * dj;
-  return aij != 0 && aij * aij >= theta * theta * (p < 0 ? -p : p);
+  return aij != 0 && aij * aij >= th2 * (p < 0 ? -p : p);
 }
 
-/* S: each row's strong neighbours (columns in order); *weak counts the other off-diagonals. */
-static spx_status spx__amg_strength(const spx_csr *A, const double *d, double theta, spx__amg_graph *S,
-                                    int64_t *weak) {
-  const int64_t n = A->nrows, n_ = n;
-  int64_t i, nw = 0;
-  S->n = n;
-  S->ci = NULL;
-  if (!(S->rp = (int64_t *)spx__calloc((size_t)n + 1, sizeof(int64_t)))) return SPX_OUT_OF_MEMORY;
+/* Row i: mask[k] = 1 where entry k is a strong off-diagonal, else 0; dF[i] = a_ii plus the row's
+ * weak off-diagonals in column order (A_F's diagonal: the weak entries lumped so that A_F 1 = A 1),
+ * or a_ii where that sum would be zero or of the other sign. Returns the row's weak entries. */
+static int64_t spx__amg_strength_row(const spx_csr *A, const double *d, double th2, int64_t i, uint8_t *mask,
+                                     double *dF) {
+  int64_t k, weak = 0;
+  double lump = 0;
+  for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++) {
+    const int32_t j = A->col_idx[k];
+    const int s = j != i && spx__amg_strong(A->val.d[k], d[i], d[j], th2);
+    mask[k] = (uint8_t)s;
+    if (j != i && !s) {
+      lump += A->val.d[k];
+      weak++;
+    }
+  }
+  if (!((d[i] + lump) * d[i] > 0)) lump = 0;
+  dF[i] = d[i] + lump;
+  return weak;
+}
+
+void spx__amg_strength(const spx_csr *A, const double *d, double theta, uint8_t *mask, double *dF, int64_t *weak) {
+  const int64_t n = A->nrows;
+  const double th2 = theta * theta;
+  int64_t i, w = 0;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) reduction(+ : w) if (n > 16384)
+#endif
+  for (i = 0; i < n; i++) w += spx__amg_strength_row(A, d, th2, i, mask, dF);
+  *weak = w;
+}
+
+/* ---- Aggregation (twins of spx_amgs_mis_* and spx_amgs_agg_*) ---------------------------------- */
+
+/* Row i has a strong neighbour. */
+static int spx__amg_has_strong(const spx_csr *A, const uint8_t *mask, int64_t i) {
+  int64_t k;
+  for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++)
+    if (mask[k]) return 1;
+  return 0;
+}
+
+/* Pass 1 of the greedy rule, rows in order: a row whose strong neighbours are all free (and that
+ * has one) leads an aggregate of itself and them; agg -1 elsewhere. Returns the aggregates. */
+static int64_t spx__amg_greedy_roots(const spx_csr *A, const uint8_t *mask, int32_t *agg) {
+  const int64_t n = A->nrows;
+  int64_t i, k, next = 0;
+  for (i = 0; i < n; i++) agg[i] = -1;
+  for (i = 0; i < n; i++) {
+    int free_all = spx__amg_has_strong(A, mask, i);
+    if (agg[i] != -1) continue;
+    for (k = A->row_ptr[i]; k < A->row_ptr[i + 1] && free_all; k++)
+      if (mask[k]) free_all = agg[A->col_idx[k]] == -1;
+    if (!free_all) continue;
+    agg[i] = (int32_t)next;
+    for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++)
+      if (mask[k]) agg[A->col_idx[k]] = (int32_t)next;
+    next++;
+  }
+  return next;
+}
+
+/* Row i's MIS(2) tuple: state in the top two bits, then a 31-bit hash of i (splitmix64's
+ * finalizer: a fixed pseudo-random priority, so the set does not follow the numbering), then i. */
+static uint64_t spx__amg_tuple(int64_t i, unsigned state) {
+  uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+  x ^= x >> 31; x *= 0xBF58476D1CE4E5B9ull; x ^= x >> 29; x *= 0x94D049BB133111EBull; x ^= x >> 32;
+  return (uint64_t)state << 62 | (x >> 33) << 31 | (uint64_t)i;
+}
+
+/* out[i] = the largest tuple of row i and its strong neighbours. */
+static void spx__amg_mis_max(const spx_csr *A, const uint8_t *mask, const uint64_t *in, uint64_t *out) {
+  const int64_t n_ = A->nrows;
+  int64_t i;
   SPX__AMG_FOR
   for (i = 0; i < n_; i++) {
-    int64_t k, c = 0;
-    for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++) {
-      int32_t j = A->col_idx[k];
-      c += j != i && spx__amg_strong(A->val.d[k], d[i], d[j], theta);
-    }
-    S->rp[i + 1] = c;
+    uint64_t t = in[i];
+    int64_t k;
+    for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++)
+      if (mask[k] && in[A->col_idx[k]] > t) t = in[A->col_idx[k]];
+    out[i] = t;
   }
-  spx__amg_scan(S->rp, n);
-  if (!(S->ci = (int32_t *)spx__alloc((size_t)S->rp[n] + 1, sizeof(int32_t)))) {
-    spx__amg_graph_free(S);
+}
+
+/* One round's decision (reads t1, writes each undecided row's own tuple): the largest tuple within
+ * two strong steps joins the set, a row with a member within two steps leaves. Returns the rows
+ * still undecided. */
+static int64_t spx__amg_mis_decide(const spx_csr *A, const uint8_t *mask, const uint64_t *t1, uint64_t *tup) {
+  const int64_t n = A->nrows;
+  int64_t i, left = 0;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) reduction(+ : left) if (n > 16384)
+#endif
+  for (i = 0; i < n; i++) {
+    uint64_t t = t1[i];
+    int64_t k;
+    if (tup[i] >> 62 != SPX__AMG_UND) continue;
+    for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++)
+      if (mask[k] && t1[A->col_idx[k]] > t) t = t1[A->col_idx[k]];
+    if (t == tup[i]) tup[i] = spx__amg_tuple(i, SPX__AMG_IN);
+    else if (t >> 62 == SPX__AMG_IN) tup[i] = spx__amg_tuple(i, SPX__AMG_OUT);
+    else left++;
+  }
+  return left;
+}
+
+/* Row i's strong entries (mask) to rows still free (agg -1). */
+static int64_t spx__amg_free_count(const spx_csr *A, const uint8_t *mask, const int32_t *agg, int64_t i) {
+  int64_t k, c = 0;
+  for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++) c += mask[k] && agg[A->col_idx[k]] == -1;
+  return c;
+}
+
+/* One MIS(2) pass over the free rows (agg -1) and the strong entries between them (sub: mask with
+ * the entries to or from a placed row cleared): the roots are a maximal set of free rows with at
+ * least minc free strong neighbours, no two within two steps, found in rounds (each undecided row
+ * compares its tuple with those two steps away); numbered from *next in row order they lead new
+ * aggregates, and a free row with a root among its neighbours joins the one of largest tuple
+ * (symmetric strength: the only one). Every round decides at least the largest undecided tuple. */
+static spx_status spx__amg_mis2_pass(const spx_csr *A, const uint8_t *sub, int64_t minc, int32_t *agg, int64_t *next) {
+  const int64_t n = A->nrows, n_ = n;
+  uint64_t *tup = (uint64_t *)spx__alloc((size_t)n + 1, sizeof(uint64_t));
+  uint64_t *t1 = (uint64_t *)spx__alloc((size_t)n + 1, sizeof(uint64_t));
+  int64_t i;
+  if (!tup || !t1) {
+    SPX_FREE(tup);
+    SPX_FREE(t1);
     return SPX_OUT_OF_MEMORY;
   }
   SPX__AMG_FOR
+  for (i = 0; i < n_; i++)
+    tup[i] = spx__amg_tuple(i, agg[i] == -1 && spx__amg_free_count(A, sub, agg, i) >= minc ? SPX__AMG_UND : SPX__AMG_OUT);
+  do spx__amg_mis_max(A, sub, tup, t1);
+  while (spx__amg_mis_decide(A, sub, t1, tup) > 0);
+  for (i = 0; i < n; i++)
+    if (tup[i] >> 62 == SPX__AMG_IN) agg[i] = (int32_t)(*next)++;
+  SPX__AMG_FOR
   for (i = 0; i < n_; i++) {
-    int64_t k, q = S->rp[i];
+    uint64_t best = 0;
+    int64_t k;
+    if (agg[i] != -1) continue; /* placed, or a root (only roots' numbers are read) */
     for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++) {
-      int32_t j = A->col_idx[k];
-      if (j != i && spx__amg_strong(A->val.d[k], d[i], d[j], theta)) S->ci[q++] = j;
+      const uint64_t u = tup[A->col_idx[k]];
+      if (sub[k] && u >> 62 == SPX__AMG_IN && u > best) best = u;
     }
+    if (best) agg[i] = agg[best & 0x7FFFFFFFu];
   }
-  for (i = 0; i < n; i++) nw += (A->row_ptr[i + 1] - A->row_ptr[i]) - (S->rp[i + 1] - S->rp[i]);
-  *weak = nw - n; /* less the diagonals (every row has one) */
+  SPX_FREE(tup);
+  SPX_FREE(t1);
   return SPX_OK;
 }
 
-/* Standard smoothed aggregation, rows in order (the header's three passes). agg[i] receives the
- * aggregate of row i, *nagg their number. Pass 2 marks what it attaches as -2 - aggregate, so that
- * rows attach only to the aggregates of pass 1. */
-static void spx__amg_aggregate(const spx__amg_graph *S, int32_t *agg, int64_t *nagg) {
-  const int64_t n = S->n;
-  int64_t i, k, next = 0;
-  for (i = 0; i < n; i++) agg[i] = -1;
-  for (i = 0; i < n; i++) { /* pass 1: roots whose strong neighbours are all free */
-    int free_all = S->rp[i + 1] > S->rp[i];
-    if (agg[i] != -1) continue;
-    for (k = S->rp[i]; k < S->rp[i + 1] && free_all; k++) free_all = agg[S->ci[k]] == -1;
-    if (!free_all) continue;
-    agg[i] = (int32_t)next;
-    for (k = S->rp[i]; k < S->rp[i + 1]; k++) agg[S->ci[k]] = (int32_t)next;
-    next++;
-  }
-  for (i = 0; i < n; i++) /* pass 2: the first strong neighbour in an aggregate of pass 1 */
-    if (agg[i] == -1)
-      for (k = S->rp[i]; k < S->rp[i + 1]; k++)
-        if (agg[S->ci[k]] >= 0) {
-          agg[i] = -2 - agg[S->ci[k]];
-          break;
-        }
-  for (i = 0; i < n; i++) { /* pass 3: rows left (no strong neighbour) on their own */
-    if (agg[i] <= -2) agg[i] = -2 - agg[i];
-    else if (agg[i] == -1) agg[i] = (int32_t)next++;
-  }
-  *nagg = next;
-}
-
-/* A_F: A with its weak off-diagonal entries lumped onto the diagonal (A_F 1 = A 1; the pattern of
- * A's diagonal and strong entries), and dF its diagonal. A row whose lumping would leave a diagonal
- * of the other sign than a_ii (or zero) keeps a_ii. */
-static spx_status spx__amg_filter(const spx_csr *A, const double *d, double theta, spx_csr **out, double *dF) {
+/* Pass 1 of the MIS(2) rule: a pass over every row with a strong neighbour (no two roots' strong
+ * neighbourhoods meet: each root's aggregate is itself and its neighbours), then a second over
+ * the rows left, with the entries among them, for rows with at least SPX__AMG_MIS2_MIN free
+ * neighbours: random roots leave more rows two steps away than the greedy order does, and the
+ * second pass makes aggregates of them where the first left room. */
+static spx_status spx__amg_mis2_roots(const spx_csr *A, const uint8_t *mask, int32_t *agg, int64_t *nroots) {
   const int64_t n = A->nrows, n_ = n;
-  spx_csr *F = NULL;
-  spx_status st;
+  uint8_t *sub;
   int64_t i;
-  int64_t *cnt = (int64_t *)spx__calloc((size_t)n + 1, sizeof(int64_t));
-  if (!cnt) return SPX_OUT_OF_MEMORY;
+  spx_status st;
+  *nroots = 0;
+  for (i = 0; i < n; i++) agg[i] = -1;
+  if ((st = spx__amg_mis2_pass(A, mask, 1, agg, nroots))) return st;
+  if (!(sub = (uint8_t *)spx__alloc((size_t)A->nnz + 1, 1))) return SPX_OUT_OF_MEMORY;
   SPX__AMG_FOR
   for (i = 0; i < n_; i++) {
-    int64_t k, c = 0;
-    for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++) {
-      int32_t j = A->col_idx[k];
-      c += j == i || spx__amg_strong(A->val.d[k], d[i], d[j], theta);
-    }
-    cnt[i + 1] = c;
+    int64_t k;
+    for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++) sub[k] = mask[k] && agg[i] == -1 && agg[A->col_idx[k]] == -1;
   }
-  spx__amg_scan(cnt, n);
-  if ((st = spx_csr_create(n, n, cnt[n], SPX_DOUBLE, &F))) {
-    SPX_FREE(cnt);
-    return st;
-  }
-  memcpy(F->row_ptr, cnt, ((size_t)n + 1) * sizeof(int64_t));
-  SPX_FREE(cnt);
-  SPX__AMG_FOR
-  for (i = 0; i < n_; i++) {
-    int64_t k, q = F->row_ptr[i], qd = q;
-    double lump = 0;
-    for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++) {
-      int32_t j = A->col_idx[k];
-      double v = A->val.d[k];
-      if (j == i || spx__amg_strong(v, d[i], d[j], theta)) {
-        if (j == i) qd = q;
-        F->col_idx[q] = j;
-        F->val.d[q++] = v;
-      } else lump += v;
-    }
-    if (!((d[i] + lump) * d[i] > 0)) lump = 0;
-    F->val.d[qd] = d[i] + lump;
-    dF[i] = d[i] + lump;
-  }
-  *out = F;
-  return SPX_OK;
+  st = spx__amg_mis2_pass(A, sub, SPX__AMG_MIS2_MIN, agg, nroots);
+  SPX_FREE(sub);
+  return st;
 }
 
-/* In place: F (A_F, diagonal dF) becomes I - s D_F^-1 A_F. */
-static void spx__amg_jacobi_operator(spx_csr *F, const double *dF, double s) {
-  const int64_t n = F->nrows, n_ = n;
+/* Pass 2: out[i] = agg[i] where pass 1 placed row i, else the aggregate of a strong neighbour that
+ * pass 1 placed: the first in column order (greedy), or the smallest (size given: MIS(2), whose
+ * rows left are more, so that they spread over the aggregates), the first of the smallest; -1 when
+ * none. */
+static void spx__amg_agg_attach(const spx_csr *A, const uint8_t *mask, const int32_t *agg, const int32_t *size,
+                                int32_t *out) {
+  const int64_t n_ = A->nrows;
   int64_t i;
   SPX__AMG_FOR
   for (i = 0; i < n_; i++) {
     int64_t k;
-    for (k = F->row_ptr[i]; k < F->row_ptr[i + 1]; k++)
-      F->val.d[k] = (F->col_idx[k] == i ? 1.0 : 0.0) - s / dF[i] * F->val.d[k];
+    out[i] = agg[i];
+    for (k = A->row_ptr[i]; k < A->row_ptr[i + 1] && agg[i] == -1; k++) {
+      const int32_t a = agg[A->col_idx[k]];
+      if (mask[k] && a >= 0 && (out[i] == -1 || (size && size[a] < size[out[i]]))) out[i] = a;
+      if (out[i] >= 0 && !size) break;
+    }
   }
+}
+
+/* The rows of each aggregate of pass 1 (agg -1: none), for the MIS(2) rule's pass 2. */
+static int32_t *spx__amg_agg_sizes(int64_t n, const int32_t *agg, int64_t nagg) {
+  int32_t *size = (int32_t *)spx__calloc((size_t)nagg + 1, sizeof(int32_t));
+  int64_t i;
+  if (size)
+    for (i = 0; i < n; i++)
+      if (agg[i] >= 0) size[agg[i]]++;
+  return size;
+}
+
+spx_status spx__amg_aggregate(const spx_csr *A, const uint8_t *mask, int mis2, int32_t *agg, int64_t *nagg) {
+  const int64_t n = A->nrows;
+  int32_t *first = (int32_t *)spx__alloc((size_t)n + 1, sizeof(int32_t)), *size = NULL;
+  int64_t i, next = 0;
+  spx_status st = SPX_OK;
+  if (!first) return SPX_OUT_OF_MEMORY;
+  if (mis2) {
+    if (!(st = spx__amg_mis2_roots(A, mask, first, &next)) && !(size = spx__amg_agg_sizes(n, first, next)))
+      st = SPX_OUT_OF_MEMORY;
+  } else next = spx__amg_greedy_roots(A, mask, first);
+  if (!st) {
+    spx__amg_agg_attach(A, mask, first, size, agg);
+    for (i = 0; i < n; i++) /* pass 3: rows left (no strong neighbour placed) on their own */
+      if (agg[i] == -1) agg[i] = (int32_t)next++;
+    *nagg = next;
+  }
+  SPX_FREE(first);
+  SPX_FREE(size);
+  return st;
+}
+
+/* ---- The smoothed prolongation (twin of spx_amgs_p_count and spx_amgs_p_fill) ------------------- */
+/* Entry k of row i is one A_F keeps: the diagonal or a strong off-diagonal. */
+#define SPX__AMG_KEPT(A, mask, k, i) ((A)->col_idx[k] == (i) || (mask)[k])
+
+/* The smallest aggregate above last among row i's kept entries (INT32_MAX: none). */
+static int32_t spx__amg_p_next(const spx_csr *A, const uint8_t *mask, const int32_t *agg, int64_t i, int32_t last) {
+  int32_t next = INT32_MAX;
+  int64_t k;
+  for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++)
+    if (SPX__AMG_KEPT(A, mask, k, i) && agg[A->col_idx[k]] > last && agg[A->col_idx[k]] < next)
+      next = agg[A->col_idx[k]];
+  return next;
+}
+
+/* P's entries in row i: the distinct aggregates of its kept entries. */
+static int64_t spx__amg_p_count(const spx_csr *A, const uint8_t *mask, const int32_t *agg, int64_t i) {
+  int64_t c = 0;
+  int32_t a = -1;
+  while ((a = spx__amg_p_next(A, mask, agg, i, a)) != INT32_MAX) c++;
+  return c;
+}
+
+/* Row i of P = F T from P->row_ptr[i]: F = I - s D_F^-1 A_F, T[j][agg[j]] = scale[agg[j]]; each
+ * column an aggregate (increasing), its value the sum in A's column order of
+ * (delta_ij - (s / dF[i]) a_F,ij) scale: the kernel's order, each step rounded alone. */
+static void spx__amg_p_fill(const spx_csr *A, const uint8_t *mask, const double *dF, const int32_t *agg,
+                            const double *scale, double s, int64_t i, spx_csr *P) {
+  const double sd = s / dF[i];
+  int64_t q = P->row_ptr[i], k;
+  int32_t c = -1;
+  while ((c = spx__amg_p_next(A, mask, agg, i, c)) != INT32_MAX) {
+    double v = 0;
+    int first = 1;
+    for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++)
+      if (SPX__AMG_KEPT(A, mask, k, i) && agg[A->col_idx[k]] == c) {
+        const int diag = A->col_idx[k] == i;
+        const double f = (diag ? 1.0 : 0.0) - sd * (diag ? dF[i] : A->val.d[k]), t = f * scale[c];
+        v = first ? t : v + t;
+        first = 0;
+      }
+    P->col_idx[q] = c;
+    P->val.d[q++] = v;
+  }
+}
+
+/* The tentative P's column scales 1 / sqrt(|aggregate|) (orthonormal columns: T^T T = I). */
+static double *spx__amg_agg_scales(int64_t n, const int32_t *agg, int64_t nagg) {
+  double *scale = (double *)spx__calloc((size_t)nagg + 1, sizeof(double));
+  int64_t i, c;
+  if (!scale) return NULL;
+  for (i = 0; i < n; i++) scale[agg[i]] += 1;
+  for (c = 0; c < nagg; c++) scale[c] = 1.0 / spx__sqrt(scale[c]);
+  return scale;
+}
+
+spx_status spx__amg_prolong(const spx_csr *A, const uint8_t *mask, const double *dF, const int32_t *agg, int64_t nagg,
+                            double omega, spx_csr **out) {
+  const int64_t n = A->nrows, n_ = n;
+  double *scale = spx__amg_agg_scales(n, agg, nagg);
+  int64_t *cnt = NULL, i;
+  spx_csr *P = NULL;
+  spx_status st;
+  *out = NULL;
+  if (!scale || !(cnt = (int64_t *)spx__calloc((size_t)n + 1, sizeof(int64_t)))) {
+    SPX_FREE(scale);
+    return SPX_OUT_OF_MEMORY;
+  }
+  SPX__AMG_FOR
+  for (i = 0; i < n_; i++) cnt[i + 1] = omega == 0 ? 1 : spx__amg_p_count(A, mask, agg, i);
+  spx__amg_scan(cnt, n);
+  if (!(st = spx_csr_create(n, nagg, cnt[n], SPX_DOUBLE, &P))) {
+    memcpy(P->row_ptr, cnt, ((size_t)n + 1) * sizeof(int64_t));
+    SPX__AMG_FOR
+    for (i = 0; i < n_; i++) {
+      if (omega != 0) spx__amg_p_fill(A, mask, dF, agg, scale, omega, i, P);
+      else {
+        P->col_idx[i] = agg[i];
+        P->val.d[i] = scale[agg[i]];
+      }
+    }
+    *out = P;
+  }
+  SPX_FREE(scale);
+  SPX_FREE(cnt);
+  return st;
 }
 
 /* A fixed pseudo-random value in [-1, 1) for row i: the power iteration's start, the same for any
@@ -196,24 +366,44 @@ static double spx__amg_hash01(int64_t i) {
  * estimate does not depend on the thread count. */
 #define SPX__AMG_CHUNK 4096
 
-/* An upper estimate of rho(D^-1 A) for A whose diagonal is d (the header's rule): iters power
- * iterations, the Rayleigh quotient x.Ax / x.Dx times 1.1, capped by the Gershgorin bound. Each
- * step is one pass over the rows (y = A x, the two sums and max |y_i / d_i| per chunk), then x =
- * D^-1 y scaled by that max. */
-spx_status spx__amg_rho(const spx_csr *A, const double *d, int iters, double *rho) {
-  const int64_t n = A->nrows, nc = (n + SPX__AMG_CHUNK - 1) / SPX__AMG_CHUNK, n_ = n;
-  double gersh = 0, lam = 0, *x, *y, *part;
-  int64_t i, c;
-  int k;
+/* Entry k of row i counts in W: always without a mask, else the diagonal and strong entries. */
+#define SPX__AMG_IN_W(A, mask, k, i) (!(mask) || (A)->col_idx[k] == (i) || (mask)[k])
+/* Its weight: dd on the diagonal, a_ik elsewhere. */
+#define SPX__AMG_W(A, dd, k, i) ((A)->col_idx[k] == (i) ? (dd)[i] : (A)->val.d[k])
+
+/* rho from the power iteration's last Rayleigh quotient lam (a lower bound) and the Gershgorin
+ * bound: 1.1 lam where that is below the bound, else the bound. */
+static double spx__amg_rho_of(double lam, double gersh) {
+  return lam > 0 && spx__amg_finite(lam) && SPX__AMG_RHO_SAFETY * lam < gersh ? SPX__AMG_RHO_SAFETY * lam : gersh;
+}
+
+/* The Gershgorin bound max_i sum_k |W_ik| / |dd_i|. */
+static double spx__amg_gershgorin(const spx_csr *A, const uint8_t *mask, const double *dd) {
+  const int64_t n = A->nrows;
+  double gersh = 0;
+  int64_t i;
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(static) reduction(max : gersh) if (n > 16384)
 #endif
   for (i = 0; i < n; i++) {
-    double s = 0, di = d[i] < 0 ? -d[i] : d[i];
+    double s = 0, di = dd[i] < 0 ? -dd[i] : dd[i];
     int64_t q;
-    for (q = A->row_ptr[i]; q < A->row_ptr[i + 1]; q++) s += SPX__ABS(A->val.d[q]);
+    for (q = A->row_ptr[i]; q < A->row_ptr[i + 1]; q++)
+      if (SPX__AMG_IN_W(A, mask, q, i)) s += SPX__ABS(SPX__AMG_W(A, dd, q, i));
     if (s / di > gersh) gersh = s / di;
   }
+  return gersh;
+}
+
+/* An upper estimate of rho(D^-1 W) (the header's rule; W = A with diagonal dd, its weak entries
+ * left out when mask is given): iters power iterations, the Rayleigh quotient x.Wx / x.Dx times
+ * 1.1, capped by the Gershgorin bound. Each step is one pass over the rows (y = W x, the two sums
+ * and max |y_i / dd_i| per chunk), then x = D^-1 y scaled by that max. */
+spx_status spx__amg_rho(const spx_csr *A, const uint8_t *mask, const double *dd, int iters, double *rho) {
+  const int64_t n = A->nrows, nc = (n + SPX__AMG_CHUNK - 1) / SPX__AMG_CHUNK, n_ = n;
+  double gersh = spx__amg_gershgorin(A, mask, dd), lam = 0, *x, *y, *part;
+  int64_t i, c;
+  int k;
   *rho = gersh;
   if (iters <= 0 || n == 0) return SPX_OK;
   x = (double *)spx__alloc((size_t)n + 1, sizeof(double));
@@ -238,11 +428,12 @@ spx_status spx__amg_rho(const spx_csr *A, const double *d, int iters, double *rh
       int64_t r, q;
       for (r = lo; r < hi; r++) {
         double t = 0;
-        for (q = A->row_ptr[r]; q < A->row_ptr[r + 1]; q++) t += A->val.d[q] * x[A->col_idx[q]];
+        for (q = A->row_ptr[r]; q < A->row_ptr[r + 1]; q++)
+          if (SPX__AMG_IN_W(A, mask, q, r)) t += SPX__AMG_W(A, dd, q, r) * x[A->col_idx[q]];
         y[r] = t;
         p0 += x[r] * t;
-        p1 += x[r] * d[r] * x[r];
-        t /= d[r];
+        p1 += x[r] * dd[r] * x[r];
+        t /= dd[r];
         if (SPX__ABS(t) > mx) mx = SPX__ABS(t);
       }
       part[3 * c] = p0;
@@ -258,35 +449,12 @@ spx_status spx__amg_rho(const spx_csr *A, const double *d, int iters, double *rh
     if (!(m > 0) || !spx__amg_finite(m)) break;
     sc = 1.0 / m;
     SPX__AMG_FOR
-    for (i = 0; i < n_; i++) x[i] = y[i] / d[i] * sc;
+    for (i = 0; i < n_; i++) x[i] = y[i] / dd[i] * sc;
   }
   SPX_FREE(x);
   SPX_FREE(y);
   SPX_FREE(part);
-  if (lam > 0 && spx__amg_finite(lam) && SPX__AMG_RHO_SAFETY * lam < gersh) *rho = SPX__AMG_RHO_SAFETY * lam;
-  return SPX_OK;
-}
-
-/* T: n x nagg, T[i][agg[i]] = 1 / sqrt(|aggregate|) (orthonormal columns). */
-static spx_status spx__amg_tentative(int64_t n, const int32_t *agg, int64_t nagg, spx_csr **out) {
-  spx_csr *T = NULL;
-  double *scale;
-  int64_t i, c;
-  spx_status st;
-  if (!(scale = (double *)spx__calloc((size_t)nagg + 1, sizeof(double)))) return SPX_OUT_OF_MEMORY;
-  if ((st = spx_csr_create(n, nagg, n, SPX_DOUBLE, &T))) {
-    SPX_FREE(scale);
-    return st;
-  }
-  for (i = 0; i < n; i++) scale[agg[i]] += 1;
-  for (c = 0; c < nagg; c++) scale[c] = 1.0 / spx__sqrt(scale[c]);
-  for (i = 0; i < n; i++) {
-    T->row_ptr[i + 1] = i + 1;
-    T->col_idx[i] = agg[i];
-    T->val.d[i] = scale[agg[i]];
-  }
-  SPX_FREE(scale);
-  *out = T;
+  *rho = spx__amg_rho_of(lam, gersh);
   return SPX_OK;
 }
 
@@ -466,93 +634,217 @@ spx_status spx__amg_spgemm_values(const spx_csr *A, const spx_csr *B, spx_csr *C
   return fail ? spx__fail(SPX_OUT_OF_MEMORY, "spx_amg: out of host memory in a sparse matrix product") : SPX_OK;
 }
 
-/* A_c = R (A P); *AP is kept (spx_amg_update's numeric pass reuses its pattern). */
-static spx_status spx__amg_galerkin(const spx_csr *A, const spx_csr *P, const spx_csr *R, spx_csr **AP, spx_csr **Ac) {
-  spx_status st;
-  if ((st = spx__amg_spgemm(A, P, AP))) return st;
-  return spx__amg_spgemm(R, *AP, Ac);
+/* ---- A level: strength, aggregates, P, R, the next A ------------------------------------------ */
+/* The diagonal d's first zero or non-finite entry is SPX_INVALID_ARGUMENT naming it. */
+static spx_status spx__amg_diag_check(const char *fn, int level, int64_t n, const double *d) {
+  int64_t i, bad = n;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) reduction(min : bad) if (n > 16384)
+#endif
+  for (i = 0; i < n; i++)
+    if ((d[i] == 0 || !spx__amg_finite(d[i])) && i < bad) bad = i;
+  if (bad == n) return SPX_OK;
+  if (level == 0)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: a[%lld][%lld] = %g: AMG needs a nonzero finite diagonal", fn,
+                     (long long)bad, (long long)bad, d[bad]);
+  return spx__fail(SPX_INVALID_ARGUMENT, "%s: the level-%d operator has a[%lld][%lld] = %g (a coarse "
+                   "diagonal of zero: the matrix is not positive definite, or its entries overflow)", fn, level,
+                   (long long)bad, (long long)bad, d[bad]);
 }
 
-/* ---- A level: strength, aggregates, P, R, the next A ------------------------------------------ */
-/* Level l's aggregates, P, R and the next level's A from A and its diagonal d. *stalled: the
- * aggregates were too many (nothing made). *rhoA: rho(D^-1 A) when it came out on the way (no weak
- * entries: A_F = A), else -1. */
-spx_status spx__amg_coarsen(spx_amg *m, int l, const double *d, int *stalled, double *rhoA) {
+spx_status spx__amg_diag(const char *fn, const spx_csr *A, int level, double *d) {
+  const int64_t n_ = A->nrows;
+  int64_t i;
+  SPX__AMG_FOR
+  for (i = 0; i < n_; i++) {
+    int64_t k;
+    d[i] = 0;
+    for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++)
+      if (A->col_idx[k] == i) d[i] = A->val.d[k];
+  }
+  return spx__amg_diag_check(fn, level, A->nrows, d);
+}
+
+/* A GPU level runs its steps there while its A is on the device or it coarsens (a level that only
+ * smooths is not worth the upload). */
+spx_status spx__amg_level_diag(spx_amg *m, int l, int coarsens, double *d) {
+  spx__amg_level *L = &m->lv[l];
+  spx_status st;
+  L->setup_gpu = 0;
+  if (spx__amg_gpu_wanted(m, l) && (coarsens || L->dA)) {
+    if (!(st = spx__amg_gpu_diag(m, l, d))) {
+      L->setup_gpu = 1;
+      return spx__amg_diag_check("spx_amg_create", l, L->A->nrows, d);
+    }
+    if (!spx__amg_gpu_fallback(m, l, "diagonal", st)) return st;
+  }
+  return spx__amg_diag("spx_amg_create", L->A, l, d);
+}
+
+/* Level l's device A has the host's values: set up there, or refreshed by an update (the level's
+ * own products ran there, or the level above's made it). */
+static int spx__amg_gpu_current(const spx_amg *m, int l) {
+  const spx__amg_level *L = &m->lv[l];
+  return m->cuda && L->dA && (L->gpu || (l > 0 && m->lv[l - 1].gpu) || (L->setup_gpu && m->gw.d && m->gw.l == l));
+}
+
+spx_status spx__amg_level_rho(spx_amg *m, int l, const double *d, double *rho) {
+  spx__amg_level *L = &m->lv[l];
+  double lam = 0, gersh = 0;
+  spx_status st;
+  L->rho_gpu = 0;
+  if (spx__amg_gpu_current(m, l)) {
+    if (!(st = spx__amg_gpu_rho(m, l, 0, d, m->o.power_iters, &lam, &gersh))) {
+      L->rho_gpu = 1;
+      *rho = spx__amg_rho_of(lam, gersh);
+      return SPX_OK;
+    }
+    if (st != SPX_UNSUPPORTED && st != SPX_DEVICE_OUT_OF_MEMORY) return st;
+    spx_clear_error(); /* the host's estimate instead */
+  }
+  return spx__amg_rho(L->A, NULL, d, m->o.power_iters, rho);
+}
+
+/* Level l's host results freed (a GPU path that failed part way: the host makes them again). */
+static void spx__amg_level_reset(spx_amg *m, int l) {
+  spx__amg_level *L = &m->lv[l];
+  SPX_FREE(L->agg);
+  spx_csr_destroy(L->P);
+  spx_csr_destroy(L->R);
+  spx_csr_destroy(L->AP);
+  spx_csr_destroy(m->lv[l + 1].A);
+  L->agg = NULL;
+  L->P = L->R = L->AP = m->lv[l + 1].A = NULL;
+  L->agg_gpu = L->p_gpu = L->rap_gpu = 0;
+}
+
+/* The stall test: nagg aggregates of n rows are too many (the report says why it stopped). */
+static int spx__amg_stalls(spx_amg *m, int l, int64_t n, int64_t nagg) {
+  if ((double)nagg <= SPX__AMG_STALL * (double)n) return 0;
+  snprintf(m->rep.stop, sizeof m->rep.stop, "coarsening stalled: level %d's %lld rows made %lld aggregates", l + 1,
+           (long long)n, (long long)nagg);
+  return 1;
+}
+
+/* Level l on the host: the twins, then R = P^T and the Galerkin products. */
+static spx_status spx__amg_coarsen_host(spx_amg *m, int l, const double *d, double theta, int *stalled, double *rhoA) {
   spx__amg_level *L = &m->lv[l];
   spx_amg_report *rep = &m->rep;
-  const spx_amg_options *o = &m->o;
   const int64_t n = L->A->nrows;
-  spx__amg_graph S = {0, NULL, NULL};
-  spx_csr *F = NULL, *T = NULL;
-  double *dF = NULL, t = spx__now(), rho = 0, omega = 0, theta = o->theta;
+  uint8_t *mask = (uint8_t *)spx__alloc((size_t)L->A->nnz + 1, 1);
+  double *dF = (double *)spx__alloc((size_t)n + 1, sizeof(double)), t = spx__now(), rho = 0, omega = 0;
   int64_t nagg = 0, weak = 0;
-  int k, gpu = spx__amg_gpu_wanted(m, l);
-  spx_status st;
-  for (k = 0; k < l; k++) theta *= o->theta_decay;
-  *stalled = 0;
-  *rhoA = -1;
-  if ((st = spx__amg_strength(L->A, d, theta, &S, &weak))) return st;
+  spx_status st = SPX_OK;
+  if (!mask || !dF || !(L->agg = (int32_t *)spx__alloc((size_t)n + 1, sizeof(int32_t)))) {
+    st = SPX_OUT_OF_MEMORY;
+    goto done;
+  }
+  spx__amg_strength(L->A, d, theta, mask, dF, &weak);
   rep->level[l].weak = weak;
   rep->strength_ms += 1e3 * (spx__now() - t);
   t = spx__now();
-  if (!(L->agg = (int32_t *)spx__alloc((size_t)n + 1, sizeof(int32_t)))) {
-    spx__amg_graph_free(&S);
-    return SPX_OUT_OF_MEMORY;
-  }
-  spx__amg_aggregate(&S, L->agg, &nagg);
-  spx__amg_graph_free(&S);
+  L->mis2 = m->o.aggregation == SPX_AMG_AGG_MIS2;
+  st = spx__amg_aggregate(L->A, mask, L->mis2, L->agg, &nagg);
   rep->aggregate_ms += 1e3 * (spx__now() - t);
-  if ((double)nagg > SPX__AMG_STALL * (double)n) {
+  if (st || (*stalled = spx__amg_stalls(m, l, n, nagg))) {
     SPX_FREE(L->agg);
     L->agg = NULL;
-    *stalled = 1;
-    snprintf(rep->stop, sizeof rep->stop, "coarsening stalled: level %d's %lld rows made %lld aggregates", l + 1,
-             (long long)n, (long long)nagg);
+    goto done;
+  }
+  t = spx__now();
+  if (m->o.prolong_omega > 0) {
+    if ((st = spx__amg_rho(L->A, mask, dF, m->o.power_iters, &rho))) goto done;
+    omega = m->o.prolong_omega / rho;
+    if (weak == 0) *rhoA = rho; /* A_F = A */
+  }
+  rep->level[l].omega = omega;
+  if (!(st = spx__amg_prolong(L->A, mask, dF, L->agg, nagg, omega, &L->P))) st = spx_csr_transpose(L->P, &L->R);
+  rep->prolong_ms += 1e3 * (spx__now() - t);
+  if (st) goto done;
+  t = spx__now();
+  if (!(st = spx__amg_spgemm(L->A, L->P, &L->AP))) st = spx__amg_spgemm(L->R, L->AP, &m->lv[l + 1].A);
+  rep->rap_ms += 1e3 * (spx__now() - t);
+done:
+  SPX_FREE(mask);
+  SPX_FREE(dF);
+  return st;
+}
+
+/* Level l on the GPU (its diagonal there already): the same steps by templates/amg_setup.cu, the
+ * greedy aggregation on the host from the GPU's strength; R and the products by cuSPARSE. Each
+ * phase's time counts in its field and in the GPU's share. */
+static spx_status spx__amg_coarsen_gpu(spx_amg *m, int l, double theta, int *stalled, double *rhoA, const char **step) {
+  spx__amg_level *L = &m->lv[l];
+  spx_amg_report *rep = &m->rep;
+  const int64_t n = L->A->nrows;
+  uint8_t *mask = NULL;
+  double t = spx__now(), dt, lam = 0, gersh = 0, omega = 0;
+  int64_t nagg = 0, weak = 0;
+  spx_status st;
+  *step = "strength";
+  st = spx__amg_gpu_strength(m, l, theta, &weak);
+  rep->level[l].weak = weak;
+  dt = 1e3 * (spx__now() - t);
+  rep->strength_ms += dt;
+  rep->strength_gpu_ms += dt;
+  if (st) return st;
+  t = spx__now();
+  *step = "aggregation";
+  if (!(L->agg = (int32_t *)spx__alloc((size_t)n + 1, sizeof(int32_t)))) return SPX_OUT_OF_MEMORY;
+  L->mis2 = m->o.aggregation != SPX_AMG_AGG_GREEDY; /* AUTO: the GPU's rule */
+  if (L->mis2) st = spx__amg_gpu_aggregate(m, l, L->agg, &nagg);
+  else if (!(mask = (uint8_t *)spx__alloc((size_t)L->A->nnz + 1, 1))) st = SPX_OUT_OF_MEMORY;
+  else if (!(st = spx__amg_gpu_mask_down(m, l, mask)) && !(st = spx__amg_aggregate(L->A, mask, 0, L->agg, &nagg)))
+    st = spx__amg_gpu_agg_up(m, l, L->agg);
+  SPX_FREE(mask);
+  dt = 1e3 * (spx__now() - t);
+  rep->aggregate_ms += dt;
+  rep->aggregate_gpu_ms += dt;
+  if (st) return st;
+  L->agg_gpu = 1;
+  if ((*stalled = spx__amg_stalls(m, l, n, nagg))) {
+    SPX_FREE(L->agg);
+    L->agg = NULL;
     return SPX_OK;
   }
   t = spx__now();
-  if ((st = spx__amg_tentative(n, L->agg, nagg, &T))) return st;
-  if (o->prolong_omega > 0) { /* F = I - omega D_F^-1 A_F, on the host on either side */
-    if (!(dF = (double *)spx__alloc((size_t)n + 1, sizeof(double)))) st = SPX_OUT_OF_MEMORY;
-    if (!st) st = spx__amg_filter(L->A, d, theta, &F, dF);
-    if (!st) st = spx__amg_rho(F, dF, o->power_iters, &rho);
-    if (!st) {
-      omega = o->prolong_omega / rho;
-      if (weak == 0) *rhoA = rho;
-      spx__amg_jacobi_operator(F, dF, omega);
-    }
-    SPX_FREE(dF);
+  *step = "P";
+  if (m->o.prolong_omega > 0 && !(st = spx__amg_gpu_rho(m, l, 1, NULL, m->o.power_iters, &lam, &gersh))) {
+    omega = m->o.prolong_omega / spx__amg_rho_of(lam, gersh);
+    if (weak == 0) *rhoA = spx__amg_rho_of(lam, gersh);
   }
   rep->level[l].omega = omega;
-  /* P = F T (or T) and R = P^T: on the GPU where it pays (amg_gpu_impl.h), else here; a GPU path
-   * that cannot run leaves this level and those below to the host */
-  if (!st && gpu) {
-    double tg = spx__now();
-    st = spx__amg_gpu_prolong(m, l, F, T);
-    rep->prolong_gpu_ms += 1e3 * (spx__now() - tg);
-    if (st && spx__amg_gpu_fallback(m, l, st)) st = SPX_OK, gpu = 0;
-  }
-  if (!st && !gpu) {
-    if (F) st = spx__amg_spgemm(F, T, &L->P);
-    else {
-      L->P = T;
-      T = NULL;
-    }
-    if (!st) st = spx_csr_transpose(L->P, &L->R);
-  }
-  spx_csr_destroy(F);
-  spx_csr_destroy(T);
-  rep->prolong_ms += 1e3 * (spx__now() - t);
+  if (!st) st = spx__amg_gpu_prolong(m, l, nagg, omega, omega == 0);
+  dt = 1e3 * (spx__now() - t);
+  rep->prolong_ms += dt;
+  rep->prolong_gpu_ms += dt;
   if (st) return st;
   t = spx__now();
-  if (gpu) {
-    st = spx__amg_gpu_rap(m, l);
-    if (st && spx__amg_gpu_fallback(m, l, st)) st = SPX_OK, gpu = 0;
-    rep->rap_gpu_ms += 1e3 * (spx__now() - t);
-  }
-  if (!st && !gpu) st = spx__amg_galerkin(L->A, L->P, L->R, &L->AP, &m->lv[l + 1].A);
-  rep->rap_ms += 1e3 * (spx__now() - t);
+  *step = "RAP";
+  st = spx__amg_gpu_rap(m, l);
+  dt = 1e3 * (spx__now() - t);
+  rep->rap_ms += dt;
+  rep->rap_gpu_ms += dt;
   return st;
+}
+
+spx_status spx__amg_coarsen(spx_amg *m, int l, const double *d, int *stalled, double *rhoA) {
+  spx__amg_level *L = &m->lv[l];
+  double theta = m->o.theta;
+  const char *step = "strength";
+  int k;
+  spx_status st;
+  for (k = 0; k < l; k++) theta *= m->o.theta_decay;
+  *stalled = 0;
+  *rhoA = -1;
+  if (L->setup_gpu) {
+    if (!(st = spx__amg_coarsen_gpu(m, l, theta, stalled, rhoA, &step))) return SPX_OK;
+    if (!spx__amg_gpu_fallback(m, l, step, st)) return st;
+    spx__amg_level_reset(m, l); /* the level again, on the host */
+    *stalled = 0;
+    *rhoA = -1;
+  }
+  return spx__amg_coarsen_host(m, l, d, theta, stalled, rhoA);
 }
 
 /* ---- The coarsest level: dense LU with partial pivoting ---------------------------------------- */

@@ -187,8 +187,10 @@ spx_status spx__amg_smoother_values(spx_amg *m, int l, const double *d, double r
     } else L->dinv[i] = 1.0 / d[i];
   }
   if (L->smoother == SPX_AMG_CHEBYSHEV) {
-    if (rhoA > 0) L->rho = rhoA;
-    else if ((st = spx__amg_rho(A, d, m->o.power_iters, &L->rho))) return st;
+    if (rhoA > 0) { /* the prolongation's (A_F = A), from its side */
+      L->rho = rhoA;
+      L->rho_gpu = L->p_gpu;
+    } else if ((st = spx__amg_level_rho(m, l, d, &L->rho))) return st;
   }
   if (L->C) {
     SPX__AMG_FOR
