@@ -63,9 +63,12 @@ static double spx__ds_max(spx__solver *s, double m) {
   return m;
 }
 
-/* The product and the preconditioner keep a failure for the next sum, so that no rank leaves alone. */
+/* The product and the preconditioner keep a failure for the next sum, so that no rank leaves alone
+ * (one rank has no one to tell: its failure returns at once; its GPU path makes no global sums). */
 static spx_status spx__ds_spmv(spx__solver *s, const void *x, void *y) {
-  spx__ds_keep(s, spx__dist_spmv(((spx__dsolver *)s->op)->A, 1.0, x, 0.0, y));
+  spx_status st = spx__dist_spmv(((spx__dsolver *)s->op)->A, 1.0, x, 0.0, y);
+  if (s->ranks == 1) return st;
+  spx__ds_keep(s, st);
   return SPX_OK;
 }
 

@@ -527,10 +527,14 @@ spx_status spx__solve_host(spx__solver *s, const void *b, void *x) {
 }
 
 /* ---- GPU ------------------------------------------------------------------------------------------ */
-/* A distributed solve (ops) keeps a local failure for the next global sum, which stops every
- * process at once; alone, the failure returns. */
+/* 1 when the GPU path's sums go through the ranks (ops over more than one rank); one rank's global
+ * sums are its own, so it runs as the single-GPU solver does, without a synchronization per sum. */
+static int spx__g_dist(const spx__solver *s) { return s->ops && s->ranks > 1; }
+
+/* A distributed solve keeps a local failure for the next global sum, which stops every process at
+ * once; alone, the failure returns. */
 static spx_status spx__g_kept(spx__solver *s, spx_status st) {
-  if (!st || !s->ops) return st;
+  if (!st || !spx__g_dist(s)) return st;
   s->ops->keep(s, st);
   return SPX_OK;
 }
@@ -580,7 +584,7 @@ static spx_status spx__g_sums(spx__solver *s, double out[3]) {
   out[0] = src[SPX__ST_OUT];
   out[1] = src[SPX__ST_OUT + 1];
   out[2] = src[SPX__ST_OUT + 2];
-  return s->ops ? s->ops->sum(s, out) : SPX_OK;
+  return spx__g_dist(s) ? s->ops->sum(s, out) : SPX_OK;
 }
 
 /* Before a scalar kernel: *gs = how many partials it reads, from tpart. Alone, the grid's block
@@ -592,7 +596,7 @@ static spx_status spx__g_total(spx__solver *s, int *gs) {
   spx_status st;
   *gs = (int)s->grid;
   s->tpart = s->part;
-  if (!s->ops) return SPX_OK;
+  if (!spx__g_dist(s)) return SPX_OK;
   if ((st = spx__g_sums(s, out))) return st;
   *gs = 1;
   if (!s->hmap) return spx__g_kept(s, spx_device_upload(s->ctx, s->part, out, sizeof out));
@@ -763,7 +767,7 @@ static spx_status spx__g_setup(spx__solver *s, const void *b, void *x, spx_devpt
       (st = spx_device_memset(s->ctx, s->st, 0, SPX__ST_COUNT * sizeof(double))))
     return st;
   s->tpart = s->part;
-  if (s->ops) { /* the global sums' way between the kernels and the host */
+  if (spx__g_dist(s)) { /* the global sums' way between the kernels and the host */
     void *h = NULL;
     if ((st = spx__ctx_push(s->ctx))) return st;
     st = spx__host_alloc(spx__cuda(), &h, SPX__HMAP_LEN * sizeof(double), "spx_dist: pinned sums");
@@ -854,7 +858,7 @@ static spx_status spx__g_scale(spx__solver *s, spx_devptr *db, spx_devptr *dx) {
   if (!(hb = spx__alloc((size_t)s->n + 1, s->vs)) || !(hx = spx__alloc((size_t)s->n + 1, s->vs))) st = SPX_OUT_OF_MEMORY;
   if (!st) st = spx_device_download(s->ctx, hb, *db, bytes);
   if (!st) m = spx__vmaxabs(hb, s->f, s->n);
-  if (s->ops) {
+  if (spx__g_dist(s)) {
     s->ops->keep(s, st);
     m = s->ops->max(s, m);
     if ((st = s->ops->sum(s, sums))) goto done; /* a failure anywhere stops every process here */
@@ -902,7 +906,7 @@ spx_status spx__solve_gpu(spx__solver *s, const void *b, void *x) {
   spx_status st;
   if (!s->o.poll) s->o.poll = s->o.precond ? 1 : 8;
   st = spx__g_setup(s, b, x, &db, &dx);
-  if (s->ops) { /* every process set up, or none goes on */
+  if (spx__g_dist(s)) { /* every process set up, or none goes on */
     double none[3] = {0, 0, 0};
     s->ops->keep(s, st);
     st = s->ops->sum(s, none);
