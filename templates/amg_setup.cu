@@ -353,12 +353,9 @@ spx_amgs_rho_start(long long n, double *__restrict__ x) {
   }
 }
 
-/* A block's shares of three sums (s0, s1 added, s2 the maximum) into part[3 * block ..]. */
-__device__ __forceinline__ void spx_amgs_block3(double s0, double s1, double s2, double *part) {
-  __shared__ double sh[3][SPX_BLOCK];
-  sh[0][threadIdx.x] = s0;
-  sh[1][threadIdx.x] = s1;
-  sh[2][threadIdx.x] = s2;
+/* The block's three values in sh reduced into sh[.][0] in a fixed tree: rows 0 and 1 added, row 2
+ * the maximum. Every thread of the block calls it, after writing its own column of sh. */
+__device__ __forceinline__ void spx_amgs_tree3(double (*sh)[SPX_BLOCK]) {
   __syncthreads();
   for (int h = SPX_BLOCK / 2; h > 0; h >>= 1) {
     if ((int)threadIdx.x < h) {
@@ -368,6 +365,15 @@ __device__ __forceinline__ void spx_amgs_block3(double s0, double s1, double s2,
     }
     __syncthreads();
   }
+}
+
+/* A block's shares of three sums (s0, s1 added, s2 the maximum) into part[3 * block ..]. */
+__device__ __forceinline__ void spx_amgs_block3(double s0, double s1, double s2, double *part) {
+  __shared__ double sh[3][SPX_BLOCK];
+  sh[0][threadIdx.x] = s0;
+  sh[1][threadIdx.x] = s1;
+  sh[2][threadIdx.x] = s2;
+  spx_amgs_tree3(sh);
   if (threadIdx.x == 0) {
     part[3 * blockIdx.x] = sh[0][0];
     part[3 * blockIdx.x + 1] = sh[1][0];
@@ -416,15 +422,7 @@ spx_amgs_rho_sum(int nb, const double *__restrict__ part, double *__restrict__ s
   sh[0][threadIdx.x] = s0;
   sh[1][threadIdx.x] = s1;
   sh[2][threadIdx.x] = s2;
-  __syncthreads();
-  for (int h = SPX_BLOCK / 2; h > 0; h >>= 1) {
-    if ((int)threadIdx.x < h) {
-      sh[0][threadIdx.x] += sh[0][threadIdx.x + h];
-      sh[1][threadIdx.x] += sh[1][threadIdx.x + h];
-      sh[2][threadIdx.x] = fmax(sh[2][threadIdx.x], sh[2][threadIdx.x + h]);
-    }
-    __syncthreads();
-  }
+  spx_amgs_tree3(sh);
   if (threadIdx.x == 0) {
     const double m = sh[2][0];
     state[0] = sh[1][0] != 0 ? sh[0][0] / sh[1][0] : 0;

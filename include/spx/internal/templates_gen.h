@@ -385,7 +385,7 @@ static const char *const spx__template_amg_setup[] = {
     "}\n"
     "\n"
     "/* scale[c] = 1 / sqrt(size[c]) by the host's spx__sqrt (a power of two, then Newton), each step\n"),
-    /* chunk 3: bytes 11911..15896 */
+    /* chunk 3: bytes 11911..15858 */
     (" * rounded alone: the tentative P's column scales, bit for bit the twin's. */\n"
     "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
     "spx_amgs_agg_scale(long long nagg, const int *__restrict__ size, double *__restrict__ scale) {\n"
@@ -488,13 +488,10 @@ static const char *const spx__template_amg_setup[] = {
     "  }\n"
     "}\n"
     "\n"
-    "/* A block's shares of three sums (s0, s1 added, s2 the maximum) into part[3 * block ..]. */\n"
-    "__device__ __forceinline__ void spx_amgs_block3(double s0, double s1, double s2, double *part) {\n"
-    "  __shared__ double sh[3][SPX_BLOCK];\n"),
-    /* chunk 4: bytes 15896..19879 */
-    ("  sh[0][threadIdx.x] = s0;\n"
-    "  sh[1][threadIdx.x] = s1;\n"
-    "  sh[2][threadIdx.x] = s2;\n"
+    "/* The block's three values in sh reduced into sh[.][0] in a fixed tree: rows 0 and 1 added, row 2\n"
+    " * the maximum. Every thread of the block calls it, after writing its own column of sh. */\n"),
+    /* chunk 4: bytes 15858..19826 */
+    ("__device__ __forceinline__ void spx_amgs_tree3(double (*sh)[SPX_BLOCK]) {\n"
     "  __syncthreads();\n"
     "  for (int h = SPX_BLOCK / 2; h > 0; h >>= 1) {\n"
     "    if ((int)threadIdx.x < h) {\n"
@@ -504,6 +501,15 @@ static const char *const spx__template_amg_setup[] = {
     "    }\n"
     "    __syncthreads();\n"
     "  }\n"
+    "}\n"
+    "\n"
+    "/* A block's shares of three sums (s0, s1 added, s2 the maximum) into part[3 * block ..]. */\n"
+    "__device__ __forceinline__ void spx_amgs_block3(double s0, double s1, double s2, double *part) {\n"
+    "  __shared__ double sh[3][SPX_BLOCK];\n"
+    "  sh[0][threadIdx.x] = s0;\n"
+    "  sh[1][threadIdx.x] = s1;\n"
+    "  sh[2][threadIdx.x] = s2;\n"
+    "  spx_amgs_tree3(sh);\n"
     "  if (threadIdx.x == 0) {\n"
     "    part[3 * blockIdx.x] = sh[0][0];\n"
     "    part[3 * blockIdx.x + 1] = sh[1][0];\n"
@@ -552,15 +558,7 @@ static const char *const spx__template_amg_setup[] = {
     "  sh[0][threadIdx.x] = s0;\n"
     "  sh[1][threadIdx.x] = s1;\n"
     "  sh[2][threadIdx.x] = s2;\n"
-    "  __syncthreads();\n"
-    "  for (int h = SPX_BLOCK / 2; h > 0; h >>= 1) {\n"
-    "    if ((int)threadIdx.x < h) {\n"
-    "      sh[0][threadIdx.x] += sh[0][threadIdx.x + h];\n"
-    "      sh[1][threadIdx.x] += sh[1][threadIdx.x + h];\n"
-    "      sh[2][threadIdx.x] = fmax(sh[2][threadIdx.x], sh[2][threadIdx.x + h]);\n"
-    "    }\n"
-    "    __syncthreads();\n"
-    "  }\n"
+    "  spx_amgs_tree3(sh);\n"
     "  if (threadIdx.x == 0) {\n"
     "    const double m = sh[2][0];\n"
     "    state[0] = sh[1][0] != 0 ? sh[0][0] / sh[1][0] : 0;\n"
@@ -586,10 +584,10 @@ static const char *const spx__template_amg_setup[] = {
     "  double g = 0;\n"
     "  SPX_FOR_EACH(i, n) {\n"
     "    double s = 0, di = dd[i] < 0 ? -dd[i] : dd[i];\n"
-    "    for (int k = rp[i]; k < rp[i + 1]; k++)\n"
-    "      if (!SPX_W_SKIP(k, i)) s += fabs(SPX_W(k, i));\n"),
-    /* chunk 5: bytes 19879..23395 */
-    ("    if (s / di > g) g = s / di;\n"
+    "    for (int k = rp[i]; k < rp[i + 1]; k++)\n"),
+    /* chunk 5: bytes 19826..23395 */
+    ("      if (!SPX_W_SKIP(k, i)) s += fabs(SPX_W(k, i));\n"
+    "    if (s / di > g) g = s / di;\n"
     "  }\n"
     "  sh[threadIdx.x] = g;\n"
     "  __syncthreads();\n"
@@ -3732,7 +3730,7 @@ static const char *const spx__template_vector[] = {
 /* ORDER: sorted by name. */
 static const spx__template spx__templates[] = {
     {"amg", spx__template_amg, 2, 5211, UINT64_C(0x1a6212a60ee34932)},
-    {"amg_setup", spx__template_amg_setup, 6, 23395, UINT64_C(0x64071ab7df448fe4)},
+    {"amg_setup", spx__template_amg_setup, 6, 23395, UINT64_C(0x24e0caa3ea8a6d69)},
     {"analyze", spx__template_analyze, 3, 8543, UINT64_C(0x66e004e02a4ed7ab)},
     {"bsr", spx__template_bsr, 2, 4755, UINT64_C(0xa2d6689c4c9a724d)},
     {"convert", spx__template_convert, 6, 20577, UINT64_C(0xa69464c6d1980dee)},
