@@ -494,6 +494,45 @@ __device__ __forceinline__ long long spx_amgs_block_scan(long long v, long long 
   return v;
 }
 
+/* ---- R = P^T: row lengths, an unordered fill, each row sorted ------------------------------------ */
+/* cnt[j] = the entries of column j (cnt zeroed first; integer adds: any order). */
+extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
+spx_amgs_t_count(long long n, const int *__restrict__ rp, const int *__restrict__ ci, int *__restrict__ cnt) {
+  SPX_FOR_EACH(i, n)
+    for (int k = rp[i]; k < rp[i + 1]; k++) atomicAdd(&cnt[ci[k]], 1);
+}
+
+/* Entry (i, j) of P into row j of R at the next free slot of that row (cur zeroed first): the order
+ * within a row depends on timing, so spx_amgs_t_sort orders it after. */
+extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
+spx_amgs_t_fill(long long n, const int *__restrict__ rp, const int *__restrict__ ci, const double *__restrict__ val,
+                const int *__restrict__ rrp, int *__restrict__ cur, int *__restrict__ rci, double *__restrict__ rval) {
+  SPX_FOR_EACH(i, n)
+    for (int k = rp[i]; k < rp[i + 1]; k++) {
+      const int j = ci[k], at = rrp[j] + atomicAdd(&cur[j], 1);
+      rci[at] = (int)i;
+      rval[at] = val[k];
+    }
+}
+
+/* Row j of R by increasing column (the columns of a row are distinct: one order, whatever the fill
+ * left; insertion sort, a thread a row: R's rows are an aggregate's neighbourhood, short). */
+extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
+spx_amgs_t_sort(long long m, const int *__restrict__ rrp, int *__restrict__ rci, double *__restrict__ rval) {
+  SPX_FOR_EACH(j, m)
+    for (int k = rrp[j] + 1; k < rrp[j + 1]; k++) {
+      const int c = rci[k];
+      const double v = rval[k];
+      int q = k - 1;
+      for (; q >= rrp[j] && rci[q] > c; q--) {
+        rci[q + 1] = rci[q];
+        rval[q + 1] = rval[q];
+      }
+      rci[q + 1] = c;
+      rval[q + 1] = v;
+    }
+}
+
 /* tiles[b] = the sum of tile b of in[0 .. n). */
 extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
 spx_amgs_scan_tiles(long long n, const int *__restrict__ in, long long *__restrict__ tiles) {

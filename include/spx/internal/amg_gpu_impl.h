@@ -6,7 +6,8 @@
  *   diagonal, strength (mask and A_F's diagonal), MIS(2) aggregation (rounds of two kernels, a
  *   count down each round), rho of D_F^-1 A_F (power iteration, partial sums per block summed in
  *   a fixed order: no copy per step), P row by row (counts, scan, fill): templates/amg_setup.cu;
- *   R = P^T by cusparseCsr2cscEx2; A_c = R (A P) by cuSPARSE's generic SpGEMM (reuse API).
+ *   R = P^T (row counts, scan, an unordered fill, each row sorted); A_c = R (A P) by cuSPARSE's
+ *   generic SpGEMM (reuse API).
  * What comes down: d (the smoothers' diagonal), the aggregates, P, R and A_c (the plans and the
  * level view read host copies), and a few counts (weak entries, undecided rows, the scans' totals,
  * rho's state): each is what the next step needs to size its arrays, or a result.
@@ -14,8 +15,8 @@
  * WHY THESE CALLS  P = F T needs no general product: T has one entry per row, so row i of F T is
  * row i of A_F with its columns mapped through the aggregates and merged (the kernel's row walk,
  * short rows). cuSPARSE's SpGEMM takes non-transposed CSR operands with 32-bit indices only,
- * so R A P is two products, A P then R (A P), with R made on the device by csr2csc of P: one
- * linear pass instead of a transposed operand, and the host wants R (for its plan) anyway. The
+ * so R A P is two products, A P then R (A P), with R made on the device from P by spx's kernels
+ * (a transposed operand avoided; the host wants R for its plan anyway). The
  * reuse API splits a product into its symbolic phase (work estimation, row counts, the pattern's
  * copy) and its numeric one (compute), which reads the descriptor and buffers 4 and 5 only: those
  * are kept per product, so spx_amg_update runs compute alone (no symbolic phase again). Each
@@ -62,8 +63,6 @@ static const char *spx__amg_gpu_missing(const spx__cusparse_api *sp) {
   if (!sp->cusparseSpGEMMreuse_nnz) return "cusparseSpGEMMreuse_nnz";
   if (!sp->cusparseSpGEMMreuse_copy) return "cusparseSpGEMMreuse_copy";
   if (!sp->cusparseSpGEMMreuse_compute) return "cusparseSpGEMMreuse_compute";
-  if (!sp->cusparseCsr2cscEx2_bufferSize) return "cusparseCsr2cscEx2_bufferSize";
-  if (!sp->cusparseCsr2cscEx2) return "cusparseCsr2cscEx2";
   return NULL;
 }
 
@@ -127,8 +126,8 @@ static spx_status spx__amg_dcsr_descr(const spx__cusparse_api *sp, spx__amg_dcsr
                              "cusparseCreateCsr");
 }
 
-/* 32-bit indices hold a matrix of this many rows, columns and entries (SpGEMM and csr2csc take
- * nothing wider). */
+/* 32-bit indices hold a matrix of this many rows, columns and entries (SpGEMM and the setup's
+ * kernels take nothing wider). */
 static spx_status spx__amg_gpu_fits(const char *what, int64_t rows, int64_t cols, int64_t nnz) {
   if (rows < INT32_MAX && cols < INT32_MAX && nnz <= INT32_MAX) return SPX_OK;
   return spx__fail(SPX_UNSUPPORTED, "%s is %lld x %lld with %lld entries: cuSPARSE's SpGEMM takes 32-bit indices only",
@@ -283,44 +282,6 @@ static spx_status spx__amg_gemm_make(spx_amg *m, const spx__cusparse_api *sp, co
                              "cusparseSpGEMMreuse_copy");
   spx_device_free(m->ctx, b3);
   if (!st) st = spx__amg_gemm_values(m, sp, A, B, C, g);
-  return st;
-}
-
-/* R = P^T on the device by csr2csc (rows of R in order, each row's columns increasing: the host
- * transpose's arrays), with its descriptor. */
-static spx_status spx__amg_transpose(spx_amg *m, const spx__cusparse_api *sp, const spx__amg_dcsr *P,
-                                     spx__amg_dcsr *R) {
-  spx_devptr buf = 0;
-  size_t bytes = 0;
-  spx_status st;
-  memset(R, 0, sizeof *R);
-  R->rows = P->cols;
-  R->cols = P->rows;
-  R->nnz = P->nnz;
-  if ((st = spx__amg_gpu_alloc(m, ((size_t)R->rows + 1) * sizeof(int32_t), &R->rp)) ||
-      (st = spx__amg_gpu_alloc(m, (size_t)R->nnz * sizeof(int32_t), &R->ci)) ||
-      (st = spx__amg_gpu_alloc(m, (size_t)R->nnz * sizeof(double), &R->val)))
-    return st;
-  st = spx__cusparse_check(sp->cusparseCsr2cscEx2_bufferSize(m->sph, (int)P->rows, (int)P->cols, (int)P->nnz,
-                                                              SPX__AMG_PTR(P->val), (const int *)SPX__AMG_PTR(P->rp),
-                                                              (const int *)SPX__AMG_PTR(P->ci), SPX__AMG_PTR(R->val),
-                                                              (int *)SPX__AMG_PTR(R->rp), (int *)SPX__AMG_PTR(R->ci),
-                                                              SPX__CUDA_R_64F, SPX__CUSPARSE_ACTION_NUMERIC,
-                                                              SPX__CUSPARSE_INDEX_BASE_ZERO, SPX__CUSPARSE_CSR2CSC_ALG1,
-                                                              &bytes),
-                           "cusparseCsr2cscEx2_bufferSize");
-  if (!st) st = spx__amg_gpu_alloc(m, bytes, &buf);
-  if (!st)
-    st = spx__cusparse_check(sp->cusparseCsr2cscEx2(m->sph, (int)P->rows, (int)P->cols, (int)P->nnz,
-                                                    SPX__AMG_PTR(P->val), (const int *)SPX__AMG_PTR(P->rp),
-                                                    (const int *)SPX__AMG_PTR(P->ci), SPX__AMG_PTR(R->val),
-                                                    (int *)SPX__AMG_PTR(R->rp), (int *)SPX__AMG_PTR(R->ci),
-                                                    SPX__CUDA_R_64F, SPX__CUSPARSE_ACTION_NUMERIC,
-                                                    SPX__CUSPARSE_INDEX_BASE_ZERO, SPX__CUSPARSE_CSR2CSC_ALG1,
-                                                    SPX__AMG_PTR(buf)),
-                             "cusparseCsr2cscEx2");
-  spx_device_free(m->ctx, buf);
-  if (!st) st = spx__amg_dcsr_descr(sp, R);
   return st;
 }
 
@@ -622,6 +583,46 @@ static spx_status spx__amg_gpu_p(spx_amg *m, const spx__cusparse_api *sp, spx__a
   return spx__amg_dcsr_descr(sp, P);
 }
 
+/* R = P^T on the device (templates/amg_setup.cu: R's row lengths, their scan, an unordered fill,
+ * each row sorted): rows of R in order, each row's columns increasing, the host transpose's arrays
+ * bit for bit. */
+static spx_status spx__amg_gpu_transpose(spx_amg *m, const spx__cusparse_api *sp, const spx__amg_dcsr *P,
+                                         spx__amg_dcsr *R) {
+  spx__amg_gwork *w = &m->gw;
+  long long n = P->rows, nr = P->cols;
+  spx_devptr cnt = 0, cur = 0;
+  int64_t nnz = 0;
+  void *pc[] = {&n, (void *)&P->rp, (void *)&P->ci, &cnt};
+  void *pf[] = {&n, (void *)&P->rp, (void *)&P->ci, (void *)&P->val, &R->rp, &cur, &R->ci, &R->val};
+  void *ps[] = {&nr, &R->rp, &R->ci, &R->val};
+  spx_status st;
+  memset(R, 0, sizeof *R);
+  R->rows = P->cols;
+  R->cols = P->rows;
+  R->nnz = P->nnz;
+  if ((st = spx__amg_gpu_alloc(m, ((size_t)nr + 1) * sizeof(int32_t), &R->rp)) ||
+      (st = spx__amg_gpu_alloc(m, (size_t)R->nnz * sizeof(int32_t) + 1, &R->ci)) ||
+      (st = spx__amg_gpu_alloc(m, (size_t)R->nnz * sizeof(double) + 1, &R->val)) ||
+      (st = spx__amg_gpu_alloc(m, ((size_t)nr + 1) * sizeof(int32_t), &cnt)) ||
+      (st = spx__amg_gpu_alloc(m, ((size_t)nr + 1) * sizeof(int32_t), &cur)) ||
+      (st = spx__amg_gpu_zero(m, cnt, (size_t)nr * sizeof(int32_t))) ||
+      (st = spx__amg_gpu_zero(m, cur, (size_t)nr * sizeof(int32_t))) ||
+      (st = spx__amg_gpu_run(m, SPX__AS_T_COUNT, w->grid, pc)) || (st = spx__amg_gpu_scan(m, nr, cnt, R->rp, &nnz)))
+    goto done;
+  if (nnz != P->nnz) {
+    st = spx__fail(SPX_INTERNAL, "spx_amg: the transpose counted %lld entries of P's %lld", (long long)nnz,
+                   (long long)P->nnz);
+    goto done;
+  }
+  if ((st = spx__amg_gpu_run(m, SPX__AS_T_FILL, w->grid, pf)) || (st = spx__amg_gpu_run(m, SPX__AS_T_SORT, w->grid, ps)))
+    goto done;
+  st = spx__amg_dcsr_descr(sp, R);
+done:
+  spx_device_free(m->ctx, cnt);
+  spx_device_free(m->ctx, cur);
+  return st;
+}
+
 spx_status spx__amg_gpu_prolong(spx_amg *m, int l, int64_t nagg, double omega, int plain) {
   spx__amg_level *L = &m->lv[l];
   const spx__cusparse_api *sp;
@@ -631,7 +632,7 @@ spx_status spx__amg_gpu_prolong(spx_amg *m, int l, int64_t nagg, double omega, i
   if ((st = spx__amg_gpu_enter(m, &sp))) return st;
   if (!L->gpu && !(L->gpu = (spx__amg_gpu *)spx__calloc(1, sizeof *L->gpu))) st = SPX_OUT_OF_MEMORY;
   if (!st && !(st = spx__amg_gpu_p(m, sp, L, nagg, omega, plain))) spx__amg_gpu_mark(m, l, "P", &t);
-  if (!st && !(st = spx__amg_transpose(m, sp, &L->gpu->P, &L->gpu->R))) spx__amg_gpu_mark(m, l, "R = P^T", &t);
+  if (!st && !(st = spx__amg_gpu_transpose(m, sp, &L->gpu->P, &L->gpu->R))) spx__amg_gpu_mark(m, l, "R = P^T", &t);
   if (!st && !(st = spx__amg_dcsr_down(m, &L->gpu->P, &P))) spx__amg_gpu_mark(m, l, "P down", &t);
   if (!st && !(st = spx__amg_dcsr_down(m, &L->gpu->R, &R))) spx__amg_gpu_mark(m, l, "R down", &t);
   spx__ctx_pop(m->ctx);

@@ -988,7 +988,7 @@ static void spx__amg_print_where(const spx_amg_report *r, FILE *f) {
     if (sp[0][0])
       fprintf(f, " strength and aggregates on %s (%.3f + %.3f ms%s),", sp[0], r->strength_gpu_ms, r->aggregate_gpu_ms,
               r->aggregation == SPX_AMG_AGG_GREEDY ? "; the greedy rule's pass on the host" : "");
-    if (sp[1][0]) fprintf(f, " rho_F, P and R on %s (%.3f ms; R by cuSPARSE csr2csc),", sp[1], r->prolong_gpu_ms);
+    if (sp[1][0]) fprintf(f, " rho_F, P and R on %s (%.3f ms),", sp[1], r->prolong_gpu_ms);
     if (sp[2][0]) fprintf(f, " RAP on %s (%.3f ms, cuSPARSE SpGEMM),", sp[2], r->rap_gpu_ms);
     if (sp[3][0]) fprintf(f, " the smoothers' rho on %s,", sp[3]);
     fprintf(f, " the rest on the host\n");

@@ -65,7 +65,10 @@ extern const char *const spx__amg_knames[];
   _(GERSH_MAX,   "spx_amgs_gersh_max")       \
   _(SCAN_TILES,  "spx_amgs_scan_tiles")      \
   _(SCAN_TOP,    "spx_amgs_scan_top")        \
-  _(SCAN_APPLY,  "spx_amgs_scan_apply")
+  _(SCAN_APPLY,  "spx_amgs_scan_apply")      \
+  _(T_COUNT,     "spx_amgs_t_count")         \
+  _(T_FILL,      "spx_amgs_t_fill")          \
+  _(T_SORT,      "spx_amgs_t_sort")
 
 enum {
 #define SPX__AMGS_KENUM(e, name) SPX__AS_##e,

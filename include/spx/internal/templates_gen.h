@@ -585,7 +585,7 @@ static const char *const spx__template_amg_setup[] = {
     "  SPX_FOR_EACH(i, n) {\n"
     "    double s = 0, di = dd[i] < 0 ? -dd[i] : dd[i];\n"
     "    for (int k = rp[i]; k < rp[i + 1]; k++)\n"),
-    /* chunk 5: bytes 19826..23395 */
+    /* chunk 5: bytes 19826..23823 */
     ("      if (!SPX_W_SKIP(k, i)) s += fabs(SPX_W(k, i));\n"
     "    if (s / di > g) g = s / di;\n"
     "  }\n"
@@ -631,6 +631,45 @@ static const char *const spx__template_amg_setup[] = {
     "  return v;\n"
     "}\n"
     "\n"
+    "/* ---- R = P^T: row lengths, an unordered fill, each row sorted ------------------------------------ */\n"
+    "/* cnt[j] = the entries of column j (cnt zeroed first; integer adds: any order). */\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_amgs_t_count(long long n, const int *__restrict__ rp, const int *__restrict__ ci, int *__restrict__ cnt) {\n"
+    "  SPX_FOR_EACH(i, n)\n"
+    "    for (int k = rp[i]; k < rp[i + 1]; k++) atomicAdd(&cnt[ci[k]], 1);\n"
+    "}\n"
+    "\n"
+    "/* Entry (i, j) of P into row j of R at the next free slot of that row (cur zeroed first): the order\n"
+    " * within a row depends on timing, so spx_amgs_t_sort orders it after. */\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_amgs_t_fill(long long n, const int *__restrict__ rp, const int *__restrict__ ci, const double *__restrict__ val,\n"
+    "                const int *__restrict__ rrp, int *__restrict__ cur, int *__restrict__ rci, double *__restrict__ rval) {\n"
+    "  SPX_FOR_EACH(i, n)\n"
+    "    for (int k = rp[i]; k < rp[i + 1]; k++) {\n"
+    "      const int j = ci[k], at = rrp[j] + atomicAdd(&cur[j], 1);\n"
+    "      rci[at] = (int)i;\n"
+    "      rval[at] = val[k];\n"
+    "    }\n"
+    "}\n"
+    "\n"
+    "/* Row j of R by increasing column (the columns of a row are distinct: one order, whatever the fill\n"
+    " * left; insertion sort, a thread a row: R's rows are an aggregate's neighbourhood, short). */\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_amgs_t_sort(long long m, const int *__restrict__ rrp, int *__restrict__ rci, double *__restrict__ rval) {\n"
+    "  SPX_FOR_EACH(j, m)\n"
+    "    for (int k = rrp[j] + 1; k < rrp[j + 1]; k++) {\n"
+    "      const int c = rci[k];\n"
+    "      const double v = rval[k];\n"
+    "      int q = k - 1;\n"
+    "      for (; q >= rrp[j] && rci[q] > c; q--) {\n"
+    "        rci[q + 1] = rci[q];\n"
+    "        rval[q + 1] = rval[q];\n"
+    "      }\n"
+    "      rci[q + 1] = c;\n"
+    "      rval[q + 1] = v;\n"
+    "    }\n"
+    "}\n"
+    "\n"
     "/* tiles[b] = the sum of tile b of in[0 .. n). */\n"
     "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
     "spx_amgs_scan_tiles(long long n, const int *__restrict__ in, long long *__restrict__ tiles) {\n"
@@ -642,8 +681,9 @@ static const char *const spx__template_amg_setup[] = {
     "  if (threadIdx.x == 0) tiles[blockIdx.x] = total;\n"
     "}\n"
     "\n"
-    "/* One block: tiles[0 .. nt) replaced by their exclusive scan, tiles[nt] = the total. */\n"
-    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "/* One block: tiles[0 .. nt) replaced by their exclusive scan, tiles[nt] = the total. */\n"),
+    /* chunk 6: bytes 23823..25187 */
+    ("extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
     "spx_amgs_scan_top(long long nt, long long *tiles) {\n"
     "  long long carry = 0;\n"
     "  for (long long base = 0; base < nt; base += SPX_BLOCK) {\n"
@@ -3730,7 +3770,7 @@ static const char *const spx__template_vector[] = {
 /* ORDER: sorted by name. */
 static const spx__template spx__templates[] = {
     {"amg", spx__template_amg, 2, 5211, UINT64_C(0x1a6212a60ee34932)},
-    {"amg_setup", spx__template_amg_setup, 6, 23395, UINT64_C(0x24e0caa3ea8a6d69)},
+    {"amg_setup", spx__template_amg_setup, 7, 25187, UINT64_C(0x42b73d120b1c687a)},
     {"analyze", spx__template_analyze, 3, 8543, UINT64_C(0x66e004e02a4ed7ab)},
     {"bsr", spx__template_bsr, 2, 4755, UINT64_C(0xa2d6689c4c9a724d)},
     {"convert", spx__template_convert, 6, 20577, UINT64_C(0xa69464c6d1980dee)},
