@@ -145,9 +145,27 @@ static void spx__dist_streams_free(spx_dist_matrix *d) {
   if (d->hstream) (void)cu->cuStreamSynchronize((spx__CUstream)d->hstream);
   if (d->ev_x) (void)cu->cuEventDestroy((spx__CUevent)d->ev_x);
   if (d->ev_g) (void)cu->cuEventDestroy((spx__CUevent)d->ev_g);
+  if (d->ev_gdone) (void)cu->cuEventDestroy((spx__CUevent)d->ev_gdone);
   if (d->hstream) (void)cu->cuStreamDestroy((spx__CUstream)d->hstream);
   spx__ctx_pop(d->ctx);
-  d->hstream = d->ev_x = d->ev_g = NULL;
+  d->hstream = d->ev_x = d->ev_g = d->ev_gdone = NULL;
+}
+
+/* CUDA IPC: the neighbours' buffers unmapped, ours freed (after the device is done with them). */
+static void spx__dist_ipc_free(spx_dist_matrix *d) {
+  const spx__cuda_api *cu = spx__cuda();
+  int j;
+  if (!d->cuda || !cu || (!d->peer && !d->gipc) || spx__ctx_push(d->ctx)) return;
+  (void)cu->cuCtxSynchronize();
+  for (j = 0; d->peer && j < d->nsend; j++)
+    if (d->peer[j]) (void)cu->cuIpcCloseMemHandle(d->peer[j] - (spx__CUdeviceptr)d->recv_at[j]);
+  if (d->gipc) (void)cu->cuMemFree(d->gipc);
+  spx__ctx_pop(d->ctx);
+  if (d->gdev == d->gipc) d->gdev = 0;
+  d->gipc = 0;
+  SPX_FREE(d->peer);
+  SPX_FREE(d->recv_at);
+  SPX_FREE(d->flag_req);
 }
 
 /* Everything but the communicator (local, never fails). */
@@ -157,7 +175,13 @@ static void spx__dist_free_local(spx_dist_matrix *d) {
   spx__dist_pin_free(d, d->sbuf);
   spx__dist_pin_free(d, d->gbuf);
   spx__dist_pin_free(d, d->stage);
+  spx__dist_ipc_free(d);
   spx__dist_streams_free(d);
+  if (d->growd) spx_device_free(d->ctx, d->growd);
+  if (d->tdev) spx_device_free(d->ctx, d->tdev);
+  SPX_FREE(d->tbuf);
+  SPX_FREE(d->grow);
+  SPX_FREE(d->direct);
   if (d->gdev) spx_device_free(d->ctx, d->gdev);
   if (d->own_ctx) spx_context_destroy(d->ctx);
   SPX_FREE(d->row_start);
@@ -267,6 +291,29 @@ static spx_status spx__dist_split(spx_dist_matrix *d, const spx_csr *a, spx_csr 
   return SPX_OK;
 }
 
+/* The ghost block keeps only its nonempty rows (a slab's ghost rows are its first and last planes:
+ * a plan over every row would walk millions of empty ones); grow[r] is compact row r's local row. */
+static spx_status spx__dist_compact(spx_dist_matrix *d, spx_csr **gho) {
+  const spx_csr *g = *gho;
+  spx_csr *c = NULL;
+  int64_t i, r = 0, n = 0;
+  spx_status st;
+  for (i = 0; i < g->nrows; i++) n += g->row_ptr[i + 1] > g->row_ptr[i];
+  if (!(d->grow = (int32_t *)spx__alloc((size_t)n + 1, sizeof(int32_t)))) return SPX_OUT_OF_MEMORY;
+  if ((st = spx_csr_create(n, g->ncols, g->nnz, g->dtype, &c))) return st;
+  for (i = 0; i < g->nrows; i++) {
+    if (g->row_ptr[i + 1] == g->row_ptr[i]) continue;
+    d->grow[r] = (int32_t)i;
+    c->row_ptr[++r] = g->row_ptr[i + 1];
+  }
+  memcpy(c->col_idx, g->col_idx, (size_t)g->nnz * sizeof(int32_t));
+  memcpy(c->val.p, g->val.p, (size_t)g->nnz * d->vs);
+  d->ngrow = n;
+  spx_csr_destroy(*gho);
+  *gho = c;
+  return SPX_OK;
+}
+
 /* Who sends which entries of x to whom: each rank counts the ghosts it wants from every owner
  * (contiguous runs of the sorted ghost list), MPI_Alltoall turns wants into send counts, and
  * MPI_Alltoallv ships the wanted global columns to their owners. Collective; agreed. */
@@ -338,12 +385,24 @@ static spx_status spx__dist_buffers(spx_dist_matrix *d) {
   spx_status st;
   if (!(d->sbuf = spx__dist_pin(d, (size_t)total * d->vs)) || !(d->gbuf = spx__dist_pin(d, (size_t)d->nghost * d->vs)))
     return d->cuda ? spx__fail(SPX_OUT_OF_MEMORY, "spx_dist: pinned halo buffers: %s", spx_last_error()) : SPX_OUT_OF_MEMORY;
+  if (!(d->tbuf = spx__alloc((size_t)d->ngrow + 1, d->vs))) return SPX_OUT_OF_MEMORY;
   if (!d->cuda) return SPX_OK;
-  if (!(d->stage_off = (int64_t *)spx__calloc((size_t)d->nsend + 1, sizeof(int64_t)))) return SPX_OUT_OF_MEMORY;
+  if (!(d->stage_off = (int64_t *)spx__calloc((size_t)d->nsend + 1, sizeof(int64_t))) ||
+      !(d->direct = (int *)spx__calloc((size_t)d->nsend + 1, sizeof(int))))
+    return SPX_OUT_OF_MEMORY;
   for (j = 0; j < d->nsend; j++) {
-    int64_t a = d->send_off[j], b = d->send_off[j + 1];
-    span += b > a ? d->send_idx[b - 1] - d->send_idx[a] + 1 : 0;
+    int64_t a = d->send_off[j], b = d->send_off[j + 1], run = b > a ? d->send_idx[b - 1] - d->send_idx[a] + 1 : 0;
+    span += run;
     d->stage_off[j + 1] = span;
+    d->direct[j] = run == b - a;
+  }
+  if (d->ngrow > 0) {
+    const char *defs[2] = {d->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double", "SPX_BLOCK=256"};
+    if ((st = spx_device_alloc(d->ctx, (size_t)d->ngrow * sizeof(int32_t), &d->growd)) ||
+        (st = spx_device_upload(d->ctx, d->growd, d->grow, (size_t)d->ngrow * sizeof(int32_t))) ||
+        (st = spx_device_alloc(d->ctx, (size_t)d->ngrow * d->vs, &d->tdev)) ||
+        (st = spx_jit_kernel(d->ctx, "krylov", "spx_kry_scatter_add", 2, defs, &d->scatter_fn)))
+      return st;
   }
   if (!(d->stage = spx__dist_pin(d, (size_t)span * d->vs)))
     return spx__fail(SPX_OUT_OF_MEMORY, "spx_dist: pinned halo buffers: %s", spx_last_error());
@@ -375,7 +434,7 @@ static spx_status spx__dist_plans(spx_dist_matrix *d, const spx_dist_options *o,
   po.no_diagonal = 1;
   if (d->nnz_gho > 0 && (st = spx_plan_create(d->ctx, gho, &po, &d->gho)))
     return spx__wrap(st, "spx_dist: the ghost block's plan (%lld rows, %lld columns, %lld nonzeros)",
-                     (long long)d->nlocal, (long long)d->nghost, (long long)d->nnz_gho);
+                     (long long)d->ngrow, (long long)d->nghost, (long long)d->nnz_gho);
   if (d->loc && (st = spx_plan_build(d->loc))) return st;
   if (d->gho && (st = spx_plan_build(d->gho))) return st;
   return SPX_OK;
@@ -383,6 +442,173 @@ static spx_status spx__dist_plans(spx_dist_matrix *d, const spx_dist_options *o,
 
 /* From this rank's rows (global columns; d's partition set): the blocks, the halo, the plans, the
  * buffers. Collective; agreed; d is freed on failure (*out = NULL). */
+/* ---- The halo device to device (CUDA IPC) -------------------------------------------------------
+ * Where every rank runs CUDA on one node and every entry a rank sends is one run of its x, each
+ * rank exports its ghost buffer and each neighbour that fills part of it maps it (cuIpc*): a send
+ * is then one device-to-device copy (NVLink or PCIe peer to peer), with no trip through host
+ * memory. Two empty messages per neighbour order it: "ready" (the receiver's last ghost SpMV has
+ * read the buffer) before the copy, "done" (the copy has landed) before the receiver's ghost SpMV.
+ * Anything short of that on any rank keeps the pinned host path; it is not an error. */
+#define SPX__DIST_TAG_IPC (SPX__DIST_TAG + 1)
+#define SPX__DIST_TAG_READY (SPX__DIST_TAG + 2)
+#define SPX__DIST_TAG_DONE (SPX__DIST_TAG + 3)
+
+static spx_status spx__dist_scatter_add(spx_dist_matrix *d, void *y);
+
+typedef struct spx__dist_ipc_msg {
+  spx__CUipcMemHandle h;
+  int64_t at; /* bytes into the buffer where the sender's entries go */
+} spx__dist_ipc_msg;
+
+/* Whether this rank can take part (collective: every rank of d->comm calls it). */
+static int spx__dist_ipc_local(spx_dist_matrix *d) {
+  const spx__cuda_api *cu = spx__cuda();
+  MPI_Comm node;
+  int nsize = 0, j;
+  if (MPI_Comm_split_type(d->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS) return 0;
+  MPI_Comm_size(node, &nsize);
+  MPI_Comm_free(&node);
+  if (nsize != d->size || !d->cuda || !cu || !cu->cuIpcGetMemHandle || !cu->cuIpcOpenMemHandle ||
+      !cu->cuIpcCloseMemHandle)
+    return 0;
+  for (j = 0; j < d->nsend; j++)
+    if (!d->direct[j]) return 0;
+  return 1;
+}
+
+/* This rank's exportable buffer and handles (out: one per neighbour it receives from). */
+static int spx__dist_ipc_export(spx_dist_matrix *d, spx__dist_ipc_msg *out) {
+  const spx__cuda_api *cu = spx__cuda();
+  int ok = 1, j;
+  if (spx__ctx_push(d->ctx)) return 0;
+  if (cu->cuEventCreate((spx__CUevent *)&d->ev_gdone, 2) != SPX__CUDA_SUCCESS) ok = 0;
+  if (ok && d->nghost > 0) {
+    spx__CUdeviceptr g = 0;
+    ok = cu->cuMemAlloc(&g, (size_t)d->nghost * d->vs) == SPX__CUDA_SUCCESS;
+    d->gipc = ok ? (spx_devptr)g : 0;
+  }
+  for (j = 0; ok && j < d->nrecv; j++) {
+    ok = cu->cuIpcGetMemHandle(&out[j].h, d->gipc) == SPX__CUDA_SUCCESS;
+    out[j].at = d->recv_off[j] * (int64_t)d->vs;
+  }
+  spx__ctx_pop(d->ctx);
+  return ok;
+}
+
+/* The neighbours' buffers this rank fills, mapped (in: one per neighbour it sends to). */
+static int spx__dist_ipc_map(spx_dist_matrix *d, const spx__dist_ipc_msg *in) {
+  const spx__cuda_api *cu = spx__cuda();
+  int ok = 1, j;
+  if (spx__ctx_push(d->ctx)) return 0;
+  for (j = 0; ok && j < d->nsend; j++) {
+    spx__CUdeviceptr base = 0;
+    ok = cu->cuIpcOpenMemHandle(&base, in[j].h, 1 /* CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS */) == SPX__CUDA_SUCCESS;
+    if (ok) {
+      d->peer[j] = base + (spx__CUdeviceptr)in[j].at;
+      d->recv_at[j] = in[j].at;
+    }
+  }
+  spx__ctx_pop(d->ctx);
+  return ok;
+}
+
+/* Sets up CUDA IPC where every rank can; else leaves the host path. Collective. */
+static spx_status spx__dist_ipc(spx_dist_matrix *d) {
+  spx__dist_ipc_msg *in = NULL, *out = NULL;
+  MPI_Request *rq = NULL;
+  int ok = spx__dist_ipc_local(d), all = 0, j;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, d->comm);
+  if (!all) return SPX_OK;
+  ok = (in = (spx__dist_ipc_msg *)spx__calloc((size_t)d->nsend + 1, sizeof *in)) != NULL &&
+       (out = (spx__dist_ipc_msg *)spx__calloc((size_t)d->nrecv + 1, sizeof *out)) != NULL &&
+       (rq = (MPI_Request *)spx__alloc((size_t)(d->nrecv + d->nsend) + 1, sizeof *rq)) != NULL &&
+       (d->peer = (spx_devptr *)spx__calloc((size_t)d->nsend + 1, sizeof *d->peer)) != NULL &&
+       (d->recv_at = (int64_t *)spx__calloc((size_t)d->nsend + 1, sizeof *d->recv_at)) != NULL &&
+       (d->flag_req = (MPI_Request *)spx__alloc(2 * (size_t)(d->nrecv + d->nsend) + 1, sizeof *d->flag_req)) != NULL &&
+       spx__dist_ipc_export(d, out);
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, d->comm);
+  if (all) {
+    for (j = 0; j < d->nsend; j++)
+      MPI_Irecv(&in[j], (int)sizeof *in, MPI_BYTE, d->send_rank[j], SPX__DIST_TAG_IPC, d->comm, &rq[j]);
+    for (j = 0; j < d->nrecv; j++)
+      MPI_Isend(&out[j], (int)sizeof *out, MPI_BYTE, d->recv_rank[j], SPX__DIST_TAG_IPC, d->comm, &rq[d->nsend + j]);
+    MPI_Waitall(d->nrecv + d->nsend, rq, MPI_STATUSES_IGNORE);
+    ok = spx__dist_ipc_map(d, in);
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, d->comm);
+  }
+  SPX_FREE(in);
+  SPX_FREE(out);
+  SPX_FREE(rq);
+  if (!all) {
+    spx__dist_ipc_free(d);
+    spx_clear_error();
+    return SPX_OK;
+  }
+  if (d->gdev) spx_device_free(d->ctx, d->gdev);
+  d->gdev = d->gipc;
+  d->ipc = 1;
+  return SPX_OK;
+}
+
+/* The SpMV with the halo device to device (spx__dist_spmv's order; the messages always flow, so a
+ * local failure never leaves a neighbour waiting). */
+static spx_status spx__dist_spmv_ipc(spx_dist_matrix *d, double alpha, const void *x, double beta, void *y) {
+  const spx__cuda_api *cu = spx__cuda();
+  MPI_Request *rdy = d->flag_req, *done = d->flag_req + d->nsend, *sent = d->flag_req + d->nsend + d->nrecv;
+  spx__CUstream hs = (spx__CUstream)d->hstream;
+  double t0 = spx__now(), t1, tl = 0;
+  spx_status st = SPX_OK, s2 = SPX_OK;
+  int j;
+  for (j = 0; j < d->nsend; j++)
+    MPI_Irecv(NULL, 0, MPI_BYTE, d->send_rank[j], SPX__DIST_TAG_READY, d->comm, &rdy[j]);
+  for (j = 0; j < d->nrecv; j++)
+    MPI_Irecv(NULL, 0, MPI_BYTE, d->recv_rank[j], SPX__DIST_TAG_DONE, d->comm, &done[j]);
+  if ((st = spx__ctx_push(d->ctx))) return st; /* a context that cannot be made current: nothing works */
+  if (d->gdone_pending) st = spx__cu_check(cu->cuEventSynchronize((spx__CUevent)d->ev_gdone), "cuEventSynchronize");
+  d->gdone_pending = 0;
+  for (j = 0; j < d->nrecv; j++)
+    MPI_Isend(NULL, 0, MPI_BYTE, d->recv_rank[j], SPX__DIST_TAG_READY, d->comm, &sent[j]);
+  if (!st && d->nsend > 0) st = spx__cu_check(cu->cuEventRecord((spx__CUevent)d->ev_x, d->ctx->stream), "cuEventRecord");
+  if (!st && d->nsend > 0) st = spx__cu_check(cu->cuStreamWaitEvent(hs, (spx__CUevent)d->ev_x, 0), "cuStreamWaitEvent");
+  if (!st && d->loc) { /* queued: runs while the copies fly */
+    double tq = spx__now();
+    st = spx_plan_spmv(d->loc, alpha, x, beta, y);
+    tl = spx__now() - tq;
+  }
+  for (j = 0; j < d->nsend; j++) {
+    int64_t lo = d->send_idx[d->send_off[j]];
+    size_t bytes = (size_t)(d->send_off[j + 1] - d->send_off[j]) * d->vs;
+    MPI_Wait(&rdy[j], MPI_STATUS_IGNORE);
+    if (!st && bytes)
+      st = spx__cu_check(cu->cuMemcpyDtoDAsync(d->peer[j], (spx__CUdeviceptr)(uintptr_t)x + (spx__CUdeviceptr)lo * d->vs,
+                                               bytes, hs), "cuMemcpyDtoDAsync (the halo, to a neighbour's GPU)");
+  }
+  t1 = spx__now();
+  if (!st && d->nsend > 0) st = spx__cu_check(cu->cuStreamSynchronize(hs), "cuStreamSynchronize (the halo)");
+  d->stats.halo_down_ms += 1e3 * (spx__now() - t1);
+  spx__ctx_pop(d->ctx);
+  for (j = 0; j < d->nsend; j++)
+    MPI_Isend(NULL, 0, MPI_BYTE, d->send_rank[j], SPX__DIST_TAG_DONE, d->comm, &sent[d->nrecv + j]);
+  t1 = spx__now();
+  MPI_Waitall(d->nrecv, done, MPI_STATUSES_IGNORE);
+  MPI_Waitall(d->nrecv + d->nsend, sent, MPI_STATUSES_IGNORE);
+  d->stats.halo_wait_ms += 1e3 * (spx__now() - t1);
+  d->stats.halo_ms += 1e3 * (spx__now() - t0 - tl);
+  if (!st && d->gho) {
+    if (!(s2 = spx_plan_spmv(d->gho, alpha, (const void *)(uintptr_t)d->gdev, 0.0, (void *)(uintptr_t)d->tdev)))
+      s2 = spx__dist_scatter_add(d, y);
+  }
+  if (!st && !s2 && d->nghost > 0 && !spx__ctx_push(d->ctx)) {
+    if (!(s2 = spx__cu_check(cu->cuEventRecord((spx__CUevent)d->ev_gdone, d->ctx->stream), "cuEventRecord")))
+      d->gdone_pending = 1;
+    spx__ctx_pop(d->ctx);
+  }
+  d->stats.spmvs++;
+  d->stats.halo_bytes_sent += d->send_off[d->nsend] * (int64_t)d->vs;
+  d->stats.spmv_ms += 1e3 * (spx__now() - t0);
+  return st ? st : s2;
+}
+
 spx_status spx__dist_build(spx_dist_matrix *d, const spx_csr *rows, const spx_dist_options *o,
                                   spx_dist_matrix **out) {
   spx_csr *loc = NULL, *gho = NULL;
@@ -392,10 +618,11 @@ spx_status spx__dist_build(spx_dist_matrix *d, const spx_csr *rows, const spx_di
   d->first = d->row_start[d->rank];
   d->nlocal = d->row_start[d->rank + 1] - d->first;
   st = spx__dist_split(d, rows, &loc, &gho);
+  if (!st) st = spx__dist_compact(d, &gho);
   if (!(st = spx__dist_agree(d, st)) && !(st = spx__dist_halo(d))) {
     st = spx__dist_plans(d, o, loc, gho);
     if (!st) st = spx__dist_buffers(d);
-    st = spx__dist_agree(d, st);
+    if (!(st = spx__dist_agree(d, st)) && d->cuda) st = spx__dist_agree(d, spx__dist_ipc(d));
   }
   spx_csr_destroy(loc);
   spx_csr_destroy(gho);
@@ -689,23 +916,58 @@ static spx_status spx__dist_down(spx_dist_matrix *d, const void *x) {
   return st;
 }
 
-/* CUDA: waits for the spans, then gathers the send buffer from them. */
+/* CUDA: waits for the spans, then gathers the send buffer from those that are not one run. */
 static spx_status spx__dist_pack(spx_dist_matrix *d) {
   const spx__cuda_api *cu = spx__cuda();
   const size_t vs = d->vs;
+  double t0 = spx__now();
   int64_t k;
   int j;
   spx_status st;
   if ((st = spx__ctx_push(d->ctx))) return st;
   st = spx__cu_check(cu->cuStreamSynchronize((spx__CUstream)d->hstream), "cuStreamSynchronize (the halo)");
   spx__ctx_pop(d->ctx);
+  d->stats.halo_down_ms += 1e3 * (spx__now() - t0);
   if (st) return st;
   for (j = 0; j < d->nsend; j++) {
     int64_t a = d->send_off[j], b = d->send_off[j + 1], lo = d->send_idx[a];
     const char *stage = (const char *)d->stage + (size_t)d->stage_off[j] * vs;
+    if (d->direct[j]) continue;
     for (k = a; k < b; k++) memcpy((char *)d->sbuf + (size_t)k * vs, stage + (size_t)(d->send_idx[k] - lo) * vs, vs);
   }
   return SPX_OK;
+}
+
+/* What goes to send neighbour j: its run of the stage (CUDA, one run), else its part of sbuf. */
+static const void *spx__dist_sendbuf(const spx_dist_matrix *d, int j) {
+  if (d->cuda && d->direct[j]) return (const char *)d->stage + (size_t)d->stage_off[j] * d->vs;
+  return (const char *)d->sbuf + (size_t)d->send_off[j] * d->vs;
+}
+
+/* y[grow[r]] += t[r]: the ghost block's product into its rows. */
+static spx_status spx__dist_scatter_add(spx_dist_matrix *d, void *y) {
+  const size_t vs = d->vs;
+  int64_t r;
+  if (!d->cuda) {
+    for (r = 0; r < d->ngrow; r++) {
+      char *yr = (char *)y + (size_t)d->grow[r] * vs;
+      if (d->dtype == SPX_FLOAT) *(float *)yr += ((const float *)d->tbuf)[r];
+      else *(double *)yr += ((const double *)d->tbuf)[r];
+    }
+    return SPX_OK;
+  } else {
+    const spx__cuda_api *cu = spx__cuda();
+    long long m = d->ngrow;
+    spx_devptr yd = (spx_devptr)(uintptr_t)y;
+    void *args[] = {&m, &d->growd, &d->tdev, &yd};
+    unsigned grid = (unsigned)SPX__MIN((m + 255) / 256, 4096);
+    spx_status st;
+    if ((st = spx__ctx_push(d->ctx))) return st;
+    st = spx__cu_check(cu->cuLaunchKernel((spx__CUfunction)d->scatter_fn, grid, 1, 1, 256, 1, 1, 0, d->ctx->stream, args,
+                                          NULL), "spx_kry_scatter_add");
+    spx__ctx_pop(d->ctx);
+    return st;
+  }
 }
 
 /* CUDA: the ghost values go up on the halo's stream; the plans' stream waits for them (ev_g), not
@@ -747,6 +1009,7 @@ spx_status spx__dist_spmv(spx_dist_matrix *d, double alpha, const void *x, doubl
   double t0 = spx__now(), t1, tl = 0;
   spx_status st = SPX_OK, s2 = SPX_OK;
   int j;
+  if (d->ipc) return spx__dist_spmv_ipc(d, alpha, x, beta, y);
   if (d->cuda) st = spx__dist_gbuf_free(d);
   for (j = 0; j < d->nrecv; j++)
     MPI_Irecv((char *)d->gbuf + (size_t)d->recv_off[j] * vs, (int)(d->recv_off[j + 1] - d->recv_off[j]), d->mt,
@@ -760,14 +1023,17 @@ spx_status spx__dist_spmv(spx_dist_matrix *d, double alpha, const void *x, doubl
   }
   if (!st && d->cuda && d->nsend > 0) st = spx__dist_pack(d);
   for (j = 0; j < d->nsend; j++)
-    MPI_Isend((char *)d->sbuf + (size_t)d->send_off[j] * vs, (int)(d->send_off[j + 1] - d->send_off[j]), d->mt,
-              d->send_rank[j], SPX__DIST_TAG, d->comm, &d->req[d->nrecv + j]);
+    MPI_Isend(spx__dist_sendbuf(d, j), (int)(d->send_off[j + 1] - d->send_off[j]), d->mt, d->send_rank[j],
+              SPX__DIST_TAG, d->comm, &d->req[d->nrecv + j]);
   t1 = spx__now();
   MPI_Waitall(d->nrecv + d->nsend, d->req, MPI_STATUSES_IGNORE);
   d->stats.halo_wait_ms += 1e3 * (spx__now() - t1);
   if (!st && d->cuda && d->nghost > 0) st = spx__dist_up(d);
   d->stats.halo_ms += 1e3 * (spx__now() - t0 - tl);
-  if (!st && d->gho) s2 = spx_plan_spmv(d->gho, alpha, g, 1.0, y);
+  if (!st && d->gho) {
+    void *t = d->cuda ? (void *)(uintptr_t)d->tdev : d->tbuf;
+    if (!(s2 = spx_plan_spmv(d->gho, alpha, g, 0.0, t))) s2 = spx__dist_scatter_add(d, y);
+  }
   d->stats.spmvs++;
   d->stats.halo_bytes_sent += d->send_off[d->nsend] * (int64_t)vs;
   d->stats.spmv_ms += 1e3 * (spx__now() - t0);
@@ -800,6 +1066,7 @@ spx_status spx_dist_get_info(const spx_dist_matrix *A, spx_dist_info *out) {
   out->dtype = A->dtype;
   out->backend = A->cuda ? SPX_BACKEND_CUDA : SPX_BACKEND_HOST;
   out->partition = A->part;
+  out->halo_ipc = A->ipc;
   return SPX_OK;
 }
 
