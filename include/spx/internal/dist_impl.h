@@ -132,9 +132,9 @@ static spx_status spx__dist_streams(spx_dist_matrix *d) {
   spx_status st;
   if (!cu) return spx__fail(SPX_NOT_AVAILABLE, "spx_dist: no CUDA driver");
   if ((st = spx__ctx_push(d->ctx))) return st;
-  st = spx__cu_check(cu->cuStreamCreate((spx__CUstream *)&d->hstream, SPX__CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-  if (!st) st = spx__cu_check(cu->cuEventCreate((spx__CUevent *)&d->ev_x, 2 /* no timing */), "cuEventCreate");
-  if (!st) st = spx__cu_check(cu->cuEventCreate((spx__CUevent *)&d->ev_g, 2), "cuEventCreate");
+  st = spx__stream_new(cu, (spx__CUstream *)&d->hstream);
+  if (!st) st = spx__event_new(cu, (spx__CUevent *)&d->ev_x, 0);
+  if (!st) st = spx__event_new(cu, (spx__CUevent *)&d->ev_g, 0);
   spx__ctx_pop(d->ctx);
   return st;
 }
@@ -142,11 +142,11 @@ static spx_status spx__dist_streams(spx_dist_matrix *d) {
 static void spx__dist_streams_free(spx_dist_matrix *d) {
   const spx__cuda_api *cu = spx__cuda();
   if (!d->cuda || !cu || (!d->hstream && !d->ev_x && !d->ev_g) || spx__ctx_push(d->ctx)) return;
-  if (d->hstream) (void)cu->cuStreamSynchronize((spx__CUstream)d->hstream);
-  if (d->ev_x) (void)cu->cuEventDestroy((spx__CUevent)d->ev_x);
-  if (d->ev_g) (void)cu->cuEventDestroy((spx__CUevent)d->ev_g);
-  if (d->ev_gdone) (void)cu->cuEventDestroy((spx__CUevent)d->ev_gdone);
-  if (d->hstream) (void)cu->cuStreamDestroy((spx__CUstream)d->hstream);
+  if (d->hstream) spx__stream_drain(cu, (spx__CUstream)d->hstream);
+  if (d->ev_x) spx__event_free(cu, (spx__CUevent)d->ev_x);
+  if (d->ev_g) spx__event_free(cu, (spx__CUevent)d->ev_g);
+  if (d->ev_gdone) spx__event_free(cu, (spx__CUevent)d->ev_gdone);
+  if (d->hstream) spx__stream_free(cu, (spx__CUstream)d->hstream);
   spx__ctx_pop(d->ctx);
   d->hstream = d->ev_x = d->ev_g = d->ev_gdone = NULL;
 }
@@ -481,7 +481,7 @@ static int spx__dist_ipc_export(spx_dist_matrix *d, spx__dist_ipc_msg *out) {
   const spx__cuda_api *cu = spx__cuda();
   int ok = 1, j;
   if (spx__ctx_push(d->ctx)) return 0;
-  if (cu->cuEventCreate((spx__CUevent *)&d->ev_gdone, 2) != SPX__CUDA_SUCCESS) ok = 0;
+  if (spx__event_new(cu, (spx__CUevent *)&d->ev_gdone, 0)) ok = 0;
   if (ok && d->nghost > 0) {
     spx__CUdeviceptr g = 0;
     ok = cu->cuMemAlloc(&g, (size_t)d->nghost * d->vs) == SPX__CUDA_SUCCESS;
@@ -564,12 +564,12 @@ static spx_status spx__dist_spmv_ipc(spx_dist_matrix *d, double alpha, const voi
   for (j = 0; j < d->nrecv; j++)
     MPI_Irecv(NULL, 0, MPI_BYTE, d->recv_rank[j], SPX__DIST_TAG_DONE, d->comm, &done[j]);
   if ((st = spx__ctx_push(d->ctx))) return st; /* a context that cannot be made current: nothing works */
-  if (d->gdone_pending) st = spx__cu_check(cu->cuEventSynchronize((spx__CUevent)d->ev_gdone), "cuEventSynchronize");
+  if (d->gdone_pending) st = spx__event_sync(cu, (spx__CUevent)d->ev_gdone);
   d->gdone_pending = 0;
   for (j = 0; j < d->nrecv; j++)
     MPI_Isend(NULL, 0, MPI_BYTE, d->recv_rank[j], SPX__DIST_TAG_READY, d->comm, &sent[j]);
-  if (!st && d->nsend > 0) st = spx__cu_check(cu->cuEventRecord((spx__CUevent)d->ev_x, d->ctx->stream), "cuEventRecord");
-  if (!st && d->nsend > 0) st = spx__cu_check(cu->cuStreamWaitEvent(hs, (spx__CUevent)d->ev_x, 0), "cuStreamWaitEvent");
+  if (!st && d->nsend > 0) st = spx__event_record(cu, (spx__CUevent)d->ev_x, d->ctx->stream);
+  if (!st && d->nsend > 0) st = spx__stream_wait(cu, hs, (spx__CUevent)d->ev_x);
   if (!st && d->loc) { /* queued: runs while the copies fly */
     double tq = spx__now();
     st = spx_plan_spmv(d->loc, alpha, x, beta, y);
@@ -580,11 +580,10 @@ static spx_status spx__dist_spmv_ipc(spx_dist_matrix *d, double alpha, const voi
     size_t bytes = (size_t)(d->send_off[j + 1] - d->send_off[j]) * d->vs;
     MPI_Wait(&rdy[j], MPI_STATUS_IGNORE);
     if (!st && bytes)
-      st = spx__cu_check(cu->cuMemcpyDtoDAsync(d->peer[j], (spx__CUdeviceptr)(uintptr_t)x + (spx__CUdeviceptr)lo * d->vs,
-                                               bytes, hs), "cuMemcpyDtoDAsync (the halo, to a neighbour's GPU)");
+      st = spx__copy_d2d_async(cu, d->peer[j], (spx_devptr)(uintptr_t)x + (spx_devptr)lo * d->vs, bytes, hs);
   }
   t1 = spx__now();
-  if (!st && d->nsend > 0) st = spx__cu_check(cu->cuStreamSynchronize(hs), "cuStreamSynchronize (the halo)");
+  if (!st && d->nsend > 0) st = spx__stream_sync(cu, hs, "cuStreamSynchronize (the halo)");
   d->stats.halo_down_ms += 1e3 * (spx__now() - t1);
   spx__ctx_pop(d->ctx);
   for (j = 0; j < d->nsend; j++)
@@ -599,7 +598,7 @@ static spx_status spx__dist_spmv_ipc(spx_dist_matrix *d, double alpha, const voi
       s2 = spx__dist_scatter_add(d, y);
   }
   if (!st && !s2 && d->nghost > 0 && !spx__ctx_push(d->ctx)) {
-    if (!(s2 = spx__cu_check(cu->cuEventRecord((spx__CUevent)d->ev_gdone, d->ctx->stream), "cuEventRecord")))
+    if (!(s2 = spx__event_record(cu, (spx__CUevent)d->ev_gdone, d->ctx->stream)))
       d->gdone_pending = 1;
     spx__ctx_pop(d->ctx);
   }
@@ -903,14 +902,13 @@ static spx_status spx__dist_down(spx_dist_matrix *d, const void *x) {
   spx_status st;
   int j;
   if ((st = spx__ctx_push(d->ctx))) return st;
-  st = spx__cu_check(cu->cuEventRecord((spx__CUevent)d->ev_x, d->ctx->stream), "cuEventRecord");
-  if (!st) st = spx__cu_check(cu->cuStreamWaitEvent(hs, (spx__CUevent)d->ev_x, 0), "cuStreamWaitEvent");
+  st = spx__event_record(cu, (spx__CUevent)d->ev_x, d->ctx->stream);
+  if (!st) st = spx__stream_wait(cu, hs, (spx__CUevent)d->ev_x);
   for (j = 0; j < d->nsend && !st; j++) {
     int64_t lo = d->send_idx[d->send_off[j]];
     size_t bytes = (size_t)(d->stage_off[j + 1] - d->stage_off[j]) * vs;
-    spx__CUdeviceptr src = (spx__CUdeviceptr)(uintptr_t)x + (spx__CUdeviceptr)lo * vs;
-    if (bytes) st = spx__cu_check(cu->cuMemcpyDtoHAsync((char *)d->stage + (size_t)d->stage_off[j] * vs, src, bytes, hs),
-                                  "cuMemcpyDtoHAsync (the halo)");
+    spx_devptr src = (spx_devptr)(uintptr_t)x + (spx_devptr)lo * vs;
+    if (bytes) st = spx__copy_d2h_async(cu, (char *)d->stage + (size_t)d->stage_off[j] * vs, src, bytes, hs);
   }
   spx__ctx_pop(d->ctx);
   return st;
@@ -925,7 +923,7 @@ static spx_status spx__dist_pack(spx_dist_matrix *d) {
   int j;
   spx_status st;
   if ((st = spx__ctx_push(d->ctx))) return st;
-  st = spx__cu_check(cu->cuStreamSynchronize((spx__CUstream)d->hstream), "cuStreamSynchronize (the halo)");
+  st = spx__stream_sync(cu, (spx__CUstream)d->hstream, "cuStreamSynchronize (the halo)");
   spx__ctx_pop(d->ctx);
   d->stats.halo_down_ms += 1e3 * (spx__now() - t0);
   if (st) return st;
@@ -977,11 +975,10 @@ static spx_status spx__dist_up(spx_dist_matrix *d) {
   spx__CUstream hs = (spx__CUstream)d->hstream;
   spx_status st;
   if ((st = spx__ctx_push(d->ctx))) return st;
-  st = spx__cu_check(cu->cuMemcpyHtoDAsync((spx__CUdeviceptr)d->gdev, d->gbuf, (size_t)d->nghost * d->vs, hs),
-                     "cuMemcpyHtoDAsync (the ghost values)");
-  if (!st) st = spx__cu_check(cu->cuEventRecord((spx__CUevent)d->ev_g, hs), "cuEventRecord");
+  st = spx__copy_h2d_async(cu, d->gdev, d->gbuf, (size_t)d->nghost * d->vs, hs);
+  if (!st) st = spx__event_record(cu, (spx__CUevent)d->ev_g, hs);
   if (!st) d->g_pending = 1;
-  if (!st) st = spx__cu_check(cu->cuStreamWaitEvent(d->ctx->stream, (spx__CUevent)d->ev_g, 0), "cuStreamWaitEvent");
+  if (!st) st = spx__stream_wait(cu, d->ctx->stream, (spx__CUevent)d->ev_g);
   spx__ctx_pop(d->ctx);
   return st;
 }
@@ -992,7 +989,7 @@ static spx_status spx__dist_gbuf_free(spx_dist_matrix *d) {
   spx_status st;
   if (!d->g_pending) return SPX_OK;
   if ((st = spx__ctx_push(d->ctx))) return st;
-  st = spx__cu_check(cu->cuEventSynchronize((spx__CUevent)d->ev_g), "cuEventSynchronize (the ghost values)");
+  st = spx__event_sync(cu, (spx__CUevent)d->ev_g);
   spx__ctx_pop(d->ctx);
   d->g_pending = 0;
   return st;

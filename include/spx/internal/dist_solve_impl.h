@@ -81,24 +81,6 @@ static spx_status spx__ds_precond(spx__solver *s, const void *r, void *z) {
 
 static const spx__solve_ops spx__ds_ops = {spx__ds_spmv, spx__ds_precond, spx__ds_sum, spx__ds_max, spx__ds_keep};
 
-/* This rank's checks of the arguments. */
-static spx_status spx__ds_check(const spx__solver *s, const char *fn, const void *b, const void *x) {
-  const spx_solve_options *o = &s->o;
-  if (o->poll < 0) return spx__fail(SPX_INVALID_ARGUMENT, "%s: poll = %d must be >= 0", fn, o->poll);
-  if (s->n > 0 && (!b || !x)) return spx__fail(SPX_INVALID_ARGUMENT, "%s: %s is NULL", fn, !b ? "b" : "x");
-  if (!(o->rtol >= 0) || !(o->atol >= 0) || o->rtol - o->rtol != 0.0 || o->atol - o->atol != 0.0)
-    return spx__fail(SPX_INVALID_ARGUMENT, "%s: rtol = %g and atol = %g must be finite and >= 0", fn, o->rtol, o->atol);
-  if (!(o->rtol > 0) && !(o->atol > 0))
-    return spx__fail(SPX_INVALID_ARGUMENT, "%s: rtol and atol are both 0: give a positive tolerance", fn);
-  if (o->maxit < 1) return spx__fail(SPX_INVALID_ARGUMENT, "%s: maxit = %lld; it must be at least 1", fn, (long long)o->maxit);
-  if (o->history_len < 0 || (o->history_len > 0 && !o->history))
-    return spx__fail(SPX_INVALID_ARGUMENT, "%s: history_len = %lld with history %s", fn, (long long)o->history_len,
-                     o->history ? "given" : "NULL");
-  if (s->method == SPX__SOLVE_PCG_JACOBI && o->precond)
-    return spx__fail(SPX_INVALID_ARGUMENT, "%s: Jacobi is the preconditioner here; use spx_dist_solve_cg for "
-                     "options.precond", fn);
-  return SPX_OK;
-}
 
 /* The same options on every rank (else the ranks would take different decisions and hang). */
 static spx_status spx__ds_same(const spx__solver *s, const spx_dist_matrix *A, const char *fn) {
@@ -140,28 +122,6 @@ static spx_status spx__ds_setup(spx__solver *s, spx__dsolver *ds, const char *fn
   return s->method == SPX__SOLVE_PCG_JACOBI ? spx__ds_diag(s, A, fn) : SPX_OK;
 }
 
-static void spx__ds_finish(spx__solver *s, spx__dsolver *ds) {
-  spx_solve_report *r = s->rep;
-  int k;
-  if (r->bnorm > 0) {
-    r->rel_resid = r->resid / r->bnorm;
-    r->true_rel_resid = r->true_resid / r->bnorm;
-  } else {
-    r->rel_resid = r->resid;
-    r->true_rel_resid = r->true_resid;
-  }
-  spx__solve_unscale(s);
-  r->restarts = s->restarts;
-  r->per_iter_us = r->iterations > 0 ? 1e3 * r->solve_ms / (double)r->iterations : 0;
-  r->history_count = s->o.history_len > 0 ? SPX__MIN(r->iterations + 1, s->o.history_len) : 0;
-  for (k = 0; k < 8; k++) SPX_FREE(s->hv[k]);
-  SPX_FREE(s->hb);
-  SPX_FREE(s->hx);
-  SPX_FREE(s->hpart);
-  SPX_FREE(s->diag);
-  SPX_FREE(ds->all);
-  if (s->cuda) spx__g_free(s);
-}
 
 static spx_status spx__dsolve(int method, spx_dist_matrix *A, const void *b, void *x, const spx_solve_options *options,
                               spx_solve_report *report) {
@@ -208,7 +168,7 @@ static spx_status spx__dsolve(int method, spx_dist_matrix *A, const void *b, voi
   s.rep->vector_bytes_per_iter = (int64_t)vpasses[method][s.o.precond != NULL] * s.n * (int64_t)s.vs;
   s.rep->analysis_ms = (A->loc ? spx_plan_select_ms(A->loc) : 0) + (A->gho ? spx_plan_select_ms(A->gho) : 0);
   s.rep->build_ms = (A->loc ? spx_plan_build_ms(A->loc) : 0) + (A->gho ? spx_plan_build_ms(A->gho) : 0);
-  st = spx__ds_check(&s, fn, b, x);
+  st = spx__solve_check_args(&s, fn, "spx_dist_solve_cg", b, x);
   if (!(st = spx__dist_agree_t(A->comm, A->rank, st, A->timeout_s, fn)) && !(st = spx__ds_same(&s, A, fn))) {
     st = spx__dist_agree(A, spx__ds_setup(&s, &ds, fn));
     s.rep->setup_ms = 1e3 * (spx__now() - t0);
@@ -219,12 +179,8 @@ static spx_status spx__dsolve(int method, spx_dist_matrix *A, const void *b, voi
       st = s.cuda ? spx__solve_gpu(&s, b, x) : spx__solve_host(&s, b, x);
     }
   }
-  spx__ds_finish(&s, &ds);
-  if (st && st != SPX_BREAKDOWN && st != SPX_NOT_CONVERGED) { /* a failure, not an ending */
-    s.rep->status = st;
-    snprintf(s.rep->message, sizeof s.rep->message, "%.250s", spx_last_error());
-  }
-  return st;
+  SPX_FREE(ds.all);
+  return spx__solve_finish(&s, st);
 }
 
 spx_status spx_dist_solve_cg(spx_dist_matrix *A, const void *b, void *x, const spx_solve_options *options,

@@ -149,6 +149,13 @@ spx_status spx__solve_host_alloc(spx__solver *s);
  * so every process leaves together. spx__g_free releases what it allocated on the device. */
 spx_status spx__solve_gpu(spx__solver *s, const void *b, void *x);
 void spx__g_free(spx__solver *s);
+/* The checks of b, x and the options every solver entry makes (fn: its name; cg: the CG of its
+ * family, for the sentence that sends a preconditioner callback there). */
+spx_status spx__solve_check_args(const spx__solver *s, const char *fn, const char *cg, const void *b, const void *x);
+/* The end of a solve: the report in the caller's units (relative residuals, restarts, time per
+ * iteration, the history's length, a failure's status and sentence), then the workspace freed (host
+ * and device). Returns st. */
+spx_status spx__solve_finish(spx__solver *s, spx_status st);
 /* The report in the caller's units after a scaled solve (s->scale != 1). */
 void spx__solve_unscale(spx__solver *s);
 

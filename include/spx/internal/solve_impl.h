@@ -957,12 +957,8 @@ spx_status spx__solve_gpu(spx__solver *s, const void *b, void *x) {
 }
 
 /* ---- Entry points ---------------------------------------------------------------------------------- */
-static spx_status spx__solve_check(const spx__solver *s, const char *fn, const void *b, const void *x) {
+spx_status spx__solve_check_args(const spx__solver *s, const char *fn, const char *cg, const void *b, const void *x) {
   const spx_solve_options *o = &s->o;
-  if (!s->A) return spx__fail(SPX_INVALID_ARGUMENT, "%s: NULL plan", fn);
-  if (spx_plan_nrows(s->A) != spx_plan_ncols(s->A))
-    return spx__fail(SPX_INVALID_ARGUMENT, "%s: the matrix is %lld x %lld; Krylov solvers need a square matrix", fn,
-                     (long long)spx_plan_nrows(s->A), (long long)spx_plan_ncols(s->A));
   if (s->n > 0 && (!b || !x)) return spx__fail(SPX_INVALID_ARGUMENT, "%s: %s is NULL", fn, !b ? "b" : "x");
   if (!(o->rtol >= 0) || !(o->atol >= 0) || !spx__finite(o->rtol) || !spx__finite(o->atol))
     return spx__fail(SPX_INVALID_ARGUMENT, "%s: rtol = %g and atol = %g must be finite and >= 0", fn, o->rtol, o->atol);
@@ -974,8 +970,16 @@ static spx_status spx__solve_check(const spx__solver *s, const char *fn, const v
                      o->history ? "given" : "NULL");
   if (o->poll < 0) return spx__fail(SPX_INVALID_ARGUMENT, "%s: poll = %d must be >= 0", fn, o->poll);
   if (s->method == SPX__SOLVE_PCG_JACOBI && o->precond)
-    return spx__fail(SPX_INVALID_ARGUMENT, "%s: Jacobi is the preconditioner here; use spx_solve_cg for options.precond", fn);
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: Jacobi is the preconditioner here; use %s for options.precond", fn, cg);
   return SPX_OK;
+}
+
+static spx_status spx__solve_check(const spx__solver *s, const char *fn, const void *b, const void *x) {
+  if (!s->A) return spx__fail(SPX_INVALID_ARGUMENT, "%s: NULL plan", fn);
+  if (spx_plan_nrows(s->A) != spx_plan_ncols(s->A))
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: the matrix is %lld x %lld; Krylov solvers need a square matrix", fn,
+                     (long long)spx_plan_nrows(s->A), (long long)spx_plan_ncols(s->A));
+  return spx__solve_check_args(s, fn, "spx_solve_cg", b, x);
 }
 
 /* The inverted diagonal for Jacobi; a zero or non-finite a_ii is SPX_INVALID_ARGUMENT. */
@@ -998,6 +1002,34 @@ static spx_status spx__solve_diag(spx__solver *s, const char *fn) {
   return bad < n ? spx__jacobi_bad(fn, bad, d[bad]) : SPX_OK; /* the first bad entry, untouched */
 }
 
+spx_status spx__solve_finish(spx__solver *s, spx_status st) {
+  spx_solve_report *r = s->rep;
+  int k;
+  spx__solve_unscale(s);
+  if (r->bnorm > 0) {
+    r->rel_resid = r->resid / r->bnorm;
+    r->true_rel_resid = r->true_resid / r->bnorm;
+  } else {
+    r->rel_resid = r->resid;
+    r->true_rel_resid = r->true_resid;
+  }
+  r->restarts = s->restarts;
+  r->per_iter_us = r->iterations > 0 ? 1e3 * r->solve_ms / (double)r->iterations : 0;
+  r->history_count = s->o.history_len > 0 ? SPX__MIN(r->iterations + 1, s->o.history_len) : 0;
+  if (st && st != SPX_BREAKDOWN && st != SPX_NOT_CONVERGED) { /* a failure, not an ending */
+    r->status = st;
+    snprintf(r->message, sizeof r->message, "%.250s", spx_last_error());
+  }
+  /* Free everything (the error message survives: frees record nothing). */
+  for (k = 0; k < 8; k++) SPX_FREE(s->hv[k]);
+  SPX_FREE(s->hb);
+  SPX_FREE(s->hx);
+  SPX_FREE(s->hpart);
+  SPX_FREE(s->diag);
+  if (s->cuda) spx__g_free(s);
+  return st;
+}
+
 static spx_status spx__solve(int method, spx_plan *A, const void *b, void *x, const spx_solve_options *options,
                              spx_solve_report *report) {
   static const char *const fns[] = {"spx_solve_cg", "spx_solve_pcg_jacobi", "spx_solve_bicgstab"};
@@ -1006,7 +1038,6 @@ static spx_status spx__solve(int method, spx_plan *A, const void *b, void *x, co
   spx_solve_report scratch;
   double t0 = spx__now(), build0;
   spx_status st;
-  int k;
   memset(&s, 0, sizeof s);
   s.scale = 1;
   s.method = method;
@@ -1048,31 +1079,9 @@ static spx_status spx__solve(int method, spx_plan *A, const void *b, void *x, co
       snprintf(s.rep->message, sizeof s.rep->message, "%s: empty system", spx__solve_names[method]);
     } else {
       st = s.cuda ? spx__solve_gpu(&s, b, x) : spx__solve_host(&s, b, x);
-      spx__solve_unscale(&s);
     }
   }
-  if (s.rep->bnorm > 0) {
-    s.rep->rel_resid = s.rep->resid / s.rep->bnorm;
-    s.rep->true_rel_resid = s.rep->true_resid / s.rep->bnorm;
-  } else {
-    s.rep->rel_resid = s.rep->resid;
-    s.rep->true_rel_resid = s.rep->true_resid;
-  }
-  s.rep->restarts = s.restarts;
-  s.rep->per_iter_us = s.rep->iterations > 0 ? 1e3 * s.rep->solve_ms / (double)s.rep->iterations : 0;
-  s.rep->history_count = s.o.history_len > 0 ? SPX__MIN(s.rep->iterations + 1, s.o.history_len) : 0;
-  if (st && st != SPX_BREAKDOWN && st != SPX_NOT_CONVERGED) { /* a failure, not an ending */
-    s.rep->status = st;
-    snprintf(s.rep->message, sizeof s.rep->message, "%.250s", spx_last_error());
-  }
-  /* Free everything (the error message survives: frees record nothing). */
-  for (k = 0; k < 8; k++) SPX_FREE(s.hv[k]);
-  SPX_FREE(s.hb);
-  SPX_FREE(s.hx);
-  SPX_FREE(s.hpart);
-  SPX_FREE(s.diag);
-  if (s.cuda) spx__g_free(&s);
-  return st;
+  return spx__solve_finish(&s, st);
 }
 
 spx_status spx_solve_cg(spx_plan *A, const void *b, void *x, const spx_solve_options *options,
