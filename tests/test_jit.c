@@ -1336,6 +1336,35 @@ static void test_gpu_axpby(void **state) {
 }
 
 /* fill, scale, copy_stream; a handle outlives the context it was made in; copy bandwidth. */
+/* spx__jit_where, as the planner prices a kernel by it: nowhere once forgotten, loaded once
+ * spx_jit_kernel handed it out, held (on disk, not loaded) after the memory table is cleared. */
+static void test_gpu_jit_where(void **state) {
+  spx_context *ctx = gpu_ctx();
+  spx_device_info info;
+  char arch[32];
+  void *fn = NULL;
+  (void)state;
+  if (!ctx) skip();
+  assert_int_equal(spx_context_device_info(ctx, &info), SPX_OK);
+  assert_int_equal(spx__jit_device_arch(info.cc_major, info.cc_minor, arch), SPX_OK);
+  assert_int_equal(spx_jit_forget("vector", 1, dbl, arch), SPX_OK);
+  assert_int_equal(spx__jit_where(ctx, "vector", "spx_fill", 1, dbl), SPX__JIT_NOWHERE);
+  assert_int_equal(spx_jit_kernel(ctx, "vector", "spx_fill", 1, dbl, &fn), SPX_OK);
+  assert_int_equal(spx__jit_where(ctx, "vector", "spx_fill", 1, dbl), SPX__JIT_LOADED);
+  /* another kernel of the same module: its image is in memory, its handle not handed out yet */
+  assert_int_equal(spx__jit_where(ctx, "vector", "spx_scale", 1, dbl), SPX__JIT_HELD);
+  assert_int_equal(spx__jit_where(ctx, "no_such_template", "spx_fill", 1, dbl), SPX__JIT_NOWHERE);
+  assert_int_equal(spx__jit_where(NULL, "vector", "spx_fill", 1, dbl), SPX__JIT_NOWHERE);
+  spx_context_destroy(ctx);
+  spx_jit_clear_memory();
+  ctx = gpu_ctx();
+  assert_non_null(ctx);
+  if (spx_jit_cache_dir()) assert_int_equal(spx__jit_where(ctx, "vector", "spx_fill", 1, dbl), SPX__JIT_HELD);
+  assert_int_equal(spx_jit_kernel(ctx, "vector", "spx_fill", 1, dbl, &fn), SPX_OK);
+  assert_int_equal(spx__jit_where(ctx, "vector", "spx_fill", 1, dbl), SPX__JIT_LOADED);
+  spx_context_destroy(ctx);
+}
+
 static void test_gpu_vector_kernels(void **state) {
   enum { N = 1 << 20 };
   spx_context *ctx = gpu_ctx(), *ctx2 = NULL;
@@ -1569,7 +1598,7 @@ int main(void) {
       T(test_clear_and_forget_stay_inside),
       T(test_host_context),
       T(test_gpu_axpby),
-      T(test_gpu_vector_kernels),
+      T(test_gpu_jit_where), T(test_gpu_vector_kernels),
       T(test_tier_switch_fake_compiler),
   };
   return cmocka_run_group_tests_name("jit", tests, NULL, NULL);

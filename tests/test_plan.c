@@ -352,6 +352,17 @@ static void test_model_fake_device(void **state) {
   assert_true(fabs(csr->convert_ms - want) < 1e-9 * want);
   assert_true(fabs(csr->score_us - (csr->predicted_us + 1e3 * csr->convert_ms / 100)) < 1e-9 * csr->score_us);
   assert_true(ell->padding == 1.0 && ell->bytes == 64000 * 4 * 12);
+  /* cuSPARSE's call floor: its prediction is at least cusparse_call_us, its streaming part stays;
+   * spx's kernels keep theirs */
+  d.cusparse_call_us = 4 * cs->predicted_us;
+  want = cs->predicted_us;
+  assert_int_equal(spx_plan_model(a, &d, 100, 0, 1, c, SPX_FORMAT_MAX + 1, &n), SPX_OK);
+  cs = cand(c, n, "csr", 1);
+  assert_true(cs->predicted_us == d.cusparse_call_us && fabs(cs->stream_us - want) < 1e-9 * want);
+  assert_true(fabs(cand(c, n, "csr", 0)->predicted_us - want / 1.25) < 1e-9 * want);
+  d.cusparse_call_us = 0.5 * want;
+  assert_int_equal(spx_plan_model(a, &d, 100, 0, 1, c, SPX_FORMAT_MAX + 1, &n), SPX_OK);
+  assert_true(fabs(cand(c, n, "csr", 1)->predicted_us - want) < 1e-9 * want);
   spx_csr_destroy(a);
 
   /* Skewed rows: one thread per row (ELL-R) idles lanes; the imbalance term makes it slower than
@@ -1161,7 +1172,7 @@ static void test_device_file(void **state) {
     const char *p = spx_plan_device_path("NVIDIA H100 80GB");
     if (spx_jit_cache_dir()) {
       assert_non_null(p);
-      assert_non_null(strstr(p, "/tuner/v11/NVIDIA_H100_80GB.json"));
+      assert_non_null(strstr(p, "/tuner/v12/NVIDIA_H100_80GB.json"));
     }
   }
 }
@@ -1788,16 +1799,35 @@ static void test_gpu_race(void **state) {
   spx_context_destroy(g);
 }
 
+/* spx's CSR kernel on the staged arrays, built, waited for and loaded in this process (forget:
+ * then removed from the JIT caches, memory and disk). */
+static void nothing_pays_csr_kernel(spx_context *g, const spx_csr *a, int forget) {
+  spx_plan_options o;
+  spx_plan *p = NULL;
+  spx_plan_options_default(&o);
+  o.force = "csr";
+  o.no_diagonal = 1;
+  o.eager = 1;
+  if (spx_plan_create(g, a, &o, &p) || spx_plan_wait(p)) fail_msg("forced csr: %s", spx_last_error());
+  assert_non_null(spx_plan_dmatrix(p));
+  if (forget)
+    assert_int_equal(spx_dmatrix_forget_kernels(spx_plan_dmatrix(p), SPX_KERNELS_SPECIALIZED | SPX_KERNELS_GENERIC), SPX_OK);
+  spx_plan_destroy(p);
+}
+
 /* The shortcut for matrices where no conversion can pay back: auto takes cuSPARSE without the
  * profile only where the full model, with the same constants, would have chosen it too (every
- * converted candidate scores above cuSPARSE's less the margin), and not at 10^6 calls. */
+ * converted candidate scores above cuSPARSE's less the margin), and not at 10^6 calls; with spx's
+ * CSR kernel out of the JIT caches it fires somewhere. With that kernel loaded it costs nothing
+ * to run on the staged arrays: where cuSPARSE's call floor makes it predicted 1.25x slower than
+ * spx's CSR, auto does not take cuSPARSE. */
 static void test_gpu_nothing_pays_shortcut(void **state) {
   static const char *const names[] = {"bcsstk08", "ct2010", "luxembourg", "cage10", "bcsstk16", "EX5", "rajat11"};
   spx_context *g = NULL;
   spx_context_options co = {SPX_BACKEND_CUDA, 0};
   spx_plan_device dev;
   size_t i;
-  int fired = 0, k;
+  int fired = 0, checked = 0, k, warm;
   (void)state;
   if (spx_device_count() < 1 || spx_context_create(&co, &g) != SPX_OK) {
     spx_clear_error();
@@ -1810,34 +1840,45 @@ static void test_gpu_nothing_pays_shortcut(void **state) {
     spx_csr *a = NULL;
     spx_test_matrix_path(names[i], path, sizeof path);
     if (spx_mm_read(path, SPX_DOUBLE, &a, NULL) != SPX_OK) { spx_clear_error(); continue; }
-    for (k = 0; k < 4; k++) {
-      spx_plan_options o;
-      spx_plan *p = NULL;
-      spx_plan_candidate c[SPX_FORMAT_MAX + 1];
-      int n = 0, j, cs = -1;
-      spx_plan_options_default(&o);
-      o.expected_calls = calls[k];
-      o.no_diagonal = 1;
-      if (spx_plan_create(g, a, &o, &p)) fail_msg("%s: %s", names[i], spx_last_error());
-      if (strstr(spx_plan_reason(p), "no profile")) {
-        fired++;
-        assert_true(calls[k] < 1000000);
-        assert_int_equal(spx_plan_engine_of(p), SPX_PLAN_ENGINE_CUSPARSE);
+    for (warm = 0; warm < 2; warm++) {
+      nothing_pays_csr_kernel(g, a, !warm);
+      for (k = 0; k < 4; k++) {
+        spx_plan_options o;
+        spx_plan *p = NULL;
+        spx_plan_candidate c[SPX_FORMAT_MAX + 1];
+        int n = 0, j, cs = -1, csr = -1;
+        spx_plan_options_default(&o);
+        o.expected_calls = calls[k];
+        o.no_diagonal = 1;
+        if (spx_plan_create(g, a, &o, &p)) fail_msg("%s: %s", names[i], spx_last_error());
         assert_int_equal(spx_plan_model(a, &dev, calls[k], 0, 1, c, SPX_FORMAT_MAX + 1, &n), SPX_OK);
-        for (j = 0; j < n; j++)
+        for (j = 0; j < n; j++) {
           if (c[j].engine == SPX_PLAN_ENGINE_CUSPARSE) cs = j;
-        assert_true(cs >= 0);
-        for (j = 0; j < n; j++)
-          if (c[j].fits && c[j].engine == SPX_PLAN_ENGINE_SPX && c[j].format != SPX_FORMAT_CSR &&
-              c[j].score_us < c[cs].score_us * (1 - o.convert_margin))
-            fail_msg("%s at %lld calls: the shortcut took cuSPARSE (%.3g us) where the model would take %s (%.3g us)",
-                     names[i], (long long)calls[k], c[cs].score_us, spx_format_name(c[j].format), c[j].score_us);
+          if (c[j].engine == SPX_PLAN_ENGINE_SPX && c[j].format == SPX_FORMAT_CSR) csr = j;
+        }
+        assert_true(cs >= 0 && csr >= 0);
+        if (strstr(spx_plan_reason(p), "no profile")) {
+          fired++;
+          assert_true(calls[k] < 1000000);
+          assert_int_equal(spx_plan_engine_of(p), SPX_PLAN_ENGINE_CUSPARSE);
+          for (j = 0; j < n; j++)
+            if (c[j].fits && c[j].engine == SPX_PLAN_ENGINE_SPX && c[j].format != SPX_FORMAT_CSR &&
+                c[j].score_us < c[cs].score_us * (1 - o.convert_margin))
+              fail_msg("%s at %lld calls: the shortcut took cuSPARSE (%.3g us) where the model would take %s (%.3g us)",
+                       names[i], (long long)calls[k], c[cs].score_us, spx_format_name(c[j].format), c[j].score_us);
+        }
+        if (warm && a->nnz < 100000 && c[cs].predicted_us > 1.25 * c[csr].predicted_us) {
+          checked++;
+          if (spx_plan_engine_of(p) == SPX_PLAN_ENGINE_CUSPARSE)
+            fail_msg("%s at %lld calls: cuSPARSE (%.3g us predicted) taken over spx's CSR (%.3g us), its kernel loaded: %s",
+                     names[i], (long long)calls[k], c[cs].predicted_us, c[csr].predicted_us, spx_plan_reason(p));
+        }
+        spx_plan_destroy(p);
       }
-      spx_plan_destroy(p);
     }
     spx_csr_destroy(a);
   }
-  print_message("the shortcut fired on %d (matrix, calls) pairs\n", fired);
+  print_message("the shortcut fired on %d (matrix, calls) pairs; %d with the CSR kernel loaded checked\n", fired, checked);
   assert_true(fired > 0);
   spx_context_destroy(g);
 }

@@ -63,7 +63,7 @@
  *
  * THE DEVICE DESCRIPTION  spx_plan_device holds the constants the model uses. On the CUDA backend
  *   they are measured once per device by spx_plan_calibrate (copy bandwidth, launch latency, probe
- *   SpMVs, host conversion rates) and kept in <cache>/tuner/v11/<device>.json (cache as for the JIT:
+ *   SpMVs, host conversion rates) and kept in <cache>/tuner/v12/<device>.json (cache as for the JIT:
  *   $SPX_CACHE_DIR, $XDG_CACHE_HOME/spx, ~/.cache/spx); spx_plan_device_default gives unmeasured
  *   defaults. A test may fill one by hand (options.device) and needs no GPU.
  *
@@ -129,6 +129,10 @@ typedef struct spx_plan_device {
   double convert_ns_per_byte; /* host conversion, per byte of the converted format */
   double convert_ns_per_nnz;  /* host conversion, per input nonzero (reading the CSR) */
   double jit_ms;              /* one kernel compile when the JIT cache misses */
+  double jit_hit_ms;          /* a kernel the JIT cache holds but this process has not loaded
+                               * (a disk read and a module load); one it has loaded costs nothing */
+  double cusparse_call_us;    /* the least time one cuSPARSE SpMV takes in a stream of calls: its
+                               * host API and launches, which small matrices wait on (0: none) */
   int64_t memory_bytes;       /* device memory for the matrix (0: unknown, no limit) */
   int calibrated;             /* 1 when measured on this device, 0 for the defaults */
   /* Per format (registry index), measured by the calibration on a 3-D Poisson matrix several times

@@ -786,6 +786,17 @@ spx_status spx_dmatrix_convert(spx_context *ctx, const spx_csr *a, spx_format f,
   }
 }
 
+/* The header spx_dmatrix_wrap_csr builds, without arrays: its kernel spec reads none when the
+ * options fix threads_per_row (spx_csr_kernel_options always does). */
+static void spx__csr_header(int64_t nrows, int64_t ncols, int64_t nnz, spx_dtype dtype, spx_fmt_csr *impl, spx_fmt *m) {
+  memset(impl, 0, sizeof *impl);
+  memset(m, 0, sizeof *m);
+  impl->dtype = dtype; impl->nrows = nrows; impl->ncols = ncols; impl->nnz = nnz;
+  m->format = SPX_FORMAT_CSR; m->dtype = dtype; m->nrows = nrows; m->ncols = ncols; m->nnz = nnz;
+  m->vt = spx_format_info(SPX_FORMAT_CSR);
+  m->impl = impl;
+}
+
 spx_status spx_dmatrix_wrap_csr(spx_context *ctx, int64_t nrows, int64_t ncols, int64_t nnz,
                                 spx_devptr row_ptr, spx_devptr col_idx, spx_devptr val, spx_dtype dtype,
                                 const spx_dmatrix_options *opt, spx_dmatrix **out) {
@@ -798,18 +809,46 @@ spx_status spx_dmatrix_wrap_csr(spx_context *ctx, int64_t nrows, int64_t ncols, 
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_dmatrix_wrap_csr: bad sizes or NULL device arrays "
                      "(%lld x %lld, nnz %lld; 32-bit row pointers need nnz < 2^31)",
                      (long long)nrows, (long long)ncols, (long long)nnz);
-  memset(&impl, 0, sizeof impl);
-  memset(&m, 0, sizeof m);
-  impl.dtype = dtype; impl.nrows = nrows; impl.ncols = ncols; impl.nnz = nnz;
-  m.format = SPX_FORMAT_CSR; m.dtype = dtype; m.nrows = nrows; m.ncols = ncols; m.nnz = nnz;
-  m.vt = spx_format_info(SPX_FORMAT_CSR);
-  m.impl = &impl;
+  spx__csr_header(nrows, ncols, nnz, dtype, &impl, &m);
   /* The rows live on the device only: no host scan for skew, so the vector kernel with the
    * threads per row the mean length suggests. */
   if (opt) o = *opt;
   else memset(&o, 0, sizeof o);
   if (!o.threads_per_row) o.threads_per_row = spx__tpr(&m, 0);
   return spx__dmatrix_build(ctx, &m, &o, given, out);
+}
+
+int spx__csr_kernels_where(spx_context *ctx, int64_t nrows, int64_t ncols, int64_t nnz, spx_dtype dtype,
+                           const int64_t *row_ptr, const spx_dmatrix_options *opt) {
+  spx_fmt_csr impl;
+  spx_fmt m;
+  spx_dmatrix_options o;
+  spx_kernel_plan plan;
+  spx_kernel_spec_fn spec;
+  int64_t r;
+  int i, where = SPX__JIT_LOADED, bad;
+  if (!ctx || !opt || !(spec = spx__kernel_spec(SPX_FORMAT_CSR)) || nnz > INT32_MAX) return SPX__JIT_NOWHERE;
+  spx__csr_header(nrows, ncols, nnz, dtype, &impl, &m);
+  o = *opt;
+  /* with the rows, the spec reads their lengths as a build of them would; without, the mean row's */
+  if (row_ptr && !(impl.ptr = (int32_t *)spx__alloc((size_t)nrows + 1, sizeof *impl.ptr))) return SPX__JIT_NOWHERE;
+  for (r = 0; row_ptr && r <= nrows; r++) impl.ptr[r] = (int32_t)row_ptr[r];
+  if (!row_ptr && !o.threads_per_row) o.threads_per_row = spx__tpr(&m, 0);
+  memset(&plan, 0, sizeof plan);
+  bad = spec(&m, &o, &ctx->info, &plan) != SPX_OK;
+  SPX_FREE(impl.ptr);
+  if (bad) {
+    spx_clear_error();
+    return SPX__JIT_NOWHERE;
+  }
+  for (i = 0; o.plain_loads > 0 && i < plan.nlaunch; i++) spx__kdef(&plan.launch[i], "SPX_PLAIN_LOADS=1");
+  for (i = 0; i < plan.nlaunch && where > SPX__JIT_NOWHERE; i++) {
+    const char *defs[SPX_KERNEL_DEFINES_MAX + 2];
+    int n = spx__kdefines(dtype, &plan.launch[i], 0, defs), w;
+    w = spx__jit_where(ctx, plan.launch[i].template_name, plan.launch[i].kernel, n, defs);
+    where = w < where ? w : where;
+  }
+  return where;
 }
 
 spx_status spx_dmatrix_spmv(spx_dmatrix *d, double alpha, spx_devptr x, double beta, spx_devptr y) {

@@ -337,6 +337,10 @@ const char *spx__cu_error_name(spx__CUresult r);
 /* The arch the JIT compiles for on a device of compute capability major.minor ("sm_90"), memoized
  * (jit_key_impl.h). */
 spx_status spx__jit_device_arch(int major, int minor, char arch[32]);
+/* Where a kernel lives (jit_impl.h's spx__jit_where): what getting it would cost, for the planner. */
+enum { SPX__JIT_NOWHERE = 0, SPX__JIT_HELD = 1, SPX__JIT_LOADED = 2 };
+int spx__jit_where(spx_context *ctx, const char *template_name, const char *kernel_name, int ndefines,
+                   const char *const *defines);
 
 /* NVRTC: compile CUDA C++ `src` (named `name` in messages) with `opts`. cubin != 0 asks for a
  * CUBIN (the options must name a real sm_XY), else PTX (NUL-terminated). On success *image and

@@ -28,6 +28,12 @@ typedef struct spx__dcsr {
 spx_status spx__dcsr_values_wait(spx__dcsr *d);
 /* grid blocks of 256 threads on the context's stream (none when grid < 1). */
 spx_status spx__launch256(spx_context *ctx, void *fn, int64_t grid, void **params, const char *name);
+/* Where the kernels a CSR dmatrix of these sizes and options would bind live: the least of its
+ * launches' spx__jit_where (SPX__JIT_NOWHERE on any error). row_ptr (host, may be NULL): the rows,
+ * whose lengths the kernel choice reads unless opt fixes threads_per_row; without them and
+ * without threads_per_row, the mean row's vector kernel. */
+int spx__csr_kernels_where(spx_context *ctx, int64_t nrows, int64_t ncols, int64_t nnz, spx_dtype dtype,
+                           const int64_t *row_ptr, const spx_dmatrix_options *opt);
 /* 1 when d can run an SpMV at once (no compile to wait for). */
 int spx__dmatrix_runnable(spx_dmatrix *d);
 /* Whether format f has a device converter (its registry line's device column; SPX_DEVICE_CONVERT=0:

@@ -386,6 +386,35 @@ spx_status spx_jit_kernel_cached(spx_context *ctx, const char *template_name, co
   return spx__jit_kernel(ctx, template_name, kernel_name, ndefines, defines, 0, function);
 }
 
+/* Where the kernel spx_jit_kernel would hand out lives, without loading or compiling anything (the
+ * planner prices a candidate's kernel by it): SPX__JIT_LOADED when this process holds its handle
+ * for ctx's device, SPX__JIT_HELD when its image is in memory or a cache file of its key exists (a
+ * read and a module load away), SPX__JIT_NOWHERE otherwise, and on any error (a compile then). */
+int spx__jit_where(spx_context *ctx, const char *template_name, const char *kernel_name, int ndefines,
+                   const char *const *defines) {
+  spx_jit_key_inputs in;
+  spx__jit_key k;
+  spx__jit_entry *e;
+  char arch[32], dir[1100], path[1200], hex[33];
+  int ti, where = SPX__JIT_NOWHERE;
+  if (!ctx || !kernel_name || ctx->backend != SPX_BACKEND_CUDA || spx__jit_template(template_name, &ti) ||
+      spx__jit_device_arch(ctx->info.cc_major, ctx->info.cc_minor, arch) ||
+      spx__jit_inputs(ti, ndefines, defines, arch, &in) || spx__jit_key_make(&in, &k)) {
+    spx_clear_error();
+    return SPX__JIT_NOWHERE;
+  }
+  pthread_rwlock_rdlock(&spx__jit_lock);
+  if ((e = spx__jit_find(k)) != NULL && !e->fail_msg)
+    where = spx__jit_fn_find(e, ctx->device, kernel_name) ? SPX__JIT_LOADED : e->image ? SPX__JIT_HELD : where;
+  pthread_rwlock_unlock(&spx__jit_lock);
+  if (where == SPX__JIT_NOWHERE && spx__jit_disk_dir(dir, sizeof dir, 0)) {
+    spx__jit_hex(k, hex);
+    snprintf(path, sizeof path, "%s/%s", dir, hex);
+    if (access(path, R_OK) == 0) where = SPX__JIT_HELD;
+  }
+  return where;
+}
+
 /* ---- Stats and clearing ----------------------------------------------------------------------- */
 void spx_jit_stats_get(spx_jit_stats *out) {
   char dir[1100];

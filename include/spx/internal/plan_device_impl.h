@@ -34,6 +34,7 @@ spx_status spx_plan_device_default(spx_context *ctx, spx_plan_device *d) {
     d->convert_ns_per_byte = 1.0;
     d->convert_ns_per_nnz = 1.0;
     d->jit_ms = 5;
+    d->jit_hit_ms = 0.3;
     d->memory_bytes = info.free_mem > 0 ? info.free_mem : info.total_mem;
     d->chain_ns = SPX__PLAN_CHAIN_NS;
     d->sms = info.sm_count;
@@ -65,6 +66,8 @@ spx_status spx_plan_device_default(spx_context *ctx, spx_plan_device *d) {
   _(convert_ns_per_byte, double)                                         \
   _(convert_ns_per_nnz,  double)                                         \
   _(jit_ms,              double)                                         \
+  _(jit_hit_ms,          double)                                         \
+  _(cusparse_call_us,    double)                                         \
   _(memory_bytes,        int64_t)                                        \
   _(gather_cusparse,     double)                                         \
   _(gather_default,      double)                                         \
@@ -209,7 +212,7 @@ const char *spx_plan_device_path(const char *device_name) {
   name[i] = 0;
   /* The version goes up whenever the fields or what a rate measures change: an older file is then
    * not read (the device is calibrated again), never misread. Its history: docs/performance.md. */
-  if (snprintf(path, sizeof path, "%s/tuner/v11/%s.json", root, name) >= (int)sizeof path) return NULL;
+  if (snprintf(path, sizeof path, "%s/tuner/v12/%s.json", root, name) >= (int)sizeof path) return NULL;
   return path;
 }
 

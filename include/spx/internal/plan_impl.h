@@ -13,6 +13,7 @@
 #include "config.h"
 #include "dmatrix.h"
 #include "host.h"
+#include "kernels.h"
 #include "tuner.h"
 #include "../loader.h"
 #include "../plan.h"
@@ -336,6 +337,35 @@ static double spx__plan_cols_share(const spx_plan_options *o) {
   return o->trial_share;
 }
 
+/* What getting spx's CSR kernels for a costs, ms: on the staged arrays with their options (staged
+ * 1), else as a build of a's rows picks them (the rows are read only below the size where the
+ * kernel rule reads more than the mean: above it, the mean row's kernel stands for them). The
+ * model prices every kernel at a compile (jit_ms) because a candidate's shape is known only once
+ * it is converted; CSR's is known before anything is built, so it is priced at what the JIT cache
+ * makes it: nothing when this process has it loaded, a read and a module load when the cache
+ * holds it. */
+static double spx__plan_csr_kernel_ms(const spx_plan *p, const spx_plan_device *d, const spx_csr *a, int staged) {
+  spx_dmatrix_options o;
+  int w;
+  if (p->backend != SPX_BACKEND_CUDA) return d->jit_ms;
+  if (staged) o = p->csr_opt;
+  else memset(&o, 0, sizeof o);
+  w = spx__csr_kernels_where(p->ctx, a->nrows, a->ncols, a->nnz, p->dtype,
+                             !staged && a->nnz < SPX__CSR_SMALL_NNZ ? a->row_ptr : NULL, &o);
+  return w == SPX__JIT_LOADED ? 0 : w == SPX__JIT_HELD ? SPX__MIN(d->jit_hit_ms, d->jit_ms) : d->jit_ms;
+}
+
+/* spx's CSR candidate repriced by spx__plan_csr_kernel_ms (its model price: jit_ms). */
+static void spx__plan_reprice_csr(spx_plan *p, const spx_plan_device *d, const spx_csr *a, int64_t calls) {
+  int i;
+  for (i = 0; i < p->ncand; i++) {
+    spx_plan_candidate *c = &p->cand[i];
+    if (c->engine != SPX_PLAN_ENGINE_SPX || c->format != SPX_FORMAT_CSR) continue;
+    c->convert_ms += spx__plan_csr_kernel_ms(p, d, a, p->csr_staged) - d->jit_ms;
+    spx__plan_score(c, calls);
+  }
+}
+
 spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_options *o) {
   spx_plan_device dev;
   spx_csr *a = NULL;
@@ -381,7 +411,8 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
     memset(&q, 0, sizeof q);
     q.n = use->nrows; q.ncols = use->ncols; q.nnz = use->nnz;
     spx__plan_cusparse_cand(&dev, &q, vb, 0, limit, vb * (use->nrows + use->ncols), o->expected_calls, c);
-    if (c->fits && spx__plan_nothing_pays(use, &dev, &q, o->expected_calls, o->trial_share, c->predicted_us)) {
+    if (c->fits && spx__plan_nothing_pays(use, &dev, &q, o->expected_calls, o->trial_share, c->predicted_us,
+                                          spx__plan_csr_kernel_ms(p, &dev, use, 0))) {
       const double cs_us = c->predicted_us;
       /* cuSPARSE's arrays staged as a plan that profiles would (no columns: nothing else is priced):
        * the device validates them and the build wraps them */
@@ -391,7 +422,8 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
       snprintf(p->reason, sizeof p->reason,
                "%s: cusparse_csr, no profile: over %lld calls no format could save half the %.3g ms a kernel "
                "costs against its predicted %.3g us/SpMV",
-               spx_plan_strategy_name(p->strategy), (long long)o->expected_calls, dev.jit_ms, cs_us);
+               spx_plan_strategy_name(p->strategy), (long long)o->expected_calls,
+               spx__plan_csr_kernel_ms(p, &dev, use, 0), cs_us);
       SPX__PLAN_TRACE("shortcut");
       goto chosen;
     }
@@ -406,6 +438,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
                                 p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand, &p->params,
                                 spx__plan_cols_share(o))))
     goto fail;
+  if (p->backend == SPX_BACKEND_CUDA) spx__plan_reprice_csr(p, &dev, use, o->expected_calls);
   SPX__PLAN_TRACE("model");
   if ((s = spx__plan_strategy(p, use, o))) goto fail;
 chosen:

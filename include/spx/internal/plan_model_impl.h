@@ -325,7 +325,7 @@ static double spx__plan_wrap_ms(const spx_plan_device *d, const spx__pprof *p, i
   return 1e-6 * d->convert_ns_per_nnz * (double)p->n + (d->h2d_gbs > 0 ? (double)bytes / (d->h2d_gbs * 1e6) : 0) + fixed_ms;
 }
 
-static void spx__plan_score(spx_plan_candidate *c, int64_t calls) {
+void spx__plan_score(spx_plan_candidate *c, int64_t calls) {
   c->score_us = c->predicted_us + 1e3 * c->convert_ms / (double)(calls > 0 ? calls : 1);
 }
 
@@ -335,7 +335,8 @@ const char *spx__plan_cname(const spx_plan_candidate *c) {
 }
 
 /* cuSPARSE CSR as a candidate: the CSR's bytes at the device's streaming model times its factor,
- * plus its gather; no host conversion besides narrowing the row pointers, a handle and a buffer. */
+ * plus its gather, and at least its call floor; no host conversion besides narrowing the row
+ * pointers, a handle and a buffer. */
 void spx__plan_cusparse_cand(const spx_plan_device *d, const spx__pprof *p, int64_t vb, double gather,
                              int64_t limit, int64_t vec, int64_t calls, spx_plan_candidate *c) {
   memset(c, 0, sizeof *c);
@@ -347,6 +348,7 @@ void spx__plan_cusparse_cand(const spx_plan_device *d, const spx__pprof *p, int6
   c->fits = !(limit > 0 && c->bytes + vec > limit);
   if (!c->fits) snprintf(c->note, sizeof c->note, "over the %.1f MB limit", 1e-6 * (double)limit);
   c->predicted_us = c->stream_us = d->cusparse_factor * spx__plan_time_us(d, p, vb, c->bytes, 0, 1) + d->gather_cusparse * gather;
+  if (c->predicted_us < d->cusparse_call_us) c->predicted_us = d->cusparse_call_us; /* the call floor */
   c->convert_ms = spx__plan_wrap_ms(d, p, c->bytes, 0.5);
   spx__plan_score(c, calls);
 }
@@ -523,12 +525,13 @@ fail:
 
 /* Whether no conversion can pay back on a (q: its sizes only): even a format as fast as reading
  * the values once (at the smallest calibrated factor, one launch, no imbalance) would save at most
- * half the model's per-kernel price (jit_ms) over expected_calls against cuSPARSE's prediction
- * cs_us, made as the model makes it without the column profile (skipped there too: it would not
- * pay). Then the model's ranking is known before it is made: auto and model take cuSPARSE CSR as
- * it is, without the profile. */
+ * half the cheapest kernel's price (kernel_ms: a compile, jit_ms, unless the JIT cache holds spx's
+ * CSR kernel for the staged arrays) over expected_calls against cuSPARSE's prediction cs_us, made
+ * as the model makes it without the column profile (skipped there too: it would not pay). Then
+ * the model's ranking is known before it is made: auto and model take cuSPARSE CSR as it is,
+ * without the profile. */
 int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, const spx__pprof *q, int64_t calls,
-                           double share, double cs_us) {
+                           double share, double cs_us, double kernel_ms) {
   int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype);
   double fmin = 1;
   int f;
@@ -536,8 +539,8 @@ int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, const spx
     if (d->format_factor[f] > 0) fmin = SPX__MIN(fmin, d->format_factor[f]);
     if (d->format_factor_block[f] > 0) fmin = SPX__MIN(fmin, d->format_factor_block[f]);
   }
-  if (!(d->jit_ms > 0) || spx__plan_columns_pay(a, d, q, calls, share)) return 0;
-  return (double)calls * (cs_us - fmin * spx__plan_time_us(d, q, vb, a->nnz * vb, 0, 1)) <= 0.5 * 1e3 * d->jit_ms;
+  if (!(kernel_ms > 0) || spx__plan_columns_pay(a, d, q, calls, share)) return 0;
+  return (double)calls * (cs_us - fmin * spx__plan_time_us(d, q, vb, a->nnz * vb, 0, 1)) <= 0.5 * 1e3 * kernel_ms;
 }
 
 spx_status spx_plan_model(const spx_csr *a, const spx_plan_device *dev, int64_t expected_calls,
