@@ -6,10 +6,10 @@
 # bench/results/bench/; select, shared, replicated, tiered -> bench/results/select/; solve,
 # solve-defer, trace -> bench/results/solve/; stencil-ab, fig11, stencil-trace, stencil-2800, tb-pf
 # -> bench/results/stencil/; upload -> bench/results/upload/; tests, memcheck -> tests/results/
-# (amg and amg-paper have no stored run yet).
+# (amg, amg-paper and dist-stencil have no stored run yet).
 # Usage: bench/device.sh DEST PART...   PART: tests | select | shared | replicated | tiered | buckets | solve | solve-defer | upload | bench | stencil-ab |
 #                                       memcheck | trace | fig11 | stencil-trace | stencil-2800 | tb-pf | amg |
-#                                       amg-paper | dist
+#                                       amg-paper | dist | dist-stencil
 # select runs the large-set eval twice in one cache directory and keeps both: the first pays every
 # NVRTC compile (cold cache), the second reads the kernels from the disk cache, as a program does
 # from its second run on (or after `spx jit --warm`).
@@ -296,6 +296,65 @@ for part in "$@"; do
     done
     grep -H -E "us per iteration" "$dest"/dist-single-*.txt
     for f in "$dest"/dist-weak-*.txt "$dest"/dist-strong-*.txt; do [ -f "$f" ] && sed -n '1,3p;/^  rank      rows/,$p' "$f"; done ;;
+  dist-stencil)
+    # The stencil over the machine's GPUs (spx/dist.h's spx_dist_stencil_run, one rank per GPU, Open
+    # MPI): float $SPX_DIST_STENCIL_N^3 (default 2800: 87.8 GB, more than an 80 GB GPU holds, and in
+    # core it would need two grids), $SPX_DIST_STENCIL_STEPS steps (default 32), the default method
+    # (overlap) and interval, on 2 and 4 GPUs where there are that many: the halos overlapped with
+    # the interior, then --no-overlap (the exchange timed alone). Beside them: the single-GPU in-core
+    # kernel rate at the same plane size (N x N x 512, kernel-time GStencil/s: the GPU's own rate,
+    # no PCIe), whose sum over the GPUs is the ideal, and one GPU out of core on the whole grid. The
+    # large messages go through shared memory (no CMA single copy, which containers forbid) and are
+    # driven while the interior computes. About 3 minutes on 2 H100s (most of it pinning and filling
+    # the grid). Files: dist-stencil-incore.json, dist-stencil-one.json, dist-stencil-NP.json,
+    # dist-stencil-NP-no-overlap.json, dist-stencil.txt (the summary).
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    cores=$(nproc)
+    n=${SPX_DIST_STENCIL_N:-2800}; steps=${SPX_DIST_STENCIL_STEPS:-32}
+    $spx stencil --n "$n,$n,512" --steps "$steps" --type float --method incore --json \
+      > "$dest/dist-stencil-incore.json" 2>&1
+    $spx stencil --n "$n" --steps "$steps" --type float --json > "$dest/dist-stencil-one.json" 2>&1
+    for np in 2 4; do
+      [ "$np" -le "$gpus" ] || continue
+      for mode in overlap no-overlap; do
+        flag=""; sfx=""; [ $mode = no-overlap ] && { flag=--no-overlap; sfx=-no-overlap; }
+        # shellcheck disable=SC2086
+        OMP_NUM_THREADS=$((cores / np)) OMPI_MCA_btl_vader_single_copy_mechanism=none \
+          mpirun --allow-run-as-root --oversubscribe --bind-to none -np $np \
+          $spx stencil --n "$n" --steps "$steps" --type float $flag --json > "$dest/dist-stencil-$np$sfx.json" 2>&1
+      done
+    done
+    python3 - "$dest" "$n" "$steps" > "$dest/dist-stencil.txt" <<'PY'
+import json, os, sys
+dest, n, steps = sys.argv[1], sys.argv[2], sys.argv[3]
+def load(name):  # the first JSON object of the file (the command's notices may come before it)
+    try:
+        text = open(os.path.join(dest, name)).read()
+        return json.JSONDecoder().raw_decode(text[text.index("{"):])[0]
+    except (OSError, ValueError):
+        return None
+inc, one = load("dist-stencil-incore.json"), load("dist-stencil-one.json")
+r1 = inc["kernel_gstencils"] if inc else 0
+print(f"dist-stencil: float {n}^3, {steps} steps; in-core kernel rate of one GPU at {n} x {n} x 512: {r1:.1f} GStencil/s")
+if one:
+    print(f"  1 GPU,  out of core ({one['method']}, {one['nslabs']} slabs, tts {one['tts']}): {one['gstencils']:.1f} GStencil/s")
+for np in (2, 4):
+    for mode in ("", "-no-overlap"):
+        j = load(f"dist-stencil-{np}{mode}.json")
+        if not j:
+            continue
+        ideal = np * r1
+        print(f"  {np} GPUs{' no overlap' if mode else ''}: {j['gstencils']:.1f} GStencil/s total "
+              f"({100 * j['gstencils'] / ideal if ideal else 0:.0f}% of {np} x the in-core rate = {ideal:.1f}), "
+              f"interval {j['interval']}, {j['exchanges']} exchanges, halo {j['halo_bytes_per_exchange'] / 1e9:.2f} GB "
+              f"per exchange")
+        for q, r in enumerate(j["per_rank"]):
+            print(f"    rank {q}: planes {r['z0']:.0f}..{r['z1'] - 1:.0f}, {r['local_method']} {r['local_slabs']:.0f} slabs "
+                  f"tts {r['local_tts']:.0f}, {r['total_ms']:.0f} ms, {r['gstencils']:.1f} GStencil/s; interior "
+                  f"{r['interior_ms']:.0f} ms, edges {r['edge_ms']:.0f} ms, copies {r['copy_ms']:.0f} ms, exchange "
+                  f"wait {r['wait_ms']:.1f} ms (post {r['post_ms']:.1f}), sync {r['agree_ms']:.1f} ms")
+PY
+    cat "$dest/dist-stencil.txt" ;;
   *) echo "bench/device.sh: unknown part '$part'" >&2; exit 2 ;;
   esac
 done

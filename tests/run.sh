@@ -181,6 +181,26 @@ if [ -x "$out/mpi_test_dist" ]; then
     echo "$o" | grep -q "metis partition" && echo "$o" | grep -q "converged"
   }
   run "spx solve under mpirun -np 2" mpi_cli
+  # spx stencil under mpirun: 4 ranks (23 planes: 6 or 5 each) with an out-of-core method under a small budget and an interval that does not divide the steps
+  # match a one-process run bit for bit (--check) and report every rank; 3 planes on 4 ranks (the
+  # last owns none) too; --sweep is a usage error on every rank (exit 2); --json is one object
+  mpi_stencil_cli() {
+    local o
+    o=$(mpi_run 4 "$out/spx" stencil --n 20,18,23 --steps 7 --method mmtb --budget 40K --interval 3 --check) ||
+      { echo "$o"; return 1; }
+    echo "$o"
+    echo "$o" | grep -q "on 4 ranks" && echo "$o" | grep -q "bitwise equal" && echo "$o" | grep -qE "^ +3 +[0-9]+\.\." ||
+      return 1
+    o=$(mpi_run 4 "$out/spx" stencil --host --n 9,9,3 --steps 3 --check) || { echo "$o"; return 1; }
+    echo "$o"
+    echo "$o" | grep -q "bitwise equal" && echo "$o" | grep -qE "^ +3 +none" || return 1
+    mpi_run 2 "$out/spx" stencil --host --sweep >/dev/null 2>&1
+    [ $? -eq 2 ] || return 1
+    o=$(mpi_run 2 "$out/spx" stencil --host --n 12 --steps 3 --json) || { echo "$o"; return 1; }
+    echo "$o"
+    echo "$o" | grep -q '"ranks": 2, ' && echo "$o" | grep -q '"per_rank": \[{'
+  }
+  run "spx stencil under mpirun -np 4" mpi_stencil_cli
 elif command -v mpirun >/dev/null; then
   run "mpi_test_dist (not built)" mpi_unbuilt
 else

@@ -24,6 +24,15 @@
  *   the partition, blocks and SpMV bits of spx_mm_read on rank 0 then spx_dist_scatter; a missing
  *   file, a bad header or line, too many or too few entries fail on every rank with spx_mm_read's
  *   sentence (the same line number).
+ * - the stencil over the ranks (spx_dist_stencil_run): each rank's planes after the run equal the
+ *   one-process spx_stencil_run's bit for bit, on grids whose nz the ranks do not divide, with
+ *   fewer planes than ranks (a rank owns none), steps not a multiple of the interval, interval 1,
+ *   the halos waited for first, slabs thinner than two intervals (one grid with the halos), and
+ *   every method out of core on the host backend under a small budget; the report's interval,
+ *   exchanges and halo bytes; bad inputs on one rank (another grid, dtype, coefficient or steps,
+ *   a NULL grid, context or problem, negative steps or interval, a local run that fails in a
+ *   round, another communicator) give a status on every rank, never a hang; on a GPU
+ *   (test_gpu_stencil) the same bits from every rank's CUDA context, in core and out of core.
  * Every assertion is agreed on first (all ranks pass or all fail), so no rank stops in an assertion
  * while the others wait in a collective. Only rank 0 prints cmocka's report; the other ranks' cmocka
  * output goes to /dev/null, their own diagnostics still reach stderr. */
@@ -1065,6 +1074,255 @@ static void test_read_mm_cleanup(void **state) {
   ALL_TRUE(1);
 }
 
+/* ---- The stencil over the ranks ------------------------------------------------------------------ */
+/* The whole initial grid of p, the same on every rank (drawn on rank 0), in p's dtype. */
+static void *stencil_grid(const spx_stencil *p) {
+  const int64_t n = p->nx * p->ny * p->nz;
+  double *v = shared_rand(n);
+  int64_t i;
+  if (p->dtype == SPX_FLOAT) {
+    float *f = malloc(sizeof(float) * (size_t)n);
+    assert_non_null(f);
+    for (i = 0; i < n; i++) f[i] = (float)v[i];
+    free(v);
+    return f;
+  }
+  return v;
+}
+
+static spx_context *host_ctx(void) {
+  spx_context_options co = {SPX_BACKEND_HOST, 0};
+  spx_context *ctx = NULL;
+  assert_int_equal(spx_context_create(&co, &ctx), SPX_OK);
+  return ctx;
+}
+
+/* spx_dist_stencil_run of p on ctx (this rank's planes of the grid above) against spx_stencil_run
+ * of the whole grid on the host with the same local options: every rank's planes bit for bit. The
+ * report's interval (want_R, 0: not checked), layout (want_split, -1: not checked), exchanges and
+ * halo bytes. */
+static void stencil_case(spx_context *ctx, const char *what, const spx_stencil *p, int64_t steps,
+                         const spx_dist_stencil_options *o, int64_t want_R, int want_split) {
+  const size_t vs = SPX_DTYPE_SIZE(p->dtype), pb = (size_t)(p->nx * p->ny) * vs;
+  spx_context *hctx = host_ctx();
+  spx_dist_stencil_report rep;
+  void *ref = stencil_grid(p), *u = NULL;
+  int64_t z0, z1, R;
+  spx_status st;
+  int ok;
+  assert_int_equal(spx_dist_stencil_planes(p->nz, g_size, g_rank, &z0, &z1), SPX_OK);
+  st = spx_dist_stencil_grid_alloc(MPI_COMM_WORLD, ctx, p, NULL, &u);
+  ALL_TRUE(st == SPX_OK && (z1 == z0 || u));
+  if (z1 > z0) memcpy(u, (char *)ref + (size_t)z0 * pb, (size_t)(z1 - z0) * pb);
+  st = spx_dist_stencil_run(MPI_COMM_WORLD, ctx, p, u, steps, o, &rep);
+  if (st) fprintf(g_diag, "rank %d: %s: %s\n", g_rank, what, spx_last_error());
+  ALL_TRUE(st == SPX_OK);
+  st = spx_stencil_run(hctx, p, ref, steps, &o->local, NULL);
+  if (st) fprintf(g_diag, "rank %d: %s: the one-process run: %s\n", g_rank, what, spx_last_error());
+  ALL_TRUE(st == SPX_OK);
+  ok = z1 == z0 || memcmp(u, (char *)ref + (size_t)z0 * pb, (size_t)(z1 - z0) * pb) == 0;
+  if (!ok) {
+    int64_t i, n = (z1 - z0) * p->nx * p->ny;
+    for (i = 0; i < n; i++)
+      if (memcmp((char *)u + (size_t)i * vs, (char *)ref + (size_t)z0 * pb + (size_t)i * vs, vs)) break;
+    fprintf(g_diag, "rank %d: %s: planes %lld..%lld differ from one process first at cell %lld (plane %lld)\n", g_rank,
+            what, (long long)z0, (long long)z1 - 1, (long long)i, (long long)(z0 + i / (p->nx * p->ny)));
+  }
+  ALL_TRUE(ok);
+  R = rep.interval;
+  if (g_rank == 0)
+    printf("%-34s %d ranks: interval %lld, %lld exchanges, %s, %lld halo bytes sent by rank 0\n", what, g_size,
+           (long long)R, (long long)rep.exchanges, rep.split ? "split" : "one grid", (long long)rep.halo_bytes_sent);
+  ok = rep.rank == g_rank && rep.z0 == z0 && rep.z1 == z1 && (steps == 0 ? R == 0 && rep.exchanges == 0 : R >= 1) &&
+       (!want_R || R == want_R) && (steps == 0 || rep.exchanges == (steps + R - 1) / R) && (want_split < 0 || z1 == z0 || rep.split == want_split) &&
+       rep.halo_bytes == ((rep.lo_rank >= 0) + (rep.hi_rank >= 0)) * R * (int64_t)pb &&
+       rep.halo_bytes_sent == ((rep.lo_rank >= 0) + (rep.hi_rank >= 0)) * steps * (int64_t)pb &&
+       (g_size > 1 || (rep.lo_rank < 0 && rep.hi_rank < 0));
+  if (!ok)
+    fprintf(g_diag, "rank %d: %s: report: rank %d planes %lld..%lld interval %lld exchanges %lld split %d halo %lld/%lld\n",
+            g_rank, what, rep.rank, (long long)rep.z0, (long long)rep.z1, (long long)R, (long long)rep.exchanges,
+            rep.split, (long long)rep.halo_bytes, (long long)rep.halo_bytes_sent);
+  ALL_TRUE(ok);
+  spx_stencil_grid_free(ctx, u);
+  free(ref);
+  spx_context_destroy(hctx);
+}
+
+static spx_dist_stencil_options stencil_options(int64_t interval) {
+  spx_dist_stencil_options o;
+  spx_dist_stencil_options_default(&o);
+  o.interval = interval;
+  o.timeout_s = 20;
+  return o;
+}
+
+static void test_stencil_planes(void **state) {
+  static const int64_t nzs[] = {3, 4, 5, 7, 23, 64};
+  int64_t z0, z1, prev;
+  int k, r, size;
+  (void)state;
+  for (k = 0; k < (int)(sizeof nzs / sizeof *nzs); k++)
+    for (size = 1; size <= 6; size++)
+      for (r = 0, prev = 0; r < size; r++) {
+        assert_int_equal(spx_dist_stencil_planes(nzs[k], size, r, &z0, &z1), SPX_OK);
+        assert_true(z0 == prev && z1 - z0 >= nzs[k] / size && z1 - z0 <= nzs[k] / size + 1);
+        assert_true(z1 > z0 || nzs[k] < size); /* empty only when nz < size: the last ranks */
+        prev = z1;
+        if (r == size - 1) assert_int_equal(z1, nzs[k]);
+      }
+  assert_int_equal(spx_dist_stencil_planes(10, 2, 2, &z0, &z1), SPX_INVALID_ARGUMENT);
+  assert_int_equal(spx_dist_stencil_planes(10, 0, 0, &z0, &z1), SPX_INVALID_ARGUMENT);
+  assert_int_equal(spx_dist_stencil_planes(10, 2, 0, NULL, &z1), SPX_INVALID_ARGUMENT);
+  spx_clear_error();
+}
+
+static void test_stencil_bitwise(void **state) {
+  spx_context *ctx = host_ctx();
+  spx_dist_stencil_options o;
+  spx_stencil p;
+  (void)state;
+  /* nz 23 over 2 and 4 ranks, the plan's interval (one rank: every step at once) */
+  assert_int_equal(spx_stencil_init(&p, 12, 10, 23, SPX_DOUBLE, 0.4, 0.1, 0.1, 0.1), SPX_OK);
+  o = stencil_options(0);
+  stencil_case(ctx, "23 planes, default interval", &p, 7, &o, g_size == 1 ? 7 : 0, -1);
+  /* steps not a multiple of the interval; the same halos waited for first */
+  o = stencil_options(3);
+  stencil_case(ctx, "23 planes, interval 3 of 11", &p, 11, &o, g_size == 1 ? 11 : 3, -1);
+  o.no_overlap = 1;
+  stencil_case(ctx, "23 planes, interval 3, no overlap", &p, 11, &o, g_size == 1 ? 11 : 3, -1);
+  /* interval 1, float, nonsymmetric coefficients */
+  assert_int_equal(spx_stencil_init(&p, 11, 9, 17, SPX_FLOAT, 0.3, 0.1, 0.1, 0.1), SPX_OK);
+  p.c[1] = 0.05; p.c[4] = 0.15; p.c[6] = 0.12;
+  o = stencil_options(1);
+  stencil_case(ctx, "17 planes float, interval 1", &p, 5, &o, g_size == 1 ? 5 : 1, 1);
+  /* 3 planes: on 4 ranks the last owns none, the others one (all boundary but the middle) */
+  assert_int_equal(spx_stencil_init(&p, 9, 8, 3, SPX_FLOAT, 0.4, 0.1, 0.1, 0.1), SPX_OK);
+  o = stencil_options(0);
+  stencil_case(ctx, "3 planes", &p, 4, &o, g_size == 1 ? 4 : 1, -1);
+  /* slabs thinner than two intervals: one grid with the halos (12 planes: 6 or 3 a rank, the
+   * interval clamped to them) */
+  assert_int_equal(spx_stencil_init(&p, 10, 9, 12, SPX_DOUBLE, 0.4, 0.1, 0.1, 0.1), SPX_OK);
+  o = stencil_options(100);
+  stencil_case(ctx, "12 planes, interval the slab", &p, 9, &o, g_size == 1 ? 9 : 12 / g_size, g_size == 1 ? 1 : 0);
+  /* no steps: nothing moves */
+  o = stencil_options(0);
+  stencil_case(ctx, "no steps", &p, 0, &o, 0, -1);
+  spx_context_destroy(ctx);
+}
+
+/* Every method out of core on the host backend (which runs the GPU's schedule copy for copy) under a
+ * budget of a few planes, for the local runs and the one-process run alike. */
+static void test_stencil_out_of_core(void **state) {
+  static const spx_stencil_method m[] = {SPX_STENCIL_OVERLAP, SPX_STENCIL_MMTB, SPX_STENCIL_MMT, SPX_STENCIL_MM,
+                                         SPX_STENCIL_NORMAL, SPX_STENCIL_INCORE};
+  spx_context *ctx = host_ctx();
+  spx_stencil p;
+  int k;
+  (void)state;
+  assert_int_equal(spx_stencil_init(&p, 16, 12, 50, SPX_FLOAT, 0.4, 0.1, 0.1, 0.1), SPX_OK);
+  for (k = 0; k < (int)(sizeof m / sizeof *m); k++) {
+    spx_dist_stencil_options o = stencil_options(m[k] == SPX_STENCIL_NORMAL ? 2 : 4);
+    spx_stencil_plan pl;
+    char what[64];
+    o.local.method = m[k];
+    if (m[k] != SPX_STENCIL_INCORE) o.local.budget = 44 * 16 * 12 * 4; /* 44 planes: slabs of a few */
+    if (m[k] == SPX_STENCIL_MMTB || m[k] == SPX_STENCIL_OVERLAP || m[k] == SPX_STENCIL_MMT) o.local.tts = 2;
+    /* out of core indeed: the one-process plan takes several slabs */
+    assert_int_equal(spx_stencil_choose(&p, 9, &o.local, NULL, &pl), SPX_OK);
+    if (m[k] != SPX_STENCIL_INCORE) assert_true(pl.nslabs > 1);
+    snprintf(what, sizeof what, "50 planes, %s (%lld slabs alone)", spx_stencil_method_name(m[k]), (long long)pl.nslabs);
+    stencil_case(ctx, what, &p, 9, &o, g_size == 1 ? 9 : m[k] == SPX_STENCIL_NORMAL ? 2 : 4, -1);
+  }
+  spx_context_destroy(ctx);
+}
+
+static void test_stencil_bad_inputs(void **state) {
+  const int last = g_size - 1;
+  spx_context *ctx = host_ctx();
+  spx_dist_stencil_options o = stencil_options(0), ob;
+  spx_stencil p, q;
+  void *u = NULL;
+  int64_t z0, z1, i;
+  spx_status st;
+  (void)state;
+  assert_int_equal(spx_stencil_init(&p, 8, 7, 20, SPX_DOUBLE, 0.4, 0.1, 0.1, 0.1), SPX_OK);
+  assert_int_equal(spx_dist_stencil_grid_alloc(MPI_COMM_WORLD, ctx, &p, NULL, &u), SPX_OK);
+  assert_int_equal(spx_dist_stencil_planes(p.nz, g_size, g_rank, &z0, &z1), SPX_OK);
+  for (i = 0; i < MAX2(3, z1 - z0) * 8 * 7; i++) ((double *)u)[i] = 0.5 + 0.25 * (double)(i % 3);
+  /* another grid, dtype, coefficient, steps or interval on the last rank (one rank: its own grid, u's) */
+  q = p; if (g_rank == last && g_size > 1) q.ny = 8;
+  st = spx_dist_stencil_run(MPI_COMM_WORLD, ctx, &q, u, 3, &o, NULL);
+  expect_everywhere(st, g_size > 1 ? SPX_DIMENSION_MISMATCH : SPX_OK, -1, "stencil: another grid");
+  q = p; if (g_rank == last && g_size > 1) q.dtype = SPX_FLOAT;
+  st = spx_dist_stencil_run(MPI_COMM_WORLD, ctx, &q, u, 3, &o, NULL);
+  expect_everywhere(st, g_size > 1 ? SPX_INVALID_ARGUMENT : SPX_OK, -1, "stencil: another dtype");
+  q = p; if (g_rank == last) q.c[5] = 0.1000001;
+  st = spx_dist_stencil_run(MPI_COMM_WORLD, ctx, &q, u, 3, &o, NULL);
+  expect_everywhere(st, g_size > 1 ? SPX_INVALID_ARGUMENT : SPX_OK, -1, "stencil: another coefficient");
+  st = spx_dist_stencil_run(MPI_COMM_WORLD, ctx, &p, u, g_rank == last ? 4 : 3, &o, NULL);
+  expect_everywhere(st, g_size > 1 ? SPX_INVALID_ARGUMENT : SPX_OK, -1, "stencil: other steps");
+  ob = o; if (g_rank == last) ob.interval = 2;
+  st = spx_dist_stencil_run(MPI_COMM_WORLD, ctx, &p, u, 3, &ob, NULL);
+  expect_everywhere(st, g_size > 1 ? SPX_INVALID_ARGUMENT : SPX_OK, -1, "stencil: another interval");
+  /* one rank's NULL, negative steps or interval, a bad problem */
+  st = spx_dist_stencil_run(MPI_COMM_WORLD, ctx, &p, g_rank == last ? NULL : u, 3, &o, NULL);
+  expect_everywhere(st, SPX_INVALID_ARGUMENT, last, "stencil: NULL grid");
+  st = spx_dist_stencil_run(MPI_COMM_WORLD, g_rank == 0 ? NULL : ctx, &p, u, 3, &o, NULL);
+  expect_everywhere(st, SPX_INVALID_ARGUMENT, 0, "stencil: NULL context");
+  st = spx_dist_stencil_run(MPI_COMM_WORLD, ctx, g_rank == last ? NULL : &p, u, 3, &o, NULL);
+  expect_everywhere(st, SPX_INVALID_ARGUMENT, last, "stencil: NULL problem");
+  q = p; if (g_rank == last) q.nx = 2;
+  st = spx_dist_stencil_run(MPI_COMM_WORLD, ctx, &q, u, 3, &o, NULL);
+  expect_everywhere(st, SPX_INVALID_ARGUMENT, last, "stencil: a grid 2 cells wide");
+  st = spx_dist_stencil_run(MPI_COMM_WORLD, ctx, &p, u, g_rank == last ? -1 : 3, &o, NULL);
+  expect_everywhere(st, SPX_INVALID_ARGUMENT, last, "stencil: negative steps");
+  ob = o; if (g_rank == last) ob.interval = -1;
+  st = spx_dist_stencil_run(MPI_COMM_WORLD, ctx, &p, u, 3, &ob, NULL);
+  expect_everywhere(st, SPX_INVALID_ARGUMENT, last, "stencil: negative interval");
+  /* bad local options: the plan fails on the last rank before the rounds (the plan's interval)... */
+  ob = o; if (g_rank == last) ob.local.depth = 3;
+  st = spx_dist_stencil_run(MPI_COMM_WORLD, ctx, &p, u, 3, &ob, NULL);
+  expect_everywhere(st, SPX_INVALID_ARGUMENT, last, "stencil: depth 3 on one rank");
+  /* ... or in the first round (interval given: no plan before): every rank completes it */
+  ob = stencil_options(2);
+  if (g_rank == last) { ob.local.method = SPX_STENCIL_MMTB; ob.local.budget = 100; }
+  st = spx_dist_stencil_run(MPI_COMM_WORLD, ctx, &p, u, 5, &ob, NULL);
+  expect_everywhere(st, SPX_DEVICE_OUT_OF_MEMORY, last, "stencil: a local run out of device memory");
+  /* still fine afterwards */
+  ALL_TRUE(spx_dist_stencil_run(MPI_COMM_WORLD, ctx, &p, u, 3, &o, NULL) == SPX_OK);
+  spx_stencil_grid_free(ctx, u);
+  spx_context_destroy(ctx);
+}
+
+/* Near the end (before test_mismatched_communicator): a rank that runs on another communicator (MPI_COMM_SELF, where its grid would be
+ * the whole one: it passes NULL and fails at once); the others give up after timeout_s. The
+ * communicator they passed is unusable afterwards (a duplicate made here, left alone). */
+static void test_stencil_mismatched_communicator(void **state) {
+  spx_context *ctx;
+  spx_dist_stencil_options o = stencil_options(0);
+  spx_stencil p;
+  void *u = NULL;
+  MPI_Comm c;
+  spx_status st;
+  (void)state;
+  if (g_size < 2) {
+    ALL_TRUE(1);
+    return;
+  }
+  ctx = host_ctx();
+  assert_int_equal(spx_stencil_init(&p, 6, 6, 12, SPX_DOUBLE, 0.4, 0.1, 0.1, 0.1), SPX_OK);
+  assert_int_equal(spx_dist_stencil_grid_alloc(MPI_COMM_WORLD, ctx, &p, NULL, &u), SPX_OK);
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  o.timeout_s = 1;
+  if (g_rank == g_size - 1) st = spx_dist_stencil_run(MPI_COMM_SELF, ctx, &p, NULL, 3, &o, NULL);
+  else st = spx_dist_stencil_run(c, ctx, &p, u, 3, &o, NULL);
+  if (g_rank == 0 || g_rank == g_size - 1) fprintf(g_diag, "rank %d (expected): %s\n", g_rank, spx_last_error());
+  ALL_TRUE(st == SPX_INVALID_ARGUMENT);
+  spx_clear_error();
+  spx_stencil_grid_free(ctx, u);
+  spx_context_destroy(ctx);
+}
+
 /* Last: a rank that passes another communicator. The others give up after timeout_s with a status;
  * the communicator they passed is unusable afterwards (a duplicate made here, left alone). */
 static void test_mismatched_communicator(void **state) {
@@ -1239,6 +1497,33 @@ static void test_gpu_solve(void **state) {
   spx_context_destroy(ctx);
 }
 
+/* The stencil over the ranks on every rank's CUDA context (the node's device 0): in core, and out
+ * of core under a budget of a few planes (overlap and mm), against the host's one-process run, bit
+ * for bit. */
+static void test_gpu_stencil(void **state) {
+  static const spx_stencil_method m[] = {SPX_STENCIL_INCORE, SPX_STENCIL_OVERLAP, SPX_STENCIL_MM};
+  spx_context *ctx = NULL;
+  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_stencil p;
+  int k, ok = spx_device_count() > 0 && spx_context_create(&co, &ctx) == SPX_OK;
+  (void)state;
+  if (!all_ok(ok)) { /* every rank skips, or none */
+    spx_context_destroy(ctx);
+    spx_clear_error();
+    skip();
+  }
+  assert_int_equal(spx_stencil_init(&p, 64, 40, 77, SPX_FLOAT, 0.4, 0.1, 0.1, 0.1), SPX_OK);
+  for (k = 0; k < (int)(sizeof m / sizeof *m); k++) {
+    spx_dist_stencil_options o = stencil_options(k == 0 ? 0 : 4);
+    char what[64];
+    o.local.method = m[k];
+    if (m[k] != SPX_STENCIL_INCORE) o.local.budget = 40 * 64 * 40 * 4;
+    snprintf(what, sizeof what, "GPU 77 planes, %s", spx_stencil_method_name(m[k]));
+    stencil_case(ctx, what, &p, 10, &o, 0, -1);
+  }
+  spx_context_destroy(ctx);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_poisson),
@@ -1256,9 +1541,15 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_read_mm),
       cmocka_unit_test(test_read_mm_errors),
       cmocka_unit_test(test_read_mm_cleanup),
+      cmocka_unit_test(test_stencil_planes),
+      cmocka_unit_test(test_stencil_bitwise),
+      cmocka_unit_test(test_stencil_out_of_core),
+      cmocka_unit_test(test_stencil_bad_inputs),
+      cmocka_unit_test(test_stencil_mismatched_communicator),
       cmocka_unit_test(test_mismatched_communicator),
       cmocka_unit_test(test_gpu_spmv),
       cmocka_unit_test(test_gpu_solve),
+      cmocka_unit_test(test_gpu_stencil),
   };
   int rc;
   MPI_Init(&argc, &argv);

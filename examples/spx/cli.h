@@ -116,9 +116,38 @@ double spx_cli_spmv_min_bytes(const spx_csr *a, size_t value_bytes);
  * elasticity:N (N^3 hexahedra, 3 unknowns per node), powerlaw:N (rows), rep:FILE:NNZ (block-diagonal
  * copies of a file, a path or a shared matrix name, until at least NNZ nonzeros). name receives a
  * short label. */
+/* 1 when an MPI launcher started this process (Open MPI, MPICH/Hydra, PMIx): then spx solve and
+ * spx stencil, built with MPI, run distributed (main.c). */
+int spx_cli_mpi_launched(void);
 /* spx solve under an MPI launcher (cmd_solve_mpi.c, built with MPI): *handled 1 when it ran (the
  * return is then the command's exit status), 0 when no launcher started this process. */
 int spx_cli_solve_mpi(int argc, char **argv, int *handled);
+/* Under MPI (cmd_solve_mpi.c): this rank's context, a GPU of its node where every rank of
+ * MPI_COMM_WORLD has one (the node-local rank modulo the node's GPUs), else the host (host: 1
+ * asks for it). Collective over MPI_COMM_WORLD. */
+spx_status spx_cli_mpi_context(int host, spx_context **ctx);
+/* spx stencil's options (cmd_stencil.c parses them; cmd_stencil_mpi.c runs them under mpirun). */
+#define SPX_CLI_STENCIL_MAX_EDGES 32
+typedef struct spx_cli_stencil_args {
+  int64_t n[3], steps, budget, tts, slab, edges[SPX_CLI_STENCIL_MAX_EDGES];
+  int nedges, depth, bx, by, check, json, host, sweep, method_set, methods[SPX_STENCIL_METHOD_COUNT], nmethods;
+  int64_t interval;           /* under mpirun: steps between halo exchanges (0: the plan's) */
+  int no_overlap;             /* under mpirun: the halos waited for before the interior runs */
+  double incore_gs;
+  spx_dtype dtype;
+  spx_stencil_method method;
+  const char *json_file, *csv_file, *svg_file;
+} spx_cli_stencil_args;
+/* argv into a; 0, or 2 after the usage message. */
+int spx_cli_stencil_parse(int argc, char **argv, spx_cli_stencil_args *a);
+/* Planes [z0, z1) of p's initial grid into g (their values only: a hash of the global cell index,
+ * so that runs of the same size compare whatever the ranks). */
+void spx_cli_stencil_fill(const spx_stencil *p, int64_t z0, int64_t z1, void *g);
+/* The run options of a for method m (pcie: the measured link, NULL when not measured). */
+void spx_cli_stencil_options(const spx_cli_stencil_args *a, spx_stencil_method m, const double pcie[3],
+                             spx_stencil_options *o);
+/* spx stencil under an MPI launcher (cmd_stencil_mpi.c, built with MPI), as spx_cli_solve_mpi. */
+int spx_cli_stencil_mpi(int argc, char **argv, int *handled);
 /* spx solve's matrix (a file, a generator spec, "gen:" + spec) and right-hand side (ones, or A 1). */
 spx_status spx_cli_solve_load(const char *spec, spx_csr **a);
 int spx_cli_solve_rhs(const spx_csr *a, int ones, double *b);

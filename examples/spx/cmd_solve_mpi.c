@@ -16,11 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Whether an MPI launcher started this process (Open MPI, MPICH/Hydra, PMIx). */
-static int solve_mpi_launched(void) {
-  return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
-}
-
 typedef struct solve_mpi_args {
   const char *file, *method, *format, *strategy, *partition;
   double tol;
@@ -145,12 +140,10 @@ static void solve_mpi_print(const solve_mpi_args *a, const spx_solve_report *r, 
   }
 }
 
-/* This rank's context: a GPU of its node where every rank has one (node-local rank modulo the
- * node's GPUs), else the host. */
-static spx_status solve_mpi_context(const solve_mpi_args *a, spx_context **ctx) {
+spx_status spx_cli_mpi_context(int host, spx_context **ctx) {
   spx_context_options co;
   MPI_Comm node;
-  int nrank = 0, gpus = a->host ? 0 : spx_device_count(), least = 0;
+  int nrank = 0, gpus = host ? 0 : spx_device_count(), least = 0;
   MPI_Allreduce(&gpus, &least, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   memset(&co, 0, sizeof co);
   co.backend = least > 0 ? SPX_BACKEND_CUDA : SPX_BACKEND_HOST;
@@ -254,7 +247,7 @@ static int solve_mpi_run(const solve_mpi_args *a, int rank, int size) {
   if (spx_plan_strategy_parse(a->strategy, &o.plan.strategy)) bad = rank ? 1 : spx_cli_usage("solve", "%s", spx_last_error());
   if (!bad && spx_dist_partition_parse(a->partition, &o.partition))
     bad = rank ? 1 : spx_cli_usage("solve", "--partition: %s", spx_last_error());
-  if (!bad && solve_mpi_context(a, &ctx)) bad = spx_cli_fail("solve");
+  if (!bad && spx_cli_mpi_context(a->host, &ctx)) bad = spx_cli_fail("solve");
   if (!bad) {
     o.ctx = ctx;
     o.plan.backend = spx_context_backend(ctx);
@@ -301,7 +294,7 @@ done:
 int spx_cli_solve_mpi(int argc, char **argv, int *handled) {
   int rank = 0, size = 1, rc, init = 0;
   solve_mpi_args a;
-  *handled = solve_mpi_launched();
+  *handled = spx_cli_mpi_launched();
   if (!*handled) return 0;
   MPI_Initialized(&init);
   if (!init && MPI_Init(&argc, &argv) != MPI_SUCCESS) {

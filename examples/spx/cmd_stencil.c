@@ -15,25 +15,18 @@
 
 #include "cli.h"
 
-#define ST_MAX_EDGES 32
+typedef spx_cli_stencil_args st_args;
 
-typedef struct st_args {
-  int64_t n[3], steps, budget, tts, slab, edges[ST_MAX_EDGES];
-  int nedges, depth, bx, by, check, json, host, sweep, method_set, methods[SPX_STENCIL_METHOD_COUNT], nmethods;
-  double incore_gs;
-  spx_dtype dtype;
-  spx_stencil_method method;
-  const char *json_file, *csv_file, *svg_file;
-} st_args;
-
-/* Deterministic values in [0, 1) (a hash of the index), so that runs of the same size compare. */
-static void st_fill(const spx_stencil *p, void *g) {
-  int64_t n = p->nx * p->ny * p->nz, i;
+/* Deterministic values in [0, 1) (a hash of the global index), so that runs of the same size
+ * compare, and the ranks of a distributed run fill their planes alike. */
+void spx_cli_stencil_fill(const spx_stencil *p, int64_t z0, int64_t z1, void *g) {
+  const int64_t first = z0 * p->nx * p->ny, n = (z1 - z0) * p->nx * p->ny;
+  int64_t i;
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(static)
 #endif
   for (i = 0; i < n; i++) {
-    uint64_t h = (uint64_t)i * 0x9E3779B97F4A7C15ull;
+    uint64_t h = (uint64_t)(first + i) * 0x9E3779B97F4A7C15ull;
     double v;
     h ^= h >> 29; h *= 0xBF58476D1CE4E5B9ull; h ^= h >> 32;
     v = (double)(h >> 11) * (1.0 / 9007199254740992.0);
@@ -41,6 +34,7 @@ static void st_fill(const spx_stencil *p, void *g) {
     else ((double *)g)[i] = v;
   }
 }
+static void st_fill(const spx_stencil *p, void *g) { spx_cli_stencil_fill(p, 0, p->nz, g); }
 
 /* GStencil/s over a run's kernel time (0 when none was timed). */
 static double st_kernel_gs(const spx_stencil *p, int64_t steps, double kernel_ms) {
@@ -64,7 +58,7 @@ static st_cmp st_compare(const spx_stencil *p, const void *a, const void *b) {
   return c;
 }
 
-static void st_options(const st_args *a, spx_stencil_method m, const double pcie[3], spx_stencil_options *o) {
+void spx_cli_stencil_options(const st_args *a, spx_stencil_method m, const double pcie[3], spx_stencil_options *o) {
   memset(o, 0, sizeof *o);
   o->method = m;
   o->budget = a->budget;
@@ -81,7 +75,7 @@ static void st_options(const st_args *a, spx_stencil_method m, const double pcie
 
 static int st_usage(const char *msg) { return spx_cli_usage("stencil", "%s", msg); }
 
-static int st_parse(int argc, char **argv, st_args *a) {
+int spx_cli_stencil_parse(int argc, char **argv, st_args *a) {
   const char *v;
   int i;
   memset(a, 0, sizeof *a);
@@ -117,6 +111,8 @@ static int st_parse(int argc, char **argv, st_args *a) {
       a->depth = (int)d;
     } else if ((v = spx_cli_opt(argc, argv, &i, "--tts"))) {
       if (!spx_cli_int("stencil", "--tts", v, &a->tts)) return 2;
+    } else if ((v = spx_cli_opt(argc, argv, &i, "--interval"))) {
+      if (!spx_cli_int("stencil", "--interval", v, &a->interval)) return 2;
     } else if ((v = spx_cli_opt(argc, argv, &i, "--slab"))) {
       if (!spx_cli_int("stencil", "--slab", v, &a->slab)) return 2;
     } else if ((v = spx_cli_opt(argc, argv, &i, "--block"))) {
@@ -135,7 +131,7 @@ static int st_parse(int argc, char **argv, st_args *a) {
       if (!spx_cli_number("stencil", "--incore-rate", v, "a rate in GStencil/s above 0", 0, 0, 1e9, &a->incore_gs))
         return 2;
     } else if ((v = spx_cli_opt(argc, argv, &i, "--edges"))) {
-      if (!(a->nedges = spx_cli_int_list("stencil", "--edges", v, ',', a->edges, ST_MAX_EDGES))) return 2;
+      if (!(a->nedges = spx_cli_int_list("stencil", "--edges", v, ',', a->edges, SPX_CLI_STENCIL_MAX_EDGES))) return 2;
     } else if ((v = spx_cli_opt(argc, argv, &i, "--csv"))) a->csv_file = v;
     else if ((v = spx_cli_opt(argc, argv, &i, "--svg"))) a->svg_file = v;
     else if (!strcmp(argv[i], "--json")) a->json = 1;
@@ -143,6 +139,7 @@ static int st_parse(int argc, char **argv, st_args *a) {
     else if (!strcmp(argv[i], "--check")) a->check = 1;
     else if (!strcmp(argv[i], "--host")) a->host = 1;
     else if (!strcmp(argv[i], "--sweep")) a->sweep = 1;
+    else if (!strcmp(argv[i], "--no-overlap")) a->no_overlap = 1;
     else return spx_cli_usage("stencil", "unknown argument '%s'", argv[i]);
   }
   if (!a->sweep && !a->n[0]) return st_usage("--n NX,NY,NZ is required (or --sweep)");
@@ -180,7 +177,7 @@ static int st_check(spx_context *ctx, const st_args *a, const spx_stencil *p, co
     if (spx_stencil_reference(p, ref, a->steps)) return -1;
   } else {
     spx_stencil_options o;
-    st_options(a, SPX_STENCIL_INCORE, NULL, &o);
+    spx_cli_stencil_options(a, SPX_STENCIL_INCORE, NULL, &o);
     o.tts = 0; o.slab = 0; o.budget = 0;
     snprintf(how, hlen, "in-core GPU run");
     if (spx_stencil_run(ctx, p, ref, a->steps, &o, NULL)) return -1;
@@ -209,7 +206,7 @@ static int st_one(const st_args *a) {
   st_pcie(ctx, a, pcie);
   /* The roofline of a one-step kernel: device copy bandwidth over 2 values (read + write) a cell. */
   if (!a->host && spx_copy_bandwidth(ctx, (size_t)1 << 30, 5, &copy_gbs)) { spx_clear_error(); copy_gbs = 0; }
-  st_options(a, a->method, pcie, &o);
+  spx_cli_stencil_options(a, a->method, pcie, &o);
   if (spx_stencil_grid_alloc(ctx, &p, &o, &g)) { rc = spx_cli_fail("stencil"); goto done; }
   st_fill(&p, g);
   if (a->check) {
@@ -512,7 +509,7 @@ static int st_sweep(const st_args *a0, const char *command) {
     double incore[5] = {0, 0, 0, 0, 0}; /* by depth: measured, else --incore-rate, else 0 (the model's estimate) */
     int d;
     if (spx_stencil_init(&p, a.edges[e], a.edges[e], a.edges[e], a.dtype, 0.4, 0.1, 0.1, 0.1)) { rc = spx_cli_fail("stencil --sweep"); break; }
-    st_options(&a, SPX_STENCIL_INCORE, pcie, &o);
+    spx_cli_stencil_options(&a, SPX_STENCIL_INCORE, pcie, &o);
     if (spx_stencil_grid_alloc(ctx, &p, &o, &g)) { rc = spx_cli_fail("stencil --sweep"); break; }
     st_fill(&p, g);
     for (d = 1; d <= 4; d++) {
@@ -527,7 +524,7 @@ static int st_sweep(const st_args *a0, const char *command) {
       r->edge = a.edges[e];
       r->method = SPX_STENCIL_INCORE;
       r->depth = d;
-      st_options(&a, SPX_STENCIL_INCORE, pcie, &o);
+      spx_cli_stencil_options(&a, SPX_STENCIL_INCORE, pcie, &o);
       o.budget = 0; o.tts = o.slab = 0;
       o.depth = d;
       o.incore_gstencils = 0;
@@ -547,7 +544,7 @@ static int st_sweep(const st_args *a0, const char *command) {
       memset(r, 0, sizeof *r);
       r->edge = a.edges[e];
       r->method = m;
-      st_options(&a, (spx_stencil_method)m, pcie, &o);
+      spx_cli_stencil_options(&a, (spx_stencil_method)m, pcie, &o);
       d = m == SPX_STENCIL_NORMAL || m == SPX_STENCIL_MM ? 1 : depth;
       o.incore_gstencils = r->incore = incore[d];
       spx_cli_progress("N=%lld %s", (long long)r->edge, spx_stencil_method_name((spx_stencil_method)m));
@@ -572,6 +569,10 @@ const char *const spx_cli_stencil_help[] = {
     "and why), the PCIe bandwidth measured in the same run and the model's bound. --sweep: GStencil/s "
     "against the domain edge for each method under one budget. Methods: overlap, incore, normal, "
     "mm, mmt, mmtb.",
+    "Under mpirun (spx built with MPI): the grid split into z-slabs over the ranks, one GPU each "
+    "where every rank has one, halos exchanged every --interval steps; each rank's planes, time, "
+    "GStencil/s, halo bytes and exchange time, and the total rate; --check compares with a "
+    "one-process run on rank 0, bit for bit.",
     "--n NX,NY,NZ\tthe grid (one N: N^3); required without --sweep",
     "--steps T\ttime steps (default 10; 32 with --sweep)",
     "--method M\tone run's method (default overlap)",
@@ -581,10 +582,15 @@ const char *const spx_cli_stencil_help[] = {
     "normal and mm)",
     "--tts N\tsteps per round trip (default: the cost model's choice)",
     "--slab N\tinterior planes per slab, at most (default: the largest that fits)",
+    "--interval R\tunder mpirun: steps between halo exchanges (default: the tts of the plan for a rank's "
+    "slab, at most the fewest planes a rank owns)",
+    "--no-overlap\tunder mpirun: wait for the halos before computing, so that the exchange is timed "
+    "alone (default: the interior computes while the halos move)",
     "--block BXxBY\tthread block shape, up to 1024 each (default 32x8; 32x32 with shared memory)",
     "--type float|double\tvalue type (default float)",
     "--incore-rate R\tthe in-core rate in GStencil/s the model uses (default: measured)",
-    "--check\tcompare with the host reference (small grids) or an in-core GPU run (default off)",
+    "--check\tcompare with the host reference (small grids) or an in-core GPU run; under mpirun with "
+    "a one-process run on rank 0 (default off)",
     "--host\trun on the host backend instead of the GPU (default: the GPU)",
     "--json\tone run: print JSON instead of text (default: text)",
     "--sweep\tthe sweep over domain edges instead of one run",
@@ -600,7 +606,15 @@ int spx_cli_stencil(int argc, char **argv) {
   st_args a;
   char command[1024] = "spx stencil";
   int i, rc;
-  if ((rc = st_parse(argc, argv, &a))) return rc;
+#if defined(SPX_CLI_MPI)
+  { /* under mpirun: the grid split over the ranks (cmd_stencil_mpi.c) */
+    int handled = 0;
+    rc = spx_cli_stencil_mpi(argc, argv, &handled);
+    if (handled) return rc;
+  }
+#endif
+  if ((rc = spx_cli_stencil_parse(argc, argv, &a))) return rc;
+  if (a.interval || a.no_overlap) return st_usage("--interval and --no-overlap are for a run under mpirun");
   if (!a.sweep && a.nmethods) return st_usage("--methods is for --sweep; use --method");
   if (!a.sweep && (a.json_file || a.csv_file || a.svg_file))
     return st_usage("--json-file, --csv and --svg are for --sweep; one run prints --json");

@@ -3,7 +3,7 @@
 #define SPX_IMPLEMENTATION
 #include <spx/spx.h>
 #if defined(SPX_CLI_MPI)
-#include <spx/dist.h> /* the distributed part, for spx solve under mpirun */
+#include <spx/dist.h> /* the distributed part, for spx solve and spx stencil under mpirun */
 #endif
 
 #include <ctype.h>
@@ -170,6 +170,10 @@ int spx_cli_help(int argc, char **argv) {
   if (argc == 2) return spx_cli_command_help(stdout, argv[1]);
   spx_cli_list(stdout);
   return SPX_CLI_EXIT_OK;
+}
+
+int spx_cli_mpi_launched(void) {
+  return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
 }
 
 int spx_cli_fail(const char *what) {

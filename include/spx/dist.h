@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* spx/dist.h: a sparse matrix distributed by rows over the ranks of an MPI communicator, its SpMV
- * with the halo exchange, and CG, Jacobi PCG and BiCGSTAB on it. spx never calls MPI_Init or
+ * with the halo exchange, and CG, Jacobi PCG and BiCGSTAB on it; and spx/stencil.h's stencil on a
+ * grid split into z-slabs over the ranks (THE STENCIL below). spx never calls MPI_Init or
  * MPI_Finalize: the program does, and hands spx a communicator.
  *
  * USE  This header includes <mpi.h> and <spx/spx.h>; spx.h alone never needs MPI. The one C file
@@ -87,7 +88,52 @@
  *   of hanging (that communicator is unusable afterwards: an idup stays pending on it). Nothing
  *   leaks on an error path.
  *
- * THREADS  MPI_THREAD_FUNNELED is enough: spx calls MPI from the calling thread only. */
+ * THE STENCIL  spx_dist_stencil_run runs spx/stencil.h's 7-point stencil on a grid split into
+ *   z-slabs: rank r owns the planes [z0, z1) that spx_dist_stencil_planes gives (contiguous, in
+ *   rank order, as even as possible; when nz < ranks the last ranks own none) and holds them in
+ *   host memory of its own, x fastest (spx_dist_stencil_grid_alloc: pinned on a CUDA context).
+ *
+ *     int64_t z0, z1;  spx_dist_stencil_planes(g.nz, size, rank, &z0, &z1);
+ *     void *u;  spx_dist_stencil_grid_alloc(comm, ctx, &g, NULL, &u);    this rank's planes
+ *     ... fill u: (z1 - z0) planes of g.nx * g.ny values ...
+ *     spx_dist_stencil_run(comm, ctx, &g, u, 100, &opt, &rep);          100 steps, in place
+ *     spx_stencil_grid_free(ctx, u);
+ *
+ *   Every R steps (the exchange interval) each rank sends its R lowest and R highest planes to its
+ *   z-neighbours and receives theirs, then runs R steps of spx_stencil_run with the caller's
+ *   options (any method: in core, or out of core for a slab larger than the GPU) on its planes with
+ *   those R-plane halos. The halos' outer planes are held fixed by the stencil's Dirichlet rule;
+ *   the error that makes moves one plane per step, so after R steps the rank's own planes are
+ *   exact, and the result is the one-process spx_stencil_run's bit for bit (each cell's sum runs in
+ *   one fixed order without FMA contraction, on the host and the GPU). One exchange per R steps:
+ *   temporal blocking divides the messages by R, for halo planes computed on both sides (below).
+ *   R is options.interval, else the tts of the plan spx_stencil_choose makes for the rank's slab
+ *   (one exchange per round trip of the slab through the device); then the smallest over the
+ *   ranks, at most the steps and the fewest planes a rank owns (a rank sends only its own planes);
+ *   a last round of the steps left. On one rank: one run of every step.
+ * THE EXCHANGE BESIDE THE INTERIOR  A rank that owns at least 2 R planes copies the 2 R planes at
+ *   each end that has a neighbour into an edge grid of 3 R planes (R of halo beyond them), posts
+ *   the messages (MPI_Irecv into the edge grids' halos, MPI_Isend from their copies) and runs R
+ *   steps on its own planes in place, on a thread of its own, while the calling thread drives the
+ *   messages (MPI_Testall: an MPI library moves a large message only inside its calls); the planes
+ *   R or more from a neighbour come out exact. Then it waits for what is left of the exchange,
+ *   runs R steps on each edge grid and copies their middle R planes over its ends. Per exchange
+ *   that copies 4 R planes in and 2 R out and computes 4 R planes more than one grid with the
+ *   halos would; no second grid is held, only the two edge grids. options.no_overlap waits for
+ *   the halos before the interior runs (the exchange then timed alone). A rank that owns fewer
+ *   than 2 R planes runs one grid of its planes between the halos, copied in and out, after the
+ *   exchange. The report splits this rank's time into the local runs (interior, edges), the
+ *   copies, posting, the wait left after the interior ran (the exchange's exposed part; with
+ *   no_overlap all of it: 1 - exposed / that is the overlap) and each round's status agreement.
+ * ERRORS OF THE STENCIL  spx_dist_stencil_run is collective over comm and returns the same status
+ *   on every rank: a bad argument on one rank (a NULL, steps < 0, interval < 0, another global
+ *   grid, dtype, coefficient, steps or interval than rank 0's) is agreed on first, as ERRORS above
+ *   says (within options.timeout_s, on the caller's communicator; the messages then go on a
+ *   duplicate of it); a local run that fails on one rank ends the round on every rank, its
+ *   messages completed, and every rank returns its status and sentence.
+ *
+ * THREADS  MPI_THREAD_FUNNELED is enough: spx calls MPI from the calling thread only (the
+ *   stencil's interior runs on a thread of spx's own, which never calls MPI). */
 #ifndef SPX_DIST_H
 #define SPX_DIST_H
 
@@ -216,6 +262,65 @@ spx_status spx_dist_solve_pcg_jacobi(spx_dist_matrix *A, const void *b, void *x,
 spx_status spx_dist_solve_bicgstab(spx_dist_matrix *A, const void *b, void *x, const spx_solve_options *options,
                                    spx_solve_report *report);
 
+/* ---- The stencil over the ranks (THE STENCIL above) ---- */
+/* Rank `rank`'s planes [*z0, *z1) of nz planes over `size` ranks: the first nz % size ranks own
+ * nz / size + 1, the others nz / size (none when nz < size). Local. */
+spx_status spx_dist_stencil_planes(int64_t nz, int size, int rank, int64_t *z0, int64_t *z1);
+
+/* This rank's planes of the global problem g (spx_stencil_grid_alloc's memory: pinned on a CUDA
+ * context; at least 3 planes, whatever the rank owns; *out NULL on a rank that owns none). Free with
+ * spx_stencil_grid_free(ctx, u). opt (may be NULL): its host_limit. Local (rank and size of comm). */
+spx_status spx_dist_stencil_grid_alloc(MPI_Comm comm, spx_context *ctx, const spx_stencil *g,
+                                       const spx_stencil_options *opt, void **out);
+
+typedef struct spx_dist_stencil_options {
+  spx_stencil_options local;  /* every local run's options (method, budget, depth, tts, ...): each
+                               * run is spx_stencil_run on this rank's context with them */
+  int64_t interval;           /* R, steps between halo exchanges; 0: the plan's tts (above).
+                               * Clamped to the steps and to the fewest planes a rank owns */
+  int no_overlap;             /* 1: wait for the halos before the interior runs (the exchange alone
+                               * is then measured: wait_ms) */
+  double timeout_s;           /* the call waits at most this long for every rank to join [300];
+                               * <= 0: no limit */
+} spx_dist_stencil_options;
+
+void spx_dist_stencil_options_default(spx_dist_stencil_options *o);
+
+/* One rank's run. Times in ms are this rank's wall clock; those of the rounds leave out the local
+ * runs' kernel loads (jit_ms), as spx_stencil_report's total_ms does: on a CUDA context every
+ * kernel the rounds use is compiled before they start (setup_ms), so they only read it from the
+ * JIT cache. */
+typedef struct spx_dist_stencil_report {
+  int rank, size;
+  int lo_rank, hi_rank;       /* the z-neighbours, -1 where none */
+  int64_t z0, z1;             /* this rank's planes */
+  int64_t interval;           /* R (the same on every rank) */
+  int64_t exchanges;          /* rounds, each one exchange and R steps (the last: the rest) */
+  int split;                  /* 1: the exchange beside the interior; 0: one grid with the halos */
+  int64_t halo_bytes;         /* bytes this rank sends per exchange of R planes */
+  int64_t halo_bytes_sent;    /* over the run */
+  double total_ms;            /* the rounds, from the first copy to the last agreement */
+  double interior_ms;         /* spx_stencil_run on the rank's planes (split), or on its one grid */
+  double edge_ms;             /* spx_stencil_run on the edge grids (split) */
+  double copy_ms;             /* planes into and out of the edge (or one) grids */
+  double post_ms;             /* posting the messages */
+  double wait_ms;             /* waiting for them after the interior ran: the exposed exchange */
+  double agree_ms;            /* each round's status agreement (waits for the slowest rank) */
+  double setup_ms;            /* the checks, the buffers and the kernels' compiles, before the rounds */
+  double jit_ms;              /* the local runs' kernel loads (not in the times above) */
+  double gstencils;           /* this rank's planes x nx x ny x steps / total_ms */
+  double max_total_ms;        /* the slowest rank's total_ms (the same on every rank) */
+  double total_gstencils;     /* nx x ny x nz x steps / max_total_ms (the same on every rank) */
+  spx_stencil_report local;   /* the first local run's (the interior's, where it runs): its plan */
+} spx_dist_stencil_report;
+
+/* `steps` steps of g on u_local, this rank's planes (above; NULL where it owns none), in place.
+ * ctx: this rank's context (its GPU or the host). rep (may be NULL) gets this rank's report.
+ * Collective over comm; the same status on every rank. */
+spx_status spx_dist_stencil_run(MPI_Comm comm, spx_context *ctx, const spx_stencil *g, void *u_local,
+                                int64_t steps, const spx_dist_stencil_options *opt,
+                                spx_dist_stencil_report *rep);
+
 #ifdef __cplusplus
 }
 #endif
@@ -229,4 +334,5 @@ spx_status spx_dist_solve_bicgstab(spx_dist_matrix *A, const void *b, void *x, c
 #include "internal/dist_impl.h"
 #include "internal/dist_mm_impl.h"
 #include "internal/dist_solve_impl.h"
+#include "internal/dist_stencil_impl.h"
 #endif
