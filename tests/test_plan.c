@@ -1113,6 +1113,7 @@ static void test_device_file(void **state) {
   d.format_convert_ns[SPX_FORMAT_JDS] = 5.5;
   d.format_staged_convert_ns[SPX_FORMAT_BSR] = 0.125; /* its own key: not read as convert_bsr */
   d.format_gather[SPX_FORMAT_HYB] = 0.75; d.gather_cusparse = 0.5; d.gather_default = 1.25;
+  d.format_floor_us[SPX_FORMAT_JDS] = 7.5; d.cusparse_call_us = 6.25; d.jit_hit_ms = 0.375;
   assert_int_equal(spx_plan_device_save(path, &d), SPX_OK);
   assert_int_equal(spx_plan_device_load(path, &e), SPX_OK);
   assert_string_equal(e.name, "fake");
@@ -1123,6 +1124,23 @@ static void test_device_file(void **state) {
   assert_true(e.format_staged_convert_ns[SPX_FORMAT_BSR] == 0.125 && e.format_staged_convert_ns[SPX_FORMAT_SELL] == 0);
   assert_true(e.format_gather[SPX_FORMAT_HYB] == 0.75 && e.format_gather[SPX_FORMAT_CSR] == 0 &&
               e.gather_cusparse == 0.5 && e.gather_default == 1.25);
+  assert_true(e.format_floor_us[SPX_FORMAT_JDS] == 7.5 && e.format_floor_us[SPX_FORMAT_ELL] == 0 &&
+              e.cusparse_call_us == 6.25 && e.jit_hit_ms == 0.375);
+  { /* the floor bounds JDS's prediction from below, and no other format's */
+    spx_plan_candidate cf[SPX_FORMAT_MAX + 1], cb[SPX_FORMAT_MAX + 1];
+    spx_plan_device fd = fake_gpu(), bd = fake_gpu();
+    spx_csr *a = pattern(2000, 4, 0, 0);
+    int nf, nb, j;
+    fd.format_floor_us[SPX_FORMAT_JDS] = 1000;
+    assert_int_equal(spx_plan_model(a, &bd, 100, 0, 0, cb, SPX_FORMAT_MAX + 1, &nb), SPX_OK);
+    assert_int_equal(spx_plan_model(a, &fd, 100, 0, 0, cf, SPX_FORMAT_MAX + 1, &nf), SPX_OK);
+    assert_int_equal(nf, nb);
+    for (j = 0; j < nf; j++)
+      if (cf[j].format == SPX_FORMAT_JDS) assert_true(cf[j].predicted_us == 1000 && cb[j].predicted_us < 1000);
+      else assert_true(cf[j].predicted_us == cb[j].predicted_us);
+    spx_csr_destroy(a);
+  }
+  e.format_floor_us[SPX_FORMAT_JDS] = 0;
   memset(e.format_gather, 0, sizeof e.format_gather); /* (test_model_gather has them) */
   e.gather_cusparse = e.gather_default = 0;
   { /* and the model applies them: ELL 1.5x slower, BSR and JDS conversion at their own rates (BSR

@@ -160,6 +160,10 @@ typedef struct spx_plan_device {
    * streaming prediction). 0 everywhere: no term (the defaults, the host). Stored as
    * "gather_NAME"; gather_default for a format the calibration matrix declined. */
   double format_gather[SPX_FORMAT_MAX];
+  /* The least time one SpMV of the format takes (its launches and the fixed work of its kernels),
+   * measured on a matrix too small to move bytes worth counting: each prediction is at least
+   * that. Stored as "floor_NAME"; 0: not measured (the launches at launch_us). */
+  double format_floor_us[SPX_FORMAT_MAX];
   double gather_cusparse;
   double gather_default;
   /* Latency. A format that gives a whole row (or a slice's widest row) to one thread walks it in

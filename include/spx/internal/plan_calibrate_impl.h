@@ -2,7 +2,7 @@
 /* Calibration (spx_plan_calibrate): the device description measured on generated matrices (a
  * 7-point Laplacian, power-law rows, 3-D elasticity): launch floor, bandwidth, cuSPARSE's factor
  * and call floor, the cost of idle lanes, the upload rate, each format's conversion rate, time
- * factor and gather cost; then kept in the calibration file. It calls the generators (gen.h), the plan object and
+ * factor, gather cost and floor; then kept in the calibration file. It calls the generators (gen.h), the plan object and
  * the trial's one-candidate plans (plan_object_impl.h, plan_strategy_impl.h), the model, the
  * profile, the device file (plan_device_impl.h) and the staged arrays (stage_impl.h). */
 #include "common.h"
@@ -161,6 +161,31 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
   return SPX_OK;
 }
 
+/* format_floor_us: each format with a GPU kernel on a 3-D Poisson matrix of 8^3 rows (3.3k
+ * nonzeros, 40 KB: no bytes worth counting at any GPU's bandwidth), the least of two probes (the
+ * first ones of a process can run at idle clocks). What a format's launches and fixed kernel work
+ * cost is its own (two launches, a permutation, a per-block pass); a probe that fails leaves the
+ * floor unmeasured. */
+static spx_status spx__plan_cal_floors(spx_context *ctx, spx_plan_device *d) {
+  spx_csr *tiny = NULL;
+  spx_status s;
+  int f, k;
+  if ((s = spx_gen_poisson3d(8, 8, 8, 7, SPX_DOUBLE, &tiny))) return s;
+  for (f = 0; f < spx_format_count() && f < SPX_FORMAT_MAX; f++) {
+    if (!spx_format_has_kernel((spx_format)f)) continue;
+    for (k = 0; k < 2; k++) {
+      double us = 0;
+      if (spx__plan_probe(ctx, tiny, (spx_format)f, SPX_PLAN_ENGINE_SPX, &us) || !(us > 0)) {
+        spx_clear_error();
+        break;
+      }
+      if (k == 0 || us < d->format_floor_us[f]) d->format_floor_us[f] = us;
+    }
+  }
+  spx_csr_destroy(tiny);
+  return SPX_OK;
+}
+
 /* The gather costs (spx_plan_device.format_gather): every format and cuSPARSE on power-law rows
  * (2..2000 nonzeros, exponent 2.2) with random columns, 3M rows: x is 24 MB in double, past most
  * GPUs' L2 and half of the largest, so the gathers reach well beyond what one SM's L1 holds. */
@@ -281,6 +306,7 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
     spx_csr_destroy(el);
   }
   if (!s && cuda) s = spx__plan_cal_gather(ctx, d);
+  if (!s && cuda) s = spx__plan_cal_floors(ctx, d);
   d->calibrated = 1;
 done:
   spx__pprof_free(&pp);

@@ -123,6 +123,7 @@ spx_status spx_plan_device_save(const char *path, const spx_plan_device *d) {
       if (d->format_staged_convert_ns[k] > 0) fprintf(f, ",\n  \"staged_convert_%s\": %.9g", nm, d->format_staged_convert_ns[k]);
       if (d->format_factor_block[k] > 0) fprintf(f, ",\n  \"blockfactor_%s\": %.9g", nm, d->format_factor_block[k]);
       if (d->format_gather[k] > 0) fprintf(f, ",\n  \"gather_%s\": %.9g", nm, d->format_gather[k]);
+      if (d->format_floor_us[k] > 0) fprintf(f, ",\n  \"floor_%s\": %.9g", nm, d->format_floor_us[k]);
     }
   }
   fprintf(f, "\n}\n");
@@ -183,6 +184,8 @@ spx_status spx_plan_device_parse(const char *text, const char *what, spx_plan_de
     if (spx__plan_json_num(text, key, &v) && v > 0 && spx__plan_num_ok(v, 0, 64)) d->format_factor_block[k] = v;
     snprintf(key, sizeof key, "gather_%.60s", spx_format_name((spx_format)k));
     if (spx__plan_json_num(text, key, &v) && v > 0 && spx__plan_num_ok(v, 0, 64)) d->format_gather[k] = v;
+    snprintf(key, sizeof key, "floor_%.60s", spx_format_name((spx_format)k));
+    if (spx__plan_json_num(text, key, &v) && v > 0 && spx__plan_num_ok(v, 0, 64)) d->format_floor_us[k] = v;
   }
   if (!(d->bandwidth_gbs > 0) || d->warp < 1 || d->launch_us < 0)
     return spx__fail(SPX_PARSE, "%s: bandwidth_gbs, warp and launch_us out of range", what);

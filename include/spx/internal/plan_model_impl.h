@@ -490,7 +490,7 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
       snprintf(c->note, sizeof c->note, "%.1f MB + vectors over the %.1f MB limit", 1e-6 * (double)c->bytes,
                1e-6 * (double)limit);
     /* the streaming model (launches + bytes + idle lanes) times the format's calibrated factor,
-     * plus its gather cost; at least the longest serial walk */
+     * plus its gather cost; at least the longest serial walk and the format's measured floor */
     c->predicted_us = spx__plan_time_us(d, &p, vb, c->bytes + spx__plan_scatter(&p, q->map), idle, q->launches);
     if (f < SPX_FORMAT_MAX) {
       double ff = d->format_factor[f];
@@ -501,6 +501,7 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
     c->stream_us = c->predicted_us;
     c->chain_us = spx__plan_chain_us(d, &p, &walk, q, vt, est.steps);
     if (c->chain_us > c->predicted_us) c->predicted_us = c->chain_us;
+    if (f < SPX_FORMAT_MAX && d->format_floor_us[f] > c->predicted_us) c->predicted_us = d->format_floor_us[f];
     c->convert_ms = spx__plan_conv_ms(d, &p, c->bytes, cuda, f);
     if (rows && cuda && f == SPX_FORMAT_CSR && a->nnz <= INT32_MAX) /* wraps the staged arrays, as cuSPARSE does */
       c->convert_ms = spx__plan_wrap_ms(d, &p, c->bytes, d->jit_ms);
