@@ -32,6 +32,71 @@ static void test_host_context_refuses(void **state) {
   spx_context_destroy(ctx);
 }
 
+/* spx_context_launch's refusals: a host context, NULL arguments, a zero dimension. */
+static void test_launch_errors(void **state) {
+  spx_context_options o = {SPX_BACKEND_HOST, 0};
+  spx_context *ctx;
+  const unsigned one[3] = {1, 1, 1}, zero[3] = {1, 0, 1};
+  int dummy = 0;
+  (void)state;
+  assert_int_equal(spx_context_create(&o, &ctx), SPX_OK);
+  assert_int_equal(spx_context_launch(ctx, &dummy, one, one, 0, NULL), SPX_NOT_AVAILABLE);
+  assert_non_null(strstr(spx_last_error(), "spx_context_launch"));
+  assert_non_null(strstr(spx_last_error(), "host backend"));
+  assert_int_equal(spx_context_launch(ctx, NULL, one, one, 0, NULL), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "NULL function"));
+  assert_int_equal(spx_context_launch(ctx, &dummy, NULL, one, 0, NULL), SPX_INVALID_ARGUMENT);
+  assert_int_equal(spx_context_launch(ctx, &dummy, one, zero, 0, NULL), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "at least 1"));
+  assert_int_equal(spx_context_launch(NULL, &dummy, one, one, 0, NULL), SPX_INVALID_ARGUMENT);
+  spx_context_destroy(ctx);
+}
+
+/* A program's own template, added to spx's JIT and launched through spx_context_launch on the
+ * context's stream (2-D grid, dynamic shared memory), against the host's answer. */
+static const char launch_src[] =
+    "extern \"C\" __global__ void test_launch_axpy(int n, double a, const double *x, double *y) {\n"
+    "  extern __shared__ double tile[];\n"
+    "  int i = (blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x;\n"
+    "  tile[threadIdx.x] = i < n ? x[i] : 0.0;\n"
+    "  __syncthreads();\n"
+    "  if (i < n) y[i] = __dadd_rn(__dmul_rn(a, tile[threadIdx.x]), y[i]);\n"
+    "}\n";
+
+static void test_gpu_launch(void **state) {
+  spx_context *ctx = gpu_ctx();
+  enum { N = 100003 };
+  const unsigned block[3] = {128, 1, 1}, grid[3] = {400, (N + 128 * 400 - 1) / (128 * 400), 1};
+  double *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *back = malloc(N * sizeof *back), a = 1.5;
+  spx_devptr dx = 0, dy = 0;
+  void *fn = NULL, *args[4];
+  int n = N, i;
+  (void)state;
+  if (!ctx) { free(x); free(y); free(back); skip(); }
+  for (i = 0; i < N; i++) { x[i] = (double)rand() / RAND_MAX - 0.5; y[i] = (double)rand() / RAND_MAX; }
+  assert_int_equal(spx_jit_template_add("test_launch", launch_src), SPX_OK);
+  assert_int_equal(spx_jit_kernel(ctx, "test_launch", "test_launch_axpy", 0, NULL, &fn), SPX_OK);
+  assert_int_equal(spx_device_alloc(ctx, N * sizeof(double), &dx), SPX_OK);
+  assert_int_equal(spx_device_alloc(ctx, N * sizeof(double), &dy), SPX_OK);
+  assert_int_equal(spx_device_upload(ctx, dx, x, N * sizeof(double)), SPX_OK);
+  assert_int_equal(spx_device_upload(ctx, dy, y, N * sizeof(double)), SPX_OK);
+  args[0] = &n; args[1] = &a; args[2] = &dx; args[3] = &dy;
+  assert_int_equal(spx_context_launch(ctx, fn, grid, block, 128 * sizeof(double), args), SPX_OK);
+  assert_int_equal(spx_context_synchronize(ctx), SPX_OK);
+  assert_int_equal(spx_device_download(ctx, back, dy, N * sizeof(double)), SPX_OK);
+  for (i = 0; i < N; i++) assert_true(back[i] == a * x[i] + y[i]);
+  /* the driver's refusal is a status with a sentence: more threads per block than any GPU has */
+  {
+    const unsigned big[3] = {4096, 1, 1};
+    assert_int_equal(spx_context_launch(ctx, fn, grid, big, 0, args), SPX_CUDA);
+    assert_non_null(strstr(spx_last_error(), "spx_context_launch"));
+  }
+  spx_device_free(ctx, dx);
+  spx_device_free(ctx, dy);
+  free(x); free(y); free(back);
+  spx_context_destroy(ctx);
+}
+
 static void test_round_trip_and_memset(void **state) {
   enum { N = 300001 };
   spx_context *ctx = gpu_ctx();
@@ -316,6 +381,8 @@ static void test_large_uploads(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_host_context_refuses),
+      cmocka_unit_test(test_launch_errors),
+      cmocka_unit_test(test_gpu_launch),
       cmocka_unit_test(test_round_trip_and_memset),
       cmocka_unit_test(test_out_of_memory_is_a_status),
       cmocka_unit_test(test_block_cache),

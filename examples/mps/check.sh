@@ -10,6 +10,15 @@
 #   determinism  the thesis's dam break (5,824 particles, OpenMP loops on) for 40 steps, twice with 2
 #                threads and once with 1: final positions equal to the bit; and the lagged, fixed-JDS
 #                and auto selections on the small column: the same positions too
+#   nvrtc        the GPU particle kernels (particles.cu) compiled by NVRTC for sm_80 and sm_90 in a
+#                fresh JIT cache (no GPU needed; exit 77, a skip, where NVRTC is missing)
+#   gpu-twin     the GPU particle kernels against the host twins, every array after every phase to
+#                the bit (the GPU's correction takes the host's solution): the small column 300 steps
+#                (lagged selection) and the thesis's dam break 30 steps (exit 77 without a GPU)
+#   gpu-run      the whole step on the GPU (device CSR, device b and x in the solve): two runs equal
+#                to the bit (the solver's reductions are deterministic on one device), and within
+#                1e-8 m of the host run after 300 steps (the CG's sums run in another order on the
+#                GPU, so the pressures differ in the last bits; exit 77 without a GPU)
 set -eu
 mps=$1
 tmp=$(mktemp -d)
@@ -30,5 +39,23 @@ case $2 in
     done
     cmp "$tmp/s_lagged" "$tmp/s_jds" && cmp "$tmp/s_lagged" "$tmp/s_auto"
     echo "determinism: identical positions (2 threads twice, 1 thread; lagged, jds, auto)" ;;
-  *) echo "check.sh: unknown case $2 (hydro, front, determinism)" >&2; exit 2 ;;
+  nvrtc)
+    SPX_CACHE_DIR="$tmp/cache" "$mps" --jit-check sm_80,sm_90 ;;
+  gpu-twin)
+    "$mps" --particles twin --tank 0.5,0.6 --water 0,0,0.3,0.4 --steps 300 --every 0 --quiet --check matrix
+    "$mps" --particles twin --layout dambreak --steps 30 --every 0 --quiet --select csr ;;
+  gpu-run)
+    small="--tank 0.5,0.6 --water 0,0,0.3,0.4 --steps 300 --every 0 --quiet --select csr"
+    # shellcheck disable=SC2086
+    "$mps" --particles gpu $small --dump "$tmp/g1"
+    # shellcheck disable=SC2086
+    "$mps" --particles gpu $small --dump "$tmp/g2"
+    cmp "$tmp/g1" "$tmp/g2"
+    # shellcheck disable=SC2086
+    "$mps" --particles host $small --dump "$tmp/h" --compare "$tmp/g1" --tolerance 1e-8
+    "$mps" --particles gpu --layout dambreak --steps 40 --every 0 --quiet --dump "$tmp/d1"
+    "$mps" --particles gpu --layout dambreak --steps 40 --every 0 --quiet --dump "$tmp/d2"
+    cmp "$tmp/d1" "$tmp/d2"
+    echo "gpu-run: identical positions run after run; within 1e-8 m of the host's" ;;
+  *) echo "check.sh: unknown case $2 (hydro, front, determinism, nvrtc, gpu-twin, gpu-run)" >&2; exit 2 ;;
 esac

@@ -7,7 +7,8 @@
  *       [--steps N | --time T] [--dt S] [--rtol R] [--backend auto|host|cuda]
  *       [--select csr|ell|jds|cusparse|lagged|auto] [--snap N] [--out DIR] [--front FILE]
  *       [--log FILE] [--dump FILE] [--check mass,hydro,front,matrix] [--every N] [--quiet]
- *       [--source mixed|density] [--relax G] [--front-shift T0]
+ *       [--source mixed|density] [--relax G] [--front-shift T0] [--particles host|gpu|twin]
+ *       [--compare FILE [--tolerance M]] [--jit-check ARCH[,ARCH...]]
  *
  * Exit status: 0 done (and every --check passed), 1 a failure or a check that did not pass,
  * 2 a usage error. */
@@ -29,6 +30,9 @@ static const double mm_Z[] = {1.11, 1.22, 1.44, 1.67, 1.89, 2.11, 2.33, 2.56, 2.
 enum { MM_POINTS = (int)(sizeof mm_T / sizeof mm_T[0]) };
 
 enum { CHECK_MASS = 1, CHECK_HYDRO = 2, CHECK_FRONT = 4, CHECK_MATRIX = 8 };
+/* Where the particle kernels run: the host twins, the GPU, or both in lockstep compared to the bit
+ * (twin: the GPU's correction takes the host's solution, so that only kernels are compared). */
+enum { PARTICLES_HOST = 0, PARTICLES_GPU = 1, PARTICLES_TWIN = 2 };
 
 typedef struct options {
   mps_layout layout;
@@ -36,7 +40,9 @@ typedef struct options {
   int64_t steps;
   double time;
   spx_backend backend;
-  const char *select, *out_dir, *front, *log, *dump;
+  const char *select, *out_dir, *front, *log, *dump, *compare, *jit_check;
+  int particles;
+  double tolerance;
   int64_t snap, every;
   int checks, quiet, relax_set;
   double front_shift;
@@ -63,7 +69,8 @@ static void usage(FILE *f) {
           "           [--steps N | --time T] [--dt S] [--rtol R] [--backend auto|host|cuda]\n"
           "           [--select csr|ell|jds|cusparse|lagged|auto] [--snap N] [--out DIR] [--front FILE]\n"
           "           [--log FILE] [--dump FILE] [--check mass,hydro,front,matrix] [--every N] [--quiet]\n"
-          "           [--source mixed|density] [--relax G] [--front-shift T0]\n"
+          "           [--source mixed|density] [--relax G] [--front-shift T0] [--particles host|gpu|twin]\n"
+          "           [--compare FILE [--tolerance M]] [--jit-check ARCH[,ARCH...]]\n"
           "  --layout   papers/002 Figure 5-5 (default dambreak); --tank/--water (metres) define others:\n"
           "             the tank's inside from (0,0), water blocks from its lower-left corner\n"
           "  --steps    time steps (default 40000, the thesis's 4 s); --time T: T / dt steps\n"
@@ -76,7 +83,13 @@ static void usage(FILE *f) {
           "             symmetric and diagonally dominant (every 100 steps); --front-shift: the time origin\n"
           "             shift of the front comparison [0.175]\n"
           "  --source   PPE right-hand side: mixed (div u* and gamma 0.01, default) or density (2-25,\n"
-          "             gamma 0.2 as Koshizuka's sample code); --relax sets gamma; --every N: progress\n");
+          "             gamma 0.2 as Koshizuka's sample code); --relax sets gamma; --every N: progress\n"
+          "  --particles host: the particle kernels on the host (default); gpu: on the GPU (needs the CUDA\n"
+          "             backend; exit 77 without a GPU); twin: both, every array compared to the bit each phase\n"
+          "  --compare FILE  final positions against a --dump FILE: exit 1 when one differs by more than\n"
+          "             --tolerance metres [0: to the bit]\n"
+          "  --jit-check sm_80,sm_90  compile the GPU kernels with NVRTC for these architectures and exit\n"
+          "             (no GPU needed; exit 77 without NVRTC)\n");
 }
 
 static int parse_pair(const char *s, double *a, double *b) { return sscanf(s, "%lf,%lf", a, b) == 2 ? 0 : -1; }
@@ -159,6 +172,16 @@ static int parse_one(options *o, const char *k, const char *v) {
   if (!strcmp(k, "--log")) return o->log = v, 0;
   if (!strcmp(k, "--dump")) return o->dump = v, 0;
   if (!strcmp(k, "--check")) return parse_checks(v, &o->checks);
+  if (!strcmp(k, "--compare")) return o->compare = v, 0;
+  if (!strcmp(k, "--tolerance")) return (o->tolerance = atof(v)) >= 0 ? 0 : -1;
+  if (!strcmp(k, "--jit-check")) return o->jit_check = v, 0;
+  if (!strcmp(k, "--particles")) {
+    if (!strcmp(v, "host")) o->particles = PARTICLES_HOST;
+    else if (!strcmp(v, "gpu")) o->particles = PARTICLES_GPU;
+    else if (!strcmp(v, "twin")) o->particles = PARTICLES_TWIN;
+    else return -1;
+    return 0;
+  }
   return 1;
 }
 
@@ -333,6 +356,9 @@ typedef struct run {
   double max_moved;
   int64_t matrix_checked, matrix_bad;
   FILE *log;
+  mps_gpu *gpu;         /* --particles gpu, twin */
+  mps_particles tmp;    /* twin: the GPU's arrays, downloaded */
+  int64_t twin_bad;     /* twin: steps with a difference */
 } run;
 
 static void *zalloc(int64_t n, size_t size) { return calloc((size_t)(n > 0 ? n : 1), size); }
@@ -368,6 +394,8 @@ static int run_init(run *r, const options *o) {
 }
 
 static void run_free(run *r) {
+  mps_gpu_free(r->gpu);
+  mps_particles_free(&r->tmp);
   mps_solver_free(&r->m);
   mps_ppe_free(&r->e);
   mps_grid_free(&r->g);
@@ -393,7 +421,7 @@ static int snapshot(const run *r, int64_t k) {
 /* What a step records after the particles moved: front, hydrostatic sums, snapshot, log. */
 static int record(run *r, int64_t k) {
   const options *o = r->o;
-  double t = (double)(k + 1) * o->p.dt, mv = max_move(&r->s, r->xs, r->ys);
+  double t = (double)(k + 1) * o->p.dt, mv = o->particles == PARTICLES_GPU ? 0 : max_move(&r->s, r->xs, r->ys);
   if (mv > r->max_moved) r->max_moved = mv;
   r->ft[r->nf] = t;
   r->fz[r->nf++] = front_of(&r->s, o->p.l0);
@@ -404,6 +432,81 @@ static int record(run *r, int64_t k) {
             (long long)r->e.a.nnz, r->m.last_B, r->m.last_R, r->m.last, (long long)r->m.last_iters,
             r->m.last_resid);
   return 0;
+}
+
+/* The GPU path needs the particles on the host after step k when it records something from them. */
+static int needs_host(const run *r, int64_t k) {
+  const options *o = r->o;
+  return o->front || (o->checks & CHECK_FRONT) || ((o->checks & CHECK_HYDRO) && k >= o->steps - o->steps / 5) ||
+         (o->snap > 0 && (k + 1) % o->snap == 0) || (!o->quiet && o->every > 0 && (k + 1) % o->every == 0);
+}
+
+/* One time step with the particle kernels on the GPU: everything stays on the device but for the
+ * PPE's CSR, which comes to the host for spx_plan_create (a plan cannot be made from device arrays
+ * yet); b and x stay on the device and the solve runs on them. */
+static int step_gpu(run *r, int64_t k) {
+  double t0 = mps_now(), t1, t2, t3, t4, sel = r->m.t_select, sol = r->m.t_solve;
+  int check = (r->o->checks & CHECK_MATRIX) && k % 100 == 0;
+  void *b, *x;
+  if (mps_gpu_sort(r->gpu)) return 1;
+  t1 = mps_now();
+  if (mps_gpu_move(r->gpu)) return 1;
+  t2 = mps_now();
+  if (mps_gpu_ppe(r->gpu, &r->e)) return 1;
+  t3 = mps_now();
+  if (check) {
+    r->matrix_checked++;
+    r->matrix_bad += !check_matrix(&r->e.a);
+  }
+  mps_gpu_vectors(r->gpu, &b, &x);
+  if (mps_gpu_rows(r->gpu) && mps_solver_step(&r->m, &r->e, b, x)) return 1;
+  t4 = mps_now();
+  if (mps_gpu_correct(r->gpu, NULL)) return 1;
+  if (needs_host(r, k) && mps_gpu_download(r->gpu, &r->s, 0)) return 1;
+  if (record(r, k)) return 1;
+  r->ph.nbr += t1 - t0;
+  r->ph.build += t3 - t2;
+  r->ph.select += r->m.t_select - sel;
+  r->ph.solve += r->m.t_solve - sol;
+  r->ph.rest += (t2 - t1) + (t4 - t3) - (r->m.t_select - sel) - (r->m.t_solve - sol) + (mps_now() - t4);
+  return 0;
+}
+
+/* One time step on the host and on the GPU in lockstep, every array compared after every phase;
+ * the GPU's correction takes the host's solution. */
+static int step_twin(run *r, int64_t k) {
+  mps_view v;
+  int64_t rows;
+  int bad = 0;
+  v.s = &r->s;
+  v.g = &r->g;
+  v.p = &r->o->p;
+  mps_grid_sort(&r->g, &r->s);
+  memcpy(r->xs, r->s.x, (size_t)r->s.n * sizeof(double));
+  memcpy(r->ys, r->s.y, (size_t)r->s.n * sizeof(double));
+  if (mps_gpu_sort(r->gpu)) return 1;
+  bad |= mps_gpu_compare(r->gpu, &r->s, &r->g, NULL, &r->tmp, "the sort", k);
+  mps_explicit(&v);
+  mps_collision(&v);
+  if (mps_gpu_move(r->gpu)) return 1;
+  bad |= mps_gpu_compare(r->gpu, &r->s, NULL, NULL, &r->tmp, "explicit and collisions", k);
+  rows = mps_density(&v);
+  if (mps_ppe_build(&r->e, &v, rows) || mps_gpu_ppe(r->gpu, NULL)) return 1;
+  bad |= mps_gpu_compare(r->gpu, &r->s, NULL, &r->e, &r->tmp, "density and the PPE build", k);
+  if ((r->o->checks & CHECK_MATRIX) && k % 100 == 0) {
+    r->matrix_checked++;
+    r->matrix_bad += !check_matrix(&r->e.a);
+  }
+  if (mps_solver_step(&r->m, &r->e, NULL, NULL)) return 1;
+  mps_correct(&v, r->e.x);
+  if (mps_gpu_correct(r->gpu, r->e.x)) return 1;
+  bad |= mps_gpu_compare(r->gpu, &r->s, NULL, NULL, &r->tmp, "the correction", k);
+  r->twin_bad += bad;
+  if (bad) {
+    fprintf(stderr, "mps: twin check: the GPU kernels differ from the host's at step %lld\n", (long long)k);
+    return 1;
+  }
+  return record(r, k);
 }
 
 /* One time step (papers/002 Figure 2-7), timed by phase. */
@@ -428,7 +531,7 @@ static int step(run *r, int64_t k) {
     r->matrix_checked++;
     r->matrix_bad += !check_matrix(&r->e.a);
   }
-  if (mps_solver_step(&r->m, &r->e)) return 1;
+  if (mps_solver_step(&r->m, &r->e, NULL, NULL)) return 1;
   t4 = mps_now();
   mps_correct(&v, r->e.x);
   if (record(r, k)) return 1;
@@ -456,14 +559,24 @@ static void print_layout(const run *r) {
          (long long)dummy);
   if (o->layout.thesis_total) printf("; papers/002: %d (%d water)", o->layout.thesis_total, o->layout.thesis_water);
   printf("\nl0 %.4g m, dt %.3g s, r_e %.1f/%.1f/%.1f l0, n0 %.4f/%.4f/%.4f, lambda0 %.4g m^2, rho %.0f, %lld steps, "
-         "backend %s, select %s\n", o->p.l0, o->p.dt, o->p.re_n / o->p.l0, o->p.re_grad / o->p.l0, o->p.re_lap / o->p.l0,
+         "backend %s, select %s, particles %s\n", o->p.l0, o->p.dt, o->p.re_n / o->p.l0, o->p.re_grad / o->p.l0, o->p.re_lap / o->p.l0,
          o->p.n0_n, o->p.n0_grad, o->p.n0_lap, o->p.lambda, o->p.rho, (long long)o->steps, spx_backend_name(r->m.ctx),
-         o->select);
+         o->select, o->particles == PARTICLES_GPU ? "gpu" : o->particles == PARTICLES_TWIN ? "twin (host and gpu)" : "host");
 }
 
 static void print_times(const run *r, double wall) {
   const phases *p = &r->ph;
   double n = (double)r->o->steps;
+  if (r->o->particles == PARTICLES_GPU) {
+    double so, mo, bu, co;
+    mps_gpu_times(r->gpu, &so, &mo, &bu, &co);
+    printf("GPU particle kernels per step (ms, device events; each phase ends in a synchronization): sort %.3f, "
+           "explicit + collisions %.3f, density + PPE build (+ CSR to the host) %.3f, correction %.3f\n", so / n,
+           mo / n, bu / n, co / n);
+  }
+  if (r->o->particles == PARTICLES_TWIN)
+    printf("twin check: %lld steps, GPU particle kernels equal to the host's to the bit in every phase: %s\n",
+           (long long)r->o->steps, r->twin_bad ? "NO" : "yes");
   printf("time per step (ms): neighbour search %.3f, matrix build %.3f, selection/conversion %.3f, "
          "pressure solve %.3f, rest %.3f; whole step %.3f (%.2f s in all)\n", 1e3 * p->nbr / n, 1e3 * p->build / n,
          1e3 * p->select / n, 1e3 * p->solve / n, 1e3 * p->rest / n, 1e3 * wall / n, wall);
@@ -499,6 +612,35 @@ static int run_checks(const run *r, int64_t fluid0) {
   return ok;
 }
 
+/* Final positions against a --dump file of another run: the largest difference in metres. */
+static int compare_dump(const run *r) {
+  const options *o = r->o;
+  FILE *f = fopen(o->compare, "rb");
+  double *xy = calloc((size_t)(2 * r->s.n + 1), sizeof *xy), worst = 0;
+  int64_t i, at = -1;
+  int ok;
+  if (!f || !xy || fread(xy, sizeof *xy, (size_t)(2 * r->s.n), f) != (size_t)(2 * r->s.n)) {
+    fprintf(stderr, "mps: --compare %s: cannot read %lld positions\n", o->compare, (long long)r->s.n);
+    if (f) fclose(f);
+    free(xy);
+    return 0;
+  }
+  fclose(f);
+  for (i = 0; i < r->s.n; i++) {
+    const double *q = xy + 2 * r->s.id[i];
+    double d = fmax(fabs(q[0] - r->s.x[i]), fabs(q[1] - r->s.y[i]));
+    if (!(d <= worst)) worst = d, at = r->s.id[i];
+  }
+  ok = worst <= o->tolerance;
+  for (i = 0; i < r->s.n && ok && o->tolerance == 0; i++) /* to the bit: the bytes, as cmp compares them */
+    ok = !memcmp(xy + 2 * r->s.id[i], &r->s.x[i], sizeof(double)) &&
+         !memcmp(xy + 2 * r->s.id[i] + 1, &r->s.y[i], sizeof(double));
+  printf("compare with %s: largest position difference %.3g m (particle %lld), tolerance %.3g m: %s\n", o->compare,
+         worst, (long long)at, o->tolerance, ok ? "passed" : "FAILED");
+  free(xy);
+  return ok;
+}
+
 static int write_outputs(const run *r) {
   const options *o = r->o;
   const int *b = o->layout.block[0];
@@ -515,20 +657,29 @@ int main(int argc, char **argv) {
   double t0;
   int st = parse_options(argc, argv, &o);
   if (st) return st == 3 ? 0 : st;
+  if (o.jit_check) return mps_gpu_compile_check(o.jit_check);
   mps_params_reference(&o.p);
   if (run_init(&r, &o)) return fprintf(stderr, "mps: out of memory or an unwritable --log\n"), run_free(&r), 1;
   if ((st = mps_solver_init(&r.m, o.backend, o.select))) return run_free(&r), st;
   r.m.rtol = o.p.rtol;
+  if (o.particles != PARTICLES_HOST) {
+    if ((st = mps_gpu_init(&r.gpu, r.m.ctx, &r.s, &r.g, &o.p))) return run_free(&r), st;
+    if (o.particles == PARTICLES_TWIN && mps_particles_alloc(&r.tmp, r.s.n)) return run_free(&r), 1;
+  }
   fluid0 = count_fluid(&r.s);
   print_layout(&r);
   if (o.snap > 0 && snapshot(&r, 0)) return run_free(&r), 1;
   t0 = mps_now();
   for (k = 0; k < o.steps; k++) {
-    if (step(&r, k)) return run_free(&r), 1;
+    if ((o.particles == PARTICLES_GPU ? step_gpu(&r, k) : o.particles == PARTICLES_TWIN ? step_twin(&r, k)
+                                                                                         : step(&r, k)))
+      return run_free(&r), 1;
     if (!o.quiet && o.every > 0 && (k + 1) % o.every == 0) progress(&r, k + 1, mps_now() - t0);
   }
   print_times(&r, mps_now() - t0);
+  if (o.particles == PARTICLES_GPU && mps_gpu_download(r.gpu, &r.s, 0)) return run_free(&r), 1;
   st = write_outputs(&r) ? 1 : !run_checks(&r, fluid0);
+  if (!st && o.compare && !compare_dump(&r)) st = 1;
   run_free(&r);
   return st;
 }

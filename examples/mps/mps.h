@@ -133,6 +133,10 @@ typedef struct mps_ppe {
  * previous pressures. */
 int mps_ppe_build(mps_ppe *e, const mps_view *v, int64_t nrows);
 void mps_ppe_free(mps_ppe *e);
+/* Room for nrows rows and nnz entries (row_ptr, b, x: nrows + 1; col, val: nnz); 0 or -1. */
+int mps_ppe_reserve(mps_ppe *e, int64_t nrows, int64_t nnz);
+/* e->a viewing the arrays as a CSR of nrows rows and nnz entries. */
+void mps_ppe_view(mps_ppe *e, int64_t nrows, int64_t nnz);
 
 /* Per-step format selection: fixed (force a format), lagged (the thesis: the mps strategy on step
  * k's matrix chooses step k+1's format, on a host thread while step k solves), auto (spx). */
@@ -158,8 +162,39 @@ typedef struct mps_solver {
 
 int mps_solver_init(mps_solver *m, spx_backend backend, const char *select);
 void mps_solver_free(mps_solver *m);
-/* Solves the step's system; e->x in: the guess, out: the pressures. t_select / t_solve grow. */
-int mps_solver_step(mps_solver *m, mps_ppe *e);
+/* Solves the step's system; e->x in: the guess, out: the pressures. t_select / t_solve grow.
+ * With b and x non-NULL (device pointers on a CUDA context: the GPU particle path) the solve reads
+ * b and updates x in place on the device; e->a is still the host CSR the plan is made from. */
+int mps_solver_step(mps_solver *m, mps_ppe *e, const void *b, void *x);
+
+/* ---- The particle kernels on the GPU (gpu.c, particles.cu) ---------------------------------- */
+/* One thread per particle, each kernel the device twin of a host kernel (README.md lists them);
+ * the results are the host kernels' to the bit. On the solver's context (CUDA) and stream. */
+typedef struct mps_gpu mps_gpu;
+/* Compiles particles.cu with NVRTC for each architecture of a comma-separated list ("sm_80,sm_90";
+ * no GPU needed): 0 compiled, 77 NVRTC missing, 1 a failure (printed). */
+int mps_gpu_compile_check(const char *archs);
+/* Device arrays for s and the grid's shape, the kernels compiled (or from the JIT cache), s
+ * uploaded. 77 when ctx is not CUDA (no GPU), 1 on a failure (printed). */
+int mps_gpu_init(mps_gpu **out, spx_context *ctx, const mps_particles *s, const mps_grid *grid, const mps_params *p);
+void mps_gpu_free(mps_gpu *g);
+int mps_gpu_upload(mps_gpu *g, const mps_particles *s);
+int mps_gpu_sort(mps_gpu *g);    /* mps_grid_sort */
+int mps_gpu_move(mps_gpu *g);    /* mps_explicit, mps_collision */
+/* mps_density and mps_ppe_build into a device CSR; e != NULL: the CSR downloaded into e too */
+int mps_gpu_ppe(mps_gpu *g, mps_ppe *e);
+int64_t mps_gpu_rows(const mps_gpu *g);
+void mps_gpu_vectors(mps_gpu *g, void **b, void **x); /* the PPE's device b and x */
+/* mps_correct on the device's solution (x NULL) or on host x (uploaded) */
+int mps_gpu_correct(mps_gpu *g, const double *x);
+/* id, type, x, y, u, v, p into s; all: every array the kernels write */
+int mps_gpu_download(mps_gpu *g, mps_particles *s, int all);
+/* device milliseconds (events) by phase, summed over the steps */
+void mps_gpu_times(const mps_gpu *g, double *sort_ms, double *move_ms, double *build_ms, double *correct_ms);
+/* Every array against the host's to the bit (grid, e: also the grid and the PPE); tmp: scratch
+ * particles of the same n. 0 equal, 1 a difference (printed). */
+int mps_gpu_compare(mps_gpu *g, const mps_particles *s, const mps_grid *grid, const mps_ppe *e, mps_particles *tmp,
+                    const char *phase, int64_t step);
 
 /* ---- Output (output.c) --------------------------------------------------------------------- */
 /* Writes path via path.tmp and a rename once complete; 0 on success. */

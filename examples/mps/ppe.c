@@ -86,35 +86,52 @@ static int grow(void **ptr, int64_t *cap, int64_t need, size_t size) {
   return 0;
 }
 
-int mps_ppe_build(mps_ppe *e, const mps_view *v, int64_t nrows) {
-  const mps_particles *s = v->s;
-  int64_t i, cap = e->cap_rows, nnz;
+static int reserve_rows(mps_ppe *e, int64_t nrows) {
+  int64_t cap = e->cap_rows;
   if (grow((void **)&e->row_ptr, &cap, nrows + 1, sizeof *e->row_ptr)) return -1;
   cap = e->cap_rows;
   if (grow((void **)&e->b, &cap, nrows + 1, sizeof *e->b)) return -1;
   cap = e->cap_rows;
   if (grow((void **)&e->x, &cap, nrows + 1, sizeof *e->x)) return -1;
   e->cap_rows = cap;
-  e->row_ptr[0] = 0;
-  MPS_PARALLEL_FOR
-  for (i = 0; i < s->n; i++)
-    if (s->row[i] >= 0) e->row_ptr[s->row[i] + 1] = k_count(v, i);
-  for (i = 0; i < nrows; i++) e->row_ptr[i + 1] += e->row_ptr[i]; /* a scan on the GPU */
-  nnz = e->row_ptr[nrows];
-  cap = e->cap_nnz;
+  return 0;
+}
+
+static int reserve_nnz(mps_ppe *e, int64_t nnz) {
+  int64_t cap = e->cap_nnz;
   if (grow((void **)&e->col, &cap, nnz, sizeof *e->col)) return -1;
   cap = e->cap_nnz;
   if (grow((void **)&e->val, &cap, nnz, sizeof *e->val)) return -1;
   e->cap_nnz = cap;
-  MPS_PARALLEL_FOR
-  for (i = 0; i < s->n; i++)
-    if (s->row[i] >= 0) k_row(v, e, i);
+  return 0;
+}
+
+int mps_ppe_reserve(mps_ppe *e, int64_t nrows, int64_t nnz) { return reserve_rows(e, nrows) || reserve_nnz(e, nnz) ? -1 : 0; }
+
+void mps_ppe_view(mps_ppe *e, int64_t nrows, int64_t nnz) {
   e->a.nrows = e->a.ncols = nrows;
   e->a.nnz = nnz;
   e->a.dtype = SPX_DOUBLE;
   e->a.row_ptr = e->row_ptr;
   e->a.col_idx = e->col;
   e->a.val.d = e->val;
+}
+
+int mps_ppe_build(mps_ppe *e, const mps_view *v, int64_t nrows) {
+  const mps_particles *s = v->s;
+  int64_t i, nnz;
+  if (reserve_rows(e, nrows)) return -1;
+  e->row_ptr[0] = 0;
+  MPS_PARALLEL_FOR
+  for (i = 0; i < s->n; i++)
+    if (s->row[i] >= 0) e->row_ptr[s->row[i] + 1] = k_count(v, i);
+  for (i = 0; i < nrows; i++) e->row_ptr[i + 1] += e->row_ptr[i]; /* a scan on the GPU */
+  nnz = e->row_ptr[nrows];
+  if (reserve_nnz(e, nnz)) return -1;
+  MPS_PARALLEL_FOR
+  for (i = 0; i < s->n; i++)
+    if (s->row[i] >= 0) k_row(v, e, i);
+  mps_ppe_view(e, nrows, nnz);
   return 0;
 }
 
@@ -245,7 +262,7 @@ static int fail(const char *what) {
   return 1;
 }
 
-int mps_solver_step(mps_solver *m, mps_ppe *e) {
+int mps_solver_step(mps_solver *m, mps_ppe *e, const void *b, void *x) {
   mps_lag *l = (mps_lag *)m->lag;
   spx_plan_options o;
   spx_solve_options so;
@@ -271,9 +288,9 @@ int mps_solver_step(mps_solver *m, mps_ppe *e) {
   m->t_select += t1 - t0;
   spx_solve_options_default(&so);
   so.maxit = 20000;
-  so.host_vectors = 1;
+  so.host_vectors = b == NULL; /* device vectors: the GPU particle path's b and x stay there */
   so.rtol = m->rtol;
-  st = spx_solve_pcg_jacobi(plan, e->b, e->x, &so, &rep);
+  st = spx_solve_pcg_jacobi(plan, b ? b : e->b, b ? x : e->x, &so, &rep);
   m->t_solve += mps_now() - t1;
   spx_plan_destroy(plan);
   if (m->mode == MPS_SELECT_LAGGED) {

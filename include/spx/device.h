@@ -42,6 +42,19 @@ spx_status spx_context_set_stream(spx_context *ctx, void *stream);
 void *spx_context_stream(const spx_context *ctx);
 spx_status spx_context_synchronize(spx_context *ctx);
 
+/* Launches a kernel a program got from spx's JIT (spx_jit_kernel on a template it added with
+ * spx_jit_template_add, spx/jit.h) on the context's stream: asynchronous, as cuLaunchKernel.
+ * function is the CUfunction spx_jit_kernel gave for this context's device; grid and block are
+ * {x, y, z} (each >= 1); shmem the dynamic shared memory in bytes; args as cuLaunchKernel's
+ * kernelParams, one pointer per kernel argument in order (a kernel without arguments may pass NULL).
+ * The context's CUDA context is made current for the launch and the caller's restored after.
+ * SPX_NOT_AVAILABLE on a host context; SPX_INVALID_ARGUMENT for NULL function, grid or block or a
+ * zero dimension; a launch the driver refuses is SPX_CUDA with the driver's reason. Errors of the
+ * kernel's run show at the next synchronizing call (spx_context_synchronize, a download, a timer).
+ * (spx_kernel_launch, cuda.h, is the type describing an SpMV's launches; this is the call.) */
+spx_status spx_context_launch(spx_context *ctx, void *function, const unsigned grid[3], const unsigned block[3],
+                              unsigned shmem, void **args);
+
 /* Device-side timing with events on the context's stream. */
 typedef struct spx_timer spx_timer;
 spx_status spx_timer_create(spx_context *ctx, spx_timer **out);

@@ -90,7 +90,8 @@ typedef struct spx_jit_stats {
 
 /* The kernel `kernel_name` (an extern "C" __global__ function) of template `template_name`,
  * specialized by `defines` ("SPX_NAME=value" or "SPX_NAME"; any order), built for ctx's GPU and
- * loaded in its primary context. *function receives a CUfunction for cuLaunchKernel. A host
+ * loaded in its primary context. *function receives a CUfunction for cuLaunchKernel or
+ * spx_context_launch (spx/device.h: on the context's stream). A host
  * context is SPX_NOT_AVAILABLE; an unknown template or kernel SPX_INVALID_ARGUMENT. */
 spx_status spx_jit_kernel(spx_context *ctx, const char *template_name, const char *kernel_name,
                           int ndefines, const char *const *defines, void **function);

@@ -685,6 +685,23 @@ spx_status spx_context_synchronize(spx_context *ctx) {
   return s;
 }
 
+spx_status spx_context_launch(spx_context *ctx, void *function, const unsigned grid[3], const unsigned block[3],
+                              unsigned shmem, void **args) {
+  const spx__cuda_api *cu;
+  spx_status s;
+  if (!function || !grid || !block)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_context_launch: NULL %s", !function ? "function" : !grid ? "grid" : "block");
+  if (!grid[0] || !grid[1] || !grid[2] || !block[0] || !block[1] || !block[2])
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_context_launch: grid %u x %u x %u, block %u x %u x %u: every "
+                     "dimension must be at least 1", grid[0], grid[1], grid[2], block[0], block[1], block[2]);
+  if (!(cu = spx__dev_api(ctx, "spx_context_launch"))) return spx_last_status();
+  s = spx__cu_check(cu->cuLaunchKernel((spx__CUfunction)function, grid[0], grid[1], grid[2], block[0], block[1],
+                                       block[2], shmem, ctx->stream, args, NULL),
+                    "spx_context_launch: cuLaunchKernel");
+  spx__ctx_pop(ctx);
+  return s;
+}
+
 struct spx_timer {
   spx_context *ctx;
   spx__CUevent start, stop;

@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* particles.cu: the particle kernels of one MPS step on the GPU, the device twins of kernels.c,
+ * grid.c and ppe.c (mps.h). gpu.c adds this file to spx's JIT (spx_jit_template_add; the build
+ * embeds it as a C string, examples/mps/embed_cu.sh) and launches it through spx_context_launch.
+ *
+ * MAPPING  one thread per particle (i = blockIdx.x * blockDim.x + threadIdx.x < n), any block
+ *          size; mps_g_cellsort one thread per cell; mps_g_scan one block of exactly
+ *          MPS_SCAN_THREADS threads. Each kernel takes the step's arrays and parameters by value
+ *          (mps_dev, gpu_abi.h) and writes only its own particle's (cell's) entries.
+ * BITS     Every kernel does the host twin's arithmetic in the host twin's order, so that its
+ *          results are the host's to the bit: spx's NVRTC options leave FMA contraction on
+ *          (--fmad=true is NVRTC's default and spx passes only --std=c++17), so every product
+ *          and every sum that could fuse is written __dmul_rn / __dadd_rn / __dsub_rn, which the
+ *          compiler never contracts. Double division and sqrt are IEEE round-to-nearest on the
+ *          device as on the host. Sums over neighbours run in the host's order (the 3 x 3 cells,
+ *          rows of cells bottom up, particles in cell order), never in thread order.
+ * SORT     The host's stable counting sort, deterministically: counts per cell with integer
+ *          atomics (a sum: the same whatever the order), an exclusive scan (mps_g_scan) gives the
+ *          cell starts, each particle takes a slot in its cell with an integer atomic (the order
+ *          inside a cell is the race's), then one thread per cell sorts its slots by the old index
+ *          (insertion sort: ~12 particles a cell). The result is the host's perm exactly: cells in
+ *          order, and inside a cell the old order (stable). No float atomics anywhere.
+ * BYTES    per particle and kernel about 9 neighbour cells x 12 particles x (x, y and one or two
+ *          more arrays): latency-bound at 5,824 particles (launches dominate). */
+#include "gpu_abi.h"
+
+/* gpu.c checks the same size on the host: the two compilers lay mps_dev out alike */
+static_assert(sizeof(mps_dev) == 56 * 8 + 4 * 4, "mps_dev: the host's layout (gpu.c) differs");
+
+#ifndef MPS_SCAN_THREADS
+#define MPS_SCAN_THREADS 1024
+#endif
+
+enum { MPS_FLUID = 0, MPS_WALL = 1, MPS_DUMMY = 2, MPS_GHOST = 3 };
+enum { MPS_BC_NONE = 0, MPS_BC_INNER = 1, MPS_BC_SURFACE = 2 };
+
+#define MUL(a, b) __dmul_rn((a), (b))
+#define ADD(a, b) __dadd_rn((a), (b))
+#define SUB(a, b) __dsub_rn((a), (b))
+
+__device__ __forceinline__ long long mps_tid() { return (long long)blockIdx.x * blockDim.x + threadIdx.x; }
+
+/* mps.h's mps_weight (2-4) */
+__device__ __forceinline__ double mps_weight(double r, double re, double l0) {
+  double lim = MUL(1e-3, l0), rr = r > lim ? r : lim;
+  return r < re ? SUB(re / rr, 1.0) : 0.0;
+}
+
+/* dx * dx + dy * dy, unfused */
+__device__ __forceinline__ double mps_r2(double dx, double dy) { return ADD(MUL(dx, dx), MUL(dy, dy)); }
+
+/* mps.h's MPS_NEIGHBOURS: the 3 x 3 cells round i's, each grid row one contiguous range */
+#define MPS_NEIGHBOURS(d, i, j)                                                                    \
+  for (int dy_ = -1; dy_ <= 1; dy_++)                                                              \
+    for (int j = (d).start[(d).cell[i] + dy_ * (d).nx - 1], end_ = (d).start[(d).cell[i] + dy_ * (d).nx + 2]; \
+         j < end_; j++)
+
+/* ---- neighbour search: the stable counting sort by cell (grid.c) ----------------------------- */
+/* n integers to zero (the counts and fill cursors before a sort) */
+extern "C" __global__ void mps_g_zero(int *a, long long n) {
+  long long i = mps_tid();
+  if (i < n) a[i] = 0;
+}
+
+/* grid.c cell_of */
+__device__ int mps_cell_of(const mps_dev &d, double x, double y) {
+  double fx = (x - d.x0) / d.h, fy = (y - d.y0) / d.h;
+  if (!(fx >= 1.0 && fy >= 1.0 && fx < d.nx - 1 && fy < d.ny - 1)) return d.nx * d.ny;
+  return (int)fy * d.nx + (int)fx;
+}
+
+/* grid.c mps_grid_sort's first loop, and the counts of counting_sort */
+extern "C" __global__ void mps_g_key(mps_dev d) {
+  long long i = mps_tid();
+  int ghost = d.nx * d.ny, k;
+  if (i >= d.n) return;
+  k = d.type[i] == MPS_GHOST ? ghost : mps_cell_of(d, d.x[i], d.y[i]);
+  if (k == ghost) d.type[i] = MPS_GHOST;
+  d.key[i] = k;
+  atomicAdd(&d.count[k], 1);
+}
+
+/* Exclusive scan of in[0..n) into out[0..n], out[n] the total: one block, thread t scans a
+ * contiguous chunk serially, the chunk sums are scanned in shared memory. Integers: exact. */
+extern "C" __global__ void __launch_bounds__(MPS_SCAN_THREADS) mps_g_scan(const int *in, int *out, long long n) {
+  __shared__ int sums[MPS_SCAN_THREADS];
+  const int t = threadIdx.x;
+  const long long per = (n + MPS_SCAN_THREADS - 1) / MPS_SCAN_THREADS, lo = t * per;
+  const long long hi = lo + per < n ? lo + per : n;
+  int s = 0, k;
+  for (long long i = lo; i < hi; i++) s += in[i];
+  sums[t] = s;
+  __syncthreads();
+  for (k = 1; k < MPS_SCAN_THREADS; k *= 2) { /* Hillis-Steele, inclusive */
+    int add = t >= k ? sums[t - k] : 0;
+    __syncthreads();
+    sums[t] += add;
+    __syncthreads();
+  }
+  s = t > 0 ? sums[t - 1] : 0;
+  for (long long i = lo; i < hi; i++) {
+    int v = in[i];
+    out[i] = s;
+    s += v;
+  }
+  if (t == MPS_SCAN_THREADS - 1) out[n] = sums[t];
+}
+
+/* Each particle takes a slot in its cell (the order inside a cell is fixed by mps_g_cellsort). */
+extern "C" __global__ void mps_g_place(mps_dev d) {
+  long long i = mps_tid();
+  if (i >= d.n) return;
+  d.perm[d.start[d.key[i]] + atomicAdd(&d.fill[d.key[i]], 1)] = (int)i;
+}
+
+/* One thread per cell (the ghosts' bin too): its slots sorted by old index, so the sort is stable
+ * as the host's counting sort is. */
+extern "C" __global__ void mps_g_cellsort(mps_dev d) {
+  long long c = mps_tid();
+  int lo, hi, a, b;
+  if (c > (long long)d.nx * d.ny) return;
+  lo = d.start[c];
+  hi = d.start[c + 1];
+  for (a = lo + 1; a < hi; a++) {
+    int v = d.perm[a];
+    for (b = a - 1; b >= lo && d.perm[b] > v; b--) d.perm[b + 1] = d.perm[b];
+    d.perm[b + 1] = v;
+  }
+}
+
+/* grid.c MPS_PERMUTE into the second set of arrays (the host swaps the sets after), and cell[]. */
+extern "C" __global__ void mps_g_permute(mps_dev d) {
+  long long k = mps_tid();
+  int o;
+  if (k >= d.n) return;
+  o = d.perm[k];
+  d.id2[k] = d.id[o];
+  d.type2[k] = d.type[o];
+  d.x2[k] = d.x[o];
+  d.y2[k] = d.y[o];
+  d.u2[k] = d.u[o];
+  d.v2[k] = d.v[o];
+  d.p2[k] = d.p[o];
+  d.cell[k] = d.key[o];
+}
+
+/* ---- explicit viscosity and gravity, collisions (kernels.c) ------------------------------------ */
+__device__ __forceinline__ bool mps_active(const mps_dev &d, int j) { return d.type[j] != MPS_GHOST; }
+__device__ __forceinline__ bool mps_carries(const mps_dev &d, int j) {
+  return d.type[j] == MPS_FLUID || d.type[j] == MPS_WALL;
+}
+
+/* kernels.c k_explicit */
+extern "C" __global__ void mps_g_explicit(mps_dev d) {
+  long long i = mps_tid();
+  double lu = 0, lv = 0, re2, c;
+  if (i >= d.n || d.type[i] != MPS_FLUID) return;
+  re2 = MUL(d.re_lap, d.re_lap);
+  c = 2.0 * 2 / MUL(d.lambda, d.n0_lap);
+  MPS_NEIGHBOURS(d, i, j) {
+    double dx = d.x[j] - d.x[i], dy = d.y[j] - d.y[i], r2 = mps_r2(dx, dy), w;
+    if (j == i || !mps_active(d, j) || r2 >= re2) continue;
+    w = mps_weight(sqrt(r2), d.re_lap, d.l0);
+    lu = ADD(lu, MUL(d.u[j] - d.u[i], w));
+    lv = ADD(lv, MUL(d.v[j] - d.v[i], w));
+  }
+  d.ax[i] = ADD(d.u[i], MUL(d.dt, MUL(MUL(d.nu, c), lu)));
+  d.ay[i] = ADD(d.v[i], MUL(d.dt, ADD(MUL(MUL(d.nu, c), lv), d.g)));
+}
+
+/* kernels.c take_velocity: whole = 1 after the explicit step, 0 after collisions */
+extern "C" __global__ void mps_g_take(mps_dev d, int whole) {
+  long long i = mps_tid();
+  if (i >= d.n || d.type[i] != MPS_FLUID) return;
+  d.x[i] = ADD(d.x[i], MUL(d.dt, whole ? d.ax[i] : d.ax[i] - d.u[i]));
+  d.y[i] = ADD(d.y[i], MUL(d.dt, whole ? d.ay[i] : d.ay[i] - d.v[i]));
+  d.u[i] = d.ax[i];
+  d.v[i] = d.ay[i];
+}
+
+/* kernels.c k_collision */
+extern "C" __global__ void mps_g_collision(mps_dev d) {
+  long long i = mps_tid();
+  double ui, vi, d2;
+  if (i >= d.n || d.type[i] != MPS_FLUID) return;
+  ui = d.u[i];
+  vi = d.v[i];
+  d2 = MUL(d.collision, d.collision);
+  MPS_NEIGHBOURS(d, i, j) {
+    double dx = d.x[j] - d.x[i], dy = d.y[j] - d.y[i], r2 = mps_r2(dx, dy), r, vn;
+    if (j == i || !mps_active(d, j) || r2 >= d2 || r2 <= 0) continue;
+    r = sqrt(r2);
+    vn = ADD(MUL(ui - d.u[j], dx), MUL(vi - d.v[j], dy)) / r;
+    if (vn <= 0) continue;
+    vn = MUL(vn, MUL(0.5, 1.0 + d.restitution));
+    ui = SUB(ui, MUL(vn, dx) / r);
+    vi = SUB(vi, MUL(vn, dy) / r);
+  }
+  d.ax[i] = ui;
+  d.ay[i] = vi;
+}
+
+/* ---- number density, free surface, PPE rows (kernels.c mps_density) --------------------------- */
+/* kernels.c k_density for fluid and wall particles, bc NONE and nd 0 for the rest; flag[i] = 1 for
+ * an inner particle (the row scan's input) */
+extern "C" __global__ void mps_g_density(mps_dev d) {
+  long long i = mps_tid();
+  double n = 0, re2;
+  if (i >= d.n) return;
+  d.bc[i] = MPS_BC_NONE;
+  d.nd[i] = 0;
+  d.flag[i] = 0;
+  if (d.type[i] != MPS_FLUID && d.type[i] != MPS_WALL) return;
+  re2 = MUL(d.re_n, d.re_n);
+  MPS_NEIGHBOURS(d, i, j) {
+    double dx = d.x[j] - d.x[i], dy = d.y[j] - d.y[i], r2 = mps_r2(dx, dy);
+    if (j == i || !mps_active(d, j) || r2 >= re2) continue;
+    n = ADD(n, mps_weight(sqrt(r2), d.re_n, d.l0));
+  }
+  d.nd[i] = n;
+  d.bc[i] = n < MUL(d.beta, d.n0_n) ? MPS_BC_SURFACE : MPS_BC_INNER;
+  d.flag[i] = d.bc[i] == MPS_BC_INNER;
+}
+
+/* row numbers from the scan of the flags: particle (cell) order, as the host numbers them */
+extern "C" __global__ void mps_g_rows(mps_dev d) {
+  long long i = mps_tid();
+  if (i < d.n) d.row[i] = d.flag[i] ? d.rowscan[i] : -1;
+}
+
+/* ---- the PPE in CSR (ppe.c) ------------------------------------------------------------------ */
+/* ppe.c k_count: row length of an inner particle (0 for the others, the row-start scan's input) */
+extern "C" __global__ void mps_g_count(mps_dev d) {
+  long long i = mps_tid();
+  double re2;
+  int k = 1;
+  if (i >= d.n) return;
+  if (d.row[i] < 0) {
+    d.len[i] = 0;
+    return;
+  }
+  re2 = MUL(d.re_lap, d.re_lap);
+  MPS_NEIGHBOURS(d, i, j) {
+    double dx = d.x[j] - d.x[i], dy = d.y[j] - d.y[i];
+    if (j != i && d.row[j] >= 0 && mps_r2(dx, dy) < re2) k++;
+  }
+  d.len[i] = k;
+}
+
+/* row_ptr from the row starts by particle (offs, the scan of len): row_ptr[row[i]] = offs[i], and
+ * row_ptr[nrows] = nnz */
+extern "C" __global__ void mps_g_rowptr(mps_dev d) {
+  long long i = mps_tid();
+  if (i >= d.n) return;
+  if (d.row[i] >= 0) d.row_ptr[d.row[i]] = d.offs[i];
+  if (i == 0) d.row_ptr[d.rowscan[d.n]] = d.offs[d.n];
+}
+
+/* ppe.c divergence */
+__device__ double mps_divergence(const mps_dev &d, long long i) {
+  double s = 0, re2 = MUL(d.re_grad, d.re_grad);
+  MPS_NEIGHBOURS(d, i, j) {
+    double dx = d.x[j] - d.x[i], dy = d.y[j] - d.y[i], r2 = mps_r2(dx, dy);
+    if (j == i || !mps_carries(d, j) || r2 >= re2 || r2 <= 0) continue;
+    s = ADD(s, MUL(ADD(MUL(d.u[j] - d.u[i], dx), MUL(d.v[j] - d.v[i], dy)) / r2,
+                   mps_weight(sqrt(r2), d.re_grad, d.l0)));
+  }
+  return MUL(2.0 / d.n0_grad, s);
+}
+
+/* ppe.c k_row: columns in particle order (sorted), the diagonal gathering the surface neighbours */
+extern "C" __global__ void mps_g_fill(mps_dev d) {
+  long long i = mps_tid();
+  double re2, a, diag, bi;
+  int k, kd, r;
+  if (i >= d.n || (r = d.row[i]) < 0) return;
+  re2 = MUL(d.re_lap, d.re_lap);
+  a = 2.0 * 2 / MUL(MUL(d.lambda, d.n0_lap), d.rho);
+  diag = d.compressibility / MUL(d.dt, d.dt);
+  k = kd = d.offs[i];
+  MPS_NEIGHBOURS(d, i, j) {
+    double dx = d.x[j] - d.x[i], dy = d.y[j] - d.y[i], r2 = mps_r2(dx, dy), c;
+    if (j == i) {
+      kd = k;
+      d.col[k++] = r;
+      continue;
+    }
+    if (!mps_carries(d, j) || r2 >= re2) continue;
+    c = MUL(a, mps_weight(sqrt(r2), d.re_lap, d.l0));
+    diag = ADD(diag, c);
+    if (d.row[j] >= 0) {
+      d.col[k] = d.row[j];
+      d.val[k++] = -c;
+    }
+  }
+  d.val[kd] = diag;
+  bi = MUL(d.relax / MUL(d.dt, d.dt), d.nd[i] - d.n0_n) / d.n0_n;
+  if (d.mixed) bi = SUB(bi, mps_divergence(d, i) / d.dt);
+  d.b[r] = bi;
+  d.sol[r] = d.p[i];
+}
+
+/* ---- pressure and the correction (kernels.c mps_correct) ------------------------------------- */
+/* pressure from the solution: 0 off the rows, negative clamped to 0 */
+extern "C" __global__ void mps_g_pressure(mps_dev d) {
+  long long i = mps_tid();
+  double q;
+  if (i >= d.n) return;
+  q = d.row[i] >= 0 ? d.sol[d.row[i]] : 0.0;
+  d.p[i] = q > 0 ? q : 0.0;
+}
+
+/* kernels.c k_pmin */
+extern "C" __global__ void mps_g_pmin(mps_dev d) {
+  long long i = mps_tid();
+  double m, re2;
+  if (i >= d.n || d.type[i] != MPS_FLUID) return;
+  m = d.p[i];
+  re2 = MUL(d.re_grad, d.re_grad);
+  MPS_NEIGHBOURS(d, i, j) {
+    double dx = d.x[j] - d.x[i], dy = d.y[j] - d.y[i], r2 = mps_r2(dx, dy);
+    if (j == i || r2 >= re2 || !mps_carries(d, j)) continue;
+    if (d.p[j] < m) m = d.p[j];
+  }
+  d.pmin[i] = m;
+}
+
+/* kernels.c k_gradient */
+extern "C" __global__ void mps_g_gradient(mps_dev d) {
+  long long i = mps_tid();
+  double gx = 0, gy = 0, re2, c;
+  if (i >= d.n || d.type[i] != MPS_FLUID) return;
+  re2 = MUL(d.re_grad, d.re_grad);
+  c = 2.0 / d.n0_grad;
+  MPS_NEIGHBOURS(d, i, j) {
+    double dx = d.x[j] - d.x[i], dy = d.y[j] - d.y[i], r2 = mps_r2(dx, dy), f;
+    if (j == i || r2 >= re2 || r2 <= 0 || !mps_carries(d, j)) continue;
+    f = MUL((d.p[j] - d.pmin[i]) / r2, mps_weight(sqrt(r2), d.re_grad, d.l0));
+    gx = ADD(gx, MUL(f, dx));
+    gy = ADD(gy, MUL(f, dy));
+  }
+  d.ax[i] = MUL(-c, gx) / d.rho;
+  d.ay[i] = MUL(-c, gy) / d.rho;
+}
+
+/* kernels.c mps_correct's last loop: (2-20, 2-21, 2-27) */
+extern "C" __global__ void mps_g_update(mps_dev d) {
+  long long i = mps_tid();
+  if (i >= d.n || d.type[i] != MPS_FLUID) return;
+  d.u[i] = ADD(d.u[i], MUL(d.dt, d.ax[i]));
+  d.v[i] = ADD(d.v[i], MUL(d.dt, d.ay[i]));
+  d.x[i] = ADD(d.x[i], MUL(MUL(d.dt, d.dt), d.ax[i]));
+  d.y[i] = ADD(d.y[i], MUL(MUL(d.dt, d.dt), d.ay[i]));
+}
