@@ -58,6 +58,9 @@ else skip_allowed_always+=('mpi_test_dist:test_metis_*'); fi
 #   test_cuda:...                  the GPU kernels against the host results
 #   test_device:...                device memory, copies, timers
 #   interop:-                      the CUDA C++ example exits 77 without a GPU
+#   mps-gpu:-                      examples/mps's GPU particle kernels (check.sh gpu-twin, gpu-run)
+#   mps-nvrtc:-                    examples/mps's kernels compiled by NVRTC: skipped only where
+#                                  NVRTC is missing (no GPU machine lacks it)
 skip_allowed_without_gpu=('*:test_gpu_*'
   test_baseline:test_every_alg test_baseline:test_bsr_blocks test_baseline:test_sell_options
   test_baseline:test_device_csr test_baseline:test_stream test_baseline:test_no_device_leak
@@ -65,7 +68,8 @@ skip_allowed_without_gpu=('*:test_gpu_*'
   test_cuda:test_generated test_cuda:test_variants test_cuda:test_shared_matrices test_cuda:test_device_convert
   test_device:test_round_trip_and_memset test_device:test_out_of_memory_is_a_status test_device:test_block_cache
   test_device:test_small_copies_pinned test_device:test_timer test_device:test_large_uploads
-  interop:-)
+  interop:-
+  'mps-gpu::-' 'mps-nvrtc::-')
 # Only where there IS a GPU: the tests of running without one (they check the host fallback and
 # its notice; with a device present there is nothing to fall back from). And, on a machine set up
 # with SPX_NO_INSTALL=1 (the GPU machine: no package mirror), the installed-consumer builds when
@@ -165,15 +169,22 @@ if [ -x "$out/mpi_test_dist" ]; then
     tc=${dir#"$out"}; tc=${tc#/}
     for np in 1 2 4; do run "${tc:+$tc/}mpi_test_dist -np $np" mpi_run "$np" "$dir/mpi_test_dist"; done
   done
-  # spx solve under mpirun: the distributed CG on 2 ranks converges and reports both ranks; a
-  # one-process option it does not take is a usage error (exit 2) on every rank; --partition metis
-  # converges too (where METIS is installed)
+  # spx solve under mpirun: the distributed CG on 2 ranks converges and reports both ranks; with
+  # --precond amg (the AMG blocks, gs smoother) it converges in fewer iterations and reports each
+  # rank's hierarchy; a one-process option it does not take is a usage error (exit 2) on every
+  # rank; --partition metis converges too (where METIS is installed)
   mpi_cli() {
-    local o
+    local o it amg
     o=$(mpi_run 2 "$out/spx" solve gen:poisson7:12 --method cg) || { echo "$o"; return 1; }
     echo "$o"
     echo "$o" | grep -q "on 2 ranks" && echo "$o" | grep -q "converged" && echo "$o" | grep -qE "^ +1 +[0-9]+ " || return 1
-    mpi_run 2 "$out/spx" solve gen:poisson7:12 --precond amg >/dev/null 2>&1
+    it=$(echo "$o" | sed -n 's/^  iterations *\([0-9]*\),.*/\1/p')
+    o=$(mpi_run 2 "$out/spx" solve gen:poisson7:12 --precond amg --smoother gs) || { echo "$o"; return 1; }
+    echo "$o"
+    amg=$(echo "$o" | sed -n 's/^  iterations *\([0-9]*\),.*/\1/p')
+    echo "$o" | grep -q "cg + amg blocks" && echo "$o" | grep -q "converged" && echo "$o" | grep -q "symmetric" &&
+      echo "$o" | grep -qE "^ +1 +[0-9]+ .* [0-9]+ +[0-9]+ +[0-9.]+$" && [ -n "$amg" ] && [ "$amg" -lt "$it" ] || return 1
+    mpi_run 2 "$out/spx" solve gen:poisson7:12 --defer >/dev/null 2>&1
     [ $? -ne 0 ] || return 1
     [ "$metis" -eq 1 ] || return 0  # --partition metis: where METIS is installed (then built in)
     o=$(mpi_run 2 "$out/spx" solve gen:poisson7:12 --method cg --partition metis) || { echo "$o"; return 1; }
@@ -232,6 +243,12 @@ run "plain-cc dia example" sh -c "build/cc_plain.sh examples/dia/main.c include 
 # surge front against Martin & Moyce, and bit-for-bit repeatable positions (examples/mps/check.sh).
 for c in hydro front determinism; do
   [ -x "$out/mps" ] && run "mps: $c" examples/mps/check.sh "$out/mps" "$c"
+done
+# Its particle kernels on the GPU: compiled by NVRTC for sm_80 and sm_90 (no GPU needed), against
+# the host twins to the bit, and whole GPU runs repeatable to the bit (both skip without a GPU).
+[ -x "$out/mps" ] && run "mps-nvrtc: compile" examples/mps/check.sh "$out/mps" nvrtc
+for c in gpu-twin gpu-run; do
+  [ -x "$out/mps" ] && run "mps-gpu: $c" examples/mps/check.sh "$out/mps" "$c"
 done
 
 # The CUDA C++ example (built when nvcc exists): exit 77 means no GPU here.

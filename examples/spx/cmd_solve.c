@@ -23,6 +23,32 @@ spx_status spx_cli_solve_load(const char *spec, spx_csr **a) {
   return spx_cli_load_matrix(!strncmp(spec, "gen:", 4) ? spec + 4 : spec, a, name, sizeof name);
 }
 
+/* The AMG options spx solve takes, one process or under mpirun: 1 when argv[*k] was one (taken into
+ * o, *k advanced past its value), 0 when it is not, 2 after the usage message. */
+int spx_cli_solve_amg_option(int argc, char **argv, int *k, spx_amg_options *o) {
+  const char *v;
+  double w;
+  if ((v = spx_cli_opt(argc, argv, k, "--smoother"))) {
+    if (spx_amg_smoother_parse(v, &o->smoother)) return spx_cli_usage("solve", "--smoother: %s", spx_last_error());
+  } else if ((v = spx_cli_opt(argc, argv, k, "--sweeps"))) {
+    if (!spx_cli_number("solve", "--sweeps", v, "an integer 0 to 100", SPX_CLI_INTEGER, -1, 100, &w)) return 2;
+    o->pre_sweeps = o->post_sweeps = (int)w;
+  } else if ((v = spx_cli_opt(argc, argv, k, "--theta"))) {
+    if (!spx_cli_number("solve", "--theta", v, "a number 0 to 1", 0, -1e-300, 1, &o->theta)) return 2;
+  } else if ((v = spx_cli_opt(argc, argv, k, "--cycle"))) {
+    if (spx_amg_cycle_type_parse(v, &o->cycle)) return spx_cli_usage("solve", "--cycle: %s", spx_last_error());
+  } else if (!strcmp(argv[*k], "--relaxed")) o->relaxed_coloring = 1;
+  else if ((v = spx_cli_opt(argc, argv, k, "--gpu-setup-rows"))) {
+    if (!spx_cli_number("solve", "--gpu-setup-rows", v, "an integer >= 0", SPX_CLI_INTEGER, -1, 2147483647.0, &w))
+      return 2;
+    o->gpu_setup_rows = (int64_t)w;
+  } else if ((v = spx_cli_opt(argc, argv, k, "--aggregation"))) {
+    if (spx_amg_aggregation_parse(v, &o->aggregation)) return spx_cli_usage("solve", "--aggregation: %s", spx_last_error());
+  } else if (!strcmp(argv[*k], "--plan-trials")) o->plan_trials = 1;
+  else return 0;
+  return 1;
+}
+
 /* b = ones, or b = A 1 (the exact solution is all ones); 1 when out of memory. */
 int spx_cli_solve_rhs(const spx_csr *a, int ones, double *b) {
   double *one;
@@ -198,7 +224,9 @@ const char *const spx_cli_solve_help[] = {
     "and the time per iteration against its bandwidth bound. On a GPU the same solve also runs on a "
     "cuSPARSE plan, side by side, after a 2-iteration warm-up on each. Under mpirun (spx built with "
     "MPI) the matrix is read on rank 0 and distributed by rows (spx/dist.h), and cg, pcg or bicgstab "
-    "runs on the host backend of every rank; the report adds each rank's rows, halo and time.",
+    "runs on every rank (a GPU each where every rank has one, else the host backend); --precond amg then "
+    "preconditions by the AMG blocks (each rank's hierarchy of its own rows and columns, block Jacobi); "
+    "the report adds each rank's rows, halo, time and hierarchy.",
     "--rhs FILE\tthe right-hand side, an N x 1 Matrix Market file (default: b = A * ones, so the "
     "exact solution is all ones)",
     "--ones\tb = all ones instead of A * ones",
@@ -206,7 +234,8 @@ const char *const spx_cli_solve_help[] = {
     "alone) (default cg)",
     "--precond P\tnone, or amg: cg and bicgstab preconditioned by one AMG V-cycle (smoothed aggregation, "
     "every level's operators on tuned plans; the hierarchy's levels, sizes, complexities and setup "
-    "phases are printed; no cuSPARSE side) (default none)",
+    "phases are printed; no cuSPARSE side); under mpirun one cycle of each rank's hierarchy of its local "
+    "block (default none)",
     "--smoother S\twith AMG: jacobi, l1jacobi, chebyshev or gs (multicolor Gauss-Seidel, symmetric) on "
     "every level (default chebyshev)",
     "--sweeps N\twith AMG: smoothing sweeps before and after the coarse correction, 0 to 100 (default 1)",
@@ -262,29 +291,12 @@ int spx_cli_solve(int argc, char **argv) {
 #endif
   spx_amg_options_default(&amg);
   for (k = 1; k < argc; k++) {
+    int taken;
     if ((v = spx_cli_opt(argc, argv, &k, "--rhs"))) rhs = v;
     else if ((v = spx_cli_opt(argc, argv, &k, "--precond"))) precond = v;
-    else if ((v = spx_cli_opt(argc, argv, &k, "--smoother"))) {
-      if (spx_amg_smoother_parse(v, &amg.smoother)) return spx_cli_usage("solve", "--smoother: %s", spx_last_error());
-    } else if ((v = spx_cli_opt(argc, argv, &k, "--sweeps"))) {
-      double w;
-      if (!spx_cli_number("solve", "--sweeps", v, "an integer 0 to 100", SPX_CLI_INTEGER, -1, 100, &w)) return 2;
-      amg.pre_sweeps = amg.post_sweeps = (int)w;
-    } else if ((v = spx_cli_opt(argc, argv, &k, "--theta"))) {
-      if (!spx_cli_number("solve", "--theta", v, "a number 0 to 1", 0, -1e-300, 1, &amg.theta)) return 2;
-    } else if ((v = spx_cli_opt(argc, argv, &k, "--cycle"))) {
-      if (spx_amg_cycle_type_parse(v, &amg.cycle)) return spx_cli_usage("solve", "--cycle: %s", spx_last_error());
-    } else if (!strcmp(argv[k], "--relaxed")) amg.relaxed_coloring = 1;
-    else if ((v = spx_cli_opt(argc, argv, &k, "--gpu-setup-rows"))) {
-      double r;
-      if (!spx_cli_number("solve", "--gpu-setup-rows", v, "an integer >= 0", SPX_CLI_INTEGER, -1, 2147483647.0, &r))
-        return 2;
-      amg.gpu_setup_rows = (int64_t)r;
-    }
-    else if ((v = spx_cli_opt(argc, argv, &k, "--aggregation"))) {
-      if (spx_amg_aggregation_parse(v, &amg.aggregation)) return spx_cli_usage("solve", "--aggregation: %s", spx_last_error());
-    } else if (!strcmp(argv[k], "--plan-trials")) amg.plan_trials = 1;
-    else if (!strcmp(argv[k], "--ones")) ones = 1;
+    else if ((taken = spx_cli_solve_amg_option(argc, argv, &k, &amg))) {
+      if (taken == 2) return 2;
+    } else if (!strcmp(argv[k], "--ones")) ones = 1;
     else if ((v = spx_cli_opt(argc, argv, &k, "--method"))) method = v;
     else if ((v = spx_cli_opt(argc, argv, &k, "--tol"))) {
       if (!spx_cli_number("solve", "--tol", v, "a positive number", 0, 0, 1e300, &tol)) return 2;

@@ -65,10 +65,53 @@
  *   host they run the host twin's algorithm of solve.h step for step, on CUDA its GPU path (the
  *   krylov kernels), each with the global sums made between the kernels, so one rank gives
  *   spx_solve_* 's x bit for bit on the same plan. options.precond is called on this rank's parts
- *   (a rank-local preconditioner: block Jacobi, a local AMG); options.upgrade_at does not apply.
+ *   (a rank-local preconditioner: block Jacobi, or the AMG blocks below); options.upgrade_at does
+ *   not apply.
  *   On CUDA every global sum is a synchronization: the kernel sums this rank's block partials
  *   into pinned host memory, the ranks exchange them, and the next kernel reads the global sums
  *   from there.
+ * AMG BLOCKS  spx_dist_amg_create sets up spx/amg.h's smoothed-aggregation hierarchy of each
+ *   rank's local block (its rows restricted to the columns it owns: A_rr, SPD when A is), and
+ *   spx_dist_amg_precond applies one cycle of it (the options' cycle, from z = 0) to the rank's part
+ *   of the residual: block Jacobi with AMG blocks, M^-1 = diag(M_0^-1, ..., M_P-1^-1). The
+ *   couplings between ranks stay out of M (the Krylov method's SpMV has them): no messages in the
+ *   setup or the cycles, no global sum in a cycle.
+ *
+ *     spx_dist_options o;  spx_dist_options_default(&o);  o.keep_local = 1;
+ *     spx_dist_scatter(MPI_COMM_WORLD, 0, a, &o, &A);
+ *     spx_amg_options ao;  spx_amg_options_default(&ao);
+ *     spx_dist_amg *M;  spx_dist_amg_create(A, &ao, &M);             collective
+ *     so.precond = spx_dist_amg_precond;  so.precond_data = M;
+ *     spx_dist_solve_cg(A, b_local, x_local, &so, &report);
+ *     spx_dist_amg_destroy(M);  spx_dist_destroy(A);
+ *
+ *   The block: the matrix keeps its local block as a host CSR only where options.keep_local asks
+ *   (the split's own block, no copy: 8 (nlocal + 1) + (4 + value size) nnz_local bytes a rank,
+ *   until spx_dist_destroy), because a plan cannot give its matrix back on every backend (a GPU
+ *   plan holds device arrays only). The hierarchy holds what spx_amg_create holds for that block:
+ *   level 0 copied in double, a plan of every level's A, P and R (level 0's a second plan of the
+ *   block, the hierarchy's own, on the matrix's context), the coarser levels (amg.h's operator
+ *   complexity), smoother data and work vectors. A float matrix is refused: AMG runs in double and
+ *   its cycle takes double vectors.
+ *   Symmetry: M is symmetric positive definite when every block's cycle is, which amg.h gives for a
+ *   V- or W-cycle with as many sweeps before the coarse correction as after on every level (every
+ *   smoother is symmetric: jacobi, l1jacobi and chebyshev are polynomials in D^-1 A, gs sweeps its
+ *   colors forward then backward). The F-cycle, or a level whose sweeps differ, is not: precondition
+ *   BiCGSTAB with it; CG takes it as spx_solve_cg does, without its theory
+ *   (spx_dist_amg_info.symmetric says which; nothing refuses it).
+ *   Convergence: each block is a subdomain problem with the neighbours' unknowns held at zero, so
+ *   the iterations grow with the rank count; one rank is the whole matrix's AMG and gives
+ *   spx_solve_cg's (or _bicgstab's) x with spx_amg_precond bit for bit on plans of the same format.
+ *   On CUDA the hierarchy lives on the matrix's context (its setup on the GPU from
+ *   options.gpu_setup_rows rows) and the cycle runs on its stream on device vectors, as
+ *   spx_solve_* with spx_amg_precond does there.
+ *   Determinism: a cycle's passes run in a fixed order (amg.h): the same x bit for bit run to run
+ *   on the host; on CUDA when every level's plan runs a deterministic kernel (force a format in
+ *   options.plan: amg.h's DETERMINISM).
+ *   Errors: a rank whose setup fails (a zero diagonal in its block, bad options, memory) makes every
+ *   rank fail with its status, "rank R: ..." on the others, and every rank frees what it set up.
+ *   A rank that owns no rows sets up nothing (its options are not looked at) and its cycle does
+ *   nothing.
  * DETERMINISM  Every dot product is summed in fixed chunks on each rank, then the ranks' partial
  *   sums are gathered (MPI_Allgather) and added in rank order on every rank, never with
  *   MPI_Allreduce (whose order MPI leaves open): the same rank count and the same plans give the
@@ -172,6 +215,10 @@ typedef struct spx_dist_options {
                                * row_start is an error, and in spx_dist_create */
   double timeout_s;           /* creation's handshake waits at most this long for every rank to
                                * call [300]; <= 0: no limit */
+  int keep_local;             /* 1: keep the local block as a host CSR beside its plan
+                               * (spx_dist_local_csr), what spx_dist_amg_create builds on; costs
+                               * 8 (nlocal + 1) + (4 + value size) nnz_local bytes of host memory
+                               * per rank [0: freed once the plan is built] */
 } spx_dist_options;
 
 void spx_dist_options_default(spx_dist_options *o);
@@ -237,6 +284,9 @@ int64_t spx_dist_row_start(const spx_dist_matrix *A, int r);
  * block's plan has only the rows with remote columns (its product is added into those rows). */
 spx_plan *spx_dist_local_plan(const spx_dist_matrix *A);
 spx_plan *spx_dist_ghost_plan(const spx_dist_matrix *A);
+/* The local block as a host CSR (nlocal x nlocal, columns renumbered from 0, the matrix's dtype),
+ * where the matrix was created with options.keep_local; else NULL. Owned by the matrix. */
+const spx_csr *spx_dist_local_csr(const spx_dist_matrix *A);
 /* The global column of ghost entry k (k < nghost). */
 int64_t spx_dist_ghost_col(const spx_dist_matrix *A, int64_t k);
 /* Local row i's row (= column, = vector entry) in the matrix as it was given: first_row + i
@@ -261,6 +311,43 @@ spx_status spx_dist_solve_pcg_jacobi(spx_dist_matrix *A, const void *b, void *x,
                                      spx_solve_report *report);
 spx_status spx_dist_solve_bicgstab(spx_dist_matrix *A, const void *b, void *x, const spx_solve_options *options,
                                    spx_solve_report *report);
+
+/* ---- The rank-local AMG preconditioner (AMG BLOCKS above) ---- */
+typedef struct spx_dist_amg spx_dist_amg;
+
+/* Sets up spx/amg.h's hierarchy (options: NULL for the defaults) of this rank's local block, on the
+ * matrix's context, on every rank that owns rows. A must have been created with
+ * options.keep_local = 1 and be double. Collective over A's communicator; the same status on every
+ * rank (a rank whose setup fails makes every rank fail, "rank R: ..." on the others); *out = NULL
+ * on every rank on failure, nothing kept. A must outlive *out. */
+spx_status spx_dist_amg_create(const spx_dist_matrix *A, const spx_amg_options *options, spx_dist_amg **out);
+/* Local (no messages); NULL is a no-op. */
+void spx_dist_amg_destroy(spx_dist_amg *M);
+/* An spx_precond_fn (data: the spx_dist_amg): z = one cycle of this rank's hierarchy on r, from
+ * z = 0; r and z are this rank's parts (double; device pointers on CUDA). A rank without rows does
+ * nothing. Local: pass it as options.precond of spx_dist_solve_cg / spx_dist_solve_bicgstab. */
+spx_status spx_dist_amg_precond(void *data, const void *r, void *z);
+
+/* What one rank's hierarchy is (spx_dist_amg_get_info). */
+typedef struct spx_dist_amg_info {
+  int rank, size;
+  int64_t nlocal, nnz_local;  /* the local block it was set up on */
+  int levels;                 /* 0 on a rank that owns no rows (its preconditioner does nothing) */
+  int64_t coarse_rows;        /* the coarsest level's rows (0: none) */
+  double operator_complexity, grid_complexity; /* spx_amg_report's (0 without rows) */
+  double setup_ms;            /* this rank's spx_amg_create */
+  double max_setup_ms;        /* the slowest rank's (the same on every rank) */
+  int64_t cycles;             /* cycles applied on this rank so far */
+  int symmetric;              /* 1 when every rank's cycle is a symmetric operator (a V- or
+                               * W-cycle with as many sweeps before as after on every level):
+                               * the block preconditioner is then symmetric, what CG assumes.
+                               * The same on every rank */
+} spx_dist_amg_info;
+
+spx_status spx_dist_amg_get_info(const spx_dist_amg *M, spx_dist_amg_info *out);
+/* This rank's hierarchy's report (levels, their sizes, smoothers and plans, setup phases); NULL on
+ * a rank that owns no rows. */
+const spx_amg_report *spx_dist_amg_report(const spx_dist_amg *M);
 
 /* ---- The stencil over the ranks (THE STENCIL above) ---- */
 /* Rank `rank`'s planes [*z0, *z1) of nz planes over `size` ranks: the first nz % size ranks own
@@ -334,5 +421,6 @@ spx_status spx_dist_stencil_run(MPI_Comm comm, spx_context *ctx, const spx_stenc
 #include "internal/dist_impl.h"
 #include "internal/dist_mm_impl.h"
 #include "internal/dist_solve_impl.h"
+#include "internal/dist_amg_impl.h"
 #include "internal/dist_stencil_impl.h"
 #endif

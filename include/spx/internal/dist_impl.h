@@ -172,6 +172,7 @@ static void spx__dist_ipc_free(spx_dist_matrix *d) {
 static void spx__dist_free_local(spx_dist_matrix *d) {
   spx_plan_destroy(d->loc);
   spx_plan_destroy(d->gho);
+  spx_csr_destroy(d->loc_csr);
   spx__dist_pin_free(d, d->sbuf);
   spx__dist_pin_free(d, d->gbuf);
   spx__dist_pin_free(d, d->stage);
@@ -623,6 +624,11 @@ spx_status spx__dist_build(spx_dist_matrix *d, const spx_csr *rows, const spx_di
     if (!st) st = spx__dist_buffers(d);
     if (!(st = spx__dist_agree(d, st)) && d->cuda) st = spx__dist_agree(d, spx__dist_ipc(d));
   }
+  d->keep_local = o->keep_local != 0;
+  if (!st && d->keep_local) { /* the split's block itself, not a copy (spx_dist_amg_create's input) */
+    d->loc_csr = loc;
+    loc = NULL;
+  }
   spx_csr_destroy(loc);
   spx_csr_destroy(gho);
   if (st) {
@@ -1072,6 +1078,7 @@ int64_t spx_dist_row_start(const spx_dist_matrix *A, int r) {
 }
 spx_plan *spx_dist_local_plan(const spx_dist_matrix *A) { return A ? A->loc : NULL; }
 spx_plan *spx_dist_ghost_plan(const spx_dist_matrix *A) { return A ? A->gho : NULL; }
+const spx_csr *spx_dist_local_csr(const spx_dist_matrix *A) { return A ? A->loc_csr : NULL; }
 int64_t spx_dist_ghost_col(const spx_dist_matrix *A, int64_t k) {
   return A && k >= 0 && k < A->nghost ? A->ghost_col[k] : -1;
 }

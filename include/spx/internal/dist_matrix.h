@@ -24,6 +24,9 @@ struct spx_dist_matrix {
   int cuda;
   spx_plan *loc, *gho;        /* the local block (nlocal x nlocal), the ghost block (ngrow x nghost:
                                * only the rows with remote columns, grow[r] their local rows) */
+  spx_csr *loc_csr;           /* the local block as a host CSR, kept when options.keep_local asked
+                               * for it (spx_dist_local_csr; spx_dist_amg_create builds on it) */
+  int keep_local;             /* options.keep_local at creation */
   int64_t ngrow;
   int32_t *grow;
   void *tbuf;                 /* the ghost block's product (ngrow values; host) */
