@@ -1605,19 +1605,26 @@ static void test_mismatched_communicator(void **state) {
   spx_csr_destroy(a);
 }
 
+/* A CUDA context on the node's device 0 where every rank can make one, else NULL on every rank (a
+ * test skips everywhere or nowhere). */
+static spx_context *gpu_ctx(void) {
+  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_context *ctx = NULL;
+  int ok = spx_device_count() > 0 && spx_context_create(&co, &ctx) == SPX_OK;
+  if (all_ok(ok)) return ctx;
+  spx_context_destroy(ctx);
+  spx_clear_error();
+  return NULL;
+}
+
 /* The CUDA backend's SpMV (device x and y, the halo through pinned host buffers), every rank on
  * the node's device 0, against the global host SpMV: a Poisson matrix and the anti-diagonal one
  * whose rows read only other ranks' columns, y = 2 A x + 0.5 y. */
 static void test_gpu_spmv(void **state) {
-  spx_context *ctx = NULL;
-  spx_context_options co = {SPX_BACKEND_CUDA, 0};
-  int k, ok = spx_device_count() > 0 && spx_context_create(&co, &ctx) == SPX_OK;
+  spx_context *ctx = gpu_ctx();
+  int k, ok;
   (void)state;
-  if (!all_ok(ok)) { /* every rank skips, or none */
-    spx_context_destroy(ctx);
-    spx_clear_error();
-    skip();
-  }
+  if (!ctx) skip(); /* every rank skips, or none */
   for (k = 0; k < 2; k++) {
     spx_csr *a = NULL;
     spx_dist_options o = dist_options();
@@ -1729,16 +1736,10 @@ static void gpu_compare(spx_context *ctx, const char *what, const spx_csr *a, so
 }
 
 static void test_gpu_solve(void **state) {
-  spx_context *ctx = NULL;
-  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_context *ctx = gpu_ctx();
   spx_csr *a = NULL;
-  int ok = spx_device_count() > 0 && spx_context_create(&co, &ctx) == SPX_OK;
   (void)state;
-  if (!all_ok(ok)) { /* every rank skips, or none */
-    spx_context_destroy(ctx);
-    spx_clear_error();
-    skip();
-  }
+  if (!ctx) skip(); /* every rank skips, or none */
   assert_int_equal(spx_gen_poisson3d(14, 13, 12, 7, SPX_DOUBLE, &a), SPX_OK);
   gpu_compare(ctx, "poisson7 cg", a, spx_solve_cg, spx_dist_solve_cg, 1e-10);
   gpu_compare(ctx, "poisson7 pcg_jacobi", a, spx_solve_pcg_jacobi, spx_dist_solve_pcg_jacobi, 1e-10);
@@ -1763,8 +1764,7 @@ static void test_gpu_solve(void **state) {
  * on the host, the cycles on the GPU. */
 static void test_gpu_amg(void **state) {
   const double rtol = 1e-10;
-  spx_context *ctx = NULL;
-  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_context *ctx = gpu_ctx();
   spx_csr *a = NULL;
   spx_plan_options po;
   spx_dist_options dop = dist_options();
@@ -1777,13 +1777,8 @@ static void test_gpu_amg(void **state) {
   double *b, *x0, *x1, *x2, *xb, *xg;
   int64_t n;
   spx_status st, s0, s1, s2, sb;
-  int ok = spx_device_count() > 0 && spx_context_create(&co, &ctx) == SPX_OK;
   (void)state;
-  if (!all_ok(ok)) { /* every rank skips, or none */
-    spx_context_destroy(ctx);
-    spx_clear_error();
-    skip();
-  }
+  if (!ctx) skip(); /* every rank skips, or none */
   assert_int_equal(spx_gen_poisson3d(20, 20, 20, 7, SPX_DOUBLE, &a), SPX_OK);
   n = a->nrows;
   spx_plan_options_default(&po);
@@ -1855,16 +1850,11 @@ static void test_gpu_amg(void **state) {
  * for bit. */
 static void test_gpu_stencil(void **state) {
   static const spx_stencil_method m[] = {SPX_STENCIL_INCORE, SPX_STENCIL_OVERLAP, SPX_STENCIL_MM};
-  spx_context *ctx = NULL;
-  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_context *ctx = gpu_ctx();
   spx_stencil p;
-  int k, ok = spx_device_count() > 0 && spx_context_create(&co, &ctx) == SPX_OK;
+  int k;
   (void)state;
-  if (!all_ok(ok)) { /* every rank skips, or none */
-    spx_context_destroy(ctx);
-    spx_clear_error();
-    skip();
-  }
+  if (!ctx) skip(); /* every rank skips, or none */
   assert_int_equal(spx_stencil_init(&p, 64, 40, 77, SPX_FLOAT, 0.4, 0.1, 0.1, 0.1), SPX_OK);
   for (k = 0; k < (int)(sizeof m / sizeof *m); k++) {
     spx_dist_stencil_options o = stencil_options(k == 0 ? 0 : 4);

@@ -441,6 +441,16 @@ static int needs_host(const run *r, int64_t k) {
          (o->snap > 0 && (k + 1) % o->snap == 0) || (!o->quiet && o->every > 0 && (k + 1) % o->every == 0);
 }
 
+/* A step's phase times from its marks: t0..t1 the neighbour search, t2..t3 the matrix build, the
+ * plan's selection and solve times (moved from sel, sol), the rest up to now. */
+static void phases_add(run *r, double t0, double t1, double t2, double t3, double t4, double sel, double sol) {
+  r->ph.nbr += t1 - t0;
+  r->ph.build += t3 - t2;
+  r->ph.select += r->m.t_select - sel;
+  r->ph.solve += r->m.t_solve - sol;
+  r->ph.rest += (t2 - t1) + (t4 - t3) - (r->m.t_select - sel) - (r->m.t_solve - sol) + (mps_now() - t4);
+}
+
 /* One time step with the particle kernels on the GPU: everything stays on the device but for the
  * PPE's CSR, which comes to the host for spx_plan_create (a plan cannot be made from device arrays
  * yet); b and x stay on the device and the solve runs on them. */
@@ -464,11 +474,7 @@ static int step_gpu(run *r, int64_t k) {
   if (mps_gpu_correct(r->gpu, NULL)) return 1;
   if (needs_host(r, k) && mps_gpu_download(r->gpu, &r->s, 0)) return 1;
   if (record(r, k)) return 1;
-  r->ph.nbr += t1 - t0;
-  r->ph.build += t3 - t2;
-  r->ph.select += r->m.t_select - sel;
-  r->ph.solve += r->m.t_solve - sol;
-  r->ph.rest += (t2 - t1) + (t4 - t3) - (r->m.t_select - sel) - (r->m.t_solve - sol) + (mps_now() - t4);
+  phases_add(r, t0, t1, t2, t3, t4, sel, sol);
   return 0;
 }
 
@@ -535,11 +541,7 @@ static int step(run *r, int64_t k) {
   t4 = mps_now();
   mps_correct(&v, r->e.x);
   if (record(r, k)) return 1;
-  r->ph.nbr += t1 - t0;
-  r->ph.build += t3 - t2;
-  r->ph.select += r->m.t_select - sel;
-  r->ph.solve += r->m.t_solve - sol;
-  r->ph.rest += (t2 - t1) + (t4 - t3) - (r->m.t_select - sel) - (r->m.t_solve - sol) + (mps_now() - t4);
+  phases_add(r, t0, t1, t2, t3, t4, sel, sol);
   return 0;
 }
 
