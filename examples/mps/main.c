@@ -478,18 +478,24 @@ static int step_gpu(run *r, int64_t k) {
   return 0;
 }
 
+/* A host step's start: the view of the run's arrays, the particles sorted by cell, and their
+ * positions kept (the step's start, for the largest move). */
+static void host_sort(run *r, mps_view *v) {
+  v->s = &r->s;
+  v->g = &r->g;
+  v->p = &r->o->p;
+  mps_grid_sort(&r->g, &r->s);
+  memcpy(r->xs, r->s.x, (size_t)r->s.n * sizeof(double));
+  memcpy(r->ys, r->s.y, (size_t)r->s.n * sizeof(double));
+}
+
 /* One time step on the host and on the GPU in lockstep, every array compared after every phase;
  * the GPU's correction takes the host's solution. */
 static int step_twin(run *r, int64_t k) {
   mps_view v;
   int64_t rows;
   int bad = 0;
-  v.s = &r->s;
-  v.g = &r->g;
-  v.p = &r->o->p;
-  mps_grid_sort(&r->g, &r->s);
-  memcpy(r->xs, r->s.x, (size_t)r->s.n * sizeof(double));
-  memcpy(r->ys, r->s.y, (size_t)r->s.n * sizeof(double));
+  host_sort(r, &v);
   if (mps_gpu_sort(r->gpu)) return 1;
   bad |= mps_gpu_compare(r->gpu, &r->s, &r->g, NULL, &r->tmp, "the sort", k);
   mps_explicit(&v);
@@ -520,12 +526,7 @@ static int step(run *r, int64_t k) {
   mps_view v;
   double t0 = mps_now(), t1, t2, t3, t4, sel = r->m.t_select, sol = r->m.t_solve;
   int64_t rows;
-  v.s = &r->s;
-  v.g = &r->g;
-  v.p = &r->o->p;
-  mps_grid_sort(&r->g, &r->s);
-  memcpy(r->xs, r->s.x, (size_t)r->s.n * sizeof(double));
-  memcpy(r->ys, r->s.y, (size_t)r->s.n * sizeof(double));
+  host_sort(r, &v);
   t1 = mps_now();
   mps_explicit(&v);
   mps_collision(&v);
