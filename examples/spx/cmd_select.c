@@ -58,6 +58,10 @@ typedef struct sel_row {
   double real_ms[3][2];
   double real_setup_ms[3][2]; /* of the run kept in real_ms: plan creation until it returned */
   int cold_standin[2];
+  /* --cold: the kept run's plan (auto's sides 1 and 2): its name and reason, for reading what a
+   * slow end to end did */
+  char real_plan[3][2][24];
+  char real_reason[3][2][512];
   int ncand;                                 /* candidates the oracle's trial timed */
   char cand[SPX_FORMAT_MAX + 1][24];
   double cand_pred_us[SPX_FORMAT_MAX + 1], cand_meas_us[SPX_FORMAT_MAX + 1];
@@ -286,6 +290,10 @@ static spx_status sel_real_run(spx_context *ctx, const spx_csr *a, sel_row *r, i
   if (!s && (rep == 0 || ms < r->real_ms[side][it])) {
     r->real_ms[side][it] = ms;
     r->real_setup_ms[side][it] = setup;
+    if (p) {
+      snprintf(r->real_plan[side][it], sizeof r->real_plan[side][it], "%s", sel_cname(p));
+      snprintf(r->real_reason[side][it], sizeof r->real_reason[side][it], "%s", spx_plan_reason(p));
+    }
   }
   if (!s && p) s = spx_plan_wait(p);
   spx_plan_destroy(p);
@@ -534,6 +542,19 @@ static void sel_json(FILE *f, const sel_row *rows, int nr) {
                           r->real_ms[2][0], r->real_ms[2][1], r->cold_standin[0], r->cold_standin[1], r->real_setup_ms[0][0],
                           r->real_setup_ms[0][1], r->real_setup_ms[1][0], r->real_setup_ms[1][1], r->real_setup_ms[2][0],
                           r->real_setup_ms[2][1]);
+    if (sel_cold) {
+      int side, it;
+      fprintf(f, ", \"real_plans\": {");
+      for (side = 1; side < 3; side++)
+        for (it = 0; it < 2; it++) {
+          fprintf(f, "%s\"%s@%d\": [", side + it > 1 ? ", " : "", side == 1 ? "auto_warm" : "auto_cold", 2 * sel_iters[it]);
+          spx_cli_json_str(f, r->real_plan[side][it]);
+          fprintf(f, ", ");
+          spx_cli_json_str(f, r->real_reason[side][it]);
+          fprintf(f, "]");
+        }
+      fprintf(f, "}");
+    }
     fprintf(f, ", \"candidates\": [");
     for (k = 0; k < r->ncand; k++)
       spx_cli_json_printf(f, "%s{\"format\": \"%s\", \"predicted_us\": %.6g, \"measured_us\": %.6g, \"stream_us\": %.6g, "
