@@ -1294,21 +1294,28 @@ static void check_device_spmv(spx_context *g, spx_plan *p, spx_dmatrix *d, const
   free(x); free(y); free(yr);
 }
 
+/* A CUDA context on device 0, or NULL where there is none (the GPU tests skip then). */
+static spx_context *gpu_context(void) {
+  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_context *g = NULL;
+  if (spx_device_count() < 1 || spx_context_create(&co, &g) != SPX_OK) {
+    spx_clear_error();
+    return NULL;
+  }
+  return g;
+}
+
 /* GPU: every strategy computes the right y with device vectors; skipped without a GPU. */
 static void check_plan_spmv(spx_context *g, spx_plan *p, const spx_csr *a, const char *what) {
   check_device_spmv(g, p, NULL, a, what);
 }
 
 static void test_gpu_plans(void **state) {
-  spx_context *g = NULL;
-  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_context *g = gpu_context();
   spx_csr *a;
   int st;
   (void)state;
-  if (spx_device_count() < 1 || spx_context_create(&co, &g) != SPX_OK) {
-    spx_clear_error();
-    skip();
-  }
+  if (!g) skip();
   assert_int_equal(spx_gen_powerlaw(20000, 2.0, 2, 300, 3, SPX_DOUBLE, &a), SPX_OK);
   for (st = 0; st < SPX_PLAN_STRATEGY_COUNT; st++) {
     spx_plan_options o;
@@ -1456,17 +1463,13 @@ static spx_dmatrix *dmatrix_of(spx_context *g, const spx_csr *a, spx_format f, i
  * gives A x all along, and switches to the specialized kernel. Cold starts are made by removing
  * the kernels from the caches (spx_dmatrix_forget_kernels), so the test holds with a warm cache. */
 static void test_gpu_tiered_jit(void **state) {
-  spx_context *g = NULL;
-  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_context *g = gpu_context();
   spx_csr *a7, *a27, *big, *small;
   spx_dmatrix *d;
   const char *forced[2] = {"sell", "csr"};
   int k;
   (void)state;
-  if (spx_device_count() < 1 || spx_context_create(&co, &g) != SPX_OK) {
-    spx_clear_error();
-    skip();
-  }
+  if (!g) skip();
   assert_int_equal(spx_gen_poisson3d(24, 24, 24, 7, SPX_DOUBLE, &a7), SPX_OK);
   assert_int_equal(spx_gen_poisson3d(24, 24, 24, 27, SPX_DOUBLE, &a27), SPX_OK);
   /* ELL of K = 7, made cold: nothing runs until the compile ends, and the first SpMV waits */
@@ -1678,16 +1681,12 @@ static void host_diag(const spx_csr *a, double *d) {
  * racing plan ends it and converges; destroyed mid-race it leaves no device memory behind. A
  * staged matrix (the best two, or the ranked ones if latency-bound) and a small latency-bound one. */
 static void test_gpu_race(void **state) {
-  spx_context *g = NULL;
-  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_context *g = gpu_context();
   spx_csr *m[2];
   const char *names[2] = {"poisson7 64^3", "poisson7 13x12x11"};
   int k;
   (void)state;
-  if (spx_device_count() < 1 || spx_context_create(&co, &g) != SPX_OK) {
-    spx_clear_error();
-    skip();
-  }
+  if (!g) skip();
   assert_int_equal(spx_gen_poisson3d(64, 64, 64, 7, SPX_DOUBLE, &m[0]), SPX_OK);
   assert_int_equal(spx_gen_poisson3d(13, 12, 11, 7, SPX_DOUBLE, &m[1]), SPX_OK);
   for (k = 0; k < 2; k++) {
@@ -1841,16 +1840,12 @@ static void nothing_pays_csr_kernel(spx_context *g, const spx_csr *a, int forget
  * spx's CSR, auto does not take cuSPARSE. */
 static void test_gpu_nothing_pays_shortcut(void **state) {
   static const char *const names[] = {"bcsstk08", "ct2010", "luxembourg", "cage10", "bcsstk16", "EX5", "rajat11"};
-  spx_context *g = NULL;
-  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_context *g = gpu_context();
   spx_plan_device dev;
   size_t i;
   int fired = 0, checked = 0, k, warm;
   (void)state;
-  if (spx_device_count() < 1 || spx_context_create(&co, &g) != SPX_OK) {
-    spx_clear_error();
-    skip();
-  }
+  if (!g) skip();
   assert_int_equal(spx_plan_calibrate(g, 0, &dev), SPX_OK);
   for (i = 0; i < sizeof names / sizeof *names; i++) {
     static const int64_t calls[] = {100, 200, 1000, 1000000};
@@ -1902,16 +1897,12 @@ static void test_gpu_nothing_pays_shortcut(void **state) {
 }
 
 static void test_gpu_device_profile(void **state) {
-  spx_context *g = NULL;
-  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_context *g = gpu_context();
   spx_csr *m[4];
   const char *names[4] = {"poisson7 64^3", "power-law 300k", "elasticity 20^3", "mostly empty rows"};
   int k, i;
   (void)state;
-  if (spx_device_count() < 1 || spx_context_create(&co, &g) != SPX_OK) {
-    spx_clear_error();
-    skip();
-  }
+  if (!g) skip();
   assert_int_equal(spx_gen_poisson3d(64, 64, 64, 7, SPX_DOUBLE, &m[0]), SPX_OK);
   assert_int_equal(spx_gen_powerlaw(300000, 2.0, 2, 5000, 5, SPX_DOUBLE, &m[1]), SPX_OK); /* rows past the 2048 shared bins */
   assert_int_equal(spx_gen_elasticity3d(20, 20, 20, SPX_DOUBLE, &m[2]), SPX_OK);

@@ -265,6 +265,16 @@ static spx_status sel_spmvs(spx_context *ctx, spx_plan *p, spx_cusparse_plan *cp
   return s ? s : spx_context_synchronize(ctx);
 }
 
+/* The eval's plan options: strategy st for calls SpMVs, built in spx_plan_create (eager), without
+ * the diagonal (BiCGSTAB without a preconditioner reads none). */
+static void sel_options(spx_plan_options *o, spx_plan_strategy st, int64_t calls) {
+  spx_plan_options_default(o);
+  o->strategy = st;
+  o->expected_calls = calls;
+  o->eager = 1;
+  o->no_diagonal = 1;
+}
+
 /* One timed run of sel_real_row: plan creation (cuSPARSE CSR for side 0, auto for 1 and 2) and
  * 2 x iterations SpMVs into real_ms / real_setup_ms (the faster run kept); afterwards, untimed,
  * the plan's background compile is waited for, so every run starts from the caches it expects. */
@@ -276,10 +286,7 @@ static spx_status sel_real_run(spx_context *ctx, const spx_csr *a, sel_row *r, i
   spx_cusparse_plan *cp = NULL;
   double t0, ms, setup;
   spx_status s;
-  spx_plan_options_default(&o);
-  o.expected_calls = calls;
-  o.eager = 1;
-  o.no_diagonal = 1;
+  sel_options(&o, SPX_PLAN_AUTO, calls);
   t0 = spx_cli_now();
   if (side == 0) s = spx_cusparse_plan_create(ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &cp);
   else s = spx_plan_create(ctx, a, &o, &p);
@@ -307,10 +314,7 @@ static spx_status sel_forget_auto(spx_context *ctx, const spx_csr *a, int it) {
   spx_plan_options o;
   spx_plan *p = NULL;
   spx_status s;
-  spx_plan_options_default(&o);
-  o.expected_calls = 2 * (int64_t)sel_iters[it];
-  o.eager = 1;
-  o.no_diagonal = 1;
+  sel_options(&o, SPX_PLAN_AUTO, 2 * (int64_t)sel_iters[it]);
   if (!(s = spx_plan_create(ctx, a, &o, &p)) && !(s = spx_plan_wait(p)) && spx_plan_dmatrix(p))
     s = spx_dmatrix_forget_kernels(spx_plan_dmatrix(p), SPX_KERNELS_SPECIALIZED | SPX_KERNELS_GENERIC);
   spx_plan_destroy(p);
@@ -393,11 +397,7 @@ static spx_status sel_eval_matrix(spx_context *ctx, const char *spec, sel_row *r
           r->e2e_ms[st][1] = r->e2e_ms[st][0] - 2.0 * sel_iters[0] * r->us[st] * 1e-3 + 2.0 * sel_iters[1] * r->us[st] * 1e-3;
         continue;
       }
-      spx_plan_options_default(&o);
-      o.strategy = (spx_plan_strategy)st;
-      o.expected_calls = it < 2 ? 2 * sel_iters[it] : 1000000;
-      o.eager = 1;
-      o.no_diagonal = 1; /* BiCGSTAB without a preconditioner reads no diagonal */
+      sel_options(&o, (spx_plan_strategy)st, it < 2 ? 2 * sel_iters[it] : 1000000);
       for (rep = 0; rep < nrep; rep++) {
         double t0;
         spx_plan_destroy(p); /* the previous sample's, outside the timed window */

@@ -212,6 +212,17 @@ spx_status spx_dmatrix_wait(spx_dmatrix *d) {
   return spx__dmatrix_settle(d, 1);
 }
 
+/* The launches a dmatrix of m binds under options o: the format's kernel spec, then the options'
+ * defines (what the build runs and what spx__csr_kernels_where asks the JIT cache about). */
+static spx_status spx__dmatrix_kernel_plan(const spx_context *ctx, const spx_fmt *m, spx_kernel_spec_fn spec,
+                                           const spx_dmatrix_options *o, spx_kernel_plan *plan) {
+  spx_status s;
+  int i;
+  if ((s = spec(m, o, &ctx->info, plan))) return s;
+  for (i = 0; o->plain_loads > 0 && i < plan->nlaunch; i++) spx__kdef(&plan->launch[i], "SPX_PLAIN_LOADS=1");
+  return SPX_OK;
+}
+
 /* Builds a dmatrix for m: uploads its arrays, or, with `given` non-NULL, uses those device arrays
  * (caller-owned: never freed here). */
 static spx_status spx__dmatrix_build(spx_context *ctx, const spx_fmt *m, const spx_dmatrix_options *opt,
@@ -235,9 +246,8 @@ static spx_status spx__dmatrix_build(spx_context *ctx, const spx_fmt *m, const s
   else memset(&o, 0, sizeof o);
   if (!(d = (spx_dmatrix *)spx__calloc(1, sizeof *d))) return SPX_OUT_OF_MEMORY;
   d->ctx = ctx; d->format = m->format; d->dtype = m->dtype; d->nrows = m->nrows; d->ncols = m->ncols;
-  if ((s = spec(m, &o, &ctx->info, &d->plan))) goto fail;
+  if ((s = spx__dmatrix_kernel_plan(ctx, m, spec, &o, &d->plan))) goto fail;
   spx__conv_mark(tr, "dmatrix", "kernel plan", &tm);
-  for (i = 0; o.plain_loads > 0 && i < d->plan.nlaunch; i++) spx__kdef(&d->plan.launch[i], "SPX_PLAIN_LOADS=1");
   n = spx_fmt_arrays(m, arr, SPX_KERNEL_ARGS_MAX);
   if (n > SPX_KERNEL_ARGS_MAX - 4) { s = spx__fail(SPX_INTERNAL, "format '%s' has too many arrays", spx_format_name(m->format)); goto fail; }
   /* Upload every array the descriptor lists; empty ones stay 0 (kernels never read them). */
@@ -835,13 +845,12 @@ int spx__csr_kernels_where(spx_context *ctx, int64_t nrows, int64_t ncols, int64
   for (r = 0; row_ptr && r <= nrows; r++) impl.ptr[r] = (int32_t)row_ptr[r];
   if (!row_ptr && !o.threads_per_row) o.threads_per_row = spx__tpr(&m, 0);
   memset(&plan, 0, sizeof plan);
-  bad = spec(&m, &o, &ctx->info, &plan) != SPX_OK;
+  bad = spx__dmatrix_kernel_plan(ctx, &m, spec, &o, &plan) != SPX_OK;
   SPX_FREE(impl.ptr);
   if (bad) {
     spx_clear_error();
     return SPX__JIT_NOWHERE;
   }
-  for (i = 0; o.plain_loads > 0 && i < plan.nlaunch; i++) spx__kdef(&plan.launch[i], "SPX_PLAIN_LOADS=1");
   for (i = 0; i < plan.nlaunch && where > SPX__JIT_NOWHERE; i++) {
     const char *defs[SPX_KERNEL_DEFINES_MAX + 2];
     int n = spx__kdefines(dtype, &plan.launch[i], 0, defs), w;

@@ -27,6 +27,21 @@ static spx_status spx__plan_probe(spx_context *ctx, const spx_csr *a, spx_format
   return s;
 }
 
+/* The least of n probes of a candidate, microseconds (the first ones of a process can run at idle
+ * clocks, up to twice the floor small matrices then run at). */
+static spx_status spx__plan_probe_least(spx_context *ctx, const spx_csr *a, spx_format f, spx_plan_engine e, int n,
+                                        double *us) {
+  spx_status s;
+  int k;
+  *us = 0;
+  for (k = 0; k < n; k++) {
+    double t = 0;
+    if ((s = spx__plan_probe(ctx, a, f, e, &t))) return s;
+    if (k == 0 || t < *us) *us = t;
+  }
+  return SPX_OK;
+}
+
 static int spx__plan_dcmp(const void *a, const void *b) { return spx__plan_cmp(a, b); }
 
 /* A plan of format f on ctx for a, to be handed its converted matrix and timed. */
@@ -169,18 +184,14 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
 static spx_status spx__plan_cal_floors(spx_context *ctx, spx_plan_device *d) {
   spx_csr *tiny = NULL;
   spx_status s;
-  int f, k;
+  int f;
   if ((s = spx_gen_poisson3d(8, 8, 8, 7, SPX_DOUBLE, &tiny))) return s;
   for (f = 0; f < spx_format_count() && f < SPX_FORMAT_MAX; f++) {
+    double us = 0;
     if (!spx_format_has_kernel((spx_format)f)) continue;
-    for (k = 0; k < 2; k++) {
-      double us = 0;
-      if (spx__plan_probe(ctx, tiny, (spx_format)f, SPX_PLAN_ENGINE_SPX, &us) || !(us > 0)) {
-        spx_clear_error();
-        break;
-      }
-      if (k == 0 || us < d->format_floor_us[f]) d->format_floor_us[f] = us;
-    }
+    if (spx__plan_probe_least(ctx, tiny, (spx_format)f, SPX_PLAN_ENGINE_SPX, 2, &us) == SPX_OK && us > 0)
+      d->format_floor_us[f] = us;
+    spx_clear_error();
   }
   spx_csr_destroy(tiny);
   return SPX_OK;
@@ -229,7 +240,7 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
   const double one = 1;
   spx_csr *tiny = NULL, *lap = NULL, *pl = NULL;
   spx__pprof pp;
-  double t_launch = 0, t_csr = 0, t_cs = -1, t_er = 0, bal, idle_term, bpus;
+  double t_launch = 0, t_csr = 0, t_cs = -1, t_call = 0, t_er = 0, bal, idle_term, bpus;
   int cuda = spx_context_backend(ctx) == SPX_BACKEND_CUDA, k;
   spx_status s;
   memset(&pp, 0, sizeof pp);
@@ -239,13 +250,8 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
       (s = spx_gen_poisson3d(cuda ? 128 : 40, cuda ? 128 : 40, cuda ? 128 : 40, 7, SPX_DOUBLE, &lap)) ||
       (s = spx_gen_powerlaw(200000, 2.0, 2, 400, 7, SPX_DOUBLE, &pl)))
     goto done;
-  /* The launch floor: the least of three probes (the first ones of a process can run at idle
-   * clocks, up to twice the floor small matrices then run at) */
-  for (k = 0; k < 3; k++) {
-    double t = 0;
-    if ((s = spx__plan_probe(ctx, tiny, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_SPX, &t))) goto done;
-    if (k == 0 || t < t_launch) t_launch = t;
-  }
+  /* The launch floor */
+  if ((s = spx__plan_probe_least(ctx, tiny, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_SPX, 3, &t_launch))) goto done;
   if ((s = spx__plan_probe(ctx, lap, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_SPX, &t_csr))) goto done;
   d->launch_us = t_launch;
   if ((s = spx__pprof_make(lap, d->warp, 1, NULL, &pp))) goto done;
@@ -263,11 +269,9 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
     spx_clear_error();
     /* cuSPARSE's call floor, as the launch floor above: its host API takes longer per call than
      * spx's launch, and calls in a stream wait on it, not on the device */
-    for (k = 0; ls.loaded && k < 3; k++) {
-      double t = 0;
-      if (spx__plan_probe(ctx, tiny, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_CUSPARSE, &t) || !(t > 0)) break;
-      if (k == 0 || t < d->cusparse_call_us) d->cusparse_call_us = t;
-    }
+    if (ls.loaded && spx__plan_probe_least(ctx, tiny, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_CUSPARSE, 3, &t_call) == SPX_OK &&
+        t_call > 0)
+      d->cusparse_call_us = t_call;
     spx_clear_error();
   }
   /* Idle lanes: ELL-R runs a thread per row; what it loses against the balanced prediction. */

@@ -355,13 +355,13 @@ static double spx__plan_csr_kernel_ms(const spx_plan *p, const spx_plan_device *
   return w == SPX__JIT_LOADED ? 0 : w == SPX__JIT_HELD ? SPX__MIN(d->jit_hit_ms, d->jit_ms) : d->jit_ms;
 }
 
-/* spx's CSR candidate repriced by spx__plan_csr_kernel_ms (its model price: jit_ms). */
-static void spx__plan_reprice_csr(spx_plan *p, const spx_plan_device *d, const spx_csr *a, int64_t calls) {
+/* spx's CSR candidate repriced at kernel_ms (spx__plan_csr_kernel_ms; its model price: jit_ms). */
+static void spx__plan_reprice_csr(spx_plan *p, const spx_plan_device *d, double kernel_ms, int64_t calls) {
   int i;
   for (i = 0; i < p->ncand; i++) {
     spx_plan_candidate *c = &p->cand[i];
     if (c->engine != SPX_PLAN_ENGINE_SPX || c->format != SPX_FORMAT_CSR) continue;
-    c->convert_ms += spx__plan_csr_kernel_ms(p, d, a, p->csr_staged) - d->jit_ms;
+    c->convert_ms += kernel_ms - d->jit_ms;
     spx__plan_score(c, calls);
   }
 }
@@ -372,7 +372,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
   const spx_csr *use = a0;
   spx__pprof rows, *rowsp = NULL; /* the device's row profile, when staged */
   int64_t limit = o->memory_limit;
-  double t0 = spx__now(), tl = t0;
+  double t0 = spx__now(), tl = t0, host_kms = -1; /* host_kms: spx__plan_csr_kernel_ms of the rows, once */
   const int tr = spx__plan_tracing(); /* per-stage wall times on stderr, to see where selection goes */
   spx_status s;
   memset(&rows, 0, sizeof rows);
@@ -411,8 +411,9 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
     memset(&q, 0, sizeof q);
     q.n = use->nrows; q.ncols = use->ncols; q.nnz = use->nnz;
     spx__plan_cusparse_cand(&dev, &q, vb, 0, limit, vb * (use->nrows + use->ncols), o->expected_calls, c);
-    if (c->fits && spx__plan_nothing_pays(use, &dev, &q, o->expected_calls, o->trial_share, c->predicted_us,
-                                          spx__plan_csr_kernel_ms(p, &dev, use, 0))) {
+    host_kms = spx__plan_csr_kernel_ms(p, &dev, use, 0);
+    if (c->fits &&
+        spx__plan_nothing_pays(use, &dev, &q, o->expected_calls, o->trial_share, c->predicted_us, host_kms)) {
       const double cs_us = c->predicted_us;
       /* cuSPARSE's arrays staged as a plan that profiles would (no columns: nothing else is priced):
        * the device validates them and the build wraps them */
@@ -422,8 +423,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
       snprintf(p->reason, sizeof p->reason,
                "%s: cusparse_csr, no profile: over %lld calls no format could save half the %.3g ms a kernel "
                "costs against its predicted %.3g us/SpMV",
-               spx_plan_strategy_name(p->strategy), (long long)o->expected_calls,
-               spx__plan_csr_kernel_ms(p, &dev, use, 0), cs_us);
+               spx_plan_strategy_name(p->strategy), (long long)o->expected_calls, host_kms, cs_us);
       SPX__PLAN_TRACE("shortcut");
       goto chosen;
     }
@@ -438,7 +438,10 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
                                 p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand, &p->params,
                                 spx__plan_cols_share(o))))
     goto fail;
-  if (p->backend == SPX_BACKEND_CUDA) spx__plan_reprice_csr(p, &dev, use, o->expected_calls);
+  if (p->backend == SPX_BACKEND_CUDA) { /* the shortcut's price stands unless the staged arrays give their own */
+    if (p->csr_staged || host_kms < 0) host_kms = spx__plan_csr_kernel_ms(p, &dev, use, p->csr_staged);
+    spx__plan_reprice_csr(p, &dev, host_kms, o->expected_calls);
+  }
   SPX__PLAN_TRACE("model");
   if ((s = spx__plan_strategy(p, use, o))) goto fail;
 chosen:
