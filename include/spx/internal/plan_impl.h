@@ -373,6 +373,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
   spx__pprof rows, *rowsp = NULL; /* the device's row profile, when staged */
   int64_t limit = o->memory_limit;
   double t0 = spx__now(), tl = t0, host_kms = -1; /* host_kms: spx__plan_csr_kernel_ms of the rows, once */
+  int cols;
   const int tr = spx__plan_tracing(); /* per-stage wall times on stderr, to see where selection goes */
   spx_status s;
   memset(&rows, 0, sizeof rows);
@@ -428,7 +429,17 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
       goto chosen;
     }
   }
-  if ((s = spx__plan_rows(p, a0, use, o, &dev, !spx__plan_names_cusparse(o->force), 0, &rows, &rowsp))) goto fail;
+  { /* the column profile beside the staging upload only where what outlasts the upload pays (as
+     * the model asks on the host): at a few thousand SpMVs of a mid-sized matrix it would cost more
+     * than any format it finds could save */
+    const double share = spx__plan_cols_share(o);
+    spx__pprof q;
+    memset(&q, 0, sizeof q);
+    q.n = use->nrows; q.ncols = use->ncols; q.nnz = use->nnz;
+    cols = !spx__plan_names_cusparse(o->force) &&
+           (share < 0 || spx__plan_columns_pay(use, &dev, &q, o->expected_calls, share, spx__plan_stage_upload_ms(use, &dev)));
+  }
+  if ((s = spx__plan_rows(p, a0, use, o, &dev, cols, 0, &rows, &rowsp))) goto fail;
   /* a CSR plan can run spx's kernel on the staged arrays: the kernel choice from the histogram */
   if (rowsp && rows.hist && p->dc.rp32)
     p->csr_staged = spx_csr_kernel_options(use->nrows, use->nnz, rows.hist, rows.row_max, &p->csr_opt) == SPX_OK;

@@ -90,6 +90,12 @@ void spx__plan_cusparse_cand(const spx_plan_device *d, const spx__pprof *p, int6
 spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const spx_plan_device *d, int64_t calls,
                                 int64_t limit, int with_cusparse, int cuda, spx_plan_candidate *out, int max, int *n,
                                 spx_format_params *params, double cols_share);
+/* Whether the column profile of a pays over calls SpMVs (p: its sizes at least): its priced cost,
+ * less credit_ms of work beside it, at most share of the CSR baseline's work. */
+int spx__plan_columns_pay(const spx_csr *a, const spx_plan_device *d, const spx__pprof *p, int64_t calls,
+                          double share, double credit_ms);
+/* The staging upload's milliseconds for a's pattern at d's PCIe rate (0 without one). */
+double spx__plan_stage_upload_ms(const spx_csr *a, const spx_plan_device *d);
 /* c's score: its predicted time plus its conversion spread over calls SpMVs. */
 void spx__plan_score(spx_plan_candidate *c, int64_t calls);
 /* Whether no conversion can pay back on a against cuSPARSE's prediction cs_us (q: sizes only), a
