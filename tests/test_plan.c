@@ -1895,10 +1895,10 @@ static void test_gpu_nothing_pays_shortcut(void **state) {
   spx_context_destroy(g);
 }
 
-/* The staged plan reads the column profile beside its upload only where what outlasts the upload
- * pays, as the host profile does: at a thousand SpMVs of an 860k-nonzero matrix (milliseconds of
- * profile against a few ms of work) the formats that need the columns are not modelled, and say
- * so; at 10^9 SpMVs they are. */
+/* The staged plan's column profile beside its upload may outlast the upload by what it may cost (a
+ * share of the work): at a thousand SpMVs of an 860k-nonzero matrix (milliseconds of profile
+ * against a few ms of work) it is stopped, and the formats that need it are not modelled, and say
+ * so; at 10^9 SpMVs it completes and they are. */
 static void test_gpu_columns_priced(void **state) {
   spx_context *g = gpu_context();
   spx_csr *a = NULL;

@@ -118,60 +118,86 @@ spx_status spx__plan_devdesc(spx_plan *p, const spx_plan_options *o, spx_plan_de
 }
 
 /* ---- The matrix staged and profiled on the device -------------------------------------------- */
-/* The column counts on a thread of their own, beside the staging upload. */
+/* The column counts on a thread of their own, beside the staging upload, into a profile of their
+ * own (the plan takes it only when complete). */
 typedef struct spx__plan_cols_job {
   const spx_csr *a;
-  spx__pprof *p;
+  spx__pprof p;
   spx_status s;
   double seconds;
+  atomic_int stop, done;
 } spx__plan_cols_job;
 
 static void *spx__plan_cols_thread(void *arg) {
   spx__plan_cols_job *j = (spx__plan_cols_job *)arg;
   double t0 = spx__now();
-  j->s = spx__pprof_columns(j->a, 1, j->p);
+  j->s = spx__pprof_columns(j->a, 1, &j->p, &j->stop);
   j->seconds = spx__now() - t0;
+  atomic_store(&j->done, 1);
   return NULL;
+}
+
+/* Waits for the column job at most wait_ms past now (< 0: for as long as it takes), then stops it
+ * and joins. The wait is what the column counts may cost once the upload is done. */
+static void spx__plan_cols_join(pthread_t th, spx__plan_cols_job *j, double wait_ms) {
+  const double end = spx__now() + 1e-3 * wait_ms;
+  while (wait_ms >= 0 && !atomic_load(&j->done) && spx__now() < end) {
+    struct timespec ts = {0, 20000L};
+    nanosleep(&ts, NULL);
+  }
+  atomic_store(&j->stop, 1);
+  pthread_join(th, NULL);
 }
 
 /* Stages a on the device (p->dc) and fills the row-length profile and p->an from analyze.cu's
  * counters. SPX_OK with *done 0: not staged (the caller profiles on the host). A malformed CSR
  * fails with spx_csr_validate's message. values: the values go up beside the pattern (a wrap
- * follows whatever the profile says). */
-static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, int columns, int values, spx__pprof *rows, int *done) {
+ * follows whatever the profile says). cols_wait_ms: the column counts are read beside the upload
+ * and may take that long past it (< 0: as long as they take); what they cannot finish in that
+ * time they leave undone (rows->cols_done 0, p->cols_stopped 1). */
+static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, int columns, double cols_wait_ms, int values,
+                                  spx__pprof *rows, int *done) {
   uint64_t r[9] = {0};
   int64_t *hist = NULL;
   double t0 = spx__now(), tj;
   const int tr = spx__plan_tracing();
-  spx__plan_cols_job job;
+  spx__plan_cols_job *job = NULL;
   pthread_t th;
-  int threaded;
+  int threaded = 0;
   spx_status s;
   *done = 0;
+  p->cols_stopped = 0;
   memset(rows, 0, sizeof *rows);
   /* The sampled column counts read only the host arrays: on a thread of their own (and the CPUs the
-   * upload's pool leaves) while this one uploads (milliseconds at these sizes). A plan
-   * forced to cuSPARSE reads no columns (columns 0): the baseline pays what a cuSPARSE user pays. */
-  memset(&job, 0, sizeof job);
-  job.a = a;
-  job.p = rows;
-  threaded = columns && pthread_create(&th, NULL, spx__plan_cols_thread, &job) == 0;
+   * upload's pool leaves) while this one uploads. A plan forced to cuSPARSE reads no columns
+   * (columns 0): the baseline pays what a cuSPARSE user pays. */
+  if (columns && (job = (spx__plan_cols_job *)calloc(1, sizeof *job)) != NULL) {
+    job->a = a;
+    atomic_init(&job->stop, 0);
+    atomic_init(&job->done, 0);
+    threaded = pthread_create(&th, NULL, spx__plan_cols_thread, job) == 0;
+  }
   s = spx__dcsr_stage(p->ctx, a, spx__plan_tpr(a), values, &p->dc, r, &hist, &p->stage_upload_s);
   tj = spx__now();
-  if (threaded) pthread_join(th, NULL);
-  else if (columns) spx__plan_cols_thread(&job);
+  if (threaded) spx__plan_cols_join(th, job, cols_wait_ms);
+  else if (job) spx__plan_cols_thread(job);
+  if (job && !job->s && !job->p.cols_done) p->cols_stopped = 1;
   if (tr)
-    fprintf(stderr, "spx plan:   stage: alloc %.3f upload %.3f rows %.3f hist %.3f, columns (thread) %.3f, join wait %.3f ms\n",
+    fprintf(stderr, "spx plan:   stage: alloc %.3f upload %.3f rows %.3f hist %.3f, columns (thread) %.3f%s, join wait %.3f ms\n",
             1e3 * p->dc.stage_s[0], 1e3 * p->dc.stage_s[1], 1e3 * p->dc.stage_s[2], 1e3 * p->dc.stage_s[3],
-            1e3 * job.seconds, 1e3 * (spx__now() - tj));
-  if (s || job.s) {
+            job ? 1e3 * job->seconds : 0.0, p->cols_stopped ? " (stopped)" : "", 1e3 * (spx__now() - tj));
+  if (job && !job->s && job->p.cols_done) *rows = job->p; /* the row fields follow */
+  if (s || (job && job->s)) {
     spx__dcsr_free(&p->dc);
     SPX_FREE(hist);
+    SPX_FREE(job);
     memset(rows, 0, sizeof *rows);
     p->stage_upload_s = 0;
+    p->cols_stopped = 0;
     spx_clear_error(); /* no memory for the staging, say: the host path does the same job */
     return SPX_OK;
   }
+  SPX_FREE(job);
   if (r[0] != ~0ull) {
     spx__dcsr_free(&p->dc);
     if ((s = spx_csr_validate(a))) return s;
@@ -197,6 +223,24 @@ static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, int columns, in
   return SPX_OK;
 }
 
+/* The share of the work the column counts may cost (< 0: read them always). The trial times every
+ * candidate, so it reads them; a forced format whose prediction needs them reads them; the papers'
+ * rules (ELL, JDS, CSR: row lengths alone) and a forced format that needs none read them only where
+ * they pay, as auto does: a per-step plan (MPS) then skips a pass its choice never uses. A staged
+ * plan has its sample from beside the upload. */
+static double spx__plan_cols_share(const spx_plan_options *o) {
+  spx_format f;
+  if (o->strategy == SPX_PLAN_TRIAL && !o->force) return -1.0;
+  if (o->force && !spx__plan_names_cusparse(o->force)) {
+    if (spx_format_from_name(o->force, &f) != SPX_OK) {
+      spx_clear_error();
+      return -1.0; /* not a format: spx__plan_forced names the problem */
+    }
+    if (spx__plan_reads_columns(f)) return -1.0;
+  }
+  return o->trial_share;
+}
+
 /* The row profile, staged on the device where the plan wants that (the device validates the CSR
  * there), else on the host (with the full validation spx__plan_check left to the device profile).
  * *staged (when not NULL): rows, when the device profiled them. */
@@ -207,9 +251,19 @@ static spx_status spx__plan_rows(spx_plan *p, const spx_csr *a0, const spx_csr *
   int done = 0;
   spx_status s;
   if (staged) *staged = NULL;
-  if (p->stage && p->backend == SPX_BACKEND_CUDA && dev->warp == 32 && want &&
-      (s = spx__plan_stage(p, use, columns, values, rows, &done)))
-    return s;
+  if (p->stage && p->backend == SPX_BACKEND_CUDA && dev->warp == 32 && want) {
+    /* the column counts may outlast the upload by what they may cost: beside a long upload they
+     * come free, beside a short one they take at most that share of the work */
+    const double share = spx__plan_cols_share(o);
+    double wait_ms = -1;
+    if (columns && share >= 0) {
+      spx__pprof q;
+      memset(&q, 0, sizeof q);
+      q.n = use->nrows; q.ncols = use->ncols; q.nnz = use->nnz;
+      wait_ms = spx__plan_columns_budget_ms(use, dev, &q, o->expected_calls, share);
+    }
+    if ((s = spx__plan_stage(p, use, columns, wait_ms, values, rows, &done))) return s;
+  }
   if (done) {
     if (staged) *staged = rows;
     return SPX_OK;
@@ -319,24 +373,6 @@ spx_status spx_plan_upgrade(spx_plan *p) {
 /* Selection proper: analysis, candidates, strategy. Builds the plan only for trial (and auto's
  * trial). On return p->a holds the (dtype-converted) copy when the plan is not built yet; a racing
  * plan (auto) keeps that copy, or one of its own, for the candidates its SpMVs build. */
-/* The share of the work the column counts may cost (< 0: read them always). The trial times every
- * candidate, so it reads them; a forced format whose prediction needs them reads them; the papers'
- * rules (ELL, JDS, CSR: row lengths alone) and a forced format that needs none read them only where
- * they pay, as auto does: a per-step plan (MPS) then skips a pass its choice never uses. A staged
- * plan has its sample from beside the upload. */
-static double spx__plan_cols_share(const spx_plan_options *o) {
-  spx_format f;
-  if (o->strategy == SPX_PLAN_TRIAL && !o->force) return -1.0;
-  if (o->force && !spx__plan_names_cusparse(o->force)) {
-    if (spx_format_from_name(o->force, &f) != SPX_OK) {
-      spx_clear_error();
-      return -1.0; /* not a format: spx__plan_forced names the problem */
-    }
-    if (spx__plan_reads_columns(f)) return -1.0;
-  }
-  return o->trial_share;
-}
-
 /* What getting spx's CSR kernels for a costs, ms: on the staged arrays with their options (staged
  * 1), else as a build of a's rows picks them (the rows are read only below the size where the
  * kernel rule reads more than the mean: above it, the mean row's kernel stands for them). The
@@ -373,7 +409,6 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
   spx__pprof rows, *rowsp = NULL; /* the device's row profile, when staged */
   int64_t limit = o->memory_limit;
   double t0 = spx__now(), tl = t0, host_kms = -1; /* host_kms: spx__plan_csr_kernel_ms of the rows, once */
-  int cols;
   const int tr = spx__plan_tracing(); /* per-stage wall times on stderr, to see where selection goes */
   spx_status s;
   memset(&rows, 0, sizeof rows);
@@ -429,17 +464,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
       goto chosen;
     }
   }
-  { /* the column profile beside the staging upload only where what outlasts the upload pays (as
-     * the model asks on the host): at a few thousand SpMVs of a mid-sized matrix it would cost more
-     * than any format it finds could save */
-    const double share = spx__plan_cols_share(o);
-    spx__pprof q;
-    memset(&q, 0, sizeof q);
-    q.n = use->nrows; q.ncols = use->ncols; q.nnz = use->nnz;
-    cols = !spx__plan_names_cusparse(o->force) &&
-           (share < 0 || spx__plan_columns_pay(use, &dev, &q, o->expected_calls, share, spx__plan_stage_upload_ms(use, &dev)));
-  }
-  if ((s = spx__plan_rows(p, a0, use, o, &dev, cols, 0, &rows, &rowsp))) goto fail;
+  if ((s = spx__plan_rows(p, a0, use, o, &dev, !spx__plan_names_cusparse(o->force), 0, &rows, &rowsp))) goto fail;
   /* a CSR plan can run spx's kernel on the staged arrays: the kernel choice from the histogram */
   if (rowsp && rows.hist && p->dc.rp32)
     p->csr_staged = spx_csr_kernel_options(use->nrows, use->nnz, rows.hist, rows.row_max, &p->csr_opt) == SPX_OK;
@@ -447,7 +472,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
   if ((s = spx__plan_candidates(use, rowsp, &dev, o->expected_calls, limit,
                                 spx__plan_has_cusparse(p) ? (spx__plan_names_cusparse(o->force) ? 2 : 1) : 0,
                                 p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand, &p->params,
-                                spx__plan_cols_share(o))))
+                                p->cols_stopped ? 0.0 : spx__plan_cols_share(o)))) /* stopped: not again */
     goto fail;
   if (p->backend == SPX_BACKEND_CUDA) { /* the shortcut's price stands unless the staged arrays give their own */
     if (p->csr_staged || host_kms < 0) host_kms = spx__plan_csr_kernel_ms(p, &dev, use, p->csr_staged);

@@ -284,23 +284,21 @@ double spx__plan_time_us(const spx_plan_device *d, const spx__pprof *p, int64_t 
  * slots, SDIA's offsets, x sectors): a server core's rate (docs/performance.md), priced whole
  * because the profile only pays where it is a small share of the work. */
 #define SPX__PLAN_COLS_NS 30.0
-/* Whether the column profile pays: its priced cost (the windows it reads, one thread), less
- * credit_ms (what runs beside it anyway: the staging upload), at most `share` of the work `calls`
- * SpMVs do on the CSR baseline as the model prices it from the rows. */
-int spx__plan_columns_pay(const spx_csr *a, const spx_plan_device *d, const spx__pprof *p, int64_t calls,
-                          double share, double credit_ms) {
+/* The milliseconds the column profile of a may cost: `share` of the work `calls` SpMVs do on the
+ * CSR baseline as the model prices it from the rows (p: the sizes at least). */
+double spx__plan_columns_budget_ms(const spx_csr *a, const spx_plan_device *d, const spx__pprof *p, int64_t calls,
+                                   double share) {
   int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype);
-  double read = (double)a->nnz, work_ms, cost_ms;
-  if (spx__plan_sampled(a)) read = (double)spx__plan_sample_windows(a) * 256.0 * (double)a->nnz / (double)a->nrows;
-  work_ms = 1e-3 * (double)calls * spx__plan_time_us(d, p, vb, spx__pb_csr(p, NULL, vb), 0, 1);
-  cost_ms = 1e-6 * SPX__PLAN_COLS_NS * read - credit_ms;
-  return cost_ms <= share * work_ms;
+  return share * 1e-3 * (double)calls * spx__plan_time_us(d, p, vb, spx__pb_csr(p, NULL, vb), 0, 1);
 }
 
-/* The staging upload's milliseconds for a's pattern (row pointers and column indices, the part that
- * goes up while the column profile runs beside it); 0 where the device gives no PCIe rate. */
-double spx__plan_stage_upload_ms(const spx_csr *a, const spx_plan_device *d) {
-  return d->h2d_gbs > 0 ? 4.0 * (double)(a->nrows + 1 + a->nnz) / (d->h2d_gbs * 1e6) : 0;
+/* Whether the column profile pays: its priced cost (the windows it reads, one thread) within
+ * spx__plan_columns_budget_ms. */
+static int spx__plan_columns_pay(const spx_csr *a, const spx_plan_device *d, const spx__pprof *p, int64_t calls,
+                                 double share) {
+  double read = (double)a->nnz;
+  if (spx__plan_sampled(a)) read = (double)spx__plan_sample_windows(a) * 256.0 * (double)a->nnz / (double)a->nrows;
+  return 1e-6 * SPX__PLAN_COLS_NS * read <= spx__plan_columns_budget_ms(a, d, p, calls, share);
 }
 
 /* Random-gather microseconds of p at d's bandwidth (see spx_plan_device.format_gather): 0 on the
@@ -402,8 +400,8 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
   double tc = spx__now(), gather;
   spx__plan_walk walk;
   if ((s = spx__pprof_make(a, d->warp, with_cusparse == 2 ? 0 : 2, rows, &p))) return s;
-  if (with_cusparse != 2 && !p.cols_done && (cols_share < 0 || spx__plan_columns_pay(a, d, &p, calls, cols_share, 0)) &&
-      (s = spx__pprof_columns(a, 0, &p)))
+  if (with_cusparse != 2 && !p.cols_done && (cols_share < 0 || spx__plan_columns_pay(a, d, &p, calls, cols_share)) &&
+      (s = spx__pprof_columns(a, 0, &p, NULL)))
     goto fail;
   gather = spx__plan_gather_us(d, &p, vb);
   spx__plan_walk_make(d, &p, &walk);
@@ -548,7 +546,7 @@ int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, const spx
     if (d->format_factor[f] > 0) fmin = SPX__MIN(fmin, d->format_factor[f]);
     if (d->format_factor_block[f] > 0) fmin = SPX__MIN(fmin, d->format_factor_block[f]);
   }
-  if (!(kernel_ms > 0) || spx__plan_columns_pay(a, d, q, calls, share, spx__plan_stage_upload_ms(a, d))) return 0;
+  if (!(kernel_ms > 0) || spx__plan_columns_pay(a, d, q, calls, share)) return 0;
   return (double)calls * (cs_us - fmin * spx__plan_time_us(d, q, vb, a->nnz * vb, 0, 1)) <= 0.5 * 1e3 * kernel_ms;
 }
 

@@ -249,8 +249,8 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
  * or a sample scaled up. beside_upload: on a thread of its own beside the device profile's upload,
  * before the device has validated the CSR, so serial, and the rows it reads (each window and the
  * 8 rows past it) are checked first: SPX_INVALID_ARGUMENT, without a message, on a malformed one
- * (the caller's host validation names it). */
-spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__pprof *p) {
+ * (the caller's host validation names it). stop: see tuner.h. */
+spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__pprof *p, atomic_int *stop) {
   int64_t nwin, w, rowmax_nnz = 0;
   nwin = (a->nrows + 255) / 256;
   p->sampled = spx__plan_sampled(a);
@@ -293,7 +293,7 @@ spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__pprof *p
 #endif
         for (ww = 0; ww < nw; ww++) {
           int64_t w0 = (p->sampled ? ww * nwin / nw : ww) * 256, w1 = SPX__MIN(a->nrows, w0 + 256);
-          if (!buf) continue;
+          if (!buf || (stop && atomic_load_explicit(stop, memory_order_relaxed))) continue;
           spx__pprof_cols(a, w0, w1, &loc, buf, &stamp, &cap, nstamp + 64, &gen);
           rows += w1 - w0;
         }
@@ -315,6 +315,7 @@ spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__pprof *p
         SPX_FREE(buf);
       }
       if (failed) { spx__pprof_free(p); return SPX_OUT_OF_MEMORY; }
+      if (stop && atomic_load(stop)) return SPX_OK; /* stopped: the counts are partial */
     }
     if (p->sampled && rows > 0) { /* per-row averages of the sample, for every row */
       double f = (double)a->nrows / (double)rows;
@@ -388,7 +389,7 @@ spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const spx__ppro
   }
   SPX__PPROF_TRACE("rows");
   if (!full) return SPX_OK;
-  if (full == 1 && !p->cols_done && (s = spx__pprof_columns(a, 0, p))) {
+  if (full == 1 && !p->cols_done && (s = spx__pprof_columns(a, 0, p, NULL))) {
     spx__pprof_free(p);
     return s;
   }

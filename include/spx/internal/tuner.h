@@ -7,6 +7,8 @@
 #ifndef SPX_INTERNAL_TUNER_H
 #define SPX_INTERNAL_TUNER_H
 
+#include <stdatomic.h>
+
 #include "common.h"
 #include "dmatrix.h"
 #include "../baseline.h"
@@ -46,8 +48,9 @@ void spx__pprof_free(spx__pprof *p);
 int spx__plan_sampled(const spx_csr *a);
 int spx__plan_sample_windows(const spx_csr *a);
 /* The column counts of p (every window, or a sample scaled up); beside_upload: on a thread beside
- * the device profile's upload, checking the rows it reads first. */
-spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__pprof *p);
+ * the device profile's upload, checking the rows it reads first. stop (NULL: never): set by another
+ * thread, the windows left are skipped and p->cols_done stays 0 (its counts partial). */
+spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__pprof *p, atomic_int *stop);
 /* The CSR vector kernel's threads per row: a power of two near a fifth of the mean row. */
 int spx__plan_tpr(const spx_csr *a);
 /* full 0: row lengths; 1: everything; 2: all but the column counts. given: the device's part. */
@@ -90,12 +93,10 @@ void spx__plan_cusparse_cand(const spx_plan_device *d, const spx__pprof *p, int6
 spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const spx_plan_device *d, int64_t calls,
                                 int64_t limit, int with_cusparse, int cuda, spx_plan_candidate *out, int max, int *n,
                                 spx_format_params *params, double cols_share);
-/* Whether the column profile of a pays over calls SpMVs (p: its sizes at least): its priced cost,
- * less credit_ms of work beside it, at most share of the CSR baseline's work. */
-int spx__plan_columns_pay(const spx_csr *a, const spx_plan_device *d, const spx__pprof *p, int64_t calls,
-                          double share, double credit_ms);
-/* The staging upload's milliseconds for a's pattern at d's PCIe rate (0 without one). */
-double spx__plan_stage_upload_ms(const spx_csr *a, const spx_plan_device *d);
+/* The milliseconds the column profile of a may cost over calls SpMVs: share of the CSR baseline's
+ * work (p: a's sizes at least). */
+double spx__plan_columns_budget_ms(const spx_csr *a, const spx_plan_device *d, const spx__pprof *p, int64_t calls,
+                                   double share);
 /* c's score: its predicted time plus its conversion spread over calls SpMVs. */
 void spx__plan_score(spx_plan_candidate *c, int64_t calls);
 /* Whether no conversion can pay back on a against cuSPARSE's prediction cs_us (q: sizes only), a
@@ -171,6 +172,7 @@ struct spx_plan {
   double pend_staged_ns;   /* defer: the pending format's calibrated conversion from staged arrays, ns/byte (0: none) */
   spx_dmatrix_options csr_opt; /* the CSR kernel the host rule would pick, from the profile (staged) */
   int csr_staged;          /* 1: a CSR plan wraps the staged arrays (csr_opt set) */
+  int cols_stopped;        /* 1: the column counts beside the staging upload outlasted their budget */
   int want_ddiag;          /* 1: the diagonal is owed (spx__plan_diag_take) */
   double diag_ms;          /* wall ms taking the diagonal took (in neither select_ms nor build_ms) */
   double copy_ms;          /* wall ms spx_plan_create spent on a lazy plan's copy of the matrix (trace) */
