@@ -271,6 +271,20 @@ spx_amgs_agg_scale(long long nagg, const int *__restrict__ size, double *__restr
 /* The entries of row i that A_F keeps: its diagonal and its strong off-diagonals. */
 #define SPX_KEPT(k, i) (ci[k] == (i) || mask[k])
 
+/* The smallest aggregate above last among row i's kept entries (0x7FFFFFFF: none): walking a row's
+ * aggregates in increasing order without sorting it. */
+__device__ __forceinline__ int spx_amgs_next_agg(const int *__restrict__ rp, const int *__restrict__ ci,
+                                                 const unsigned char *__restrict__ mask, const int *__restrict__ agg,
+                                                 long long i, int last) {
+  int next = 0x7FFFFFFF;
+  for (int k = rp[i]; k < rp[i + 1]; k++)
+    if (SPX_KEPT(k, i)) {
+      const int a = agg[ci[k]];
+      if (a > last && a < next) next = a;
+    }
+  return next;
+}
+
 /* cnt[i] = P's entries in row i: the distinct aggregates of the entries A_F keeps (plain, P = T:
  * 1). */
 extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
@@ -283,17 +297,7 @@ spx_amgs_p_count(long long n, const int *__restrict__ rp, const int *__restrict_
       cnt[i] = 1;
       continue;
     }
-    for (;;) { /* the aggregates in increasing order: the next above last */
-      int next = 0x7FFFFFFF;
-      for (int k = rp[i]; k < rp[i + 1]; k++)
-        if (SPX_KEPT(k, i)) {
-          const int a = agg[ci[k]];
-          if (a > last && a < next) next = a;
-        }
-      if (next == 0x7FFFFFFF) break;
-      c++;
-      last = next;
-    }
+    for (int next; (next = spx_amgs_next_agg(rp, ci, mask, agg, i, last)) != 0x7FFFFFFF; last = next) c++;
     cnt[i] = c;
   }
 }
@@ -316,13 +320,9 @@ spx_amgs_p_fill(long long n, const int *__restrict__ rp, const int *__restrict__
     }
     sd = __ddiv_rn(s, dF[i]);
     for (;;) {
-      int next = 0x7FFFFFFF, first = 1;
+      const int next = spx_amgs_next_agg(rp, ci, mask, agg, i, last);
+      int first = 1;
       double v = 0;
-      for (int k = rp[i]; k < rp[i + 1]; k++)
-        if (SPX_KEPT(k, i)) {
-          const int a = agg[ci[k]];
-          if (a > last && a < next) next = a;
-        }
       if (next == 0x7FFFFFFF) break;
       for (int k = rp[i]; k < rp[i + 1]; k++)
         if (SPX_KEPT(k, i) && agg[ci[k]] == next) {

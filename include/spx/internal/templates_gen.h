@@ -385,7 +385,7 @@ static const char *const spx__template_amg_setup[] = {
     "}\n"
     "\n"
     "/* scale[c] = 1 / sqrt(size[c]) by the host's spx__sqrt (a power of two, then Newton), each step\n"),
-    /* chunk 3: bytes 11911..15858 */
+    /* chunk 3: bytes 11911..15884 */
     (" * rounded alone: the tentative P's column scales, bit for bit the twin's. */\n"
     "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
     "spx_amgs_agg_scale(long long nagg, const int *__restrict__ size, double *__restrict__ scale) {\n"
@@ -406,6 +406,20 @@ static const char *const spx__template_amg_setup[] = {
     "/* The entries of row i that A_F keeps: its diagonal and its strong off-diagonals. */\n"
     "#define SPX_KEPT(k, i) (ci[k] == (i) || mask[k])\n"
     "\n"
+    "/* The smallest aggregate above last among row i's kept entries (0x7FFFFFFF: none): walking a row's\n"
+    " * aggregates in increasing order without sorting it. */\n"
+    "__device__ __forceinline__ int spx_amgs_next_agg(const int *__restrict__ rp, const int *__restrict__ ci,\n"
+    "                                                 const unsigned char *__restrict__ mask, const int *__restrict__ agg,\n"
+    "                                                 long long i, int last) {\n"
+    "  int next = 0x7FFFFFFF;\n"
+    "  for (int k = rp[i]; k < rp[i + 1]; k++)\n"
+    "    if (SPX_KEPT(k, i)) {\n"
+    "      const int a = agg[ci[k]];\n"
+    "      if (a > last && a < next) next = a;\n"
+    "    }\n"
+    "  return next;\n"
+    "}\n"
+    "\n"
     "/* cnt[i] = P's entries in row i: the distinct aggregates of the entries A_F keeps (plain, P = T:\n"
     " * 1). */\n"
     "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
@@ -418,17 +432,7 @@ static const char *const spx__template_amg_setup[] = {
     "      cnt[i] = 1;\n"
     "      continue;\n"
     "    }\n"
-    "    for (;;) { /* the aggregates in increasing order: the next above last */\n"
-    "      int next = 0x7FFFFFFF;\n"
-    "      for (int k = rp[i]; k < rp[i + 1]; k++)\n"
-    "        if (SPX_KEPT(k, i)) {\n"
-    "          const int a = agg[ci[k]];\n"
-    "          if (a > last && a < next) next = a;\n"
-    "        }\n"
-    "      if (next == 0x7FFFFFFF) break;\n"
-    "      c++;\n"
-    "      last = next;\n"
-    "    }\n"
+    "    for (int next; (next = spx_amgs_next_agg(rp, ci, mask, agg, i, last)) != 0x7FFFFFFF; last = next) c++;\n"
     "    cnt[i] = c;\n"
     "  }\n"
     "}\n"
@@ -451,13 +455,9 @@ static const char *const spx__template_amg_setup[] = {
     "    }\n"
     "    sd = __ddiv_rn(s, dF[i]);\n"
     "    for (;;) {\n"
-    "      int next = 0x7FFFFFFF, first = 1;\n"
+    "      const int next = spx_amgs_next_agg(rp, ci, mask, agg, i, last);\n"
+    "      int first = 1;\n"
     "      double v = 0;\n"
-    "      for (int k = rp[i]; k < rp[i + 1]; k++)\n"
-    "        if (SPX_KEPT(k, i)) {\n"
-    "          const int a = agg[ci[k]];\n"
-    "          if (a > last && a < next) next = a;\n"
-    "        }\n"
     "      if (next == 0x7FFFFFFF) break;\n"
     "      for (int k = rp[i]; k < rp[i + 1]; k++)\n"
     "        if (SPX_KEPT(k, i) && agg[ci[k]] == next) {\n"
@@ -483,15 +483,15 @@ static const char *const spx__template_amg_setup[] = {
     "    h *= 0xBF58476D1CE4E5B9ull;\n"
     "    h ^= h >> 29;\n"
     "    h *= 0x94D049BB133111EBull;\n"
-    "    h ^= h >> 32;\n"
-    "    x[i] = (double)(h >> 11) * (2.0 / 9007199254740992.0) - 1.0;\n"
+    "    h ^= h >> 32;\n"),
+    /* chunk 4: bytes 15884..19830 */
+    ("    x[i] = (double)(h >> 11) * (2.0 / 9007199254740992.0) - 1.0;\n"
     "  }\n"
     "}\n"
     "\n"
     "/* The block's three values in sh reduced into sh[.][0] in a fixed tree: rows 0 and 1 added, row 2\n"
-    " * the maximum. Every thread of the block calls it, after writing its own column of sh. */\n"),
-    /* chunk 4: bytes 15858..19826 */
-    ("__device__ __forceinline__ void spx_amgs_tree3(double (*sh)[SPX_BLOCK]) {\n"
+    " * the maximum. Every thread of the block calls it, after writing its own column of sh. */\n"
+    "__device__ __forceinline__ void spx_amgs_tree3(double (*sh)[SPX_BLOCK]) {\n"
     "  __syncthreads();\n"
     "  for (int h = SPX_BLOCK / 2; h > 0; h >>= 1) {\n"
     "    if ((int)threadIdx.x < h) {\n"
@@ -578,15 +578,15 @@ static const char *const spx__template_amg_setup[] = {
     "\n"
     "/* The Gershgorin bound's block maxima: max_i sum_k |W_ik| / |dd_i| into part[block]. */\n"
     "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
-    "spx_amgs_gersh(long long n, const int *__restrict__ rp, const int *__restrict__ ci, const double *__restrict__ val,\n"
-    "               const unsigned char *__restrict__ mask, const double *__restrict__ dd, double *__restrict__ part) {\n"
+    "spx_amgs_gersh(long long n, const int *__restrict__ rp, const int *__restrict__ ci, const double *__restrict__ val,\n"),
+    /* chunk 5: bytes 19830..23827 */
+    ("               const unsigned char *__restrict__ mask, const double *__restrict__ dd, double *__restrict__ part) {\n"
     "  __shared__ double sh[SPX_BLOCK];\n"
     "  double g = 0;\n"
     "  SPX_FOR_EACH(i, n) {\n"
     "    double s = 0, di = dd[i] < 0 ? -dd[i] : dd[i];\n"
-    "    for (int k = rp[i]; k < rp[i + 1]; k++)\n"),
-    /* chunk 5: bytes 19826..23823 */
-    ("      if (!SPX_W_SKIP(k, i)) s += fabs(SPX_W(k, i));\n"
+    "    for (int k = rp[i]; k < rp[i + 1]; k++)\n"
+    "      if (!SPX_W_SKIP(k, i)) s += fabs(SPX_W(k, i));\n"
     "    if (s / di > g) g = s / di;\n"
     "  }\n"
     "  sh[threadIdx.x] = g;\n"
@@ -673,17 +673,17 @@ static const char *const spx__template_amg_setup[] = {
     "/* tiles[b] = the sum of tile b of in[0 .. n). */\n"
     "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
     "spx_amgs_scan_tiles(long long n, const int *__restrict__ in, long long *__restrict__ tiles) {\n"
-    "  const long long lo = (long long)blockIdx.x * SPX_TILE + (long long)threadIdx.x * SPX_ITEMS;\n"
-    "  long long s = 0, total;\n"
+    "  const long long lo = (long long)blockIdx.x * SPX_TILE + (long long)threadIdx.x * SPX_ITEMS;\n"),
+    /* chunk 6: bytes 23827..25475 */
+    ("  long long s = 0, total;\n"
     "  for (int e = 0; e < SPX_ITEMS; e++)\n"
     "    if (lo + e < n) s += in[lo + e];\n"
     "  (void)spx_amgs_block_scan(s, &total);\n"
     "  if (threadIdx.x == 0) tiles[blockIdx.x] = total;\n"
     "}\n"
     "\n"
-    "/* One block: tiles[0 .. nt) replaced by their exclusive scan, tiles[nt] = the total. */\n"),
-    /* chunk 6: bytes 23823..25187 */
-    ("extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "/* One block: tiles[0 .. nt) replaced by their exclusive scan, tiles[nt] = the total. */\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
     "spx_amgs_scan_top(long long nt, long long *tiles) {\n"
     "  long long carry = 0;\n"
     "  for (long long base = 0; base < nt; base += SPX_BLOCK) {\n"
@@ -3770,7 +3770,7 @@ static const char *const spx__template_vector[] = {
 /* ORDER: sorted by name. */
 static const spx__template spx__templates[] = {
     {"amg", spx__template_amg, 2, 5211, UINT64_C(0x1a6212a60ee34932)},
-    {"amg_setup", spx__template_amg_setup, 7, 25187, UINT64_C(0x42b73d120b1c687a)},
+    {"amg_setup", spx__template_amg_setup, 7, 25475, UINT64_C(0x554ebc5b28cb30a8)},
     {"analyze", spx__template_analyze, 3, 8543, UINT64_C(0x66e004e02a4ed7ab)},
     {"bsr", spx__template_bsr, 2, 4755, UINT64_C(0xa2d6689c4c9a724d)},
     {"convert", spx__template_convert, 6, 20577, UINT64_C(0xa69464c6d1980dee)},
