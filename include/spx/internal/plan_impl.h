@@ -145,7 +145,7 @@ static void spx__plan_cols_join(pthread_t th, spx__plan_cols_job *j, double wait
     struct timespec ts = {0, 20000L};
     nanosleep(&ts, NULL);
   }
-  atomic_store(&j->stop, 1);
+  if (wait_ms >= 0) atomic_store(&j->stop, 1);
   pthread_join(th, NULL);
 }
 
@@ -261,6 +261,11 @@ static spx_status spx__plan_rows(spx_plan *p, const spx_csr *a0, const spx_csr *
       memset(&q, 0, sizeof q);
       q.n = use->nrows; q.ncols = use->ncols; q.nnz = use->nnz;
       wait_ms = spx__plan_columns_budget_ms(use, dev, &q, o->expected_calls, share);
+      /* not started where even its price on every thread beside outlasts the pattern's upload and
+       * the wait: stopping it late costs more than not starting */
+      if (dev->h2d_gbs > 0 &&
+          spx__plan_columns_ms(use, spx__pprof_beside_threads()) > 4.0 * (double)(use->nrows + 1 + use->nnz) / (dev->h2d_gbs * 1e6) + wait_ms)
+        columns = 0;
     }
     if ((s = spx__plan_stage(p, use, columns, wait_ms, values, rows, &done))) return s;
   }

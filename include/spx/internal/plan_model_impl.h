@@ -292,13 +292,16 @@ double spx__plan_columns_budget_ms(const spx_csr *a, const spx_plan_device *d, c
   return share * 1e-3 * (double)calls * spx__plan_time_us(d, p, vb, spx__pb_csr(p, NULL, vb), 0, 1);
 }
 
-/* Whether the column profile pays: its priced cost (the windows it reads, one thread) within
- * spx__plan_columns_budget_ms. */
-static int spx__plan_columns_pay(const spx_csr *a, const spx_plan_device *d, const spx__pprof *p, int64_t calls,
-                                 double share) {
+double spx__plan_columns_ms(const spx_csr *a, int threads) {
   double read = (double)a->nnz;
   if (spx__plan_sampled(a)) read = (double)spx__plan_sample_windows(a) * 256.0 * (double)a->nnz / (double)a->nrows;
-  return 1e-6 * SPX__PLAN_COLS_NS * read <= spx__plan_columns_budget_ms(a, d, p, calls, share);
+  return 1e-6 * SPX__PLAN_COLS_NS * read / (threads > 1 ? threads : 1);
+}
+
+/* Whether the column profile pays: its price on one thread within spx__plan_columns_budget_ms. */
+static int spx__plan_columns_pay(const spx_csr *a, const spx_plan_device *d, const spx__pprof *p, int64_t calls,
+                                 double share) {
+  return spx__plan_columns_ms(a, 1) <= spx__plan_columns_budget_ms(a, d, p, calls, share);
 }
 
 /* Random-gather microseconds of p at d's bandwidth (see spx_plan_device.format_gather): 0 on the

@@ -245,6 +245,18 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
   return SPX_OK;
 }
 
+/* The threads the column counts take beside the upload: the CPUs its pooled copies leave
+ * (spx__h2d_workers_beside), at most 8; the pooled upload is fast enough that one thread would
+ * outlast it. 1 without OpenMP. */
+int spx__pprof_beside_threads(void) {
+#if defined(_OPENMP)
+  const long spare = sysconf(_SC_NPROCESSORS_ONLN) - spx__h2d_workers_beside() - 1;
+  return (int)SPX__MAX(1, SPX__MIN((long)spx__host_threads(), SPX__MIN(spare, 8)));
+#else
+  return 1;
+#endif
+}
+
 /* The column-dependent counts of p (nnon .. sdia_capped, sampled), window by window: every window,
  * or a sample scaled up. beside_upload: on a thread of its own beside the device profile's upload,
  * before the device has validated the CSR, so serial, and the rows it reads (each window and the
@@ -272,13 +284,7 @@ spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__pprof *p
       int64_t nstamp = SPX__MIN(a->ncols, (int64_t)1 << 20) + 1;
       int failed = 0;
 #if defined(_OPENMP)
-      /* beside the upload, the CPUs its pooled copies leave (spx__h2d_workers_beside): the pooled
-       * upload is fast enough that one thread here would outlast it */
-      int nt = spx__host_threads();
-      if (beside_upload) {
-        long spare = sysconf(_SC_NPROCESSORS_ONLN) - spx__h2d_workers_beside() - 1;
-        nt = (int)SPX__MAX(1, SPX__MIN((long)nt, SPX__MIN(spare, 8)));
-      }
+      const int nt = beside_upload ? spx__pprof_beside_threads() : spx__host_threads();
 #pragma omp parallel reduction(+ : rows) reduction(| : failed) num_threads(nt) if (nt > 1 && nw >= 16)
 #endif
       {

@@ -51,6 +51,8 @@ int spx__plan_sample_windows(const spx_csr *a);
  * the device profile's upload, checking the rows it reads first. stop (NULL: never): set by another
  * thread, the windows left are skipped and p->cols_done stays 0 (its counts partial). */
 spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__pprof *p, atomic_int *stop);
+/* The threads spx__pprof_columns takes beside the upload. */
+int spx__pprof_beside_threads(void);
 /* The CSR vector kernel's threads per row: a power of two near a fifth of the mean row. */
 int spx__plan_tpr(const spx_csr *a);
 /* full 0: row lengths; 1: everything; 2: all but the column counts. given: the device's part. */
@@ -97,6 +99,8 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
  * work (p: a's sizes at least). */
 double spx__plan_columns_budget_ms(const spx_csr *a, const spx_plan_device *d, const spx__pprof *p, int64_t calls,
                                    double share);
+/* The column profile's price on `threads` threads, ms (the windows it reads). */
+double spx__plan_columns_ms(const spx_csr *a, int threads);
 /* c's score: its predicted time plus its conversion spread over calls SpMVs. */
 void spx__plan_score(spx_plan_candidate *c, int64_t calls);
 /* Whether no conversion can pay back on a against cuSPARSE's prediction cs_us (q: sizes only), a
