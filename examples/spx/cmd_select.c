@@ -54,14 +54,16 @@ typedef struct sel_row {
   int64_t bicg_it[2][2];
   /* --cold: plan creation + 2 x iterations real SpMVs, synchronized, ms (the fastest of SEL_REAL_REPS runs):
    * [0] cuSPARSE CSR, [1] auto with warm JIT caches, [2] auto with its kernels (specialized and
-   * generic) removed from the caches first; cold_standin: the cold plan started on a stand-in */
-  double real_ms[3][2];
-  double real_setup_ms[3][2]; /* of the run kept in real_ms: plan creation until it returned */
+   * generic) removed from the caches first, [3] cuSPARSE CSR in the cold runs' conditions (right
+   * after a removal, as [2] is: the GPU idled meanwhile); cold_standin: the cold plan started on a
+   * stand-in */
+  double real_ms[4][2];
+  double real_setup_ms[4][2]; /* of the run kept in real_ms: plan creation until it returned */
   int cold_standin[2];
   /* --cold: the kept run's plan (auto's sides 1 and 2): its name and reason, for reading what a
    * slow end to end did */
-  char real_plan[3][2][24];
-  char real_reason[3][2][512];
+  char real_plan[4][2][24];
+  char real_reason[4][2][512];
   int ncand;                                 /* candidates the oracle's trial timed */
   char cand[SPX_FORMAT_MAX + 1][24];
   double cand_pred_us[SPX_FORMAT_MAX + 1], cand_meas_us[SPX_FORMAT_MAX + 1];
@@ -288,7 +290,7 @@ static spx_status sel_real_run(spx_context *ctx, const spx_csr *a, sel_row *r, i
   spx_status s;
   sel_options(&o, SPX_PLAN_AUTO, calls);
   t0 = spx_cli_now();
-  if (side == 0) s = spx_cusparse_plan_create(ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &cp);
+  if (side == 0 || side == 3) s = spx_cusparse_plan_create(ctx, a, SPX_CUSPARSE_CSR_ALG1, NULL, &cp);
   else s = spx_plan_create(ctx, a, &o, &p);
   setup = 1e3 * (spx_cli_now() - t0);
   if (!s && side == 2 && rep == 0) r->cold_standin[it] = spx_plan_compiling(p);
@@ -343,7 +345,8 @@ static spx_status sel_real_row(spx_context *ctx, const spx_csr *a, sel_row *r) {
       for (side = 0; side < 2 && !s; side++) s = sel_real_run(ctx, a, r, it, rep, side, x, y);
   for (it = 0; it < 2 && !s; it++)
     for (rep = 0; rep < SEL_REAL_REPS && !s; rep++)
-      if (!(s = sel_forget_auto(ctx, a, it))) s = sel_real_run(ctx, a, r, it, rep, 2, x, y);
+      for (side = 3; side >= 2 && !s; side--)
+        if (!(s = sel_forget_auto(ctx, a, it))) s = sel_real_run(ctx, a, r, it, rep, side, x, y);
 done:
   spx_device_free(ctx, x);
   spx_device_free(ctx, y);
@@ -540,12 +543,14 @@ static void sel_json(FILE *f, const sel_row *rows, int nr) {
                         (long long)r->bicg_it[0][0], (long long)r->bicg_it[0][1], (long long)r->bicg_it[1][0], (long long)r->bicg_it[1][1]);
     if (sel_cold)
       spx_cli_json_printf(f, ", \"real_e2e_ms\": {\"calls\": [%d, %d], \"cusparse\": [%.6g, %.6g], \"auto_warm\": [%.6g, %.6g], "
-                 "\"auto_cold\": [%.6g, %.6g], \"cold_started_on_standin\": [%d, %d], \"setup\": {\"cusparse\": [%.6g, %.6g], "
-                 "\"auto_warm\": [%.6g, %.6g], \"auto_cold\": [%.6g, %.6g]}}",
+                 "\"auto_cold\": [%.6g, %.6g], \"cusparse_cold\": [%.6g, %.6g], \"cold_started_on_standin\": [%d, %d], "
+                 "\"setup\": {\"cusparse\": [%.6g, %.6g], \"auto_warm\": [%.6g, %.6g], \"auto_cold\": [%.6g, %.6g], "
+                 "\"cusparse_cold\": [%.6g, %.6g]}}",
                           2 * sel_iters[0], 2 * sel_iters[1], r->real_ms[0][0], r->real_ms[0][1], r->real_ms[1][0], r->real_ms[1][1],
-                          r->real_ms[2][0], r->real_ms[2][1], r->cold_standin[0], r->cold_standin[1], r->real_setup_ms[0][0],
-                          r->real_setup_ms[0][1], r->real_setup_ms[1][0], r->real_setup_ms[1][1], r->real_setup_ms[2][0],
-                          r->real_setup_ms[2][1]);
+                          r->real_ms[2][0], r->real_ms[2][1], r->real_ms[3][0], r->real_ms[3][1], r->cold_standin[0],
+                          r->cold_standin[1], r->real_setup_ms[0][0], r->real_setup_ms[0][1], r->real_setup_ms[1][0],
+                          r->real_setup_ms[1][1], r->real_setup_ms[2][0], r->real_setup_ms[2][1], r->real_setup_ms[3][0],
+                          r->real_setup_ms[3][1]);
     if (sel_cold) {
       int side, it;
       fprintf(f, ", \"real_plans\": {");
@@ -693,17 +698,20 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
     }
     printf("\n");
   }
-  if (sel_cold && nr) { /* real end to end: cuSPARSE's wall time / auto's, warm and cold JIT caches */
+  if (sel_cold && nr) { /* real end to end: cuSPARSE's wall time / auto's, warm and cold JIT caches,
+                         * each against cuSPARSE run in the same conditions */
     int it, side;
-    printf("end to end for real (plan + SpMVs, synchronized), cuSPARSE CSR time / auto's:");
+    printf("end to end for real (plan + SpMVs, synchronized), cuSPARSE CSR time / auto's (cold: both timed right "
+           "after a removal of auto's kernels):");
     for (side = 1; side <= 2; side++)
       for (it = 0; it < 2; it++) {
         double lg = 0, mn = 1e30;
         int m = 0, standin = 0, below = 0;
         for (i = 0; i < nr; i++) {
           double q;
-          if (!(rows[i].real_ms[0][it] > 0) || !(rows[i].real_ms[side][it] > 0)) continue;
-          q = rows[i].real_ms[0][it] / rows[i].real_ms[side][it];
+          const int base = side == 2 ? 3 : 0;
+          if (!(rows[i].real_ms[base][it] > 0) || !(rows[i].real_ms[side][it] > 0)) continue;
+          q = rows[i].real_ms[base][it] / rows[i].real_ms[side][it];
           lg += log(q);
           if (q < mn) mn = q;
           below += q < 0.95;
