@@ -591,6 +591,13 @@ static void print_times(const run *r, double wall) {
   if (r->m.mode == MPS_SELECT_LAGGED)
     printf("lagged choice: %.3f ms a step on the host thread, %.3f ms of it hidden under the solve, %.3f ms "
            "waited for\n", 1e3 * r->m.t_choice / n, 1e3 * r->m.t_hidden / n, 1e3 * r->m.t_exposed / n);
+  if (spx_context_backend(r->m.ctx) == SPX_BACKEND_CUDA) { /* a new matrix every step: what its kernels cost the JIT */
+    spx_jit_stats js;
+    spx_jit_stats_get(&js);
+    printf("JIT over the run: %lld compiles (%.0f ms of NVRTC, on threads beside the steps), %lld disk hits, "
+           "%lld memory hits\n", (long long)js.compiles, js.compile_ms_total, (long long)js.disk_hits,
+           (long long)js.mem_hits);
+  }
 }
 
 /* The checks asked for; 1 when all passed. */
