@@ -31,6 +31,11 @@ static int sel_cold = 0;
 /* Strategies the eval runs (--strategies); the trial always runs: it is the oracle. */
 static int sel_want[SPX_PLAN_STRATEGY_COUNT] = {1, 1, 1, 1, 1};
 
+/* Runs of each real end to end (the fastest kept, and each run paired with its base's run of the
+ * same turn): a run on a small matrix lasts about a millisecond, which one preempted host thread
+ * or a clock change moves by tens of per cent. */
+#define SEL_REAL_REPS 5
+
 typedef struct sel_row {
   char matrix[96];
   int64_t nnz;
@@ -52,13 +57,15 @@ typedef struct sel_row {
    * (the faster of two runs each, alternating); iterations done (fewer on a breakdown) */
   double bicg_ms[2][2];
   int64_t bicg_it[2][2];
-  /* --cold: plan creation + 2 x iterations real SpMVs, synchronized, ms (the fastest of SEL_REAL_REPS runs):
+  /* --cold: plan creation + 2 x iterations real SpMVs, synchronized, ms (the fastest of SEL_REAL_REPS runs;
+   * real_rep_ms every run, for the turns' pairs: sel_paired):
    * [0] cuSPARSE CSR, [1] auto with warm JIT caches, [2] auto with its kernels (specialized and
    * generic) removed from the caches first, [3] cuSPARSE CSR in the cold runs' conditions (right
    * after a removal, as [2] is: the GPU idled meanwhile); cold_standin: the cold plan started on a
    * stand-in */
   double real_ms[4][2];
   double real_setup_ms[4][2]; /* of the run kept in real_ms: plan creation until it returned */
+  double real_rep_ms[4][2][SEL_REAL_REPS]; /* every run, in order: rep k of a side and of its base pair up */
   int cold_standin[2];
   /* --cold: the kept run's plan (auto's sides 1 and 2): its name and reason, for reading what a
    * slow end to end did */
@@ -296,6 +303,7 @@ static spx_status sel_real_run(spx_context *ctx, const spx_csr *a, sel_row *r, i
   if (!s && side == 2 && rep == 0) r->cold_standin[it] = spx_plan_compiling(p);
   if (!s) s = sel_spmvs(ctx, p, cp, calls, x, y);
   ms = 1e3 * (spx_cli_now() - t0);
+  if (!s) r->real_rep_ms[side][it][rep] = ms;
   if (!s && (rep == 0 || ms < r->real_ms[side][it])) {
     r->real_ms[side][it] = ms;
     r->real_setup_ms[side][it] = setup;
@@ -323,9 +331,17 @@ static spx_status sel_forget_auto(spx_context *ctx, const spx_csr *a, int it) {
   return s;
 }
 
-/* Runs of each real end to end, the fastest kept: a run on a small matrix lasts about a
- * millisecond, which one preempted host thread moves visibly. */
-#define SEL_REAL_REPS 3
+/* cuSPARSE's time over auto's, the median over the turns of each turn's pair (side 1: warm, against
+ * the warm phase's cuSPARSE; 2: cold, against cuSPARSE after a removal); 0 without a pair. */
+static double sel_paired(const sel_row *r, int side, int it) {
+  const int base = side == 2 ? 3 : 0;
+  double q[SEL_REAL_REPS];
+  int k, n = 0;
+  for (k = 0; k < SEL_REAL_REPS; k++)
+    if (r->real_rep_ms[base][it][k] > 0 && r->real_rep_ms[side][it][k] > 0)
+      q[n++] = r->real_rep_ms[base][it][k] / r->real_rep_ms[side][it][k];
+  return n ? spx_cli_median(q, n) : 0;
+}
 
 /* --cold: end to end for real, plan creation through the last of 2 x iterations SpMVs: cuSPARSE
  * CSR, auto with warm JIT caches, and auto on a shape the machine has not run (its kernels,
@@ -551,6 +567,9 @@ static void sel_json(FILE *f, const sel_row *rows, int nr) {
                           r->cold_standin[1], r->real_setup_ms[0][0], r->real_setup_ms[0][1], r->real_setup_ms[1][0],
                           r->real_setup_ms[1][1], r->real_setup_ms[2][0], r->real_setup_ms[2][1], r->real_setup_ms[3][0],
                           r->real_setup_ms[3][1]);
+    if (sel_cold)
+      spx_cli_json_printf(f, ", \"paired_ratio\": {\"warm\": [%.6g, %.6g], \"cold\": [%.6g, %.6g]}", sel_paired(r, 1, 0),
+                          sel_paired(r, 1, 1), sel_paired(r, 2, 0), sel_paired(r, 2, 1));
     if (sel_cold) {
       int side, it;
       fprintf(f, ", \"real_plans\": {");
@@ -721,6 +740,23 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
         printf("%s%s JIT @%d: geomean %.3fx, min %.3fx, %d of %d below 0.95x", it ? "; " : "\n  ", side == 1 ? "warm" : "cold",
                sel_iters[it], m ? exp(lg / m) : 0, m ? mn : 0, below, m);
         if (side == 2) printf(" (%d started on a stand-in)", standin);
+      }
+    printf("\n");
+    printf("the same, each turn's pair (cuSPARSE's run over auto's run of the turn), the median of %d turns:", SEL_REAL_REPS);
+    for (side = 1; side <= 2; side++)
+      for (it = 0; it < 2; it++) {
+        double lg = 0, mn = 1e30;
+        int m = 0, below = 0;
+        for (i = 0; i < nr; i++) {
+          const double q = sel_paired(&rows[i], side, it);
+          if (!(q > 0)) continue;
+          lg += log(q);
+          if (q < mn) mn = q;
+          below += q < 0.95;
+          m++;
+        }
+        printf("%s%s JIT @%d: geomean %.3fx, min %.3fx, %d of %d below 0.95x", it ? "; " : "\n  ", side == 1 ? "warm" : "cold",
+               sel_iters[it], m ? exp(lg / m) : 0, m ? mn : 0, below, m);
       }
     printf("\n");
   }
