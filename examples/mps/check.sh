@@ -1,6 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# The MPS program's checks, as tests/run.sh runs them (host backend, about 30 s in all on 2 cores).
+# The MPS program's checks, as tests/run.sh runs them (host backend, about 30 s in all on 2 cores for the
+# 2-D ones; 55 to 65 s more for the 3-D ones: hydro3d 19 s, determinism3d 14 to 26 s, matrix3d 20 s).
 # Usage: examples/mps/check.sh MPS_BINARY CASE
 #   hydro        a 0.5 x 0.5 m water column at rest (400 water particles), 0.5 s (5,000 steps): p at
 #                depth within 5 % of rho g h (averaged over the last 0.1 s), no particle lost, the PPE
@@ -10,6 +11,14 @@
 #   determinism  the thesis's dam break (5,824 particles, OpenMP loops on) for 40 steps, twice with 2
 #                threads and once with 1: final positions equal to the bit; and the lagged, fixed-JDS
 #                and auto selections on the small column: the same positions too
+#   hydro3d      3-D: a 0.5 x 0.4 x 0.5 m column at rest at l0 = 0.05 m (800 water particles), dt 5e-4,
+#                0.5 s (1,000 steps): p on the bottom layer and at half depth within 5 % of rho g h,
+#                no particle lost, the PPE matrix symmetric and diagonally dominant
+#   determinism3d  3-D: the dambreak3d layout (15,104 particles, OpenMP loops on) for 60 steps, twice with
+#                2 threads and once with 1: final positions (x, y, z) equal to the bit; and the lagged,
+#                fixed-JDS and auto selections on a small 3-D block: the same positions too
+#   matrix3d     3-D: the dambreak3d column collapsing for 0.06 s (600 steps): no particle lost, every
+#                100th PPE matrix symmetric and diagonally dominant while the free surface moves
 #   nvrtc        the GPU particle kernels (particles.cu) compiled by NVRTC for sm_80 and sm_90 in a
 #                fresh JIT cache (no GPU needed; exit 77, a skip, where NVRTC is missing)
 #   gpu-twin     the GPU particle kernels against the host twins, every array after every phase to
@@ -39,6 +48,25 @@ case $2 in
     done
     cmp "$tmp/s_lagged" "$tmp/s_jds" && cmp "$tmp/s_lagged" "$tmp/s_auto"
     echo "determinism: identical positions (2 threads twice, 1 thread; lagged, jds, auto)" ;;
+  hydro3d)
+    OMP_NUM_THREADS=1 "$mps" --backend host --select csr --dim 3 --l0 0.05 --dt 5e-4 --tank 0.5,0.5,0.5 \
+      --water 0,0,0,0.5,0.4,0.5 --time 0.5 --every 0 --check mass,hydro,matrix ;;
+  determinism3d)
+    for run in a:2 b:2 c:1; do
+      OMP_NUM_THREADS=${run#*:} "$mps" --backend host --dim 3 --layout dambreak3d --steps 60 --every 0 --quiet \
+        --dump "$tmp/${run%:*}"
+    done
+    cmp "$tmp/a" "$tmp/b" && cmp "$tmp/a" "$tmp/c"
+    for sel in lagged jds auto; do
+      OMP_NUM_THREADS=1 "$mps" --backend host --dim 3 --l0 0.05 --dt 5e-4 --tank 0.5,0.4,0.3 --water 0,0,0,0.25,0.3,0.3 \
+        --steps 100 --every 0 --quiet --select $sel --dump "$tmp/s_$sel"
+    done
+    cmp "$tmp/s_lagged" "$tmp/s_jds" && cmp "$tmp/s_lagged" "$tmp/s_auto"
+    "$mps" --backend host --dim 3 --layout dambreak3d --steps 60 --every 0 --quiet --compare "$tmp/a"
+    echo "determinism3d: identical positions (2 threads twice, 1 thread; lagged, jds, auto)" ;;
+  matrix3d)
+    OMP_NUM_THREADS=1 "$mps" --backend host --select csr --dim 3 --layout dambreak3d --time 0.06 --every 0 \
+      --check mass,matrix ;;
   nvrtc)
     SPX_CACHE_DIR="$tmp/cache" "$mps" --jit-check sm_80,sm_90 ;;
   gpu-twin)
@@ -57,5 +85,5 @@ case $2 in
     "$mps" --particles gpu --layout dambreak --steps 40 --every 0 --quiet --dump "$tmp/d2"
     cmp "$tmp/d1" "$tmp/d2"
     echo "gpu-run: identical positions run after run; within 1e-8 m of the host's" ;;
-  *) echo "check.sh: unknown case $2 (hydro, front, determinism, nvrtc, gpu-twin, gpu-run)" >&2; exit 2 ;;
+  *) echo "check.sh: unknown case $2 (hydro, front, determinism, hydro3d, determinism3d, matrix3d, nvrtc, gpu-twin, gpu-run)" >&2; exit 2 ;;
 esac

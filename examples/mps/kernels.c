@@ -3,7 +3,9 @@
  * computes one particle from its neighbours and writes only that particle's entries, so the
  * loops below run in any order and on any number of threads with the same bits, and each is one
  * CUDA thread per particle when the kernels move to the GPU. Sums over neighbours run in cell order
- * then particle order (fixed by the sort), never in thread order. */
+ * then particle order (fixed by the sort), never in thread order.
+ * In 3-D (p->dim == 3, s->z set) each kernel adds the z terms; the 2-D arithmetic is unchanged, z is
+ * never read, and d in the models' factors (2-8), (2-16) is p->dim. */
 #include "mps.h"
 
 #include <math.h>
@@ -16,19 +18,26 @@ static int active(const mps_particles *s, int64_t j) { return s->type[j] != MPS_
 static void k_explicit(const mps_view *v, int64_t i) {
   const mps_particles *s = v->s;
   const mps_params *p = v->p;
-  double lu = 0, lv = 0, re2 = p->re_lap * p->re_lap, c = 2.0 * 2 / (p->lambda * p->n0_lap);
+  const int d3 = s->z != NULL;
+  double lu = 0, lv = 0, lw = 0, re2 = p->re_lap * p->re_lap, c = 2.0 * p->dim / (p->lambda * p->n0_lap);
   MPS_NEIGHBOURS(v->g, i, j) {
     double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dx * dx + dy * dy, w;
+    if (d3) {
+      double dz = s->z[j] - s->z[i];
+      r2 += dz * dz;
+    }
     if (j == i || !active(s, j) || r2 >= re2) continue;
     w = mps_weight(sqrt(r2), p->re_lap, p->l0);
     lu += (s->u[j] - s->u[i]) * w;
     lv += (s->v[j] - s->v[i]) * w;
+    if (d3) lw += (s->w[j] - s->w[i]) * w;
   }
   s->ax[i] = s->u[i] + p->dt * (p->nu * c * lu);
   s->ay[i] = s->v[i] + p->dt * (p->nu * c * lv + p->g);
+  if (d3) s->az[i] = s->w[i] + p->dt * (p->nu * c * lw);
 }
 
-/* Fluid particles take the new velocity in ax, ay. The explicit step moves them by dt times it
+/* Fluid particles take the new velocity in ax, ay (az). The explicit step moves them by dt times it
  * (2-18, whole = 1); a collision moves them by dt times the change only (whole = 0). */
 static void take_velocity(const mps_view *v, int whole) {
   mps_particles *s = v->s;
@@ -41,6 +50,10 @@ static void take_velocity(const mps_view *v, int whole) {
     s->y[i] += dt * (whole ? s->ay[i] : s->ay[i] - s->v[i]);
     s->u[i] = s->ax[i];
     s->v[i] = s->ay[i];
+    if (s->z) {
+      s->z[i] += dt * (whole ? s->az[i] : s->az[i] - s->w[i]);
+      s->w[i] = s->az[i];
+    }
   }
 }
 
@@ -61,19 +74,28 @@ void mps_explicit(const mps_view *v) {
 static void k_collision(const mps_view *v, int64_t i) {
   const mps_particles *s = v->s;
   const mps_params *p = v->p;
-  double ui = s->u[i], vi = s->v[i], d2 = p->collision * p->collision;
+  const int d3 = s->z != NULL;
+  double ui = s->u[i], vi = s->v[i], wi = d3 ? s->w[i] : 0, d2 = p->collision * p->collision;
   MPS_NEIGHBOURS(v->g, i, j) {
-    double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dx * dx + dy * dy, r, vn;
+    double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], dz = 0, r2 = dx * dx + dy * dy, r, vn;
+    if (d3) {
+      dz = s->z[j] - s->z[i];
+      r2 += dz * dz;
+    }
     if (j == i || !active(s, j) || r2 >= d2 || r2 <= 0) continue;
     r = sqrt(r2);
-    vn = ((ui - s->u[j]) * dx + (vi - s->v[j]) * dy) / r;
+    vn = (ui - s->u[j]) * dx + (vi - s->v[j]) * dy;
+    if (d3) vn += (wi - s->w[j]) * dz;
+    vn /= r;
     if (vn <= 0) continue;
     vn *= 0.5 * (1.0 + p->restitution);
     ui -= vn * dx / r;
     vi -= vn * dy / r;
+    if (d3) wi -= vn * dz / r;
   }
   s->ax[i] = ui;
   s->ay[i] = vi;
+  if (d3) s->az[i] = wi;
 }
 
 void mps_collision(const mps_view *v) {
@@ -89,9 +111,14 @@ void mps_collision(const mps_view *v) {
 static void k_density(const mps_view *v, int64_t i) {
   mps_particles *s = v->s;
   const mps_params *p = v->p;
+  const int d3 = s->z != NULL;
   double n = 0, re2 = p->re_n * p->re_n;
   MPS_NEIGHBOURS(v->g, i, j) {
     double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dx * dx + dy * dy;
+    if (d3) {
+      double dz = s->z[j] - s->z[i];
+      r2 += dz * dz;
+    }
     if (j == i || !active(s, j) || r2 >= re2) continue;
     n += mps_weight(sqrt(r2), p->re_n, p->l0);
   }
@@ -120,29 +147,41 @@ int64_t mps_density(const mps_view *v) {
 static void k_pmin(const mps_view *v, int64_t i) {
   mps_particles *s = v->s;
   const mps_params *p = v->p;
+  const int d3 = s->z != NULL;
   double m = s->p[i], re2 = p->re_grad * p->re_grad;
   MPS_NEIGHBOURS(v->g, i, j) {
     double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dx * dx + dy * dy;
+    if (d3) {
+      double dz = s->z[j] - s->z[i];
+      r2 += dz * dz;
+    }
     if (j == i || r2 >= re2 || (s->type[j] != MPS_FLUID && s->type[j] != MPS_WALL)) continue;
     if (s->p[j] < m) m = s->p[j];
   }
   s->pmin[i] = m;
 }
 
-/* Acceleration -grad p / rho of fluid particle i, (2-8) with d = 2. */
+/* Acceleration -grad p / rho of fluid particle i, (2-8) with d = p->dim. */
 static void k_gradient(const mps_view *v, int64_t i) {
   mps_particles *s = v->s;
   const mps_params *p = v->p;
-  double gx = 0, gy = 0, re2 = p->re_grad * p->re_grad, c = 2.0 / p->n0_grad;
+  const int d3 = s->z != NULL;
+  double gx = 0, gy = 0, gz = 0, re2 = p->re_grad * p->re_grad, c = (double)p->dim / p->n0_grad;
   MPS_NEIGHBOURS(v->g, i, j) {
-    double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dx * dx + dy * dy, f;
+    double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], dz = 0, r2 = dx * dx + dy * dy, f;
+    if (d3) {
+      dz = s->z[j] - s->z[i];
+      r2 += dz * dz;
+    }
     if (j == i || r2 >= re2 || r2 <= 0 || (s->type[j] != MPS_FLUID && s->type[j] != MPS_WALL)) continue;
     f = (s->p[j] - s->pmin[i]) / r2 * mps_weight(sqrt(r2), p->re_grad, p->l0);
     gx += f * dx;
     gy += f * dy;
+    if (d3) gz += f * dz;
   }
   s->ax[i] = -c * gx / p->rho;
   s->ay[i] = -c * gy / p->rho;
+  if (d3) s->az[i] = -c * gz / p->rho;
 }
 
 void mps_correct(const mps_view *v, const double *x) {
@@ -167,5 +206,9 @@ void mps_correct(const mps_view *v, const double *x) {
     s->v[i] += p->dt * s->ay[i];
     s->x[i] += p->dt * p->dt * s->ax[i]; /* (2-27): r = r* + (u^{k+1} - u*) dt */
     s->y[i] += p->dt * p->dt * s->ay[i];
+    if (s->z) {
+      s->w[i] += p->dt * s->az[i];
+      s->z[i] += p->dt * p->dt * s->az[i];
+    }
   }
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* mps.h: the 2-D semi-implicit MPS program (papers/002, section 2): particles, the cell grid, the
+/* mps.h: the 2-D and 3-D semi-implicit MPS program (papers/002, section 2): particles, the cell grid, the
  * per-particle kernels, the pressure Poisson equation on spx, output. Kernels are written one
  * particle per call (mps_k_*), reading neighbours through the cell grid, writing only their own
  * particle's outputs: each maps to one CUDA thread per particle, and the host loops over them
@@ -21,11 +21,12 @@ enum { MPS_FLUID = 0, MPS_WALL = 1, MPS_DUMMY = 2, MPS_GHOST = 3 };
 enum { MPS_BC_NONE = 0, MPS_BC_INNER = 1, MPS_BC_SURFACE = 2 };
 
 typedef struct mps_params {
+  int dim;               /* 2 or 3: the dimension d of the models (2-8), (2-16), (2-26) */
   double l0;             /* initial particle spacing [m] (Table 5-2: 0.025) */
   double dt;             /* time step [s] (1e-4) */
   double rho;            /* fluid density [kg/m^3] (1000) */
   double nu;             /* kinematic viscosity [m^2/s] (water, 1e-6) */
-  double g;              /* gravity along y [m/s^2] (-9.8) */
+  double g;              /* gravity along y, which is up in 2-D and 3-D [m/s^2] (-9.8) */
   double re_n, re_grad, re_lap; /* radii of influence [m]: 2.1, 2.1, 3.1 l0 */
   double cell;           /* cell edge of the neighbour grid [m] (Table 5-2's grid size 3.5 l0) */
   double beta;           /* free surface: n_i < beta n0 (0.97) */
@@ -46,6 +47,9 @@ typedef struct mps_params {
 } mps_params;
 
 void mps_params_default(mps_params *p);
+/* The spacing l0 and what Table 5-2 ties to it: the radii, the grid's cell, the collision distance. */
+void mps_params_spacing(mps_params *p, double l0);
+/* n0 and lambda0 on the initial lattice: square in 2-D, cubic in 3-D (p->dim). */
 void mps_params_reference(mps_params *p);
 
 /* Particles, structure of arrays (the order the cell sort gives; id is the particle's name). */
@@ -54,6 +58,7 @@ typedef struct mps_particles {
   int32_t *id;
   int8_t *type, *bc;
   double *x, *y, *u, *v, *p; /* position, velocity, pressure */
+  double *z, *w, *az;        /* 3-D only (NULL in 2-D): position, velocity, scratch along z */
   double *nd;                /* number density (re_n) at the last build */
   double *pmin;              /* min pressure over the gradient's neighbourhood */
   double *ax, *ay;           /* per-step scratch: acceleration or new velocity */
@@ -61,14 +66,18 @@ typedef struct mps_particles {
 } mps_particles;
 
 int mps_particles_alloc(mps_particles *s, int64_t n);
+/* The z arrays of a 3-D run, after mps_particles_alloc; 0 or -1. */
+int mps_particles_alloc_z(mps_particles *s);
 void mps_particles_free(mps_particles *s);
 
-/* The cell grid: particles sorted by cell (cell = cy * nx + cx), start[c]..start[c+1] the
- * particles of cell c; cell[i] the cell of particle i when sorted (ghosts: nx * ny, last). */
+/* The cell grid: particles sorted by cell (cell = (cz * ny + cy) * nx + cx; 2-D: nz = 1, cz = 0),
+ * start[c]..start[c+1] the particles of cell c; cell[i] the cell of particle i when sorted
+ * (ghosts: nx * ny * nz, last). */
 typedef struct mps_grid {
-  double x0, y0, h;
-  int nx, ny;
-  int32_t *start; /* nx * ny + 2 */
+  double x0, y0, z0, h;
+  int nx, ny, nz;
+  int layers;     /* cell layers either side in z that a neighbour walk visits: 0 in 2-D, 1 in 3-D */
+  int32_t *start; /* nx * ny * nz + 2 */
   int32_t *cell;  /* per particle */
   int32_t *key;   /* scratch: the cell of each particle before the sort */
   int32_t *perm;  /* scratch: new -> old */
@@ -87,14 +96,16 @@ typedef struct mps_layout {
   const char *name;
   int tank_w, tank_h;                 /* inside of the closed tank, in cells of l0 */
   int nblocks;
-  int block[MPS_MAX_BLOCKS][4];       /* water blocks: x, y, w, h in cells (x, y from the tank's
-                                       * inner lower-left corner) */
+  int block[MPS_MAX_BLOCKS][6];       /* water blocks: x, y, w, h in cells (x, y from the tank's
+                                       * inner lower-left corner); 3-D: then z, d (depth) */
   int thesis_total, thesis_water;     /* the counts papers/002 gives (0: none) */
+  int tank_d;                         /* 3-D: the tank's inside depth along z in cells; 0 in 2-D */
 } mps_layout;
 
-/* By name: dambreak, falling, drop, floor; 0 found, -1 not. */
+/* By name: dambreak, falling, drop, floor (2-D), dambreak3d (tank_d > 0); 0 found, -1 not. */
 int mps_layout_named(const char *name, mps_layout *out);
-/* Particles of a layout: walls (2 layers) and dummies (2 layers) round the tank, then water. */
+/* Particles of a layout: walls (2 layers) and dummies (2 layers) round the tank, then water; 3-D
+ * (tank_d > 0) on a cubic lattice with the z arrays. */
 int mps_layout_build(const mps_layout *l, const mps_params *p, mps_particles *s);
 void mps_layout_count(const mps_layout *l, int64_t *total, int64_t *water, int64_t *wall, int64_t *dummy);
 
@@ -215,13 +226,15 @@ double mps_now(void);
 #define MPS_PARALLEL_FOR
 #endif
 
-/* Neighbour candidates of particle i: the particles of the 3 x 3 cells round i's cell. The three
- * cells of one grid row are consecutive cell numbers, so each row is one contiguous range. */
+/* Neighbour candidates of particle i: the particles of the 3 x 3 cells round i's cell (3 x 3 x 3
+ * in 3-D: g->layers planes either side). The three cells of one grid row are consecutive cell
+ * numbers, so each row is one contiguous range; planes bottom (z) up, rows bottom (y) up. */
 #define MPS_NEIGHBOURS(g, i, j)                                                                    \
-  for (int dy_ = -1; dy_ <= 1; dy_++)                                                              \
-    for (int32_t j = (g)->start[(g)->cell[i] + dy_ * (g)->nx - 1],                                 \
-                 end_ = (g)->start[(g)->cell[i] + dy_ * (g)->nx + 2];                              \
-         j < end_; j++)
+  for (int dz_ = -(g)->layers; dz_ <= (g)->layers; dz_++)                                          \
+    for (int dy_ = -1; dy_ <= 1; dy_++)                                                            \
+      for (int32_t j = (g)->start[(g)->cell[i] + (dz_ * (g)->ny + dy_) * (g)->nx - 1],             \
+                   end_ = (g)->start[(g)->cell[i] + (dz_ * (g)->ny + dy_) * (g)->nx + 2];          \
+           j < end_; j++)
 
 /* The weight function (2-4). Distances below 1e-3 l0 are taken as 1e-3 l0: two particles at
  * one point would give an infinite weight (collision handling keeps them apart long before). */

@@ -38,16 +38,21 @@ typedef struct snap {
 } snap;
 
 /* One line per particle that is not a dummy: id, type (0 fluid, 1 wall, 3 ghost), position,
- * velocity, pressure. Lines in the cell order of the step; sort by id to follow a particle. */
+ * velocity, pressure (3-D: x, y, z and u, v, w). Lines in the cell order of the step; sort by id to
+ * follow a particle. */
 static int write_snapshot(FILE *f, const void *data) {
   const snap *d = (const snap *)data;
   const mps_particles *s = d->s;
   int64_t i;
-  fprintf(f, "# t = %.6f s\nid,type,x,y,u,v,p\n", d->t);
+  fprintf(f, "# t = %.6f s\n%s\n", d->t, s->z ? "id,type,x,y,z,u,v,w,p" : "id,type,x,y,u,v,p");
   for (i = 0; i < s->n; i++) {
     if (s->type[i] == MPS_DUMMY) continue;
-    fprintf(f, "%d,%d,%.6f,%.6f,%.5f,%.5f,%.3f\n", (int)s->id[i], (int)s->type[i], s->x[i], s->y[i], s->u[i],
-            s->v[i], s->p[i]);
+    if (s->z)
+      fprintf(f, "%d,%d,%.6f,%.6f,%.6f,%.5f,%.5f,%.5f,%.3f\n", (int)s->id[i], (int)s->type[i], s->x[i], s->y[i],
+              s->z[i], s->u[i], s->v[i], s->w[i], s->p[i]);
+    else
+      fprintf(f, "%d,%d,%.6f,%.6f,%.5f,%.5f,%.3f\n", (int)s->id[i], (int)s->type[i], s->x[i], s->y[i], s->u[i],
+              s->v[i], s->p[i]);
   }
   return 0;
 }
@@ -59,19 +64,20 @@ int mps_snapshot_csv(const char *path, const mps_particles *s, double t) {
   return write_atomic(path, write_snapshot, &d);
 }
 
-/* x and y of every particle, as doubles in id order: two runs are the same to the bit when these
- * files are. */
+/* x and y (3-D: x, y, z) of every particle, as doubles in id order: two runs are the same to the
+ * bit when these files are. */
 static int write_positions(FILE *f, const void *data) {
   const mps_particles *s = (const mps_particles *)data;
-  double *xy = calloc((size_t)(2 * s->n + 1), sizeof *xy);
-  int64_t i;
+  int64_t i, d = s->z ? 3 : 2;
+  double *xy = calloc((size_t)(d * s->n + 1), sizeof *xy);
   int bad;
   if (!xy) return -1;
   for (i = 0; i < s->n; i++) {
-    xy[2 * s->id[i]] = s->x[i];
-    xy[2 * s->id[i] + 1] = s->y[i];
+    xy[d * s->id[i]] = s->x[i];
+    xy[d * s->id[i] + 1] = s->y[i];
+    if (s->z) xy[d * s->id[i] + 2] = s->z[i];
   }
-  bad = fwrite(xy, sizeof *xy, (size_t)(2 * s->n), f) != (size_t)(2 * s->n);
+  bad = fwrite(xy, sizeof *xy, (size_t)(d * s->n), f) != (size_t)(d * s->n);
   free(xy);
   return bad ? -1 : 0;
 }

@@ -20,18 +20,30 @@ double mps_now(void) {
 /* Pressure carriers: fluid and wall particles (dummies and ghosts have none). */
 static int carries(const mps_particles *s, int64_t j) { return s->type[j] == MPS_FLUID || s->type[j] == MPS_WALL; }
 
+/* The squared distance from particle i to j (3-D when s->z is set; the 2-D sum is unchanged). */
+static inline double dist2(const mps_particles *s, int64_t i, int64_t j) {
+  double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dx * dx + dy * dy;
+  if (s->z) {
+    double dz = s->z[j] - s->z[i];
+    r2 += dz * dz;
+  }
+  return r2;
+}
+
 /* div u* at particle i by the MPS divergence model, d/n0 sum (u_j - u_i).(r_j - r_i)/r^2 w(r), over
- * the gradient's neighbours (fluid and wall particles; walls stand still). */
+ * the gradient's neighbours (fluid and wall particles; walls stand still); d = p->dim. */
 static double divergence(const mps_view *v, int64_t i) {
   const mps_particles *s = v->s;
   const mps_params *p = v->p;
   double d = 0, re2 = p->re_grad * p->re_grad;
   MPS_NEIGHBOURS(v->g, i, j) {
-    double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dx * dx + dy * dy;
+    double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dist2(s, i, j), q;
     if (j == i || !carries(s, j) || r2 >= re2 || r2 <= 0) continue;
-    d += ((s->u[j] - s->u[i]) * dx + (s->v[j] - s->v[i]) * dy) / r2 * mps_weight(sqrt(r2), p->re_grad, p->l0);
+    q = (s->u[j] - s->u[i]) * dx + (s->v[j] - s->v[i]) * dy;
+    if (s->z) q += (s->w[j] - s->w[i]) * (s->z[j] - s->z[i]);
+    d += q / r2 * mps_weight(sqrt(r2), p->re_grad, p->l0);
   }
-  return 2.0 / p->n0_grad * d;
+  return (double)p->dim / p->n0_grad * d;
 }
 
 /* Entries of inner particle i's row: itself and its inner neighbours within re_lap. */
@@ -40,8 +52,7 @@ static int64_t k_count(const mps_view *v, int64_t i) {
   double re2 = v->p->re_lap * v->p->re_lap;
   int64_t k = 1;
   MPS_NEIGHBOURS(v->g, i, j) {
-    double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i];
-    if (j != i && s->row[j] >= 0 && dx * dx + dy * dy < re2) k++;
+    if (j != i && s->row[j] >= 0 && dist2(s, i, j) < re2) k++;
   }
   return k;
 }
@@ -52,11 +63,11 @@ static int64_t k_count(const mps_view *v, int64_t i) {
 static void k_row(const mps_view *v, mps_ppe *e, int64_t i) {
   const mps_particles *s = v->s;
   const mps_params *p = v->p;
-  double re2 = p->re_lap * p->re_lap, a = 2.0 * 2 / (p->lambda * p->n0_lap * p->rho);
+  double re2 = p->re_lap * p->re_lap, a = 2.0 * p->dim / (p->lambda * p->n0_lap * p->rho);
   double diag = p->compressibility / (p->dt * p->dt);
   int64_t k = e->row_ptr[s->row[i]], kd = k;
   MPS_NEIGHBOURS(v->g, i, j) {
-    double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dx * dx + dy * dy, c;
+    double r2 = dist2(s, i, j), c;
     if (j == i) {
       kd = k;
       e->col[k++] = s->row[i];
