@@ -1389,6 +1389,349 @@ static void test_update_time(void **state) {
   spx_csr_destroy(a3);
 }
 
+/* ---- Classical Ruge-Stueben coarsening (options.coarsening SPX_AMG_RS) ------------------------- */
+static spx_amg_options rs_options(void) {
+  spx_amg_options o;
+  spx_amg_options_default(&o);
+  o.coarsening = SPX_AMG_RS;
+  return o;
+}
+
+/* 2-D 5-point Poisson n^2: the anisotropic generator's one plane, its z coefficient negligible. */
+static spx_csr *poisson2d(int64_t n) {
+  spx_csr *a;
+  assert_int_equal(spx_gen_poisson3d_aniso(n, n, 1, 1, 1, 1e-12, SPX_DOUBLE, &a), SPX_OK);
+  return a;
+}
+
+/* Entry k of row i is strong by the classical rule, straight from its definition: the couplings of
+ * the sign opposite the diagonal's against the largest of them, or |a_ik| against the largest
+ * |a_ij| where the row has none of that sign. */
+static int rs_strong(const spx_csr *a, int64_t i, int64_t k, double theta) {
+  double s = 1, mo = 0, ma = 0;
+  int64_t q;
+  if (a->col_idx[k] == i || a->val.d[k] == 0) return 0;
+  for (q = a->row_ptr[i]; q < a->row_ptr[i + 1]; q++)
+    if (a->col_idx[q] == i) s = a->val.d[q] < 0 ? -1 : 1;
+  for (q = a->row_ptr[i]; q < a->row_ptr[i + 1]; q++)
+    if (a->col_idx[q] != i) {
+      mo = fmax(mo, -s * a->val.d[q]);
+      ma = fmax(ma, fabs(a->val.d[q]));
+    }
+  return mo > 0 ? -s * a->val.d[k] >= theta * mo : fabs(a->val.d[k]) >= theta * ma;
+}
+
+/* Level l of an RS hierarchy: the C points numbered in row order (aggregate: a C row's coarse row,
+ * -1 for an F row) and as many as P's columns; P's C rows identity rows; an F row interpolates
+ * only from strong C neighbours, and has one when it has a strong dependency at all; where every
+ * off-diagonal has the sign opposite the diagonal's, the row's weights sum to -sum_k a_ik / a_ii
+ * (truncation rescales the weights it keeps). Returns the F rows with no strong dependency. */
+static int64_t check_rs_level(spx_amg *m, int l, double theta) {
+  spx_amg_level_view v;
+  int64_t i, k, q, next = 0, lonely = 0;
+  assert_int_equal(spx_amg_level(m, l, &v), SPX_OK);
+  assert_non_null(v.P);
+  for (i = 0; i < v.A->nrows; i++) {
+    const int32_t c = v.aggregate[i];
+    double off = 0, di = 0, sum = 0;
+    int strong = 0, strong_c = 0, opposite = 1;
+    if (c >= 0) {
+      assert_int_equal(c, next++);
+      assert_int_equal(v.P->row_ptr[i + 1] - v.P->row_ptr[i], 1);
+      assert_int_equal(v.P->col_idx[v.P->row_ptr[i]], c);
+      assert_true(v.P->val.d[v.P->row_ptr[i]] == 1.0);
+      continue;
+    }
+    assert_int_equal(c, -1);
+    for (k = v.A->row_ptr[i]; k < v.A->row_ptr[i + 1]; k++) {
+      const int s = rs_strong(v.A, i, k, theta);
+      if (v.A->col_idx[k] == i) di = v.A->val.d[k];
+      else off += v.A->val.d[k];
+      strong |= s;
+      strong_c |= s && v.aggregate[v.A->col_idx[k]] >= 0;
+    }
+    for (k = v.A->row_ptr[i]; k < v.A->row_ptr[i + 1]; k++)
+      if (v.A->col_idx[k] != i && v.A->val.d[k] * di >= 0) opposite = 0;
+    if (strong && !strong_c) fail_msg("level %d: F row %lld has strong dependencies but no strong C neighbour", l,
+                                      (long long)i);
+    lonely += !strong;
+    assert_true(!strong || v.P->row_ptr[i + 1] > v.P->row_ptr[i]);
+    for (q = v.P->row_ptr[i]; q < v.P->row_ptr[i + 1]; q++) { /* each column a strong C neighbour */
+      int found = 0;
+      for (k = v.A->row_ptr[i]; k < v.A->row_ptr[i + 1]; k++)
+        found |= v.aggregate[v.A->col_idx[k]] == v.P->col_idx[q] && rs_strong(v.A, i, k, theta);
+      if (!found) fail_msg("level %d: row %lld interpolates from coarse row %d, not a strong C neighbour", l,
+                           (long long)i, v.P->col_idx[q]);
+      sum += v.P->val.d[q];
+    }
+    if (opposite && strong && !(fabs(sum + off / di) <= 1e-12 * fabs(off / di)))
+      fail_msg("level %d: row %lld's weights sum to %.17g, not %.17g", l, (long long)i, sum, -off / di);
+  }
+  assert_int_equal(next, v.P->ncols);
+  return lonely;
+}
+
+/* RS convergence on Poisson: two-grid (max_levels 2) and multilevel V-cycle factors under bounds on
+ * 2-D 5-point 64^2 and 3-D 7-point 20^3 (PMIS with direct interpolation: weaker than SA's there,
+ * so the bounds are looser than test_smoothers'), AMG-PCG under 20 iterations, every level's split
+ * and P valid (check_rs_level), the report's coarsening, and the Galerkin operators P^T A P on a
+ * small 3-D problem. */
+static void test_rs_poisson(void **state) {
+  static const double two_grid[2] = {0.5, 0.4}, multi[2] = {0.75, 0.55};
+  int k;
+  (void)state;
+  for (k = 0; k < 2; k++) {
+    spx_csr *a = k ? NULL : poisson2d(64);
+    spx_amg_options o = rs_options();
+    spx_amg *m2, *ml;
+    double *b, f2, fl;
+    int64_t c2, cl, it;
+    int l;
+    const spx_amg_report *r;
+    if (k) assert_int_equal(spx_gen_poisson3d(20, 20, 20, 7, SPX_DOUBLE, &a), SPX_OK);
+    b = rand_vec(a->nrows);
+    o.coarse_size = 50;
+    ml = amg_make(NULL, a, &o);
+    o.max_levels = 2;
+    o.dense_max = 8000;
+    m2 = amg_make(NULL, a, &o);
+    r = spx_amg_report_of(ml);
+    assert_int_equal(r->coarsening, SPX_AMG_RS);
+    assert_int_equal(spx_amg_report_of(m2)->levels, 2);
+    assert_true(r->levels >= 3);
+    for (l = 0; l + 1 < r->levels; l++) {
+      check_rs_level(ml, l, o.rs_theta);
+      assert_true(r->level[l].p_cols == r->level[l + 1].rows && r->level[l].omega == 0);
+    }
+    f2 = cycle_factor(m2, a, b, &c2);
+    fl = cycle_factor(ml, a, b, &cl);
+    it = pcg(ml, a, spx_amg_plan(ml), b, 1e-8, 0, k ? "rs 3-d" : "rs 2-d");
+    print_message("RS %s: factor two-grid %.3f (%lld cycles), %d levels %.3f (%lld cycles); operator complexity %.3f, "
+                  "grid %.3f; AMG-PCG %lld iterations\n", k ? "3-D 20^3" : "2-D 64^2", f2, (long long)c2, r->levels, fl,
+                  (long long)cl, r->operator_complexity, r->grid_complexity, (long long)it);
+    if (!(f2 < two_grid[k]) || !(fl < multi[k]))
+      fail_msg("RS factors %.3f (two-grid), %.3f (multilevel) over the bounds %.2f, %.2f", f2, fl, two_grid[k], multi[k]);
+    assert_true(it < 20);
+    assert_true(r->operator_complexity > 1 && r->operator_complexity < 3);
+    free(b);
+    spx_amg_destroy(m2);
+    spx_amg_destroy(ml);
+    spx_csr_destroy(a);
+  }
+  {
+    spx_csr *a;
+    spx_amg_options o = rs_options();
+    spx_amg *m;
+    assert_int_equal(spx_gen_poisson3d(9, 8, 7, 7, SPX_DOUBLE, &a), SPX_OK);
+    o.coarse_size = 10;
+    m = amg_make(NULL, a, &o);
+    check_galerkin(m);
+    spx_amg_destroy(m);
+    spx_csr_destroy(a);
+  }
+}
+
+/* The split's rules on matrices with couplings of both signs (a structural matrix, whose rows
+ * mix them) and on the anisotropic problem; with truncation off every strong C neighbour is
+ * kept (P's F rows as long as their strong C neighbours); a row without strong dependencies (a
+ * decoupled row) is an F point that interpolates from none. */
+static void test_rs_split(void **state) {
+  spx_csr *s = shared("bcsstk08"), *an = aniso(16, 1e-4), *d;
+  spx_amg_options o = rs_options();
+  spx_amg *m, *ma, *m0, *md;
+  spx_amg_level_view v;
+  double *b;
+  int64_t i, k;
+  int l;
+  (void)state;
+  o.coarse_size = 100;
+  m = amg_make(NULL, s, &o);
+  ma = amg_make(NULL, an, &o);
+  for (l = 0; l + 1 < spx_amg_report_of(m)->levels; l++) check_rs_level(m, l, o.rs_theta);
+  for (l = 0; l + 1 < spx_amg_report_of(ma)->levels; l++) check_rs_level(ma, l, o.rs_theta);
+  o.rs_trunc = 0;
+  m0 = amg_make(NULL, s, &o);
+  assert_int_equal(spx_amg_level(m0, 0, &v), SPX_OK);
+  check_rs_level(m0, 0, o.rs_theta);
+  for (i = 0; i < v.A->nrows; i++) {
+    int64_t want = 0;
+    if (v.aggregate[i] >= 0) continue;
+    for (k = v.A->row_ptr[i]; k < v.A->row_ptr[i + 1]; k++)
+      want += rs_strong(v.A, i, k, o.rs_theta) && v.aggregate[v.A->col_idx[k]] >= 0;
+    assert_int_equal(v.P->row_ptr[i + 1] - v.P->row_ptr[i], want);
+  }
+  /* 2-D Poisson with row 5 decoupled (its couplings both ways zeroed, kept as entries) */
+  d = poisson2d(32);
+  for (i = 0; i < d->nrows; i++)
+    for (k = d->row_ptr[i]; k < d->row_ptr[i + 1]; k++)
+      if ((i == 5) != (d->col_idx[k] == 5)) d->val.d[k] = 0;
+  o.coarse_size = 50;
+  md = amg_make(NULL, d, &o);
+  assert_int_equal(spx_amg_level(md, 0, &v), SPX_OK);
+  assert_int_equal(v.aggregate[5], -1);
+  assert_int_equal(v.P->row_ptr[6] - v.P->row_ptr[5], 0);
+  assert_true(check_rs_level(md, 0, o.rs_theta) >= 1);
+  b = rand_vec(d->nrows);
+  assert_true(pcg(md, d, spx_amg_plan(md), b, 1e-8, 0, "rs decoupled row") < 30);
+  free(b);
+  spx_amg_destroy(m);
+  spx_amg_destroy(ma);
+  spx_amg_destroy(m0);
+  spx_amg_destroy(md);
+  spx_csr_destroy(s);
+  spx_csr_destroy(an);
+  spx_csr_destroy(d);
+}
+
+/* The split and the whole hierarchy (every level's A, P, R and split) are the same bit for bit with
+ * one thread and with several (rows in parallel past 16384: 36^3), and run to run. */
+static void test_rs_threads(void **state) {
+  spx_csr *a;
+  spx_amg_options o = rs_options();
+  spx_amg *m1, *m2, *m3;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(36, 36, 36, 7, SPX_DOUBLE, &a), SPX_OK);
+  m1 = amg_make(NULL, a, &o);
+#if defined(_OPENMP)
+  {
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    m2 = amg_make(NULL, a, &o);
+    omp_set_num_threads(threads < 2 ? 3 : threads);
+    m3 = amg_make(NULL, a, &o);
+    omp_set_num_threads(threads);
+  }
+#else
+  m2 = amg_make(NULL, a, &o);
+  m3 = amg_make(NULL, a, &o);
+#endif
+  assert_true(spx_amg_report_of(m1)->levels >= 3);
+  same_hierarchy(m1, m2);
+  same_hierarchy(m1, m3);
+  spx_amg_destroy(m1);
+  spx_amg_destroy(m2);
+  spx_amg_destroy(m3);
+  spx_csr_destroy(a);
+}
+
+/* RS-AMG-PCG on shared SPD matrices (a power network and structural ones) converges to 1e-8 in
+ * fewer than half CG's iterations. */
+static void test_rs_shared(void **state) {
+  static const char *const names[] = {"1138_bus", "bcsstk08", "bcsstk16"};
+  size_t k;
+  (void)state;
+  for (k = 0; k < sizeof names / sizeof *names; k++) {
+    spx_csr *a = shared(names[k]);
+    spx_amg_options o = rs_options();
+    spx_amg *m = amg_make(NULL, a, &o);
+    double *b = rand_vec(a->nrows);
+    int64_t it_amg = pcg(m, a, spx_amg_plan(m), b, 1e-8, 0, names[k]), it_cg = pcg(NULL, a, spx_amg_plan(m), b, 1e-8, 0,
+                                                                                  names[k]);
+    print_message("RS %-9s %5lld rows, %d levels, operator complexity %.3f: AMG-PCG %lld iterations, CG %lld\n",
+                  names[k], (long long)a->nrows, spx_amg_report_of(m)->levels,
+                  spx_amg_report_of(m)->operator_complexity, (long long)it_amg, (long long)it_cg);
+    assert_true(spx_amg_report_of(m)->levels >= 2);
+    if (!(2 * it_amg < it_cg)) fail_msg("%s: RS AMG-PCG %lld iterations, CG %lld", names[k], (long long)it_amg,
+                                        (long long)it_cg);
+    free(b);
+    spx_amg_destroy(m);
+    spx_csr_destroy(a);
+  }
+}
+
+/* spx_amg_update with RS: for 2a (an exact scaling: the same strength, split and P) the hierarchy
+ * a fresh setup of 2a gives, bit for bit, and the same cycle; for perturbed values the split and
+ * P's pattern kept (the same arrays), P's values made again (the interpolation of the new values:
+ * check_rs_level's rules), the Galerkin operators P^T A_new P, and AMG-PCG within 3 iterations of
+ * a fresh setup's. */
+static void test_rs_update(void **state) {
+  spx_csr *a, *a2, *a3;
+  spx_amg_options o = rs_options();
+  spx_amg *m, *f2, *f3;
+  spx_amg_level_view v0, v1;
+  double *b, *x1, *x2, p0;
+  int64_t it_u, it_f, nnz0;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(10, 9, 8, 7, SPX_DOUBLE, &a), SPX_OK);
+  a2 = revalue(a, 2.0);
+  a3 = revalue(a, 0);
+  b = rand_vec(a->nrows);
+  x1 = calloc((size_t)a->nrows, 8);
+  x2 = calloc((size_t)a->nrows, 8);
+  o.coarse_size = 10;
+  m = amg_make(NULL, a, &o);
+  f2 = amg_make(NULL, a2, &o);
+  assert_int_equal(spx_amg_level(m, 0, &v0), SPX_OK);
+  nnz0 = v0.P->nnz;
+  if (spx_amg_update(m, a2) != SPX_OK) fail_msg("update: %s", spx_last_error());
+  same_hierarchy(m, f2);
+  assert_int_equal(spx_amg_cycle(m, b, x1), SPX_OK);
+  assert_int_equal(spx_amg_cycle(f2, b, x2), SPX_OK);
+  if (memcmp(x1, x2, (size_t)a->nrows * 8)) fail_msg("RS: a cycle after the update differs from a fresh setup's");
+  p0 = v0.P->val.d[v0.P->nnz - 1];
+  if (spx_amg_update(m, a3) != SPX_OK) fail_msg("update: %s", spx_last_error());
+  assert_int_equal(spx_amg_level(m, 0, &v1), SPX_OK);
+  assert_ptr_equal(v1.aggregate, v0.aggregate);
+  assert_ptr_equal(v1.P, v0.P);
+  assert_int_equal(v1.P->nnz, nnz0);
+  assert_true(v1.P->val.d[v1.P->nnz - 1] != p0 || v1.aggregate[v1.A->nrows - 1] >= 0);
+  check_rs_level(m, 0, o.rs_theta * 0.5); /* the perturbation moves strengths: a looser threshold */
+  check_galerkin(m);
+  f3 = amg_make(NULL, a3, &o);
+  it_u = pcg(m, a3, spx_amg_plan(m), b, 1e-8, 0, "rs updated perturbed");
+  it_f = pcg(f3, a3, spx_amg_plan(f3), b, 1e-8, 0, "rs fresh perturbed");
+  print_message("RS update: perturbed AMG-PCG %lld iterations (fresh setup %lld)\n", (long long)it_u, (long long)it_f);
+  assert_true(it_u <= it_f + 3);
+  assert_int_equal(spx_amg_report_of(m)->updates, 2);
+  free(b);
+  free(x1);
+  free(x2);
+  spx_amg_destroy(m);
+  spx_amg_destroy(f2);
+  spx_amg_destroy(f3);
+  spx_csr_destroy(a);
+  spx_csr_destroy(a2);
+  spx_csr_destroy(a3);
+}
+
+/* The options: defaults SA (coarsening 0) with rs_theta 0.25 and rs_trunc 0.2; a bad rs_theta,
+ * rs_trunc or coarsening fails with SPX_INVALID_ARGUMENT naming the option, nothing leaked; the
+ * names parse both ways. */
+static void test_rs_options(void **state) {
+  static const double bad_theta[] = {0, 1, -0.5, NAN}, bad_trunc[] = {-0.1, 1, NAN};
+  spx_csr *a;
+  spx_amg_options o;
+  spx_amg_coarsening c = SPX_AMG_SA;
+  size_t k;
+  (void)state;
+  spx_amg_options_default(&o);
+  assert_int_equal(o.coarsening, SPX_AMG_SA);
+  assert_true(o.rs_theta == 0.25 && o.rs_trunc == 0.2);
+  assert_int_equal(spx_gen_poisson3d(12, 12, 12, 7, SPX_DOUBLE, &a), SPX_OK);
+  for (k = 0; k < sizeof bad_theta / sizeof *bad_theta; k++) {
+    o = rs_options();
+    o.rs_theta = bad_theta[k];
+    expect_fail(a, &o, SPX_INVALID_ARGUMENT, "rs_theta");
+  }
+  for (k = 0; k < sizeof bad_trunc / sizeof *bad_trunc; k++) {
+    o = rs_options();
+    o.rs_trunc = bad_trunc[k];
+    expect_fail(a, &o, SPX_INVALID_ARGUMENT, "rs_trunc");
+  }
+  o = rs_options();
+  o.coarsening = (spx_amg_coarsening)7;
+  expect_fail(a, &o, SPX_INVALID_ARGUMENT, "coarsening 7");
+  assert_int_equal(spx_amg_coarsening_parse("RS", &c), SPX_OK);
+  assert_int_equal(c, SPX_AMG_RS);
+  assert_int_equal(spx_amg_coarsening_parse("sa", &c), SPX_OK);
+  assert_int_equal(c, SPX_AMG_SA);
+  assert_int_equal(spx_amg_coarsening_parse("cljp", &c), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "'cljp'"));
+  assert_string_equal(spx_amg_coarsening_name(SPX_AMG_RS), "rs");
+  assert_string_equal(spx_amg_coarsening_name((spx_amg_coarsening)9), "unknown");
+  spx_csr_destroy(a);
+}
+
 /* ---- Cycles ------------------------------------------------------------------------------------- */
 /* V, W and F on 3-D Poisson (four levels and more): each converges standalone with a factor below
  * 0.25 (the V-cycle's is about 0.22 here, where four levels add up their errors), the W-cycle's
@@ -1997,6 +2340,9 @@ int main(void) {
       cmocka_unit_test(test_standalone),     cmocka_unit_test(test_singular),
       cmocka_unit_test(test_update),         cmocka_unit_test(test_update_refused),
       cmocka_unit_test(test_update_time),    cmocka_unit_test(test_cycles),
+      cmocka_unit_test(test_rs_poisson),      cmocka_unit_test(test_rs_split),
+      cmocka_unit_test(test_rs_threads),      cmocka_unit_test(test_rs_shared),
+      cmocka_unit_test(test_rs_update),       cmocka_unit_test(test_rs_options),
       cmocka_unit_test(test_kernels_compile),
       cmocka_unit_test(test_gpu_amg_pcg),    cmocka_unit_test(test_gpu_cycle),
       cmocka_unit_test(test_gpu_shared_spd), cmocka_unit_test(test_gpu_amg_update),

@@ -44,6 +44,8 @@ int spx_cli_solve_amg_option(int argc, char **argv, int *k, spx_amg_options *o) 
     o->gpu_setup_rows = (int64_t)w;
   } else if ((v = spx_cli_opt(argc, argv, k, "--aggregation"))) {
     if (spx_amg_aggregation_parse(v, &o->aggregation)) return spx_cli_usage("solve", "--aggregation: %s", spx_last_error());
+  } else if ((v = spx_cli_opt(argc, argv, k, "--coarsening"))) {
+    if (spx_amg_coarsening_parse(v, &o->coarsening)) return spx_cli_usage("solve", "--coarsening: %s", spx_last_error());
   } else if (!strcmp(argv[*k], "--plan-trials")) o->plan_trials = 1;
   else return 0;
   return 1;
@@ -248,6 +250,8 @@ const char *const spx_cli_solve_help[] = {
     "(strength, aggregates, P and R A P), the rest on the host; 0: all of it on the host (default 20000)",
     "--aggregation A\twith AMG: auto (mis2 on the levels set up on a GPU, greedy on the host's), mis2 "
     "(parallel MIS(2) roots) or greedy (rows in order, serial) (default auto)",
+    "--coarsening C\twith AMG: sa (smoothed aggregation) or rs (classical Ruge-Stueben: PMIS C/F split, "
+    "direct interpolation, strength 0.25, truncation 0.2; its setup on the host) (default sa)",
     "--plan-trials\twith AMG: the levels' plans take --strategy as given (auto may time candidates); "
     "without it a timing strategy runs as model for them (default off)",
     "--tol T\trelative residual to stop at (default 1e-8)",

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* spx/amg.h: algebraic multigrid (smoothed aggregation), standalone or as the preconditioner of the
+/* spx/amg.h: algebraic multigrid (smoothed aggregation, or classical Ruge-Stueben), standalone or as the preconditioner of the
  * Krylov solvers, with every level's operators on plans (papers/003: the GPU AMG solve phase).
  *
  *   spx_amg_options o;  spx_amg_options_default(&o);  o.smoother = SPX_AMG_GS;
@@ -45,6 +45,36 @@
  *                 (each aggregate's entries summed in A's column order): no general product.
  *   R, A_c        R = P^T (transpose), A_c = R (A P) by two sparse products (Gustavson, two passes:
  *                 row sizes, then values; columns sorted)
+ *   classical     options.coarsening SPX_AMG_RS replaces strength, aggregation and P above (the
+ *                 default SPX_AMG_SA is the smoothed aggregation above); on the host only, every
+ *                 level (gpu_setup_rows does not apply):
+ *     strength    j strongly influences i when -s a_ij >= rs_theta max_{k != i} (-s a_ik), s the
+ *                 sign of a_ii (the couplings of the sign opposite the diagonal's), rs_theta [0.25]
+ *                 on every level (theta and theta_decay are SA's); a row with no such coupling
+ *                 (every off-diagonal of the diagonal's sign, e.g. positive on an SPD row) takes
+ *                 |a_ij| >= rs_theta max_{k != i} |a_ik| instead
+ *     C/F split   PMIS: measure |S^T_i| (the rows i strongly influences) plus a fixed hash of i
+ *                 in [0, 1); a row influencing none starts F; in rounds, each computed from the
+ *                 last round's states only (the same split for any thread count), an undecided
+ *                 row above every undecided strong neighbour (either direction; ties by index)
+ *                 becomes C, then each undecided row depending on a new C point becomes F. After
+ *                 the rounds an F row with strong dependencies but no C point among them becomes
+ *                 C, so every F row with a strong dependency has a strong C neighbour; an F row
+ *                 with none (a decoupled row) interpolates from nothing (an empty row of P: the
+ *                 smoother alone corrects it)
+ *     P           direct interpolation from the strong C neighbours: P's columns are the C points
+ *                 in increasing row order, a C row is an identity row, an F row
+ *                 w_ij = -alpha a_ij / a_ii' with couplings of each sign scaled separately
+ *                 (alpha = sum_{k != i} a_ik / sum_{k in the set} a_ik over that sign's couplings;
+ *                 a sign with none in the set is lumped onto the diagonal, giving a_ii'), so a row
+ *                 of A summing to zero interpolates with weights summing to one. Truncation: a
+ *                 weight below rs_trunc [0.2] times the row's largest |weight| is dropped and the
+ *                 kept ones are computed again over the kept set (each sign's sum, so the row's
+ *                 sum, as before); rs_trunc 0 keeps them all. R = P^T and A_c as below. A
+ *                 level's C points are its P's columns (the report's p_cols; the level view's
+ *                 aggregate gives a C row's coarse row and -1 for an F row). The stall test
+ *                 counts C points, and a level that makes none stops coarsening.
+ *                 docs/solvers.md compares the two coarsenings.
  *   levels        coarsening stops at max_levels [10], when a level has at most coarse_size [500]
  *                 rows, or when it stalls (aggregates > 0.9 of the rows); the report says which
  *   coarsest      dense LU with partial pivoting on the host when it has at most dense_max [2000]
@@ -103,6 +133,11 @@
  * GPU, cuSPARSE's deterministic algorithm sums the same way each run); a fresh setup of a_new
  * itself may aggregate differently (the strength test reads the values). The report
  * then describes the update (its strength, aggregation and prolongation times 0, updates counted).
+ * With SPX_AMG_RS the update keeps each level's C/F split and P's pattern and computes P's values
+ * again (the direct interpolation of the new values over the same C points, the truncation's
+ * choice kept), R's values, and the plans of P and R too (forced to their first formats); the
+ * result is the hierarchy a fresh setup gives where that split and pattern come out again (an
+ * exact scaling of the matrix, say), bit for bit.
  *
  * SOLVE
  *   spx_amg_cycle     one cycle (options.cycle: V, W or F) on A x = b from the x given
@@ -142,7 +177,8 @@
  * An spx_amg is not reentrant: one cycle at a time.
  *
  * ERRORS  SPX_INVALID_ARGUMENT for a non-square or empty matrix, a zero or non-finite diagonal entry
- *   (the row is named), bad options; SPX_BREAKDOWN for a NaN or Inf in the coarsest LU; plan and
+ *   (the row is named), bad options (each named: rs_theta outside (0, 1), rs_trunc outside [0, 1),
+ *   a coarsening not in the enum, ...); SPX_BREAKDOWN for a NaN or Inf in the coarsest LU; plan and
  *   device failures pass through. Nothing is kept and nothing leaks on failure. spx_amg_update
  *   refuses a matrix of another pattern, or with a non-finite entry, with SPX_INVALID_ARGUMENT and
  *   leaves the hierarchy as it was; a failure after that check (a zero coarse diagonal, memory, a
@@ -223,6 +259,17 @@ const char *spx_amg_aggregation_name(spx_amg_aggregation a);
 /* By name (case ignored); SPX_INVALID_ARGUMENT listing the names otherwise. */
 spx_status spx_amg_aggregation_parse(const char *name, spx_amg_aggregation *out);
 
+/* Coarsenings (the header's SETUP). */
+typedef enum spx_amg_coarsening {
+  SPX_AMG_SA = 0, /* smoothed aggregation [default] */
+  SPX_AMG_RS = 1  /* classical Ruge-Stueben: PMIS C/F split, direct interpolation (on the host) */
+} spx_amg_coarsening;
+
+/* "sa", "rs"; "unknown" outside the enum. */
+const char *spx_amg_coarsening_name(spx_amg_coarsening c);
+/* By name (case ignored); SPX_INVALID_ARGUMENT listing the names otherwise. */
+spx_status spx_amg_coarsening_parse(const char *name, spx_amg_coarsening *out);
+
 /* One level's overrides: -1 (or 0 for damping) takes the global option. */
 typedef struct spx_amg_level_options {
   int smoother;    /* an spx_amg_smoother, or -1 */
@@ -244,6 +291,10 @@ typedef struct spx_amg_options {
   int64_t gpu_setup_rows;   /* CUDA: a level of at least this many rows runs its setup on the GPU
                                (WHERE) [20000]; 0: every level on the host */
   spx_amg_aggregation aggregation; /* [SPX_AMG_AGG_AUTO] */
+  spx_amg_coarsening coarsening; /* [SPX_AMG_SA]; SPX_AMG_RS: the classical coarsening below */
+  double rs_theta;          /* RS: strength threshold of every level, (0, 1) [0.25] */
+  double rs_trunc;          /* RS: drop interpolation weights below this times the row's largest,
+                               [0, 1) [0.2]; 0 keeps them all */
   /* smoothing */
   spx_amg_smoother smoother; /* every level's [SPX_AMG_CHEBYSHEV] */
   int pre_sweeps, post_sweeps; /* [1, 1] */
@@ -305,6 +356,7 @@ typedef struct spx_amg_report {
                                  levels' (copies included) */
   char gpu_note[200];         /* why levels gpu_setup_rows sent to the GPU ran on the host ("" none) */
   spx_amg_aggregation aggregation; /* the option (AUTO: each level's agg_gpu says which rule) */
+  spx_amg_coarsening coarsening; /* the option (RS: the levels' p_cols are their C points) */
   int64_t cycles;             /* cycles run so far (spx_amg_cycle, spx_amg_precond, spx_amg_solve) */
   spx_amg_cycle_type cycle;
   /* The setup fields above describe the last setup: spx_amg_create's, or the last successful
@@ -342,7 +394,8 @@ const spx_amg_report *spx_amg_report_of(const spx_amg *m);
 typedef struct spx_amg_level_view {
   const spx_csr *A;         /* the level's operator (level 0: the input, in double) */
   const spx_csr *P, *R;     /* to and from the next level (NULL on the coarsest) */
-  const int32_t *aggregate; /* rows -> aggregate (the next level's row; NULL on the coarsest) */
+  const int32_t *aggregate; /* rows -> aggregate (the next level's row; NULL on the coarsest); RS: a
+                               C point's coarse row, -1 for an F point */
   const int32_t *color;     /* gs: rows -> color (NULL for the other smoothers) */
   int colors;
   spx_plan *plan_A, *plan_P, *plan_R;

@@ -147,6 +147,9 @@
  *   amg_setup_impl.h       the levels: strength, aggregation, P,
  *                          Galerkin, coarse LU (host twins; the
  *                          GPU's through amg_gpu)                 amg_gpu, csr
+ *   amg_rs_impl.h          classical Ruge-Stueben coarsening:
+ *                          strength, PMIS split, direct
+ *                          interpolation (host only)              amg_setup, csr
  *   amg_smooth_impl.h      smoothers, coloring, the vector
  *                          operations (host twin and kernel)      amg_setup, plan, device, loader
  *   amg_impl.h             the hierarchy, cycles, update, AMG as
@@ -194,6 +197,7 @@
 #include "internal/solve_impl.h"
 #include "internal/amg_gpu_impl.h"
 #include "internal/amg_setup_impl.h"
+#include "internal/amg_rs_impl.h"
 #include "internal/amg_smooth_impl.h"
 #include "internal/amg_impl.h"
 #endif

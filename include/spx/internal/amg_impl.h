@@ -89,6 +89,24 @@ spx_status spx_amg_aggregation_parse(const char *name, spx_amg_aggregation *out)
   return spx__fail(SPX_INVALID_ARGUMENT, "unknown aggregation '%s': auto, greedy or mis2", name);
 }
 
+static const char *const spx__amg_coarsening_names[] = {"sa", "rs"};
+
+const char *spx_amg_coarsening_name(spx_amg_coarsening c) {
+  return (unsigned)c <= SPX_AMG_RS ? spx__amg_coarsening_names[c] : "unknown";
+}
+
+spx_status spx_amg_coarsening_parse(const char *name, spx_amg_coarsening *out) {
+  int k;
+  if (!name || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_coarsening_parse: NULL argument");
+  for (k = 0; k <= SPX_AMG_RS; k++)
+    if (spx__amg_streq_nocase(name, spx__amg_coarsening_names[k])) {
+      *out = (spx_amg_coarsening)k;
+      return SPX_OK;
+    }
+  return spx__fail(SPX_INVALID_ARGUMENT, "unknown coarsening '%s': sa (smoothed aggregation) or rs (Ruge-Stueben)",
+                   name);
+}
+
 void spx_amg_options_default(spx_amg_options *o) {
   int l;
   if (!o) return;
@@ -103,6 +121,9 @@ void spx_amg_options_default(spx_amg_options *o) {
   o->power_iters = 15;
   o->gpu_setup_rows = 20000;
   o->aggregation = SPX_AMG_AGG_AUTO;
+  o->coarsening = SPX_AMG_SA;
+  o->rs_theta = 0.25;
+  o->rs_trunc = 0.2;
   o->smoother = SPX_AMG_CHEBYSHEV;
   o->pre_sweeps = o->post_sweeps = 1;
   o->cheb_degree = 2;
@@ -163,7 +184,9 @@ static spx_status spx__amg_hierarchy(spx_amg *m) {
       rep->strength_gpu_ms += dt;
     } else rep->smoother_ms += 1e3 * (spx__now() - t);
     if (!stop) {
-      if ((st = spx__amg_coarsen(m, l, d, &stalled, &rhoA[l]))) goto fail;
+      st = m->o.coarsening == SPX_AMG_RS ? spx__amg_rs_coarsen(m, l, &stalled, &rhoA[l])
+                                         : spx__amg_coarsen(m, l, d, &stalled, &rhoA[l]);
+      if (st) goto fail;
       stop = stalled;
     }
     m->nl = l + 1;
@@ -417,6 +440,14 @@ static spx_status spx__amg_check_options(const spx_amg_options *o) {
   if ((unsigned)o->aggregation > SPX_AMG_AGG_MIS2 || (unsigned)o->plan_trials > 1)
     return spx__fail(SPX_INVALID_ARGUMENT, "%s: aggregation %d (SPX_AMG_AGG_AUTO, _GREEDY or _MIS2) or plan_trials "
                      "%d (0 or 1) out of range", fn, (int)o->aggregation, o->plan_trials);
+  if ((unsigned)o->coarsening > SPX_AMG_RS)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: coarsening %d is not an spx_amg_coarsening (SPX_AMG_SA or SPX_AMG_RS)",
+                     fn, (int)o->coarsening);
+  if (!(o->rs_theta > 0 && o->rs_theta < 1))
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: rs_theta = %g; it is above 0 and below 1", fn, o->rs_theta);
+  if (!(o->rs_trunc >= 0 && o->rs_trunc < 1))
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: rs_trunc = %g; it is 0 (no truncation) or above, and below 1", fn,
+                     o->rs_trunc);
   if ((unsigned)o->smoother >= SPX_AMG_SMOOTHER_COUNT)
     return spx__fail(SPX_INVALID_ARGUMENT, "%s: smoother %d is not an spx_amg_smoother", fn, (int)o->smoother);
   if (o->pre_sweeps < 0 || o->pre_sweeps > 100 || o->post_sweeps < 0 || o->post_sweeps > 100)
@@ -566,6 +597,7 @@ static void spx__amg_fill_report(spx_amg *m) {
   r->levels = m->nl;
   r->cycle = m->o.cycle;
   r->aggregation = m->o.aggregation;
+  r->coarsening = m->o.coarsening;
   r->coarse_direct = m->lu != NULL;
   for (l = 0; l < m->nl; l++) {
     const spx__amg_level *L = &m->lv[l];
@@ -680,7 +712,8 @@ static const char *spx__amg_force_name(const spx_plan *p) {
 }
 
 /* The Galerkin operators' values, level by level: A P into its kept pattern, then R (A P), on the
- * side that formed them (the GPU's: the numeric phases of cuSPARSE's reuse API). */
+ * side that formed them (the GPU's: the numeric phases of cuSPARSE's reuse API). Classical
+ * coarsening's P follows A's values (direct interpolation): its values, and R's, come first. */
 static spx_status spx__amg_update_rap(spx_amg *m) {
   int l;
   spx_status st;
@@ -692,7 +725,8 @@ static spx_status spx__amg_update_rap(spx_amg *m) {
       st = spx__amg_gpu_update(m, l);
       m->rep.rap_gpu_ms += 1e3 * (spx__now() - t);
       if (st) return st;
-    } else if ((st = spx__amg_spgemm_values(L->A, L->P, L->AP)) ||
+    } else if ((m->o.coarsening == SPX_AMG_RS && (st = spx__amg_rs_values(m, l))) ||
+               (st = spx__amg_spgemm_values(L->A, L->P, L->AP)) ||
                (st = spx__amg_spgemm_values(L->R, L->AP, m->lv[l + 1].A)))
       return st;
   }
@@ -715,17 +749,27 @@ static spx_status spx__amg_update_smoothers(spx_amg *m) {
   return st;
 }
 
-/* Each level's plan of A made again, forced to its first choice; the old one goes once the new one
+/* The plan *p of a made again, forced to its first choice; the old one goes once the new one
  * stands. */
+static spx_status spx__amg_replan(spx_amg *m, const spx_csr *a, int no_diag, spx_plan **p) {
+  spx_plan *q = NULL;
+  spx_status st;
+  if ((st = spx__amg_plan(m, a, no_diag, spx__amg_force_name(*p), &q))) return st;
+  spx_plan_destroy(*p);
+  *p = q;
+  return SPX_OK;
+}
+
+/* Each level's plan of A made again; with classical coarsening those of P and R too (their values
+ * changed). */
 static spx_status spx__amg_update_plans(spx_amg *m) {
   int l;
   spx_status st;
   for (l = 0; l < m->nl; l++) {
     spx__amg_level *L = &m->lv[l];
-    spx_plan *p = NULL;
-    if ((st = spx__amg_plan(m, L->A, 0, spx__amg_force_name(L->pA), &p))) return st;
-    spx_plan_destroy(L->pA);
-    L->pA = p;
+    if ((st = spx__amg_replan(m, L->A, 0, &L->pA))) return st;
+    if (m->o.coarsening != SPX_AMG_RS || !L->P) continue;
+    if ((st = spx__amg_replan(m, L->P, 1, &L->pP)) || (st = spx__amg_replan(m, L->R, 1, &L->pR))) return st;
   }
   return SPX_OK;
 }
@@ -947,6 +991,13 @@ done:
 static void spx__amg_print_rules(const spx_amg_report *r, FILE *f) {
   int l = 0, lo;
   if (r->levels < 2) return;
+  if (r->coarsening == SPX_AMG_RS) {
+    fprintf(f, "  coarsening      classical (rs): PMIS C/F split and direct interpolation on level%s 0%s",
+            r->levels > 2 ? "s" : "", r->levels > 2 ? "-" : "");
+    if (r->levels > 2) fprintf(f, "%d", r->levels - 2);
+    fprintf(f, " (the levels' P columns are their C points)\n");
+    return;
+  }
   fprintf(f, "  aggregates      ");
   while (l + 1 < r->levels) {
     const int rule = r->level[l].mis2;
@@ -1006,12 +1057,13 @@ spx_status spx_amg_report_print(const spx_amg_report *r, FILE *f, int json) {
                "\"smoother_ms\": %.6g, \"coarse_ms\": %.6g, \"plan_ms\": %.6g, \"device_ms\": %.6g, \"cycles\": %lld, "
                "\"coarse_zero_pivots\": %lld, \"cycle\": \"%s\", \"updates\": %lld, \"input_ms\": %.6g, "
                "\"aggregation\": \"%s\", \"strength_gpu_ms\": %.6g, \"aggregate_gpu_ms\": %.6g, \"prolong_gpu_ms\": %.6g, "
-               "\"rap_gpu_ms\": %.6g, \"gpu_note\": \"",
+               "\"rap_gpu_ms\": %.6g, \"coarsening\": \"%s\", \"gpu_note\": \"",
             r->levels, r->operator_complexity, r->grid_complexity, r->coarse_direct, r->setup_ms, r->strength_ms,
             r->aggregate_ms, r->prolong_ms, r->rap_ms, r->smoother_ms, r->coarse_ms, r->plan_ms, r->device_ms,
             (long long)r->cycles, (long long)r->coarse_zero_pivots, spx_amg_cycle_type_name(r->cycle),
             (long long)r->updates, r->input_ms, spx_amg_aggregation_name(r->aggregation),
-            r->strength_gpu_ms, r->aggregate_gpu_ms, r->prolong_gpu_ms, r->rap_gpu_ms);
+            r->strength_gpu_ms, r->aggregate_gpu_ms, r->prolong_gpu_ms, r->rap_gpu_ms,
+            spx_amg_coarsening_name(r->coarsening));
     for (c = r->gpu_note; *c; c++) {
       if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
       else if ((unsigned char)*c >= 0x20) fputc(*c, f);
@@ -1031,7 +1083,8 @@ spx_status spx_amg_report_print(const spx_amg_report *r, FILE *f, int json) {
               l ? ", " : "", (long long)li->rows, (long long)li->nnz, (long long)li->p_cols, (long long)li->p_nnz,
               (long long)li->weak, spx_amg_smoother_name(li->smoother), li->pre_sweeps, li->post_sweeps, li->damping,
               li->colors, li->rho, li->omega, li->format, li->p_format, li->r_format, li->agg_gpu, li->p_gpu,
-              li->rap_gpu, li->rho_gpu, !li->p_cols ? "" : li->mis2 ? "mis2" : "greedy");
+              li->rap_gpu, li->rho_gpu,
+              !li->p_cols ? "" : r->coarsening == SPX_AMG_RS ? "pmis" : li->mis2 ? "mis2" : "greedy");
     }
     fprintf(f, "]}");
     return SPX_OK;
@@ -1055,8 +1108,9 @@ spx_status spx_amg_report_print(const spx_amg_report *r, FILE *f, int json) {
     fprintf(f, "  the coarsest matrix is singular to rounding: %lld zero pivots, those unknowns set to 0 (a consistent "
                "singular system still converges)\n", (long long)r->coarse_zero_pivots);
   if (r->updates)
-    fprintf(f, "  reused          the last of %lld updates (same pattern): aggregates, P, R, colorings and their plans "
-               "kept; the times below are that update's\n", (long long)r->updates);
+    fprintf(f, "  reused          the last of %lld updates (same pattern): %s; the times below are that update's\n",
+            (long long)r->updates, r->coarsening == SPX_AMG_RS ? "C/F splits, P's and R's patterns and colorings kept, "
+            "P's and R's values made again" : "aggregates, P, R, colorings and their plans kept");
   fprintf(f, "  setup %.3f ms: input %.3f, strength %.3f, aggregation %.3f, prolongation %.3f, RAP %.3f, smoothers %.3f, "
              "coarse LU %.3f, plans %.3f, device %.3f\n",
           r->setup_ms, r->input_ms, r->strength_ms, r->aggregate_ms, r->prolong_ms, r->rap_ms, r->smoother_ms, r->coarse_ms,

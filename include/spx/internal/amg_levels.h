@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* spx/internal/amg_levels.h: what AMG's rooms (amg_gpu_impl.h, amg_setup_impl.h, amg_smooth_impl.h,
- * amg_impl.h, bottom up in spx.h) give the rooms above them: the hierarchy (struct spx_amg and its
+/* spx/internal/amg_levels.h: what AMG's rooms (amg_gpu_impl.h, amg_setup_impl.h, amg_rs_impl.h,
+ * amg_smooth_impl.h, amg_impl.h, bottom up in spx.h) give the rooms above them: the hierarchy (struct spx_amg and its
  * levels), the host loops' pragma, the kernels of templates/amg.cu, a sparsity pattern, then each
  * room's functions. Each section names the file that defines it; a room calls only the sections before
  * its own. Internal: names carry the spx__ prefix and may change without notice. */
@@ -254,6 +254,8 @@ spx_status spx__amg_prolong(const spx_csr *A, const uint8_t *mask, const double 
 spx_status spx__amg_rho(const spx_csr *A, const uint8_t *mask, const double *dd, int iters, double *rho);
 /* rho(D^-1 A) of level l for its smoother (on the GPU where its device A is current). */
 spx_status spx__amg_level_rho(spx_amg *m, int l, const double *d, double *rho);
+/* C = A B (Gustavson: columns sorted, each row's sums in A's then B's column order). */
+spx_status spx__amg_spgemm(const spx_csr *A, const spx_csr *B, spx_csr **out);
 /* The values of C = A B into C's pattern (a product of matrices of the same patterns), bit for bit
  * those of the product that made it. */
 spx_status spx__amg_spgemm_values(const spx_csr *A, const spx_csr *B, spx_csr *C);
@@ -264,6 +266,14 @@ spx_status spx__amg_coarsen(spx_amg *m, int l, const double *d, int *stalled, do
  * through it (x may be b). */
 spx_status spx__amg_lu(const spx_csr *A, double **lu_out, int32_t **piv_out, int64_t *zeros);
 void spx__amg_lu_solve(int64_t n, const double *lu, const int32_t *piv, const double *b, double *x);
+
+/* ---- amg_rs_impl.h: classical Ruge-Stueben coarsening (options.coarsening SPX_AMG_RS) ---------- */
+/* Level l's C/F split (L->agg: a C row's coarse row, -1 for an F row), P by direct interpolation,
+ * R = P^T and the next level's A, on the host (*stalled: the C points were too many or none;
+ * *rhoA -1). */
+spx_status spx__amg_rs_coarsen(spx_amg *m, int l, int *stalled, double *rhoA);
+/* Level l's P values again from its A's (the split and P's pattern kept), and R's (spx_amg_update). */
+spx_status spx__amg_rs_values(spx_amg *m, int l);
 
 /* ---- amg_smooth_impl.h: smoothers and the vector operations ----------------------------------- */
 /* The values of level l's smoother from its diagonal d (L->dinv allocated), and the whole smoother

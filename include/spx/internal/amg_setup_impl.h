@@ -500,7 +500,7 @@ static void spx__amg_sort_cols(int32_t *c, int64_t k) {
 /* C = A B (Gustavson, two passes: each row's distinct columns with a marker, then its values in a
  * dense accumulator; columns sorted). Rows in parallel, each thread with its own marker and
  * accumulator of B's width; a row's sums run in A's then B's column order whatever the thread. */
-static spx_status spx__amg_spgemm(const spx_csr *A, const spx_csr *B, spx_csr **out) {
+spx_status spx__amg_spgemm(const spx_csr *A, const spx_csr *B, spx_csr **out) {
   const int64_t n = A->nrows, m = B->ncols;
   spx_csr *C = NULL;
   int64_t *cnt;
@@ -671,7 +671,8 @@ spx_status spx__amg_level_diag(spx_amg *m, int l, int coarsens, double *d) {
   spx__amg_level *L = &m->lv[l];
   spx_status st;
   L->setup_gpu = 0;
-  if (spx__amg_gpu_wanted(m, l) && (coarsens || L->dA)) {
+  /* classical coarsening runs on the host only (amg_rs_impl.h has no GPU twin) */
+  if (m->o.coarsening == SPX_AMG_SA && spx__amg_gpu_wanted(m, l) && (coarsens || L->dA)) {
     if (!(st = spx__amg_gpu_diag(m, l, d))) {
       L->setup_gpu = 1;
       return spx__amg_diag_check("spx_amg_create", l, L->A->nrows, d);
