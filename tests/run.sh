@@ -240,9 +240,9 @@ run "plain-cc dia example" sh -c "build/cc_plain.sh examples/dia/main.c include 
   \"\$SPX_SHARED_MATRICES/bcsstk16.mtx.gz\" \"\$SPX_SHARED_MATRICES/cage10.mtx.gz\""
 
 # The MPS dam break (examples/mps, host backend): a resting column's hydrostatic pressure, the
-# surge front against Martin & Moyce, and bit-for-bit repeatable positions (examples/mps/check.sh);
+# surge front against Martin & Moyce, bit-for-bit repeatable positions and pictures (examples/mps/check.sh);
 # in 3-D the resting column, repeatable positions and the PPE matrix of the collapsing column.
-for c in hydro front determinism hydro3d determinism3d matrix3d; do
+for c in hydro front determinism frames hydro3d determinism3d matrix3d; do
   [ -x "$out/mps" ] && run "mps: $c" examples/mps/check.sh "$out/mps" "$c"
 done
 # Its particle kernels on the GPU: compiled by NVRTC for sm_80 and sm_90 (no GPU needed), against

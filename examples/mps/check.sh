@@ -11,6 +11,8 @@
 #   determinism  the thesis's dam break (5,824 particles, OpenMP loops on) for 40 steps, twice with 2
 #                threads and once with 1: final positions equal to the bit; and the lagged, fixed-JDS
 #                and auto selections on the small column: the same positions too
+#   frames       --frame: PNG pictures of the dam break at steps 0, 10 and 20 (signature, width), the
+#                same bytes in a second run
 #   hydro3d      3-D: a 0.5 x 0.4 x 0.5 m column at rest at l0 = 0.05 m (800 water particles), dt 5e-4,
 #                0.5 s (1,000 steps): p on the bottom layer and at half depth within 5 % of rho g h,
 #                no particle lost, the PPE matrix symmetric and diagonally dominant
@@ -48,6 +50,20 @@ case $2 in
     done
     cmp "$tmp/s_lagged" "$tmp/s_jds" && cmp "$tmp/s_lagged" "$tmp/s_auto"
     echo "determinism: identical positions (2 threads twice, 1 thread; lagged, jds, auto)" ;;
+  frames)
+    for run in a b; do
+      mkdir "$tmp/$run"
+      "$mps" --backend host --layout dambreak --steps 20 --every 0 --quiet --frame 10 --frame-width 320 --out "$tmp/$run"
+    done
+    for k in 0000000 0000010 0000020; do
+      f="$tmp/a/frame_$k.png"
+      # the PNG signature, then IHDR with width 320 (00 00 01 40)
+      test "$(od -A n -t x1 -N 20 "$f" | tr -d ' \n')" = "89504e470d0a1a0a0000000d4948445200000140" ||
+        { echo "frames: $f is not a 320-pixel-wide PNG" >&2; exit 1; }
+      cmp "$f" "$tmp/b/frame_$k.png"
+    done
+    if ls "$tmp"/a/*.tmp >/dev/null 2>&1; then echo "frames: a .tmp file was left behind" >&2; exit 1; fi
+    echo "frames: 3 PNG frames, 320 pixels wide, the same bytes run after run" ;;
   hydro3d)
     OMP_NUM_THREADS=1 "$mps" --backend host --select csr --dim 3 --l0 0.05 --dt 5e-4 --tank 0.5,0.5,0.5 \
       --water 0,0,0,0.5,0.4,0.5 --time 0.5 --every 0 --check mass,hydro,matrix ;;
@@ -85,5 +101,5 @@ case $2 in
     "$mps" --particles gpu --layout dambreak --steps 40 --every 0 --quiet --dump "$tmp/d2"
     cmp "$tmp/d1" "$tmp/d2"
     echo "gpu-run: identical positions run after run; within 1e-8 m of the host's" ;;
-  *) echo "check.sh: unknown case $2 (hydro, front, determinism, hydro3d, determinism3d, matrix3d, nvrtc, gpu-twin, gpu-run)" >&2; exit 2 ;;
+  *) echo "check.sh: unknown case $2 (hydro, front, determinism, frames, hydro3d, determinism3d, matrix3d, nvrtc, gpu-twin, gpu-run)" >&2; exit 2 ;;
 esac

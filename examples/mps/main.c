@@ -50,6 +50,8 @@ typedef struct options {
   int particles;
   double tolerance;
   int64_t snap, every;
+  int64_t frame;        /* --frame N: a PNG every N steps (0: none) */
+  int frame_width;      /* --frame-width [800] */
   int checks, quiet, relax_set;
   double front_shift;
   mps_params p;
@@ -86,7 +88,9 @@ static void usage(FILE *f) {
           "  --steps    time steps (default 40000, the thesis's 4 s); --time T: T / dt steps\n"
           "  --select   the PPE matrix's format: fixed csr|ell|jds|cusparse, lagged (the thesis: the mps\n"
           "             thresholds on step k's matrix choose step k+1's), auto (spx's tuner) [lagged]\n"
-          "  --snap N   particle CSV every N steps into --out DIR [.]; --front FILE: surge front CSV;\n"
+          "  --snap N   particle CSV every N steps into --out DIR [.]; --frame N: a PNG picture every N\n"
+          "             steps there too (--frame-width W pixels [800]; fluid by pressure, walls grey;\n"
+          "             3-D: seen from the front); --front FILE: surge front CSV;\n"
           "             --log FILE: one CSV line per step; --dump FILE: final positions (binary, by id)\n"
           "  --check    mass: fluid particle count kept; hydro: p at depth vs rho g h within 5%% over\n"
           "             the last fifth; front: Martin & Moyce within 10%% up to the wall; matrix: PPE\n"
@@ -185,6 +189,8 @@ static int parse_one(options *o, const char *k, const char *v) {
   if (!strcmp(k, "--backend")) return parse_backend(v, &o->backend);
   if (!strcmp(k, "--select")) return o->select = v, 0;
   if (!strcmp(k, "--snap")) return (o->snap = atoll(v)) >= 0 ? 0 : -1;
+  if (!strcmp(k, "--frame")) return (o->frame = atoll(v)) >= 0 ? 0 : -1;
+  if (!strcmp(k, "--frame-width")) return (o->frame_width = atoi(v)) >= 16 && o->frame_width <= 16384 ? 0 : -1;
   if (!strcmp(k, "--every")) return (o->every = atoll(v)) >= 0 ? 0 : -1;
   if (!strcmp(k, "--out")) return o->out_dir = v, 0;
   if (!strcmp(k, "--front")) return o->front = v, 0;
@@ -276,6 +282,7 @@ static int parse_options(int argc, char **argv, options *o) {
   o->steps = 40000;
   o->select = "lagged";
   o->out_dir = ".";
+  o->frame_width = 800;
   o->every = 1000;
   o->front_shift = 0.175;
   for (i = 1; i < argc; i++) {
@@ -463,6 +470,7 @@ typedef struct run {
   mps_gpu *gpu;         /* --particles gpu, twin */
   mps_particles tmp;    /* twin: the GPU's arrays, downloaded */
   int64_t twin_bad;     /* twin: steps with a difference */
+  mps_frame_view view;  /* --frame: the window, fixed at the start */
 } run;
 
 static void *zalloc(int64_t n, size_t size) { return calloc((size_t)(n > 0 ? n : 1), size); }
@@ -526,7 +534,37 @@ static int snapshot(const run *r, int64_t k) {
   return mps_snapshot_csv(path, &r->s, (double)k * r->o->p.dt);
 }
 
-/* What a step records after the particles moved: front, hydrostatic sums, snapshot, log. */
+/* The frames' window: every particle but the dummies at the start, l0 around; discs of l0 across;
+ * the colour scale's top rho |g| times the fluid's starting height. */
+static void frame_view_init(run *r) {
+  const mps_particles *s = &r->s;
+  const mps_params *p = &r->o->p;
+  mps_frame_view *v = &r->view;
+  double fy0 = 1e300, fy1 = -1e300, scale;
+  int64_t i;
+  v->x0 = v->y0 = 1e300;
+  v->x1 = v->y1 = -1e300;
+  for (i = 0; i < s->n; i++) {
+    if (s->type[i] == MPS_DUMMY || s->type[i] == MPS_GHOST) continue;
+    v->x0 = fmin(v->x0, s->x[i]); v->x1 = fmax(v->x1, s->x[i]);
+    v->y0 = fmin(v->y0, s->y[i]); v->y1 = fmax(v->y1, s->y[i]);
+    if (s->type[i] == MPS_FLUID) { fy0 = fmin(fy0, s->y[i]); fy1 = fmax(fy1, s->y[i]); }
+  }
+  v->x0 -= p->l0; v->x1 += p->l0; v->y0 -= p->l0; v->y1 += p->l0;
+  v->width = r->o->frame_width;
+  scale = (double)(v->width - 1) / (v->x1 - v->x0);
+  v->height = (int)ceil((v->y1 - v->y0) * scale) + 1;
+  v->radius = 0.5 * p->l0 * scale;
+  v->pmax = fy1 >= fy0 ? p->rho * fabs(p->g) * (fy1 - fy0 + p->l0) : 0;
+}
+
+static int frame(const run *r, int64_t k) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/frame_%07lld.png", r->o->out_dir, (long long)k);
+  return mps_frame_png(path, &r->s, &r->view);
+}
+
+/* What a step records after the particles moved: front, hydrostatic sums, snapshot, frame, log. */
 static int record(run *r, int64_t k) {
   const options *o = r->o;
   double t = (double)(k + 1) * o->p.dt, mv = o->particles == PARTICLES_GPU ? 0 : max_move(&r->s, r->xs, r->ys, r->zs);
@@ -535,6 +573,7 @@ static int record(run *r, int64_t k) {
   r->fz[r->nf++] = front_of(&r->s, o->p.l0);
   if (k >= o->steps - o->steps / 5) hydro_add(&r->h, &r->s);
   if (o->snap > 0 && (k + 1) % o->snap == 0 && snapshot(r, k + 1)) return 1;
+  if (o->frame > 0 && (k + 1) % o->frame == 0 && frame(r, k + 1)) return 1;
   if (r->log)
     fprintf(r->log, "%lld,%.5f,%lld,%lld,%.4f,%.6f,%s,%lld,%.3g\n", (long long)k, t, (long long)r->e.a.nrows,
             (long long)r->e.a.nnz, r->m.last_B, r->m.last_R, r->m.last, (long long)r->m.last_iters,
@@ -546,7 +585,8 @@ static int record(run *r, int64_t k) {
 static int needs_host(const run *r, int64_t k) {
   const options *o = r->o;
   return o->front || (o->checks & CHECK_FRONT) || ((o->checks & CHECK_HYDRO) && k >= o->steps - o->steps / 5) ||
-         (o->snap > 0 && (k + 1) % o->snap == 0) || (!o->quiet && o->every > 0 && (k + 1) % o->every == 0);
+         (o->snap > 0 && (k + 1) % o->snap == 0) || (o->frame > 0 && (k + 1) % o->frame == 0) ||
+         (!o->quiet && o->every > 0 && (k + 1) % o->every == 0);
 }
 
 /* A step's phase times from its marks: t0..t1 the neighbour search, t2..t3 the matrix build, the
@@ -792,6 +832,8 @@ int main(int argc, char **argv) {
   fluid0 = count_fluid(&r.s);
   print_layout(&r);
   if (o.snap > 0 && snapshot(&r, 0)) return run_free(&r), 1;
+  if (o.frame > 0) frame_view_init(&r);
+  if (o.frame > 0 && frame(&r, 0)) return run_free(&r), 1;
   t0 = mps_now();
   for (k = 0; k < o.steps; k++) {
     if ((o.particles == PARTICLES_GPU ? step_gpu(&r, k) : o.particles == PARTICLES_TWIN ? step_twin(&r, k)

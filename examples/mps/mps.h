@@ -213,6 +213,14 @@ int mps_snapshot_csv(const char *path, const mps_particles *s, double t);
 int mps_positions_dump(const char *path, const mps_particles *s);
 /* t, front position z, T = t * tscale, Z = z / a per sample. */
 int mps_front_csv(const char *path, const double *t, const double *z, int64_t n, double a, double tscale);
+/* A frame: the window [x0, x1] x [y0, y1] in metres drawn width x height pixels (height from the
+ * window's aspect), particles as discs of radius pixels, the fluid coloured by pressure from 0
+ * (blue) to pmax (red). */
+typedef struct mps_frame_view {
+  int width, height;
+  double x0, x1, y0, y1, radius, pmax;
+} mps_frame_view;
+int mps_frame_png(const char *path, const mps_particles *s, const mps_frame_view *v);
 
 double mps_now(void);
 
