@@ -1225,6 +1225,7 @@ static void same_hierarchy(spx_amg *m1, spx_amg *m2) {
     if (!v1.P) continue;
     assert_memory_equal(v1.aggregate, v2.aggregate, (size_t)v1.A->nrows * 4);
     assert_int_equal(v1.P->nnz, v2.P->nnz);
+    assert_memory_equal(v1.P->col_idx, v2.P->col_idx, (size_t)v1.P->nnz * 4);
     assert_memory_equal(v1.P->val.d, v2.P->val.d, (size_t)v1.P->nnz * 8);
     assert_memory_equal(v1.R->val.d, v2.R->val.d, (size_t)v1.R->nnz * 8);
   }
@@ -1421,16 +1422,118 @@ static int rs_strong(const spx_csr *a, int64_t i, int64_t k, double theta) {
   return mo > 0 ? -s * a->val.d[k] >= theta * mo : fabs(a->val.d[k]) >= theta * ma;
 }
 
-/* Level l of an RS hierarchy: the C points numbered in row order (aggregate: a C row's coarse row,
- * -1 for an F row) and as many as P's columns; P's C rows identity rows; an F row interpolates
- * only from strong C neighbours, and has one when it has a strong dependency at all; where every
- * off-diagonal has the sign opposite the diagonal's, the row's weights sum to -sum_k a_ik / a_ii
- * (truncation rescales the weights it keeps). Returns the F rows with no strong dependency. */
-static int64_t check_rs_level(spx_amg *m, int l, double theta) {
+/* Marks C^_i of F row i in inset (strong C neighbours and those of strong F neighbours), or with
+ * clear set clears them (and w) again. */
+static void ext_set(const spx_csr *a, const int32_t *agg, double theta, int64_t i, char *inset, double *w, int clear) {
+  int64_t k, q;
+  for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
+    const int32_t j = a->col_idx[k];
+    if (clear) inset[j] = 0, w[j] = 0;
+    if (!rs_strong(a, i, k, theta)) continue;
+    if (agg[j] >= 0) inset[j] |= !clear;
+    else
+      for (q = a->row_ptr[j]; q < a->row_ptr[j + 1]; q++) {
+        if (clear) inset[a->col_idx[q]] = 0, w[a->col_idx[q]] = 0;
+        else if (rs_strong(a, j, q, theta) && agg[a->col_idx[q]] >= 0) inset[a->col_idx[q]] = 1;
+      }
+  }
+}
+
+/* F row i's extended+i weights before truncation into w (by fine row; inset: C^_i), from amg.h's
+ * formula: w_ij = -(a_ij + sum_{k in F^s_i} a_ik abar_kj / d_k) / a~_ii. */
+static void ext_ref(const spx_csr *a, const int32_t *agg, double theta, int64_t i, char *inset, double *w) {
+  double di = 0, dia;
+  int64_t k, q;
+  ext_set(a, agg, theta, i, inset, w, 0);
+  for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++)
+    if (a->col_idx[k] == i) di = a->val.d[k];
+  dia = di;
+  for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
+    const int32_t j = a->col_idx[k];
+    double sj = 1, d = 0;
+    if (j == i) continue;
+    if (inset[j]) {
+      w[j] += a->val.d[k];
+      continue;
+    }
+    if (!rs_strong(a, i, k, theta) || agg[j] >= 0) {
+      dia += a->val.d[k];
+      continue;
+    }
+    for (q = a->row_ptr[j]; q < a->row_ptr[j + 1]; q++)
+      if (a->col_idx[q] == j) sj = a->val.d[q] < 0 ? -1 : 1;
+    for (q = a->row_ptr[j]; q < a->row_ptr[j + 1]; q++)
+      if (sj * a->val.d[q] < 0 && (inset[a->col_idx[q]] || a->col_idx[q] == i)) d += a->val.d[q];
+    if (d == 0) dia += a->val.d[k];
+    for (q = a->row_ptr[j]; q < a->row_ptr[j + 1] && d != 0; q++) {
+      if (!(sj * a->val.d[q] < 0)) continue;
+      if (a->col_idx[q] == i) dia += a->val.d[k] * (a->val.d[q] / d);
+      else if (inset[a->col_idx[q]]) w[a->col_idx[q]] += a->val.d[k] * (a->val.d[q] / d);
+    }
+  }
+  if (!(dia * di > 0)) dia = di;
+  for (k = 0; k < a->nrows; k++)
+    if (inset[k]) w[k] = -w[k] / dia;
+}
+
+/* An extended+i F row of level l: each P column a C point of C^_i (distance two through strong
+ * connections); at most pmax entries; with o's truncation off (rs_trunc and rs_pmax 0) the
+ * reference's nonzero weights (to rounding: 1e-12 of the row's largest); where every off-diagonal has the sign opposite the diagonal's (the
+ * weights are then positive) the sum of the reference's (truncation rescales the weights it keeps),
+ * and 1 where the row of A also sums to zero. cpt: coarse row -> fine row. */
+static void check_ext_row(const spx_amg_level_view *v, int l, int64_t i, double theta, const spx_amg_options *o,
+                          const int32_t *cpt, int opposite, char *inset, double *w) {
+  const spx_csr *P = v->P, *a = v->A;
+  const int exact = o->rs_trunc == 0 && o->rs_pmax == 0, sums = opposite && theta == o->rs_theta;
+  double sum = 0, ref = 0, di = 0, rowsum = 0, wmax = 0;
+  int64_t q, k, nz = 0;
+  ext_ref(a, v->aggregate, theta, i, inset, w);
+  for (k = 0; k < a->nrows; k++) {
+    ref += inset[k] ? w[k] : 0;
+    nz += inset[k] && w[k] != 0;
+    wmax = fmax(wmax, inset[k] ? fabs(w[k]) : 0);
+  }
+  for (q = P->row_ptr[i]; q < P->row_ptr[i + 1]; q++) {
+    const int32_t j = cpt[P->col_idx[q]];
+    if (!inset[j]) fail_msg("level %d: row %lld interpolates from coarse row %d, not in C^_i", l, (long long)i,
+                            P->col_idx[q]);
+    if (exact && !(fabs(P->val.d[q] - w[j]) <= 1e-12 * wmax))
+      fail_msg("level %d: row %lld's weight for fine row %d is %.17g, not %.17g", l, (long long)i, j, P->val.d[q], w[j]);
+    sum += P->val.d[q];
+  }
+  for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
+    rowsum += a->val.d[k];
+    if (a->col_idx[k] == i) di = a->val.d[k];
+  }
+  if (exact) assert_int_equal(P->row_ptr[i + 1] - P->row_ptr[i], nz);
+  if (o->rs_pmax) assert_true(P->row_ptr[i + 1] - P->row_ptr[i] <= o->rs_pmax);
+  if (sums && !(fabs(sum - ref) <= 1e-12 * fabs(ref)))
+    fail_msg("level %d: row %lld's weights sum to %.17g, not the untruncated %.17g", l, (long long)i, sum, ref);
+  if (sums && fabs(rowsum) <= 1e-14 * fabs(di) && !(fabs(sum - 1) <= 1e-12))
+    fail_msg("level %d: row %lld of A sums to zero but its weights to %.17g", l, (long long)i, sum);
+  ext_set(a, v->aggregate, theta, i, inset, w, 1);
+}
+
+/* Level l of an RS hierarchy (o: its options): the C points numbered in row order (aggregate: a C
+ * row's coarse row, -1 for an F row) and as many as P's columns; P's C rows identity rows; an F row
+ * has a strong C neighbour when it has a strong dependency at all, and then a nonempty row of P.
+ * Direct: an F row interpolates only from strong C neighbours, and where every off-diagonal has the
+ * sign opposite the diagonal's its weights sum to -sum_k a_ik / a_ii (truncation rescales the
+ * weights it keeps); extended+i: check_ext_row. theta: the strength the checks use. Returns the F
+ * rows with no strong dependency. */
+static int64_t check_rs_level(spx_amg *m, int l, double theta, const spx_amg_options *o) {
   spx_amg_level_view v;
   int64_t i, k, q, next = 0, lonely = 0;
+  int32_t *cpt;
+  char *inset;
+  double *w;
   assert_int_equal(spx_amg_level(m, l, &v), SPX_OK);
   assert_non_null(v.P);
+  cpt = calloc((size_t)v.P->ncols + 1, 4);
+  inset = calloc((size_t)v.A->nrows, 1);
+  w = calloc((size_t)v.A->nrows, 8);
+  for (i = 0; i < v.A->nrows; i++)
+    if (v.aggregate[i] >= 0 && v.aggregate[i] < v.P->ncols) cpt[v.aggregate[i]] = (int32_t)i;
   for (i = 0; i < v.A->nrows; i++) {
     const int32_t c = v.aggregate[i];
     double off = 0, di = 0, sum = 0;
@@ -1456,6 +1559,10 @@ static int64_t check_rs_level(spx_amg *m, int l, double theta) {
                                       (long long)i);
     lonely += !strong;
     assert_true(!strong || v.P->row_ptr[i + 1] > v.P->row_ptr[i]);
+    if (o->rs_interp == SPX_AMG_RS_EXTENDED_I) {
+      check_ext_row(&v, l, i, theta, o, cpt, opposite && strong, inset, w);
+      continue;
+    }
     for (q = v.P->row_ptr[i]; q < v.P->row_ptr[i + 1]; q++) { /* each column a strong C neighbour */
       int found = 0;
       for (k = v.A->row_ptr[i]; k < v.A->row_ptr[i + 1]; k++)
@@ -1468,19 +1575,39 @@ static int64_t check_rs_level(spx_amg *m, int l, double theta) {
       fail_msg("level %d: row %lld's weights sum to %.17g, not %.17g", l, (long long)i, sum, -off / di);
   }
   assert_int_equal(next, v.P->ncols);
+  free(cpt);
+  free(inset);
+  free(w);
   return lonely;
 }
 
-/* RS convergence on Poisson: two-grid (max_levels 2) and multilevel V-cycle factors under bounds on
- * 2-D 5-point 64^2 and 3-D 7-point 20^3 (PMIS with direct interpolation: weaker than SA's there,
- * so the bounds are looser than test_smoothers'), AMG-PCG under 20 iterations, every level's split
- * and P valid (check_rs_level), the report's coarsening, and the Galerkin operators P^T A P on a
- * small 3-D problem. */
+/* The report's text and JSON name the interpolation. */
+static void check_rs_report(spx_amg *m, spx_amg_rs_interp interp) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  assert_non_null(f);
+  assert_int_equal(spx_amg_report_print(spx_amg_report_of(m), f, 0), SPX_OK);
+  assert_int_equal(spx_amg_report_print(spx_amg_report_of(m), f, 1), SPX_OK);
+  fclose(f);
+  assert_non_null(strstr(buf, interp ? "extended+i interpolation" : "direct interpolation"));
+  assert_non_null(strstr(buf, interp ? "\"rs_interp\": \"ext+i\"" : "\"rs_interp\": \"direct\""));
+  free(buf);
+}
+
+/* RS convergence on Poisson, with either interpolation: two-grid (max_levels 2) and multilevel
+ * V-cycle factors under bounds on 2-D 5-point 64^2 and 3-D 7-point 20^3 (PMIS: weaker than SA's
+ * there, so the bounds are looser than test_smoothers'), AMG-PCG under 20 iterations, every
+ * level's split and P valid (check_rs_level), the report's coarsening and interpolation, and the
+ * Galerkin operators P^T A P on a small 3-D problem. Extended+i's multilevel factor on 3-D is
+ * below direct's (the distance-two interpolation's point). */
 static void test_rs_poisson(void **state) {
   static const double two_grid[2] = {0.5, 0.4}, multi[2] = {0.75, 0.55};
-  int k;
+  double f3[2] = {0, 0};
+  int e;
   (void)state;
-  for (k = 0; k < 2; k++) {
+  for (e = 0; e < 4; e++) {
+    const int k = e % 2, ext = e / 2;
     spx_csr *a = k ? NULL : poisson2d(64);
     spx_amg_options o = rs_options();
     spx_amg *m2, *ml;
@@ -1488,6 +1615,7 @@ static void test_rs_poisson(void **state) {
     int64_t c2, cl, it;
     int l;
     const spx_amg_report *r;
+    o.rs_interp = ext ? SPX_AMG_RS_EXTENDED_I : SPX_AMG_RS_DIRECT;
     if (k) assert_int_equal(spx_gen_poisson3d(20, 20, 20, 7, SPX_DOUBLE, &a), SPX_OK);
     b = rand_vec(a->nrows);
     o.coarse_size = 50;
@@ -1499,30 +1627,37 @@ static void test_rs_poisson(void **state) {
     assert_int_equal(r->coarsening, SPX_AMG_RS);
     assert_int_equal(spx_amg_report_of(m2)->levels, 2);
     assert_true(r->levels >= 3);
+    assert_int_equal(r->rs_interp, o.rs_interp);
+    check_rs_report(ml, o.rs_interp);
     for (l = 0; l + 1 < r->levels; l++) {
-      check_rs_level(ml, l, o.rs_theta);
+      check_rs_level(ml, l, o.rs_theta, &o);
       assert_true(r->level[l].p_cols == r->level[l + 1].rows && r->level[l].omega == 0);
     }
     f2 = cycle_factor(m2, a, b, &c2);
     fl = cycle_factor(ml, a, b, &cl);
+    if (k) f3[ext] = fl;
     it = pcg(ml, a, spx_amg_plan(ml), b, 1e-8, 0, k ? "rs 3-d" : "rs 2-d");
-    print_message("RS %s: factor two-grid %.3f (%lld cycles), %d levels %.3f (%lld cycles); operator complexity %.3f, "
-                  "grid %.3f; AMG-PCG %lld iterations\n", k ? "3-D 20^3" : "2-D 64^2", f2, (long long)c2, r->levels, fl,
-                  (long long)cl, r->operator_complexity, r->grid_complexity, (long long)it);
+    print_message("RS %s %s: factor two-grid %.3f (%lld cycles), %d levels %.3f (%lld cycles); operator complexity "
+                  "%.3f, grid %.3f; AMG-PCG %lld iterations\n", spx_amg_rs_interp_name(o.rs_interp),
+                  k ? "3-D 20^3" : "2-D 64^2", f2, (long long)c2, r->levels, fl, (long long)cl, r->operator_complexity,
+                  r->grid_complexity, (long long)it);
     if (!(f2 < two_grid[k]) || !(fl < multi[k]))
       fail_msg("RS factors %.3f (two-grid), %.3f (multilevel) over the bounds %.2f, %.2f", f2, fl, two_grid[k], multi[k]);
     assert_true(it < 20);
-    assert_true(r->operator_complexity > 1 && r->operator_complexity < 3);
+    assert_true(r->operator_complexity > 1 && r->operator_complexity < 3.5);
     free(b);
     spx_amg_destroy(m2);
     spx_amg_destroy(ml);
     spx_csr_destroy(a);
   }
-  {
+  print_message("RS 3-D 20^3 V-cycle factors: direct %.3f, ext+i %.3f\n", f3[0], f3[1]);
+  if (!(f3[1] < f3[0])) fail_msg("RS ext+i's 3-D factor %.3f is not below direct's %.3f", f3[1], f3[0]);
+  for (e = 0; e < 2; e++) {
     spx_csr *a;
     spx_amg_options o = rs_options();
     spx_amg *m;
     assert_int_equal(spx_gen_poisson3d(9, 8, 7, 7, SPX_DOUBLE, &a), SPX_OK);
+    o.rs_interp = e ? SPX_AMG_RS_EXTENDED_I : SPX_AMG_RS_DIRECT;
     o.coarse_size = 10;
     m = amg_make(NULL, a, &o);
     check_galerkin(m);
@@ -1533,9 +1668,10 @@ static void test_rs_poisson(void **state) {
 
 /* The split's rules on matrices with couplings of both signs (a structural matrix, whose rows
  * mix them) and on the anisotropic problem; with truncation off every strong C neighbour is
- * kept (P's F rows as long as their strong C neighbours); a row without strong dependencies (a
- * decoupled row) is an F point that interpolates from none. */
-static void test_rs_split(void **state) {
+ * kept (direct: P's F rows as long as their strong C neighbours; extended+i: the formula's
+ * weights); a row without strong dependencies (a decoupled row) is an F point that interpolates
+ * from none. */
+static void rs_split_case(spx_amg_rs_interp interp) {
   spx_csr *s = shared("bcsstk08"), *an = aniso(16, 1e-4), *d;
   spx_amg_options o = rs_options();
   spx_amg *m, *ma, *m0, *md;
@@ -1543,17 +1679,18 @@ static void test_rs_split(void **state) {
   double *b;
   int64_t i, k;
   int l;
-  (void)state;
+  o.rs_interp = interp;
   o.coarse_size = 100;
   m = amg_make(NULL, s, &o);
   ma = amg_make(NULL, an, &o);
-  for (l = 0; l + 1 < spx_amg_report_of(m)->levels; l++) check_rs_level(m, l, o.rs_theta);
-  for (l = 0; l + 1 < spx_amg_report_of(ma)->levels; l++) check_rs_level(ma, l, o.rs_theta);
+  for (l = 0; l + 1 < spx_amg_report_of(m)->levels; l++) check_rs_level(m, l, o.rs_theta, &o);
+  for (l = 0; l + 1 < spx_amg_report_of(ma)->levels; l++) check_rs_level(ma, l, o.rs_theta, &o);
   o.rs_trunc = 0;
+  o.rs_pmax = 0;
   m0 = amg_make(NULL, s, &o);
   assert_int_equal(spx_amg_level(m0, 0, &v), SPX_OK);
-  check_rs_level(m0, 0, o.rs_theta);
-  for (i = 0; i < v.A->nrows; i++) {
+  for (l = 0; l + 1 < spx_amg_report_of(m0)->levels; l++) check_rs_level(m0, l, o.rs_theta, &o);
+  for (i = 0; i < v.A->nrows && interp == SPX_AMG_RS_DIRECT; i++) {
     int64_t want = 0;
     if (v.aggregate[i] >= 0) continue;
     for (k = v.A->row_ptr[i]; k < v.A->row_ptr[i + 1]; k++)
@@ -1570,7 +1707,7 @@ static void test_rs_split(void **state) {
   assert_int_equal(spx_amg_level(md, 0, &v), SPX_OK);
   assert_int_equal(v.aggregate[5], -1);
   assert_int_equal(v.P->row_ptr[6] - v.P->row_ptr[5], 0);
-  assert_true(check_rs_level(md, 0, o.rs_theta) >= 1);
+  assert_true(check_rs_level(md, 0, o.rs_theta, &o) >= 1);
   b = rand_vec(d->nrows);
   assert_true(pcg(md, d, spx_amg_plan(md), b, 1e-8, 0, "rs decoupled row") < 30);
   free(b);
@@ -1583,13 +1720,22 @@ static void test_rs_split(void **state) {
   spx_csr_destroy(d);
 }
 
+/* rs_split_case with each interpolation (extended+i: truncation off gives exactly the formula's
+ * weights, check_ext_row). */
+static void test_rs_split(void **state) {
+  (void)state;
+  rs_split_case(SPX_AMG_RS_DIRECT);
+  rs_split_case(SPX_AMG_RS_EXTENDED_I);
+}
+
 /* The split and the whole hierarchy (every level's A, P, R and split) are the same bit for bit with
- * one thread and with several (rows in parallel past 16384: 36^3), and run to run. */
-static void test_rs_threads(void **state) {
+ * one thread and with several (rows in parallel past 16384: 36^3), and run to run; with either
+ * interpolation. */
+static void rs_threads_case(spx_amg_rs_interp interp) {
   spx_csr *a;
   spx_amg_options o = rs_options();
   spx_amg *m1, *m2, *m3;
-  (void)state;
+  o.rs_interp = interp;
   assert_int_equal(spx_gen_poisson3d(36, 36, 36, 7, SPX_DOUBLE, &a), SPX_OK);
   m1 = amg_make(NULL, a, &o);
 #if defined(_OPENMP)
@@ -1612,6 +1758,12 @@ static void test_rs_threads(void **state) {
   spx_amg_destroy(m2);
   spx_amg_destroy(m3);
   spx_csr_destroy(a);
+}
+
+static void test_rs_threads(void **state) {
+  (void)state;
+  rs_threads_case(SPX_AMG_RS_DIRECT);
+  rs_threads_case(SPX_AMG_RS_EXTENDED_I);
 }
 
 /* RS-AMG-PCG on shared SPD matrices (a power network and structural ones) converges to 1e-8 in
@@ -1644,14 +1796,14 @@ static void test_rs_shared(void **state) {
  * P's pattern kept (the same arrays), P's values made again (the interpolation of the new values:
  * check_rs_level's rules), the Galerkin operators P^T A_new P, and AMG-PCG within 3 iterations of
  * a fresh setup's. */
-static void test_rs_update(void **state) {
+static void rs_update_case(spx_amg_rs_interp interp) {
   spx_csr *a, *a2, *a3;
   spx_amg_options o = rs_options();
   spx_amg *m, *f2, *f3;
   spx_amg_level_view v0, v1;
   double *b, *x1, *x2, p0;
   int64_t it_u, it_f, nnz0;
-  (void)state;
+  o.rs_interp = interp;
   assert_int_equal(spx_gen_poisson3d(10, 9, 8, 7, SPX_DOUBLE, &a), SPX_OK);
   a2 = revalue(a, 2.0);
   a3 = revalue(a, 0);
@@ -1675,12 +1827,12 @@ static void test_rs_update(void **state) {
   assert_ptr_equal(v1.P, v0.P);
   assert_int_equal(v1.P->nnz, nnz0);
   assert_true(v1.P->val.d[v1.P->nnz - 1] != p0 || v1.aggregate[v1.A->nrows - 1] >= 0);
-  check_rs_level(m, 0, o.rs_theta * 0.5); /* the perturbation moves strengths: a looser threshold */
+  check_rs_level(m, 0, o.rs_theta * 0.5, &o); /* the perturbation moves strengths: a looser threshold */
   check_galerkin(m);
   f3 = amg_make(NULL, a3, &o);
   it_u = pcg(m, a3, spx_amg_plan(m), b, 1e-8, 0, "rs updated perturbed");
   it_f = pcg(f3, a3, spx_amg_plan(f3), b, 1e-8, 0, "rs fresh perturbed");
-  print_message("RS update: perturbed AMG-PCG %lld iterations (fresh setup %lld)\n", (long long)it_u, (long long)it_f);
+  print_message("RS %s update: perturbed AMG-PCG %lld iterations (fresh setup %lld)\n", spx_amg_rs_interp_name(interp), (long long)it_u, (long long)it_f);
   assert_true(it_u <= it_f + 3);
   assert_int_equal(spx_amg_report_of(m)->updates, 2);
   free(b);
@@ -1694,19 +1846,28 @@ static void test_rs_update(void **state) {
   spx_csr_destroy(a3);
 }
 
-/* The options: defaults SA (coarsening 0) with rs_theta 0.25 and rs_trunc 0.2; a bad rs_theta,
- * rs_trunc or coarsening fails with SPX_INVALID_ARGUMENT naming the option, nothing leaked; the
- * names parse both ways. */
+static void test_rs_update(void **state) {
+  (void)state;
+  rs_update_case(SPX_AMG_RS_DIRECT);
+  rs_update_case(SPX_AMG_RS_EXTENDED_I);
+}
+
+/* The options: defaults SA (coarsening 0) with rs_theta 0.25, rs_trunc 0.2, rs_interp direct and
+ * rs_pmax 4; a bad rs_theta, rs_trunc, coarsening, rs_interp or rs_pmax fails with
+ * SPX_INVALID_ARGUMENT naming the option, nothing leaked; the names parse both ways. */
 static void test_rs_options(void **state) {
   static const double bad_theta[] = {0, 1, -0.5, NAN}, bad_trunc[] = {-0.1, 1, NAN};
+  static const int bad_pmax[] = {-1, SPX_AMG_RS_PMAX_MAX + 1};
   spx_csr *a;
   spx_amg_options o;
   spx_amg_coarsening c = SPX_AMG_SA;
+  spx_amg_rs_interp ri = SPX_AMG_RS_DIRECT;
   size_t k;
   (void)state;
   spx_amg_options_default(&o);
   assert_int_equal(o.coarsening, SPX_AMG_SA);
   assert_true(o.rs_theta == 0.25 && o.rs_trunc == 0.2);
+  assert_true(o.rs_interp == SPX_AMG_RS_DIRECT && o.rs_pmax == 4);
   assert_int_equal(spx_gen_poisson3d(12, 12, 12, 7, SPX_DOUBLE, &a), SPX_OK);
   for (k = 0; k < sizeof bad_theta / sizeof *bad_theta; k++) {
     o = rs_options();
@@ -1721,6 +1882,26 @@ static void test_rs_options(void **state) {
   o = rs_options();
   o.coarsening = (spx_amg_coarsening)7;
   expect_fail(a, &o, SPX_INVALID_ARGUMENT, "coarsening 7");
+  o = rs_options();
+  o.rs_interp = (spx_amg_rs_interp)5;
+  expect_fail(a, &o, SPX_INVALID_ARGUMENT, "rs_interp 5");
+  for (k = 0; k < sizeof bad_pmax / sizeof *bad_pmax; k++) {
+    o = rs_options();
+    o.rs_interp = SPX_AMG_RS_EXTENDED_I;
+    o.rs_pmax = bad_pmax[k];
+    expect_fail(a, &o, SPX_INVALID_ARGUMENT, "rs_pmax");
+  }
+  assert_int_equal(spx_amg_rs_interp_parse("EXT+I", &ri), SPX_OK);
+  assert_int_equal(ri, SPX_AMG_RS_EXTENDED_I);
+  ri = SPX_AMG_RS_DIRECT;
+  assert_int_equal(spx_amg_rs_interp_parse("extended", &ri), SPX_OK);
+  assert_int_equal(ri, SPX_AMG_RS_EXTENDED_I);
+  assert_int_equal(spx_amg_rs_interp_parse("direct", &ri), SPX_OK);
+  assert_int_equal(ri, SPX_AMG_RS_DIRECT);
+  assert_int_equal(spx_amg_rs_interp_parse("ff1", &ri), SPX_INVALID_ARGUMENT);
+  assert_non_null(strstr(spx_last_error(), "'ff1'"));
+  assert_string_equal(spx_amg_rs_interp_name(SPX_AMG_RS_EXTENDED_I), "ext+i");
+  assert_string_equal(spx_amg_rs_interp_name((spx_amg_rs_interp)9), "unknown");
   assert_int_equal(spx_amg_coarsening_parse("RS", &c), SPX_OK);
   assert_int_equal(c, SPX_AMG_RS);
   assert_int_equal(spx_amg_coarsening_parse("sa", &c), SPX_OK);

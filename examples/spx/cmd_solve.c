@@ -46,6 +46,8 @@ int spx_cli_solve_amg_option(int argc, char **argv, int *k, spx_amg_options *o) 
     if (spx_amg_aggregation_parse(v, &o->aggregation)) return spx_cli_usage("solve", "--aggregation: %s", spx_last_error());
   } else if ((v = spx_cli_opt(argc, argv, k, "--coarsening"))) {
     if (spx_amg_coarsening_parse(v, &o->coarsening)) return spx_cli_usage("solve", "--coarsening: %s", spx_last_error());
+  } else if ((v = spx_cli_opt(argc, argv, k, "--rs-interp"))) {
+    if (spx_amg_rs_interp_parse(v, &o->rs_interp)) return spx_cli_usage("solve", "--rs-interp: %s", spx_last_error());
   } else if (!strcmp(argv[*k], "--plan-trials")) o->plan_trials = 1;
   else return 0;
   return 1;
@@ -252,6 +254,8 @@ const char *const spx_cli_solve_help[] = {
     "(parallel MIS(2) roots) or greedy (rows in order, serial) (default auto)",
     "--coarsening C\twith AMG: sa (smoothed aggregation) or rs (classical Ruge-Stueben: PMIS C/F split, "
     "direct interpolation, strength 0.25, truncation 0.2; its setup on the host) (default sa)",
+    "--rs-interp I\twith --coarsening rs: direct (from the strong C neighbours) or ext+i (extended+i, "
+    "also from the strong C neighbours of the strong F neighbours; at most 4 entries a row of P) (default direct)",
     "--plan-trials\twith AMG: the levels' plans take --strategy as given (auto may time candidates); "
     "without it a timing strategy runs as model for them (default off)",
     "--tol T\trelative residual to stop at (default 1e-8)",

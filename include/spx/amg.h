@@ -73,8 +73,29 @@
  *                 sum, as before); rs_trunc 0 keeps them all. R = P^T and A_c as below. A
  *                 level's C points are its P's columns (the report's p_cols; the level view's
  *                 aggregate gives a C row's coarse row and -1 for an F row). The stall test
- *                 counts C points, and a level that makes none stops coarsening.
- *                 docs/solvers.md compares the two coarsenings.
+ *                 counts C points, and a level that makes none stops coarsening. That is
+ *                 rs_interp SPX_AMG_RS_DIRECT [default]; SPX_AMG_RS_EXTENDED_I instead:
+ *     ext+i P     extended+i (De Sterck, Falgout, Nolting, Yang, Numer. Linear Algebra Appl. 15
+ *                 (2008) 115-139; BoomerAMG's interp_type 6): F row i interpolates from
+ *                 C^_i = C^s_i U (U_{k in F^s_i} C^s_k), its strong C neighbours and those of its
+ *                 strong F neighbours F^s_i, with
+ *                   w_ij  = -(a_ij + sum_{k in F^s_i} a_ik abar_kj / d_k) / a~_ii,
+ *                   d_k   = sum_{l in C^_i U {i}} abar_kl,
+ *                   a~_ii = a_ii + sum_{n not in C^_i U F^s_i U {i}} a_in
+ *                           + sum_{k in F^s_i} a_ik abar_ki / d_k,
+ *                 abar_kl = a_kl where its sign is opposite a_kk's, else 0 (a_ij = 0 for a j at
+ *                 distance two): each strong F neighbour's coupling is spread over C^_i and i
+ *                 itself (the "+i"), the weak couplings outside C^_i are lumped onto the
+ *                 diagonal, so a row of A summing to zero interpolates with weights summing to
+ *                 one. A strong F neighbour with d_k = 0 is lumped onto the diagonal; an a~_ii
+ *                 of a sign other than a_ii's is replaced by a_ii. Truncation: weights below
+ *                 rs_trunc times the row's largest |weight| dropped, then of the rest only the
+ *                 rs_pmax [4] largest |weight|s kept (ties to the smaller column; 0: no cap);
+ *                 the kept positive weights are scaled by the sum of all positive weights over
+ *                 theirs and the negative ones likewise (each sign's sum, so a row's sum where
+ *                 the weights have one sign, as before). Columns ascending, sums in A's column
+ *                 orders: the same P for any thread count.
+ *                 docs/solvers.md compares the coarsenings and interpolations.
  *   levels        coarsening stops at max_levels [10], when a level has at most coarse_size [500]
  *                 rows, or when it stalls (aggregates > 0.9 of the rows); the report says which
  *   coarsest      dense LU with partial pivoting on the host when it has at most dense_max [2000]
@@ -137,7 +158,12 @@
  * again (the direct interpolation of the new values over the same C points, the truncation's
  * choice kept), R's values, and the plans of P and R too (forced to their first formats); the
  * result is the hierarchy a fresh setup gives where that split and pattern come out again (an
- * exact scaling of the matrix, say), bit for bit.
+ * exact scaling of the matrix, say), bit for bit. Extended+i's pattern reads the values (the
+ * strength, so C^_i, and the truncation); the update does not remake it (the Galerkin products'
+ * patterns are kept) but keeps it: the strength of the new values gives C^_i and the untruncated
+ * weights, each kept column takes its weight (0 where it left C^_i) and each sign is scaled over
+ * the kept columns as in a setup, the same computation, so bit for bit a fresh setup's where
+ * strength, split and truncation come out the same.
  *
  * SOLVE
  *   spx_amg_cycle     one cycle (options.cycle: V, W or F) on A x = b from the x given
@@ -178,7 +204,7 @@
  *
  * ERRORS  SPX_INVALID_ARGUMENT for a non-square or empty matrix, a zero or non-finite diagonal entry
  *   (the row is named), bad options (each named: rs_theta outside (0, 1), rs_trunc outside [0, 1),
- *   a coarsening not in the enum, ...); SPX_BREAKDOWN for a NaN or Inf in the coarsest LU; plan and
+ *   a coarsening or rs_interp not in its enum, rs_pmax outside 0..SPX_AMG_RS_PMAX_MAX, ...); SPX_BREAKDOWN for a NaN or Inf in the coarsest LU; plan and
  *   device failures pass through. Nothing is kept and nothing leaks on failure. spx_amg_update
  *   refuses a matrix of another pattern, or with a non-finite entry, with SPX_INVALID_ARGUMENT and
  *   leaves the hierarchy as it was; a failure after that check (a zero coarse diagonal, memory, a
@@ -262,13 +288,29 @@ spx_status spx_amg_aggregation_parse(const char *name, spx_amg_aggregation *out)
 /* Coarsenings (the header's SETUP). */
 typedef enum spx_amg_coarsening {
   SPX_AMG_SA = 0, /* smoothed aggregation [default] */
-  SPX_AMG_RS = 1  /* classical Ruge-Stueben: PMIS C/F split, direct interpolation (on the host) */
+  SPX_AMG_RS = 1  /* classical Ruge-Stueben: PMIS C/F split, direct or extended+i interpolation
+                     (on the host) */
 } spx_amg_coarsening;
 
 /* "sa", "rs"; "unknown" outside the enum. */
 const char *spx_amg_coarsening_name(spx_amg_coarsening c);
 /* By name (case ignored); SPX_INVALID_ARGUMENT listing the names otherwise. */
 spx_status spx_amg_coarsening_parse(const char *name, spx_amg_coarsening *out);
+
+/* Classical coarsening's interpolations (the header's SETUP, P). */
+typedef enum spx_amg_rs_interp {
+  SPX_AMG_RS_DIRECT = 0,    /* from the strong C neighbours */
+  SPX_AMG_RS_EXTENDED_I = 1 /* extended+i: also from the strong C neighbours of strong F neighbours */
+} spx_amg_rs_interp;
+
+/* The most entries options.rs_pmax may keep in a row of P. */
+#define SPX_AMG_RS_PMAX_MAX 32
+
+/* "direct", "ext+i"; "unknown" outside the enum. */
+const char *spx_amg_rs_interp_name(spx_amg_rs_interp i);
+/* By name (case ignored; "extended" and "extended+i" too); SPX_INVALID_ARGUMENT listing the names
+ * otherwise. */
+spx_status spx_amg_rs_interp_parse(const char *name, spx_amg_rs_interp *out);
 
 /* One level's overrides: -1 (or 0 for damping) takes the global option. */
 typedef struct spx_amg_level_options {
@@ -295,6 +337,10 @@ typedef struct spx_amg_options {
   double rs_theta;          /* RS: strength threshold of every level, (0, 1) [0.25] */
   double rs_trunc;          /* RS: drop interpolation weights below this times the row's largest,
                                [0, 1) [0.2]; 0 keeps them all */
+  spx_amg_rs_interp rs_interp; /* RS: P's interpolation [SPX_AMG_RS_DIRECT] */
+  int rs_pmax;              /* RS extended+i: the most entries a row of P keeps after rs_trunc, the
+                               largest |weight|s, 0..SPX_AMG_RS_PMAX_MAX [4]; 0: no cap (direct
+                               interpolation's rows, strong C neighbours only, have none) */
   /* smoothing */
   spx_amg_smoother smoother; /* every level's [SPX_AMG_CHEBYSHEV] */
   int pre_sweeps, post_sweeps; /* [1, 1] */
@@ -357,6 +403,7 @@ typedef struct spx_amg_report {
   char gpu_note[200];         /* why levels gpu_setup_rows sent to the GPU ran on the host ("" none) */
   spx_amg_aggregation aggregation; /* the option (AUTO: each level's agg_gpu says which rule) */
   spx_amg_coarsening coarsening; /* the option (RS: the levels' p_cols are their C points) */
+  spx_amg_rs_interp rs_interp; /* the option (with SPX_AMG_RS) */
   int64_t cycles;             /* cycles run so far (spx_amg_cycle, spx_amg_precond, spx_amg_solve) */
   spx_amg_cycle_type cycle;
   /* The setup fields above describe the last setup: spx_amg_create's, or the last successful

@@ -107,6 +107,27 @@ spx_status spx_amg_coarsening_parse(const char *name, spx_amg_coarsening *out) {
                    name);
 }
 
+static const char *const spx__amg_rs_interp_names[] = {"direct", "ext+i"};
+
+const char *spx_amg_rs_interp_name(spx_amg_rs_interp i) {
+  return (unsigned)i <= SPX_AMG_RS_EXTENDED_I ? spx__amg_rs_interp_names[i] : "unknown";
+}
+
+spx_status spx_amg_rs_interp_parse(const char *name, spx_amg_rs_interp *out) {
+  int k;
+  if (!name || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_rs_interp_parse: NULL argument");
+  for (k = 0; k <= SPX_AMG_RS_EXTENDED_I; k++)
+    if (spx__amg_streq_nocase(name, spx__amg_rs_interp_names[k])) {
+      *out = (spx_amg_rs_interp)k;
+      return SPX_OK;
+    }
+  if (spx__amg_streq_nocase(name, "extended") || spx__amg_streq_nocase(name, "extended+i")) {
+    *out = SPX_AMG_RS_EXTENDED_I;
+    return SPX_OK;
+  }
+  return spx__fail(SPX_INVALID_ARGUMENT, "unknown RS interpolation '%s': direct or ext+i (extended+i)", name);
+}
+
 void spx_amg_options_default(spx_amg_options *o) {
   int l;
   if (!o) return;
@@ -124,6 +145,8 @@ void spx_amg_options_default(spx_amg_options *o) {
   o->coarsening = SPX_AMG_SA;
   o->rs_theta = 0.25;
   o->rs_trunc = 0.2;
+  o->rs_interp = SPX_AMG_RS_DIRECT;
+  o->rs_pmax = 4;
   o->smoother = SPX_AMG_CHEBYSHEV;
   o->pre_sweeps = o->post_sweeps = 1;
   o->cheb_degree = 2;
@@ -448,6 +471,12 @@ static spx_status spx__amg_check_options(const spx_amg_options *o) {
   if (!(o->rs_trunc >= 0 && o->rs_trunc < 1))
     return spx__fail(SPX_INVALID_ARGUMENT, "%s: rs_trunc = %g; it is 0 (no truncation) or above, and below 1", fn,
                      o->rs_trunc);
+  if ((unsigned)o->rs_interp > SPX_AMG_RS_EXTENDED_I)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: rs_interp %d is not an spx_amg_rs_interp (SPX_AMG_RS_DIRECT or "
+                     "SPX_AMG_RS_EXTENDED_I)", fn, (int)o->rs_interp);
+  if (o->rs_pmax < 0 || o->rs_pmax > SPX_AMG_RS_PMAX_MAX)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: rs_pmax = %d; it is 0 (no cap) to %d", fn, o->rs_pmax,
+                     SPX_AMG_RS_PMAX_MAX);
   if ((unsigned)o->smoother >= SPX_AMG_SMOOTHER_COUNT)
     return spx__fail(SPX_INVALID_ARGUMENT, "%s: smoother %d is not an spx_amg_smoother", fn, (int)o->smoother);
   if (o->pre_sweeps < 0 || o->pre_sweeps > 100 || o->post_sweeps < 0 || o->post_sweeps > 100)
@@ -598,6 +627,7 @@ static void spx__amg_fill_report(spx_amg *m) {
   r->cycle = m->o.cycle;
   r->aggregation = m->o.aggregation;
   r->coarsening = m->o.coarsening;
+  r->rs_interp = m->o.rs_interp;
   r->coarse_direct = m->lu != NULL;
   for (l = 0; l < m->nl; l++) {
     const spx__amg_level *L = &m->lv[l];
@@ -992,8 +1022,9 @@ static void spx__amg_print_rules(const spx_amg_report *r, FILE *f) {
   int l = 0, lo;
   if (r->levels < 2) return;
   if (r->coarsening == SPX_AMG_RS) {
-    fprintf(f, "  coarsening      classical (rs): PMIS C/F split and direct interpolation on level%s 0%s",
-            r->levels > 2 ? "s" : "", r->levels > 2 ? "-" : "");
+    fprintf(f, "  coarsening      classical (rs): PMIS C/F split and %s interpolation on level%s 0%s",
+            r->rs_interp == SPX_AMG_RS_EXTENDED_I ? "extended+i" : "direct", r->levels > 2 ? "s" : "",
+            r->levels > 2 ? "-" : "");
     if (r->levels > 2) fprintf(f, "%d", r->levels - 2);
     fprintf(f, " (the levels' P columns are their C points)\n");
     return;
@@ -1057,13 +1088,13 @@ spx_status spx_amg_report_print(const spx_amg_report *r, FILE *f, int json) {
                "\"smoother_ms\": %.6g, \"coarse_ms\": %.6g, \"plan_ms\": %.6g, \"device_ms\": %.6g, \"cycles\": %lld, "
                "\"coarse_zero_pivots\": %lld, \"cycle\": \"%s\", \"updates\": %lld, \"input_ms\": %.6g, "
                "\"aggregation\": \"%s\", \"strength_gpu_ms\": %.6g, \"aggregate_gpu_ms\": %.6g, \"prolong_gpu_ms\": %.6g, "
-               "\"rap_gpu_ms\": %.6g, \"coarsening\": \"%s\", \"gpu_note\": \"",
+               "\"rap_gpu_ms\": %.6g, \"coarsening\": \"%s\", \"rs_interp\": \"%s\", \"gpu_note\": \"",
             r->levels, r->operator_complexity, r->grid_complexity, r->coarse_direct, r->setup_ms, r->strength_ms,
             r->aggregate_ms, r->prolong_ms, r->rap_ms, r->smoother_ms, r->coarse_ms, r->plan_ms, r->device_ms,
             (long long)r->cycles, (long long)r->coarse_zero_pivots, spx_amg_cycle_type_name(r->cycle),
             (long long)r->updates, r->input_ms, spx_amg_aggregation_name(r->aggregation),
             r->strength_gpu_ms, r->aggregate_gpu_ms, r->prolong_gpu_ms, r->rap_gpu_ms,
-            spx_amg_coarsening_name(r->coarsening));
+            spx_amg_coarsening_name(r->coarsening), spx_amg_rs_interp_name(r->rs_interp));
     for (c = r->gpu_note; *c; c++) {
       if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
       else if ((unsigned char)*c >= 0x20) fputc(*c, f);
