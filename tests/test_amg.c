@@ -1644,7 +1644,8 @@ static void test_rs_poisson(void **state) {
     if (!(f2 < two_grid[k]) || !(fl < multi[k]))
       fail_msg("RS factors %.3f (two-grid), %.3f (multilevel) over the bounds %.2f, %.2f", f2, fl, two_grid[k], multi[k]);
     assert_true(it < 20);
-    assert_true(r->operator_complexity > 1 && r->operator_complexity < 3.5);
+    /* distance-two interpolation makes denser coarse operators: its own bound */
+    assert_true(r->operator_complexity > 1 && r->operator_complexity < (ext ? 3.5 : 3.0));
     free(b);
     spx_amg_destroy(m2);
     spx_amg_destroy(ml);
