@@ -432,8 +432,9 @@ static int spx__amg_rs_ext_scratch(int64_t n, int64_t **mark, double **acc) {
   return 1;
 }
 
-/* Each row's |C^_i| into cnt[i + 1]; 0 when a thread's scratch failed. */
-static int spx__amg_rs_ext_count(const spx__amg_rs_ext *x, int64_t *cnt) {
+/* Row by row with a thread's scratch: with E NULL each row's |C^_i| into cnt[i + 1], else each F
+ * row's weights into E (row pointers set). 0 when a thread's scratch failed. */
+static int spx__amg_rs_ext_rows(const spx__amg_rs_ext *x, int64_t *cnt, spx_csr *E) {
   const int64_t n = x->A->nrows;
   int ok = 1;
 #if defined(_OPENMP)
@@ -452,36 +453,11 @@ static int spx__amg_rs_ext_count(const spx__amg_rs_ext *x, int64_t *cnt) {
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic, 512)
 #endif
-    for (i = 0; i < n; i++)
-      if (mine) cnt[i + 1] = spx__amg_rs_ext_set(x, i, mark, NULL);
-    SPX_FREE(mark);
-    SPX_FREE(acc);
-  }
-  return ok;
-}
-
-/* Each F row's weights into E (row pointers set); 0 when a thread's scratch failed. */
-static int spx__amg_rs_ext_fill(const spx__amg_rs_ext *x, spx_csr *E) {
-  const int64_t n = x->A->nrows;
-  int ok = 1;
-#if defined(_OPENMP)
-#pragma omp parallel if (n > 4096)
-#endif
-  {
-    int64_t *mark, i;
-    double *acc;
-    const int mine = spx__amg_rs_ext_scratch(n, &mark, &acc);
-    if (!mine) {
-#if defined(_OPENMP)
-#pragma omp atomic write
-#endif
-      ok = 0;
+    for (i = 0; i < n; i++) {
+      if (!mine) continue;
+      if (E) spx__amg_rs_ext_row(x, i, mark, acc, E);
+      else cnt[i + 1] = spx__amg_rs_ext_set(x, i, mark, NULL);
     }
-#if defined(_OPENMP)
-#pragma omp for schedule(dynamic, 512)
-#endif
-    for (i = 0; i < n; i++)
-      if (mine) spx__amg_rs_ext_row(x, i, mark, acc, E);
     SPX_FREE(mark);
     SPX_FREE(acc);
   }
@@ -498,11 +474,11 @@ static spx_status spx__amg_rs_ext_weights(const spx_csr *A, const uint8_t *mask,
   spx_status st = SPX_OUT_OF_MEMORY;
   *out = NULL;
   if (!cnt || (st = spx__amg_rs_ext_prepare(&x))) goto done;
-  if (!spx__amg_rs_ext_count(&x, cnt)) goto oom;
+  if (!spx__amg_rs_ext_rows(&x, cnt, NULL)) goto oom;
   spx__amg_scan(cnt, n);
   if ((st = spx_csr_create(n, nc, cnt[n], SPX_DOUBLE, &E))) goto done;
   memcpy(E->row_ptr, cnt, ((size_t)n + 1) * sizeof(int64_t));
-  if (!spx__amg_rs_ext_fill(&x, E)) goto oom;
+  if (!spx__amg_rs_ext_rows(&x, NULL, E)) goto oom;
   *out = E;
   E = NULL;
   st = SPX_OK;
