@@ -280,7 +280,7 @@ static void test_main_job_small(void **state) {
 }
 
 /* spx solve on the host backend: the tuned plan converges; --format runs the solve on the format
- * named (or fails, naming the candidates) */
+ * named (or fails, naming the candidates); the classical AMG options take */
 static void test_solve_host(void **state) {
   char buf[8192];
   (void)state;
@@ -297,6 +297,11 @@ static void test_solve_host(void **state) {
   assert_non_null(strstr(buf, "converged in"));
   assert_int_equal(spx_cli_run_cmd("solve gen:poisson7:10 --host --format nosuch", buf, sizeof buf), 1);
   assert_non_null(strstr(buf, "\"nosuch\" is not a candidate"));
+  /* classical AMG's options reach the hierarchy: the report names the interpolation */
+  assert_int_equal(spx_cli_run_cmd("solve gen:poisson7:12 --host --precond amg --coarsening rs --rs-interp ext+i "
+                                   "--rs-pmax 5 --rs-theta 0.3 --rs-trunc 0.1", buf, sizeof buf), 0);
+  assert_non_null(strstr(buf, "extended+i interpolation"));
+  assert_non_null(strstr(buf, "converged in"));
 }
 
 /* spx stencil on the host backend: an out-of-core method under a budget of several slabs matches the
@@ -606,6 +611,9 @@ static void test_number_options(void **state) {
       {"solve gen:poisson7:4 --host --tol nan", "--tol", "'nan'"},
       {"solve gen:poisson7:4 --host --tol -1", "--tol", "'-1'"},
       {"solve gen:poisson7:4 --host --maxit 5x", "--maxit", "'5x'"},
+      {"solve gen:poisson7:4 --host --precond amg --coarsening rs --rs-pmax 40", "--rs-pmax", "'40'"},
+      {"solve gen:poisson7:4 --host --precond amg --coarsening rs --rs-trunc 1.5", "--rs-trunc", "'1.5'"},
+      {"solve gen:poisson7:4 --host --precond amg --coarsening rs --rs-theta -0.1", "--rs-theta", "'-0.1'"},
       {"bench --reps inf", "--reps", "'inf'"},
       {"device --upload 1e99", "--upload", "'1e99'"},
       {"select --calls -5 poisson7:4", "--calls", "'-5'"},

@@ -152,9 +152,9 @@ int spx_cli_stencil_mpi(int argc, char **argv, int *handled);
 spx_status spx_cli_solve_load(const char *spec, spx_csr **a);
 int spx_cli_solve_rhs(const spx_csr *a, int ones, double *b);
 /* spx solve's AMG options (--smoother, --sweeps, --theta, --cycle, --relaxed, --gpu-setup-rows,
- * --aggregation, --coarsening, --rs-interp, --plan-trials) at argv[*k], one process or under
- * mpirun: 1 when it was one (into o, *k past its value), 0 when it is not, 2 after the usage
- * message. */
+ * --aggregation, --coarsening, --rs-interp, --rs-theta, --rs-trunc, --rs-pmax, --plan-trials) at
+ * argv[*k], one process or under mpirun: 1 when it was one (into o, *k past its value), 0 when it
+ * is not, 2 after the usage message. */
 int spx_cli_solve_amg_option(int argc, char **argv, int *k, spx_amg_options *o);
 spx_status spx_cli_load_matrix(const char *spec, spx_csr **a, char *name, size_t len);
 /* The large benchmark set of issue 4 (generators and replicated shared matrices), NULL-terminated. */

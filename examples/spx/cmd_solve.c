@@ -48,6 +48,14 @@ int spx_cli_solve_amg_option(int argc, char **argv, int *k, spx_amg_options *o) 
     if (spx_amg_coarsening_parse(v, &o->coarsening)) return spx_cli_usage("solve", "--coarsening: %s", spx_last_error());
   } else if ((v = spx_cli_opt(argc, argv, k, "--rs-interp"))) {
     if (spx_amg_rs_interp_parse(v, &o->rs_interp)) return spx_cli_usage("solve", "--rs-interp: %s", spx_last_error());
+  } else if ((v = spx_cli_opt(argc, argv, k, "--rs-theta"))) {
+    if (!spx_cli_number("solve", "--rs-theta", v, "a number above 0 and below 1", 0, 0, 1, &o->rs_theta)) return 2;
+  } else if ((v = spx_cli_opt(argc, argv, k, "--rs-trunc"))) {
+    if (!spx_cli_number("solve", "--rs-trunc", v, "a number 0 to below 1", 0, -1e-300, 1, &o->rs_trunc)) return 2;
+  } else if ((v = spx_cli_opt(argc, argv, k, "--rs-pmax"))) {
+    if (!spx_cli_number("solve", "--rs-pmax", v, "an integer 0 to 32", SPX_CLI_INTEGER, -1, SPX_AMG_RS_PMAX_MAX, &w))
+      return 2;
+    o->rs_pmax = (int)w;
   } else if (!strcmp(argv[*k], "--plan-trials")) o->plan_trials = 1;
   else return 0;
   return 1;
@@ -256,6 +264,10 @@ const char *const spx_cli_solve_help[] = {
     "direct interpolation, strength 0.25, truncation 0.2; its setup on the host) (default sa)",
     "--rs-interp I\twith --coarsening rs: direct (from the strong C neighbours) or ext+i (extended+i, "
     "also from the strong C neighbours of the strong F neighbours; at most 4 entries a row of P) (default direct)",
+    "--rs-theta T\twith --coarsening rs: classical strength threshold, above 0 and below 1 (default 0.25)",
+    "--rs-trunc F\twith --coarsening rs: drop P's weights below F times the row's largest, 0 to below 1 "
+    "(default 0.2)",
+    "--rs-pmax N\twith --rs-interp ext+i: most entries a row of P keeps, 0 (no cap) to 32 (default 4)",
     "--plan-trials\twith AMG: the levels' plans take --strategy as given (auto may time candidates); "
     "without it a timing strategy runs as model for them (default off)",
     "--tol T\trelative residual to stop at (default 1e-8)",
