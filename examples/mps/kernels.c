@@ -21,11 +21,7 @@ static void k_explicit(const mps_view *v, int64_t i) {
   const int d3 = s->z != NULL;
   double lu = 0, lv = 0, lw = 0, re2 = p->re_lap * p->re_lap, c = 2.0 * p->dim / (p->lambda * p->n0_lap);
   MPS_NEIGHBOURS(v->g, i, j) {
-    double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dx * dx + dy * dy, w;
-    if (d3) {
-      double dz = s->z[j] - s->z[i];
-      r2 += dz * dz;
-    }
+    double d[3], r2 = mps_offset(s, i, j, d), w;
     if (j == i || !active(s, j) || r2 >= re2) continue;
     w = mps_weight(sqrt(r2), p->re_lap, p->l0);
     lu += (s->u[j] - s->u[i]) * w;
@@ -77,11 +73,7 @@ static void k_collision(const mps_view *v, int64_t i) {
   const int d3 = s->z != NULL;
   double ui = s->u[i], vi = s->v[i], wi = d3 ? s->w[i] : 0, d2 = p->collision * p->collision;
   MPS_NEIGHBOURS(v->g, i, j) {
-    double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], dz = 0, r2 = dx * dx + dy * dy, r, vn;
-    if (d3) {
-      dz = s->z[j] - s->z[i];
-      r2 += dz * dz;
-    }
+    double d[3], r2 = mps_offset(s, i, j, d), dx = d[0], dy = d[1], dz = d[2], r, vn;
     if (j == i || !active(s, j) || r2 >= d2 || r2 <= 0) continue;
     r = sqrt(r2);
     vn = (ui - s->u[j]) * dx + (vi - s->v[j]) * dy;
@@ -111,14 +103,9 @@ void mps_collision(const mps_view *v) {
 static void k_density(const mps_view *v, int64_t i) {
   mps_particles *s = v->s;
   const mps_params *p = v->p;
-  const int d3 = s->z != NULL;
   double n = 0, re2 = p->re_n * p->re_n;
   MPS_NEIGHBOURS(v->g, i, j) {
-    double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dx * dx + dy * dy;
-    if (d3) {
-      double dz = s->z[j] - s->z[i];
-      r2 += dz * dz;
-    }
+    double d[3], r2 = mps_offset(s, i, j, d);
     if (j == i || !active(s, j) || r2 >= re2) continue;
     n += mps_weight(sqrt(r2), p->re_n, p->l0);
   }
@@ -147,14 +134,9 @@ int64_t mps_density(const mps_view *v) {
 static void k_pmin(const mps_view *v, int64_t i) {
   mps_particles *s = v->s;
   const mps_params *p = v->p;
-  const int d3 = s->z != NULL;
   double m = s->p[i], re2 = p->re_grad * p->re_grad;
   MPS_NEIGHBOURS(v->g, i, j) {
-    double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dx * dx + dy * dy;
-    if (d3) {
-      double dz = s->z[j] - s->z[i];
-      r2 += dz * dz;
-    }
+    double d[3], r2 = mps_offset(s, i, j, d);
     if (j == i || r2 >= re2 || (s->type[j] != MPS_FLUID && s->type[j] != MPS_WALL)) continue;
     if (s->p[j] < m) m = s->p[j];
   }
@@ -168,11 +150,7 @@ static void k_gradient(const mps_view *v, int64_t i) {
   const int d3 = s->z != NULL;
   double gx = 0, gy = 0, gz = 0, re2 = p->re_grad * p->re_grad, c = (double)p->dim / p->n0_grad;
   MPS_NEIGHBOURS(v->g, i, j) {
-    double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], dz = 0, r2 = dx * dx + dy * dy, f;
-    if (d3) {
-      dz = s->z[j] - s->z[i];
-      r2 += dz * dz;
-    }
+    double d[3], r2 = mps_offset(s, i, j, d), dx = d[0], dy = d[1], dz = d[2], f;
     if (j == i || r2 >= re2 || r2 <= 0 || (s->type[j] != MPS_FLUID && s->type[j] != MPS_WALL)) continue;
     f = (s->p[j] - s->pmin[i]) / r2 * mps_weight(sqrt(r2), p->re_grad, p->l0);
     gx += f * dx;

@@ -244,6 +244,21 @@ double mps_now(void);
                    end_ = (g)->start[(g)->cell[i] + (dz_ * (g)->ny + dy_) * (g)->nx + 2];          \
            j < end_; j++)
 
+/* The offset r_j - r_i into d (d[2] 0 in 2-D) and its squared length (3-D when s->z is set; the
+ * 2-D sum is unchanged). */
+static inline double mps_offset(const mps_particles *s, int64_t i, int64_t j, double d[3]) {
+  double r2;
+  d[0] = s->x[j] - s->x[i];
+  d[1] = s->y[j] - s->y[i];
+  d[2] = 0;
+  r2 = d[0] * d[0] + d[1] * d[1];
+  if (s->z) {
+    d[2] = s->z[j] - s->z[i];
+    r2 += d[2] * d[2];
+  }
+  return r2;
+}
+
 /* The weight function (2-4). Distances below 1e-3 l0 are taken as 1e-3 l0: two particles at
  * one point would give an infinite weight (collision handling keeps them apart long before). */
 static inline double mps_weight(double r, double re, double l0) {

@@ -20,14 +20,10 @@ double mps_now(void) {
 /* Pressure carriers: fluid and wall particles (dummies and ghosts have none). */
 static int carries(const mps_particles *s, int64_t j) { return s->type[j] == MPS_FLUID || s->type[j] == MPS_WALL; }
 
-/* The squared distance from particle i to j (3-D when s->z is set; the 2-D sum is unchanged). */
+/* The squared distance from particle i to j. */
 static inline double dist2(const mps_particles *s, int64_t i, int64_t j) {
-  double dx = s->x[j] - s->x[i], dy = s->y[j] - s->y[i], r2 = dx * dx + dy * dy;
-  if (s->z) {
-    double dz = s->z[j] - s->z[i];
-    r2 += dz * dz;
-  }
-  return r2;
+  double d[3];
+  return mps_offset(s, i, j, d);
 }
 
 /* div u* at particle i by the MPS divergence model, d/n0 sum (u_j - u_i).(r_j - r_i)/r^2 w(r), over
