@@ -58,7 +58,7 @@ typedef struct sel_row {
   double bicg_ms[2][2];
   int64_t bicg_it[2][2];
   /* --cold: plan creation + 2 x iterations real SpMVs, synchronized, ms (the fastest of SEL_REAL_REPS runs;
-   * real_rep_ms every run, for the turns' pairs: sel_paired):
+   * real_rep_ms every run, for the turns' pairs: sel_real_ratio):
    * [0] cuSPARSE CSR, [1] auto with warm JIT caches, [2] auto with its kernels (specialized and
    * generic) removed from the caches first, [3] cuSPARSE CSR in the cold runs' conditions (right
    * after a removal, as [2] is: the GPU idled meanwhile); cold_standin: the cold plan started on a
@@ -331,12 +331,14 @@ static spx_status sel_forget_auto(spx_context *ctx, const spx_csr *a, int it) {
   return s;
 }
 
-/* cuSPARSE's time over auto's, the median over the turns of each turn's pair (side 1: warm, against
- * the warm phase's cuSPARSE; 2: cold, against cuSPARSE after a removal); 0 without a pair. */
-static double sel_paired(const sel_row *r, int side, int it) {
+/* cuSPARSE's time over auto's (side 1: warm, against the warm phase's cuSPARSE; 2: cold, against
+ * cuSPARSE after a removal): of the fastest runs, or (paired) the median over the turns of each
+ * turn's pair; 0 where a side did not run. */
+static double sel_real_ratio(const sel_row *r, int side, int it, int paired) {
   const int base = side == 2 ? 3 : 0;
   double q[SEL_REAL_REPS];
   int k, n = 0;
+  if (!paired) return r->real_ms[base][it] > 0 && r->real_ms[side][it] > 0 ? r->real_ms[base][it] / r->real_ms[side][it] : 0;
   for (k = 0; k < SEL_REAL_REPS; k++)
     if (r->real_rep_ms[base][it][k] > 0 && r->real_rep_ms[side][it][k] > 0)
       q[n++] = r->real_rep_ms[base][it][k] / r->real_rep_ms[side][it][k];
@@ -568,8 +570,8 @@ static void sel_json(FILE *f, const sel_row *rows, int nr) {
                           r->real_setup_ms[1][1], r->real_setup_ms[2][0], r->real_setup_ms[2][1], r->real_setup_ms[3][0],
                           r->real_setup_ms[3][1]);
     if (sel_cold)
-      spx_cli_json_printf(f, ", \"paired_ratio\": {\"warm\": [%.6g, %.6g], \"cold\": [%.6g, %.6g]}", sel_paired(r, 1, 0),
-                          sel_paired(r, 1, 1), sel_paired(r, 2, 0), sel_paired(r, 2, 1));
+      spx_cli_json_printf(f, ", \"paired_ratio\": {\"warm\": [%.6g, %.6g], \"cold\": [%.6g, %.6g]}", sel_real_ratio(r, 1, 0, 1),
+                          sel_real_ratio(r, 1, 1, 1), sel_real_ratio(r, 2, 0, 1), sel_real_ratio(r, 2, 1, 1));
     if (sel_cold) {
       int side, it;
       fprintf(f, ", \"real_plans\": {");
@@ -718,47 +720,35 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
     printf("\n");
   }
   if (sel_cold && nr) { /* real end to end: cuSPARSE's wall time / auto's, warm and cold JIT caches,
-                         * each against cuSPARSE run in the same conditions */
-    int it, side;
-    printf("end to end for real (plan + SpMVs, synchronized), cuSPARSE CSR time / auto's (cold: both timed right "
-           "after a removal of auto's kernels):");
-    for (side = 1; side <= 2; side++)
-      for (it = 0; it < 2; it++) {
-        double lg = 0, mn = 1e30;
-        int m = 0, standin = 0, below = 0;
-        for (i = 0; i < nr; i++) {
-          double q;
-          const int base = side == 2 ? 3 : 0;
-          if (!(rows[i].real_ms[base][it] > 0) || !(rows[i].real_ms[side][it] > 0)) continue;
-          q = rows[i].real_ms[base][it] / rows[i].real_ms[side][it];
-          lg += log(q);
-          if (q < mn) mn = q;
-          below += q < 0.95;
-          standin += rows[i].cold_standin[it];
-          m++;
+                         * each against cuSPARSE run in the same conditions; the fastest runs, then
+                         * the turns' pairs */
+    int it, side, paired;
+    for (paired = 0; paired < 2; paired++) {
+      if (!paired)
+        printf("end to end for real (plan + SpMVs, synchronized), cuSPARSE CSR time / auto's (cold: both timed right "
+               "after a removal of auto's kernels):");
+      else
+        printf("the same, each turn's pair (cuSPARSE's run over auto's run of the turn), the median of %d turns:",
+               SEL_REAL_REPS);
+      for (side = 1; side <= 2; side++)
+        for (it = 0; it < 2; it++) {
+          double lg = 0, mn = 1e30;
+          int m = 0, standin = 0, below = 0;
+          for (i = 0; i < nr; i++) {
+            const double q = sel_real_ratio(&rows[i], side, it, paired);
+            if (!(q > 0)) continue;
+            lg += log(q);
+            if (q < mn) mn = q;
+            below += q < 0.95;
+            standin += rows[i].cold_standin[it];
+            m++;
+          }
+          printf("%s%s JIT @%d: geomean %.3fx, min %.3fx, %d of %d below 0.95x", it ? "; " : "\n  ",
+                 side == 1 ? "warm" : "cold", sel_iters[it], m ? exp(lg / m) : 0, m ? mn : 0, below, m);
+          if (side == 2 && !paired) printf(" (%d started on a stand-in)", standin);
         }
-        printf("%s%s JIT @%d: geomean %.3fx, min %.3fx, %d of %d below 0.95x", it ? "; " : "\n  ", side == 1 ? "warm" : "cold",
-               sel_iters[it], m ? exp(lg / m) : 0, m ? mn : 0, below, m);
-        if (side == 2) printf(" (%d started on a stand-in)", standin);
-      }
-    printf("\n");
-    printf("the same, each turn's pair (cuSPARSE's run over auto's run of the turn), the median of %d turns:", SEL_REAL_REPS);
-    for (side = 1; side <= 2; side++)
-      for (it = 0; it < 2; it++) {
-        double lg = 0, mn = 1e30;
-        int m = 0, below = 0;
-        for (i = 0; i < nr; i++) {
-          const double q = sel_paired(&rows[i], side, it);
-          if (!(q > 0)) continue;
-          lg += log(q);
-          if (q < mn) mn = q;
-          below += q < 0.95;
-          m++;
-        }
-        printf("%s%s JIT @%d: geomean %.3fx, min %.3fx, %d of %d below 0.95x", it ? "; " : "\n  ", side == 1 ? "warm" : "cold",
-               sel_iters[it], m ? exp(lg / m) : 0, m ? mn : 0, below, m);
-      }
-    printf("\n");
+      printf("\n");
+    }
   }
   /* The choice's own cost (model: analysis + model) and auto's (the same, plus a trial where it pays
    * at 10^6 calls), in SpMVs of the oracle's time, on the large matrices */
