@@ -257,10 +257,7 @@ static spx_status spx__plan_rows(spx_plan *p, const spx_csr *a0, const spx_csr *
     const double share = spx__plan_cols_share(o);
     double wait_ms = -1;
     if (columns && share >= 0) {
-      spx__pprof q;
-      memset(&q, 0, sizeof q);
-      q.n = use->nrows; q.ncols = use->ncols; q.nnz = use->nnz;
-      wait_ms = spx__plan_columns_budget_ms(use, dev, &q, o->expected_calls, share);
+      wait_ms = spx__plan_columns_budget_ms(use, dev, o->expected_calls, share);
       /* not started where even its price on every thread beside outlasts the pattern's upload and
        * the wait: stopping it late costs more than not starting */
       if (dev->h2d_gbs > 0 &&

@@ -285,11 +285,13 @@ double spx__plan_time_us(const spx_plan_device *d, const spx__pprof *p, int64_t 
  * because the profile only pays where it is a small share of the work. */
 #define SPX__PLAN_COLS_NS 30.0
 /* The milliseconds the column profile of a may cost: `share` of the work `calls` SpMVs do on the
- * CSR baseline as the model prices it from the rows (p: the sizes at least). */
-double spx__plan_columns_budget_ms(const spx_csr *a, const spx_plan_device *d, const spx__pprof *p, int64_t calls,
-                                   double share) {
+ * CSR baseline as the model prices it from a's sizes. */
+double spx__plan_columns_budget_ms(const spx_csr *a, const spx_plan_device *d, int64_t calls, double share) {
   int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype);
-  return share * 1e-3 * (double)calls * spx__plan_time_us(d, p, vb, spx__pb_csr(p, NULL, vb), 0, 1);
+  spx__pprof q;
+  memset(&q, 0, sizeof q);
+  q.n = a->nrows; q.ncols = a->ncols; q.nnz = a->nnz;
+  return share * 1e-3 * (double)calls * spx__plan_time_us(d, &q, vb, spx__pb_csr(&q, NULL, vb), 0, 1);
 }
 
 double spx__plan_columns_ms(const spx_csr *a, int threads) {
@@ -299,9 +301,8 @@ double spx__plan_columns_ms(const spx_csr *a, int threads) {
 }
 
 /* Whether the column profile pays: its price on one thread within spx__plan_columns_budget_ms. */
-static int spx__plan_columns_pay(const spx_csr *a, const spx_plan_device *d, const spx__pprof *p, int64_t calls,
-                                 double share) {
-  return spx__plan_columns_ms(a, 1) <= spx__plan_columns_budget_ms(a, d, p, calls, share);
+static int spx__plan_columns_pay(const spx_csr *a, const spx_plan_device *d, int64_t calls, double share) {
+  return spx__plan_columns_ms(a, 1) <= spx__plan_columns_budget_ms(a, d, calls, share);
 }
 
 /* Random-gather microseconds of p at d's bandwidth (see spx_plan_device.format_gather): 0 on the
@@ -403,7 +404,7 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
   double tc = spx__now(), gather;
   spx__plan_walk walk;
   if ((s = spx__pprof_make(a, d->warp, with_cusparse == 2 ? 0 : 2, rows, &p))) return s;
-  if (with_cusparse != 2 && !p.cols_done && (cols_share < 0 || spx__plan_columns_pay(a, d, &p, calls, cols_share)) &&
+  if (with_cusparse != 2 && !p.cols_done && (cols_share < 0 || spx__plan_columns_pay(a, d, calls, cols_share)) &&
       (s = spx__pprof_columns(a, 0, &p, NULL)))
     goto fail;
   gather = spx__plan_gather_us(d, &p, vb);
@@ -549,7 +550,7 @@ int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, const spx
     if (d->format_factor[f] > 0) fmin = SPX__MIN(fmin, d->format_factor[f]);
     if (d->format_factor_block[f] > 0) fmin = SPX__MIN(fmin, d->format_factor_block[f]);
   }
-  if (!(kernel_ms > 0) || spx__plan_columns_pay(a, d, q, calls, share)) return 0;
+  if (!(kernel_ms > 0) || spx__plan_columns_pay(a, d, calls, share)) return 0;
   return (double)calls * (cs_us - fmin * spx__plan_time_us(d, q, vb, a->nnz * vb, 0, 1)) <= 0.5 * 1e3 * kernel_ms;
 }
 

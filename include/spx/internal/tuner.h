@@ -96,9 +96,8 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
                                 int64_t limit, int with_cusparse, int cuda, spx_plan_candidate *out, int max, int *n,
                                 spx_format_params *params, double cols_share);
 /* The milliseconds the column profile of a may cost over calls SpMVs: share of the CSR baseline's
- * work (p: a's sizes at least). */
-double spx__plan_columns_budget_ms(const spx_csr *a, const spx_plan_device *d, const spx__pprof *p, int64_t calls,
-                                   double share);
+ * work. */
+double spx__plan_columns_budget_ms(const spx_csr *a, const spx_plan_device *d, int64_t calls, double share);
 /* The column profile's price on `threads` threads, ms (the windows it reads). */
 double spx__plan_columns_ms(const spx_csr *a, int threads);
 /* c's score: its predicted time plus its conversion spread over calls SpMVs. */
