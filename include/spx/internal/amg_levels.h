@@ -256,6 +256,10 @@ spx_status spx__amg_rho(const spx_csr *A, const uint8_t *mask, const double *dd,
 spx_status spx__amg_level_rho(spx_amg *m, int l, const double *d, double *rho);
 /* C = A B (Gustavson: columns sorted, each row's sums in A's then B's column order). */
 spx_status spx__amg_spgemm(const spx_csr *A, const spx_csr *B, spx_csr **out);
+/* splitmix64's finalizer of a row index (amg_setup_impl.h). */
+uint64_t spx__amg_mix(int64_t i);
+/* c[0..k) ascending. */
+void spx__amg_sort_cols(int32_t *c, int64_t k);
 /* The values of C = A B into C's pattern (a product of matrices of the same patterns), bit for bit
  * those of the product that made it. */
 spx_status spx__amg_spgemm_values(const spx_csr *A, const spx_csr *B, spx_csr *C);

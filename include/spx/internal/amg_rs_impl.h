@@ -81,9 +81,7 @@ static spx_status spx__amg_rs_transpose(const spx_csr *A, const uint8_t *mask, s
 /* A fixed pseudo-random value in [0, 1) for row i (splitmix64's finalizer): the measures' tie
  * breaker, so that the C points do not follow the numbering, the same for any thread count. */
 static double spx__amg_rs_hash(int64_t i) {
-  uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
-  x ^= x >> 31; x *= 0xBF58476D1CE4E5B9ull; x ^= x >> 29; x *= 0x94D049BB133111EBull; x ^= x >> 32;
-  return (double)(x >> 11) * (1.0 / 9007199254740992.0);
+  return (double)(spx__amg_mix(i) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 /* Row j ranks above row i: a larger measure, or the same and a larger index (a total order, so
@@ -385,16 +383,6 @@ static double spx__amg_rs_ext_spread(const spx__amg_rs_ext *x, int64_t k, int64_
   return own;
 }
 
-/* c[0..k) ascending (insertion: the sets are short). */
-static void spx__amg_rs_sort(int32_t *c, int64_t k) {
-  int64_t a, b;
-  for (a = 1; a < k; a++) {
-    const int32_t v = c[a];
-    for (b = a; b > 0 && c[b - 1] > v; b--) c[b] = c[b - 1];
-    c[b] = v;
-  }
-}
-
 /* Row i of E: C^_i's coarse rows ascending and their weights (above). E->row_ptr holds the sizes
  * the counting pass found; mark and acc are the thread's (n each). */
 static void spx__amg_rs_ext_row(const spx__amg_rs_ext *x, int64_t i, int64_t *mark, double *acc, spx_csr *E) {
@@ -415,7 +403,7 @@ static void spx__amg_rs_ext_row(const spx__amg_rs_ext *x, int64_t i, int64_t *ma
     else dia += a;
   }
   if (!(dia * di > 0)) dia = di;
-  spx__amg_rs_sort(E->col_idx + e0, c);
+  spx__amg_sort_cols(E->col_idx + e0, c);
   for (e = e0; e < e0 + c; e++) {
     E->val.d[e] = -acc[E->col_idx[e]] / dia;
     E->col_idx[e] = cidx[E->col_idx[e]];

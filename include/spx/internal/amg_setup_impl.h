@@ -102,12 +102,18 @@ static int64_t spx__amg_greedy_roots(const spx_csr *A, const uint8_t *mask, int3
   return next;
 }
 
+/* splitmix64's finalizer of row index i: a fixed pseudo-random bijection, the same for any thread
+ * count (the MIS(2) priorities, the power iteration's start, PMIS's tie breaker). */
+uint64_t spx__amg_mix(int64_t i) {
+  uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+  x ^= x >> 31; x *= 0xBF58476D1CE4E5B9ull; x ^= x >> 29; x *= 0x94D049BB133111EBull; x ^= x >> 32;
+  return x;
+}
+
 /* Row i's MIS(2) tuple: state in the top two bits, then a 31-bit hash of i (splitmix64's
  * finalizer: a fixed pseudo-random priority, so the set does not follow the numbering), then i. */
 static uint64_t spx__amg_tuple(int64_t i, unsigned state) {
-  uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
-  x ^= x >> 31; x *= 0xBF58476D1CE4E5B9ull; x ^= x >> 29; x *= 0x94D049BB133111EBull; x ^= x >> 32;
-  return (uint64_t)state << 62 | (x >> 33) << 31 | (uint64_t)i;
+  return (uint64_t)state << 62 | (spx__amg_mix(i) >> 33) << 31 | (uint64_t)i;
 }
 
 /* out[i] = the largest tuple of row i and its strong neighbours. */
@@ -357,9 +363,7 @@ spx_status spx__amg_prolong(const spx_csr *A, const uint8_t *mask, const double 
 /* A fixed pseudo-random value in [-1, 1) for row i: the power iteration's start, the same for any
  * thread count. */
 static double spx__amg_hash01(int64_t i) {
-  uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
-  x ^= x >> 31; x *= 0xBF58476D1CE4E5B9ull; x ^= x >> 29; x *= 0x94D049BB133111EBull; x ^= x >> 32;
-  return (double)(x >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+  return (double)(spx__amg_mix(i) >> 11) * (2.0 / 9007199254740992.0) - 1.0;
 }
 
 /* Rows per chunk of the power iteration's sums: per-chunk partials added in chunk order, so the
@@ -460,7 +464,7 @@ spx_status spx__amg_rho(const spx_csr *A, const uint8_t *mask, const double *dd,
 
 /* Sorts a row's columns ascending (short rows by insertion, long ones by heap sort: no recursion,
  * O(k log k)). */
-static void spx__amg_sort_cols(int32_t *c, int64_t k) {
+void spx__amg_sort_cols(int32_t *c, int64_t k) {
   int64_t i, j;
   if (k <= 32) {
     for (i = 1; i < k; i++) {
