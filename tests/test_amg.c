@@ -1820,7 +1820,7 @@ static void rs_update_case(spx_amg_rs_interp interp) {
   same_hierarchy(m, f2);
   assert_int_equal(spx_amg_cycle(m, b, x1), SPX_OK);
   assert_int_equal(spx_amg_cycle(f2, b, x2), SPX_OK);
-  if (memcmp(x1, x2, (size_t)a->nrows * 8)) fail_msg("RS: a cycle after the update differs from a fresh setup's");
+  if (memcmp(x1, x2, (size_t)a->nrows * 8)) fail_msg("%s", "RS: a cycle after the update differs from a fresh setup's");
   p0 = v0.P->val.d[v0.P->nnz - 1];
   if (spx_amg_update(m, a3) != SPX_OK) fail_msg("update: %s", spx_last_error());
   assert_int_equal(spx_amg_level(m, 0, &v1), SPX_OK);
