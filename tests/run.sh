@@ -248,7 +248,7 @@ done
 # Its particle kernels on the GPU: compiled by NVRTC for sm_80 and sm_90 (no GPU needed), against
 # the host twins to the bit, and whole GPU runs repeatable to the bit (both skip without a GPU).
 [ -x "$out/mps" ] && run "mps-nvrtc: compile" examples/mps/check.sh "$out/mps" nvrtc
-for c in gpu-twin gpu-run; do
+for c in gpu-twin gpu-twin3d gpu-run; do
   [ -x "$out/mps" ] && run "mps-gpu: $c" examples/mps/check.sh "$out/mps" "$c"
 done
 

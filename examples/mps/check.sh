@@ -21,11 +21,15 @@
 #                fixed-JDS and auto selections on a small 3-D block: the same positions too
 #   matrix3d     3-D: the dambreak3d column collapsing for 0.06 s (600 steps): no particle lost, every
 #                100th PPE matrix symmetric and diagonally dominant while the free surface moves
-#   nvrtc        the GPU particle kernels (particles.cu) compiled by NVRTC for sm_80 and sm_90 in a
-#                fresh JIT cache (no GPU needed; exit 77, a skip, where NVRTC is missing)
+#   nvrtc        the GPU particle kernels (particles.cu, 2-D and 3-D) compiled by NVRTC for sm_80 and
+#                sm_90 in a fresh JIT cache (no GPU needed; exit 77, a skip, where NVRTC is missing)
 #   gpu-twin     the GPU particle kernels against the host twins, every array after every phase to
 #                the bit (the GPU's correction takes the host's solution): the small column 300 steps
 #                (lagged selection) and the thesis's dam break 30 steps (exit 77 without a GPU)
+#   gpu-twin3d   the same in 3-D: dambreak3d at l0 = 0.05 m (4,928 particles) 30 steps, at its
+#                default l0 (15,104 particles) 20 steps, and a small column (3,732 particles, dt 5e-4)
+#                600 steps, through its front's impact on the far wall, where the first collisions
+#                come (exit 77 without a GPU)
 #   gpu-run      the whole step on the GPU (device CSR, device b and x in the solve): two runs equal
 #                to the bit (the solver's reductions are deterministic on one device), and within
 #                1e-8 m of the host run after 300 steps (the CG's sums run in another order on the
@@ -88,6 +92,11 @@ case $2 in
   gpu-twin)
     "$mps" --particles twin --tank 0.5,0.6 --water 0,0,0.3,0.4 --steps 300 --every 0 --quiet --check matrix
     "$mps" --particles twin --layout dambreak --steps 30 --every 0 --quiet --select csr ;;
+  gpu-twin3d)
+    "$mps" --particles twin --dim 3 --layout dambreak3d --l0 0.05 --steps 30 --every 0 --quiet --check matrix
+    "$mps" --particles twin --dim 3 --layout dambreak3d --steps 20 --every 0 --quiet --select csr
+    "$mps" --particles twin --dim 3 --l0 0.05 --dt 5e-4 --tank 0.5,0.4,0.3 --water 0,0,0,0.25,0.3,0.3 --steps 600 \
+      --every 0 --quiet --select csr ;;
   gpu-run)
     small="--tank 0.5,0.6 --water 0,0,0.3,0.4 --steps 300 --every 0 --quiet --select csr"
     # shellcheck disable=SC2086
@@ -101,5 +110,5 @@ case $2 in
     "$mps" --particles gpu --layout dambreak --steps 40 --every 0 --quiet --dump "$tmp/d2"
     cmp "$tmp/d1" "$tmp/d2"
     echo "gpu-run: identical positions run after run; within 1e-8 m of the host's" ;;
-  *) echo "check.sh: unknown case $2 (hydro, front, determinism, frames, hydro3d, determinism3d, matrix3d, nvrtc, gpu-twin, gpu-run)" >&2; exit 2 ;;
+  *) echo "check.sh: unknown case $2 (hydro, front, determinism, frames, hydro3d, determinism3d, matrix3d, nvrtc, gpu-twin, gpu-twin3d, gpu-run)" >&2; exit 2 ;;
 esac

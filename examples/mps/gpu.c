@@ -30,14 +30,15 @@ struct mps_gpu {
   spx_context *ctx;
   void *fn[K_COUNT];
   mps_dev d;
+  int d3; /* 3-D: the z arrays, and the kernels compiled with SPX_MPS_DIM=3 */
   int64_t n, ncell, cap_nnz, nrows, nnz;
   spx_timer *timer;
   double ms[PH_COUNT]; /* device milliseconds by phase, summed over steps */
 };
 
 /* sizeof(mps_dev) is the same for the C compiler and NVRTC (8-byte members, then 4-byte ones). */
-enum { MPS_DEV_POINTERS = 35 };
-typedef char mps_dev_layout_check[sizeof(mps_dev) == (MPS_DEV_POINTERS + 21) * 8 + 4 * 4 &&
+enum { MPS_DEV_POINTERS = 40 };
+typedef char mps_dev_layout_check[sizeof(mps_dev) == (MPS_DEV_POINTERS + 22) * 8 + 4 * 4 &&
                                           offsetof(mps_dev, l0) == MPS_DEV_POINTERS * sizeof(void *)
                                       ? 1
                                       : -1];
@@ -67,6 +68,9 @@ static spx_status add_template(void) {
   return st;
 }
 
+/* The JIT define of each dimension (particles.cu: SPX_MPS_DIM), indexed by d3. */
+static const char *const dim_define[2] = {"SPX_MPS_DIM=2", "SPX_MPS_DIM=3"};
+
 int mps_gpu_compile_check(const char *archs) {
   char arch[32];
   const char *a = archs;
@@ -74,16 +78,19 @@ int mps_gpu_compile_check(const char *archs) {
   if ((st = add_template())) return fail("adding particles.cu to the JIT");
   while (*a) {
     size_t len = strcspn(a, ",");
-    int origin = 0;
+    int d3;
     snprintf(arch, sizeof arch, "%.*s", (int)(len < sizeof arch ? len : sizeof arch - 1), a);
-    st = spx_jit_compile_only("mps_particles", 0, NULL, arch, &origin);
-    if (st == SPX_NOT_AVAILABLE) {
-      printf("mps: NVRTC is not available here (%s): compile check skipped\n", spx_last_error());
-      return 77;
+    for (d3 = 0; d3 < 2; d3++) {
+      int origin = 0;
+      st = spx_jit_compile_only("mps_particles", 1, &dim_define[d3], arch, &origin);
+      if (st == SPX_NOT_AVAILABLE) {
+        printf("mps: NVRTC is not available here (%s): compile check skipped\n", spx_last_error());
+        return 77;
+      }
+      if (st) return fail(arch);
+      printf("particles.cu: %d kernels compiled by NVRTC for %s, %d-D (%s)\n", K_COUNT, arch, 2 + d3,
+             origin == SPX_JIT_COMPILED ? "compiled now" : "from the cache");
     }
-    if (st) return fail(arch);
-    printf("particles.cu: %d kernels compiled by NVRTC for %s (%s)\n", K_COUNT, arch,
-           origin == SPX_JIT_COMPILED ? "compiled now" : "from the cache");
     a += len + (a[len] == ',');
   }
   return 0;
@@ -127,7 +134,9 @@ static int alloc_all(mps_gpu *g) {
          dalloc(g, &d->key, n * I) || dalloc(g, &d->cell, n * I) || dalloc(g, &d->perm, n * I) ||
          dalloc(g, &d->flag, n1 * I) || dalloc(g, &d->rowscan, n1 * I) || dalloc(g, &d->len, n1 * I) ||
          dalloc(g, &d->offs, n1 * I) || dalloc(g, &d->row_ptr, n1 * I) || dalloc(g, &d->b, n1 * D) ||
-         dalloc(g, &d->sol, n1 * D);
+         dalloc(g, &d->sol, n1 * D) ||
+         (g->d3 && (dalloc(g, &d->z, n * D) || dalloc(g, &d->w, n * D) || dalloc(g, &d->az, n * D) ||
+                    dalloc(g, &d->z2, n * D) || dalloc(g, &d->w2, n * D)));
 }
 
 /* The host particles as they are now (every array, scratch included, so that the twin check
@@ -138,7 +147,8 @@ int mps_gpu_upload(mps_gpu *g, const mps_particles *s) {
   return up(g, d->id, s->id, n * I) || up(g, d->row, s->row, n * I) || up(g, d->type, s->type, n) ||
          up(g, d->bc, s->bc, n) || up(g, d->x, s->x, n * D) || up(g, d->y, s->y, n * D) || up(g, d->u, s->u, n * D) ||
          up(g, d->v, s->v, n * D) || up(g, d->p, s->p, n * D) || up(g, d->nd, s->nd, n * D) ||
-         up(g, d->pmin, s->pmin, n * D) || up(g, d->ax, s->ax, n * D) || up(g, d->ay, s->ay, n * D);
+         up(g, d->pmin, s->pmin, n * D) || up(g, d->ax, s->ax, n * D) || up(g, d->ay, s->ay, n * D) ||
+         (g->d3 && (up(g, d->z, s->z, n * D) || up(g, d->w, s->w, n * D) || up(g, d->az, s->az, n * D)));
 }
 
 void mps_gpu_free(mps_gpu *g) {
@@ -160,21 +170,26 @@ int mps_gpu_init(mps_gpu **out, spx_context *ctx, const mps_particles *s, const 
     fprintf(stderr, "mps: --particles gpu needs a GPU; this run has the host backend\n");
     return 77;
   }
+  if ((p->dim == 3) != (s->z != NULL)) {
+    fprintf(stderr, "mps: the GPU particle kernels: dim %d with%s z arrays\n", p->dim, s->z ? "" : "out");
+    return 1;
+  }
   if (!(g = calloc(1, sizeof *g))) return 1;
   g->ctx = ctx;
+  g->d3 = p->dim == 3;
   g->n = s->n;
-  g->ncell = (int64_t)grid->nx * grid->ny + 1;
+  g->ncell = (int64_t)grid->nx * grid->ny * grid->nz + 1;
   if ((st = add_template())) return mps_gpu_free(g), fail("adding particles.cu to the JIT");
   for (k = 0; k < K_COUNT; k++)
-    if (spx_jit_kernel(ctx, "mps_particles", kernel_names[k], 0, NULL, &g->fn[k]))
+    if (spx_jit_kernel(ctx, "mps_particles", kernel_names[k], 1, &dim_define[g->d3], &g->fn[k]))
       return mps_gpu_free(g), fail(kernel_names[k]);
   if (spx_timer_create(ctx, &g->timer)) return mps_gpu_free(g), fail("timer");
   g->d.l0 = p->l0; g->d.dt = p->dt; g->d.rho = p->rho; g->d.nu = p->nu; g->d.g = p->g;
   g->d.re_n = p->re_n; g->d.re_grad = p->re_grad; g->d.re_lap = p->re_lap; g->d.beta = p->beta;
   g->d.collision = p->collision; g->d.restitution = p->restitution; g->d.compressibility = p->compressibility;
   g->d.relax = p->relax; g->d.n0_n = p->n0_n; g->d.n0_grad = p->n0_grad; g->d.n0_lap = p->n0_lap;
-  g->d.lambda = p->lambda; g->d.x0 = grid->x0; g->d.y0 = grid->y0; g->d.h = grid->h;
-  g->d.n = (long long)s->n; g->d.nx = grid->nx; g->d.ny = grid->ny; g->d.mixed = p->mixed;
+  g->d.lambda = p->lambda; g->d.x0 = grid->x0; g->d.y0 = grid->y0; g->d.z0 = grid->z0; g->d.h = grid->h;
+  g->d.n = (long long)s->n; g->d.nx = grid->nx; g->d.ny = grid->ny; g->d.nz = grid->nz; g->d.mixed = p->mixed;
   if (alloc_all(g) || mps_gpu_upload(g, s)) return mps_gpu_free(g), 1;
   *out = g;
   return 0;
@@ -231,6 +246,8 @@ int mps_gpu_sort(mps_gpu *g) {
   SWAP(double *, d->u, d->u2);
   SWAP(double *, d->v, d->v2);
   SWAP(double *, d->p, d->p2);
+  SWAP(double *, d->z, d->z2); /* NULL with NULL in 2-D */
+  SWAP(double *, d->w, d->w2);
   return timer_stop(g, PH_SORT);
 }
 
@@ -297,18 +314,19 @@ int mps_gpu_correct(mps_gpu *g, const double *x) {
          run_d(g, K_update, g->n) || timer_stop(g, PH_CORRECT);
 }
 
-/* What the host's output needs (id, type, x, y, u, v, p), or with all every array the kernels
- * write, into s (of the same n). */
+/* What the host's output needs (id, type, x, y, u, v, p; 3-D: z, w), or with all every array the
+ * kernels write, into s (of the same n; 3-D: with its z arrays). */
 int mps_gpu_download(mps_gpu *g, mps_particles *s, int all) {
   mps_dev *d = &g->d;
   size_t n = (size_t)g->n, D = sizeof(double), I = sizeof(int);
   if (down(g, s->id, d->id, n * I) || down(g, s->type, d->type, n) || down(g, s->x, d->x, n * D) ||
       down(g, s->y, d->y, n * D) || down(g, s->u, d->u, n * D) || down(g, s->v, d->v, n * D) ||
-      down(g, s->p, d->p, n * D))
+      down(g, s->p, d->p, n * D) || (g->d3 && (down(g, s->z, d->z, n * D) || down(g, s->w, d->w, n * D))))
     return 1;
   if (!all) return 0;
   return down(g, s->row, d->row, n * I) || down(g, s->bc, d->bc, n) || down(g, s->nd, d->nd, n * D) ||
-         down(g, s->pmin, d->pmin, n * D) || down(g, s->ax, d->ax, n * D) || down(g, s->ay, d->ay, n * D);
+         down(g, s->pmin, d->pmin, n * D) || down(g, s->ax, d->ax, n * D) || down(g, s->ay, d->ay, n * D) ||
+         (g->d3 && down(g, s->az, d->az, n * D));
 }
 
 void mps_gpu_times(const mps_gpu *g, double *sort_ms, double *move_ms, double *build_ms, double *correct_ms) {
@@ -357,6 +375,9 @@ int mps_gpu_compare(mps_gpu *g, const mps_particles *s, const mps_grid *grid, co
   CMP(id, int32_t); CMP(type, int8_t); CMP(bc, int8_t); CMP(row, int32_t);
   CMP(x, double); CMP(y, double); CMP(u, double); CMP(v, double); CMP(p, double);
   CMP(nd, double); CMP(pmin, double); CMP(ax, double); CMP(ay, double);
+  if (g->d3) {
+    CMP(z, double); CMP(w, double); CMP(az, double);
+  }
 #undef CMP
   if (grid) {
     int32_t *st = malloc((size_t)c1 * sizeof *st), *cell = malloc((size_t)(n ? n : 1) * sizeof *cell);

@@ -7,13 +7,14 @@
 #define MPS_GPU_ABI_H
 
 typedef struct mps_dev {
-  /* particles in cell order (the arrays of mps_particles), and the permute's destinations */
+  /* particles in cell order (the arrays of mps_particles; z, w, az, z2, w2 only in 3-D, else
+   * NULL), and the permute's destinations */
   int *id, *row;
   signed char *type, *bc;
-  double *x, *y, *u, *v, *p, *nd, *pmin, *ax, *ay;
+  double *x, *y, *u, *v, *p, *nd, *pmin, *ax, *ay, *z, *w, *az;
   int *id2;
   signed char *type2;
-  double *x2, *y2, *u2, *v2, *p2;
+  double *x2, *y2, *u2, *v2, *p2, *z2, *w2;
   /* the cell grid: start (ncell + 1), per-cell counts and fill cursors (ncell), per particle the
    * cell before (key) and after (cell) the sort, perm (new -> old) */
   int *start, *count, *fill, *key, *cell, *perm;
@@ -26,11 +27,10 @@ typedef struct mps_dev {
   /* mps_params (the same names) and the grid's origin and cell edge */
   double l0, dt, rho, nu, g, re_n, re_grad, re_lap, beta, collision, restitution, compressibility, relax;
   double n0_n, n0_grad, n0_lap, lambda;
-  double x0, y0, h;
+  double x0, y0, z0, h;
   long long n;     /* particles */
-  int nx, ny;      /* cells; nx * ny is the ghosts' bin, nx * ny + 1 bins in all */
+  int nx, ny, nz;  /* cells (nz 1 in 2-D); nx * ny * nz is the ghosts' bin, nx * ny * nz + 1 bins in all */
   int mixed;       /* mps_params.mixed */
-  int pad_;
 } mps_dev;
 
 #endif /* MPS_GPU_ABI_H */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* mps: a 2-D (and 3-D, host particle kernels) semi-implicit MPS fluid program (papers/002: the dam
- * break and its three sister layouts) whose pressure Poisson equation is solved through spx every
- * step, with the matrix's storage format chosen per step three ways. README.md says how to run it
- * and what it reproduces.
+/* mps: a 2-D and 3-D semi-implicit MPS fluid program (papers/002: the dam break and its three
+ * sister layouts) whose pressure Poisson equation is solved through spx every step, with the
+ * matrix's storage format chosen per step three ways. README.md says how to run it and what it
+ * reproduces.
  *
  *   mps [--dim 2|3] [--layout dambreak|falling|drop|floor|dambreak3d] [--l0 L]
  *       [--tank W,H[,D]] [--water X,Y,W,H | X,Y,Z,W,H,D ...]   (metres)
@@ -82,7 +82,7 @@ static void usage(FILE *f) {
           "           [--compare FILE [--tolerance M]] [--jit-check ARCH[,ARCH...]]\n"
           "  --layout   papers/002 Figure 5-5 (default dambreak); --tank/--water (metres) define others:\n"
           "             the tank's inside from (0,0), water blocks from its lower-left corner\n"
-          "  --dim 3    the 3-D model (y up, z the depth), host particle kernels only: --layout dambreak3d\n"
+          "  --dim 3    the 3-D model (y up, z the depth): --layout dambreak3d\n"
           "             (the default in 3-D), or --tank W,H,D and --water X,Y,Z,W,H,D\n"
           "  --l0 L     the particle spacing [0.025 m]; the layouts keep their sizes in metres\n"
           "  --steps    time steps (default 40000, the thesis's 4 s); --time T: T / dt steps\n"
@@ -240,8 +240,6 @@ static int resolve_geometry(options *o) {
     mps_layout_named("dambreak3d", l);
     if (o->custom_water) l->nblocks = nb;
   }
-  if (o->dim == 3 && o->particles != PARTICLES_HOST)
-    return usage_error("the GPU particle kernels are 2-D; --dim 3 runs with --particles host");
   if (o->l0 > 0) {
     mps_params_spacing(&o->p, o->l0);
     if (o->l0 != 0.025) rescale_layout(l, o->l0);
@@ -827,7 +825,9 @@ int main(int argc, char **argv) {
   r.m.rtol = o.p.rtol;
   if (o.particles != PARTICLES_HOST) {
     if ((st = mps_gpu_init(&r.gpu, r.m.ctx, &r.s, &r.g, &o.p))) return run_free(&r), st;
-    if (o.particles == PARTICLES_TWIN && mps_particles_alloc(&r.tmp, r.s.n)) return run_free(&r), 1;
+    if (o.particles == PARTICLES_TWIN &&
+        (mps_particles_alloc(&r.tmp, r.s.n) || (r.s.z && mps_particles_alloc_z(&r.tmp))))
+      return run_free(&r), 1;
   }
   fluid0 = count_fluid(&r.s);
   print_layout(&r);

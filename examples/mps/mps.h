@@ -182,11 +182,11 @@ int mps_solver_step(mps_solver *m, mps_ppe *e, const void *b, void *x);
 /* One thread per particle, each kernel the device twin of a host kernel (README.md lists them);
  * the results are the host kernels' to the bit. On the solver's context (CUDA) and stream. */
 typedef struct mps_gpu mps_gpu;
-/* Compiles particles.cu with NVRTC for each architecture of a comma-separated list ("sm_80,sm_90";
- * no GPU needed): 0 compiled, 77 NVRTC missing, 1 a failure (printed). */
+/* Compiles particles.cu with NVRTC, 2-D and 3-D, for each architecture of a comma-separated list
+ * ("sm_80,sm_90"; no GPU needed): 0 compiled, 77 NVRTC missing, 1 a failure (printed). */
 int mps_gpu_compile_check(const char *archs);
-/* Device arrays for s and the grid's shape, the kernels compiled (or from the JIT cache), s
- * uploaded. 77 when ctx is not CUDA (no GPU), 1 on a failure (printed). */
+/* Device arrays for s and the grid's shape (3-D: the z arrays), the kernels compiled for p->dim (or
+ * from the JIT cache), s uploaded. 77 when ctx is not CUDA (no GPU), 1 on a failure (printed). */
 int mps_gpu_init(mps_gpu **out, spx_context *ctx, const mps_particles *s, const mps_grid *grid, const mps_params *p);
 void mps_gpu_free(mps_gpu *g);
 int mps_gpu_upload(mps_gpu *g, const mps_particles *s);
@@ -198,7 +198,7 @@ int64_t mps_gpu_rows(const mps_gpu *g);
 void mps_gpu_vectors(mps_gpu *g, void **b, void **x); /* the PPE's device b and x */
 /* mps_correct on the device's solution (x NULL) or on host x (uploaded) */
 int mps_gpu_correct(mps_gpu *g, const double *x);
-/* id, type, x, y, u, v, p into s; all: every array the kernels write */
+/* id, type, x, y, u, v, p (3-D: z, w) into s; all: every array the kernels write */
 int mps_gpu_download(mps_gpu *g, mps_particles *s, int all);
 /* device milliseconds (events) by phase, summed over the steps */
 void mps_gpu_times(const mps_gpu *g, double *sort_ms, double *move_ms, double *build_ms, double *correct_ms);

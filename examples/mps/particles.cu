@@ -3,6 +3,9 @@
  * grid.c and ppe.c (mps.h). gpu.c adds this file to spx's JIT (spx_jit_template_add; the build
  * embeds it as a C string, examples/mps/embed_cu.sh) and launches it through spx_context_launch.
  *
+ * DIM      SPX_MPS_DIM, a JIT define (gpu.c): 2 or 3. In 3-D each kernel adds its twin's z terms
+ *          after the x and y ones (mps.h mps_offset's order); in 2-D they compile away, and the 2-D
+ *          arithmetic is the same as the 3-D one's first terms.
  * MAPPING  one thread per particle (i = blockIdx.x * blockDim.x + threadIdx.x < n), any block
  *          size; mps_g_cellsort one thread per cell; mps_g_scan one block of exactly
  *          MPS_SCAN_THREADS threads. Each kernel takes the step's arrays and parameters by value
@@ -13,7 +16,8 @@
  *          and every sum that could fuse is written __dmul_rn / __dadd_rn / __dsub_rn, which the
  *          compiler never contracts. Double division and sqrt are IEEE round-to-nearest on the
  *          device as on the host. Sums over neighbours run in the host's order (the 3 x 3 cells,
- *          rows of cells bottom up, particles in cell order), never in thread order.
+ *          3-D: 3 x 3 x 3, planes then rows bottom up, particles in cell order), never in thread
+ *          order.
  * SORT     The host's stable counting sort, deterministically: counts per cell with integer
  *          atomics (a sum: the same whatever the order), an exclusive scan (mps_g_scan) gives the
  *          cell starts, each particle takes a slot in its cell with an integer atomic (the order
@@ -21,11 +25,20 @@
  *          (insertion sort: ~12 particles a cell). The result is the host's perm exactly: cells in
  *          order, and inside a cell the old order (stable). No float atomics anywhere.
  * BYTES    per particle and kernel about 9 neighbour cells x 12 particles x (x, y and one or two
- *          more arrays): latency-bound at 5,824 particles (launches dominate). */
+ *          more arrays): latency-bound at 5,824 particles (launches dominate); 3-D: 27 cells of
+ *          about 43 particles, x, y, z and more. */
 #include "gpu_abi.h"
 
 /* gpu.c checks the same size on the host: the two compilers lay mps_dev out alike */
-static_assert(sizeof(mps_dev) == 56 * 8 + 4 * 4, "mps_dev: the host's layout (gpu.c) differs");
+static_assert(sizeof(mps_dev) == 62 * 8 + 4 * 4, "mps_dev: the host's layout (gpu.c) differs");
+
+#ifndef SPX_MPS_DIM
+#define SPX_MPS_DIM 2
+#endif
+static_assert(SPX_MPS_DIM == 2 || SPX_MPS_DIM == 3, "SPX_MPS_DIM: 2 or 3");
+/* MPS_D3: the z terms; MPS_LAYERS: cell planes either side in z (mps_grid.layers). Enumerators,
+ * so that they fold and leave no device variable behind. */
+enum { MPS_D3 = SPX_MPS_DIM == 3, MPS_LAYERS = MPS_D3 ? 1 : 0 };
 
 #ifndef MPS_SCAN_THREADS
 #define MPS_SCAN_THREADS 1024
@@ -46,14 +59,28 @@ __device__ __forceinline__ double mps_weight(double r, double re, double l0) {
   return r < re ? SUB(re / rr, 1.0) : 0.0;
 }
 
-/* dx * dx + dy * dy, unfused */
-__device__ __forceinline__ double mps_r2(double dx, double dy) { return ADD(MUL(dx, dx), MUL(dy, dy)); }
+/* mps.h's mps_offset: r_j - r_i (dz 0 in 2-D) and its squared length (dx^2 + dy^2) + dz^2, unfused */
+__device__ __forceinline__ double mps_offset(const mps_dev &d, long long i, int j, double &dx, double &dy, double &dz) {
+  double r2;
+  dx = d.x[j] - d.x[i];
+  dy = d.y[j] - d.y[i];
+  dz = 0;
+  r2 = ADD(MUL(dx, dx), MUL(dy, dy));
+  if (MPS_D3) {
+    dz = d.z[j] - d.z[i];
+    r2 = ADD(r2, MUL(dz, dz));
+  }
+  return r2;
+}
 
-/* mps.h's MPS_NEIGHBOURS: the 3 x 3 cells round i's, each grid row one contiguous range */
+/* mps.h's MPS_NEIGHBOURS: the 3 x 3 (x 3) cells round i's, planes then rows bottom up, each grid
+ * row one contiguous range */
 #define MPS_NEIGHBOURS(d, i, j)                                                                    \
-  for (int dy_ = -1; dy_ <= 1; dy_++)                                                              \
-    for (int j = (d).start[(d).cell[i] + dy_ * (d).nx - 1], end_ = (d).start[(d).cell[i] + dy_ * (d).nx + 2]; \
-         j < end_; j++)
+  for (int dz_ = -MPS_LAYERS; dz_ <= MPS_LAYERS; dz_++)                                            \
+    for (int dy_ = -1; dy_ <= 1; dy_++)                                                            \
+      for (int j = (d).start[(d).cell[i] + (dz_ * (d).ny + dy_) * (d).nx - 1],                     \
+               end_ = (d).start[(d).cell[i] + (dz_ * (d).ny + dy_) * (d).nx + 2];                  \
+           j < end_; j++)
 
 /* ---- neighbour search: the stable counting sort by cell (grid.c) ----------------------------- */
 /* n integers to zero (the counts and fill cursors before a sort) */
@@ -62,19 +89,26 @@ extern "C" __global__ void mps_g_zero(int *a, long long n) {
   if (i < n) a[i] = 0;
 }
 
-/* grid.c cell_of */
-__device__ int mps_cell_of(const mps_dev &d, double x, double y) {
-  double fx = (x - d.x0) / d.h, fy = (y - d.y0) / d.h;
-  if (!(fx >= 1.0 && fy >= 1.0 && fx < d.nx - 1 && fy < d.ny - 1)) return d.nx * d.ny;
-  return (int)fy * d.nx + (int)fx;
+/* grid.c cell_of (3-D: cell_of3), or ghost outside the inner cells */
+__device__ int mps_cell_of(const mps_dev &d, long long i, int ghost) {
+  double fx = (d.x[i] - d.x0) / d.h, fy = (d.y[i] - d.y0) / d.h;
+  int c;
+  if (!(fx >= 1.0 && fy >= 1.0 && fx < d.nx - 1 && fy < d.ny - 1)) return ghost;
+  c = (int)fy * d.nx + (int)fx;
+  if (MPS_D3) {
+    double fz = (d.z[i] - d.z0) / d.h;
+    if (!(fz >= 1.0 && fz < d.nz - 1)) return ghost;
+    c += ((int)fz * d.ny) * d.nx;
+  }
+  return c;
 }
 
 /* grid.c mps_grid_sort's first loop, and the counts of counting_sort */
 extern "C" __global__ void mps_g_key(mps_dev d) {
   long long i = mps_tid();
-  int ghost = d.nx * d.ny, k;
+  int ghost = d.nx * d.ny * d.nz, k;
   if (i >= d.n) return;
-  k = d.type[i] == MPS_GHOST ? ghost : mps_cell_of(d, d.x[i], d.y[i]);
+  k = d.type[i] == MPS_GHOST ? ghost : mps_cell_of(d, i, ghost);
   if (k == ghost) d.type[i] = MPS_GHOST;
   d.key[i] = k;
   atomicAdd(&d.count[k], 1);
@@ -118,7 +152,7 @@ extern "C" __global__ void mps_g_place(mps_dev d) {
 extern "C" __global__ void mps_g_cellsort(mps_dev d) {
   long long c = mps_tid();
   int lo, hi, a, b;
-  if (c > (long long)d.nx * d.ny) return;
+  if (c > (long long)d.nx * d.ny * d.nz) return;
   lo = d.start[c];
   hi = d.start[c + 1];
   for (a = lo + 1; a < hi; a++) {
@@ -141,6 +175,10 @@ extern "C" __global__ void mps_g_permute(mps_dev d) {
   d.u2[k] = d.u[o];
   d.v2[k] = d.v[o];
   d.p2[k] = d.p[o];
+  if (MPS_D3) {
+    d.z2[k] = d.z[o];
+    d.w2[k] = d.w[o];
+  }
   d.cell[k] = d.key[o];
 }
 
@@ -153,19 +191,21 @@ __device__ __forceinline__ bool mps_carries(const mps_dev &d, int j) {
 /* kernels.c k_explicit */
 extern "C" __global__ void mps_g_explicit(mps_dev d) {
   long long i = mps_tid();
-  double lu = 0, lv = 0, re2, c;
+  double lu = 0, lv = 0, lw = 0, re2, c;
   if (i >= d.n || d.type[i] != MPS_FLUID) return;
   re2 = MUL(d.re_lap, d.re_lap);
-  c = 2.0 * 2 / MUL(d.lambda, d.n0_lap);
+  c = 2.0 * SPX_MPS_DIM / MUL(d.lambda, d.n0_lap);
   MPS_NEIGHBOURS(d, i, j) {
-    double dx = d.x[j] - d.x[i], dy = d.y[j] - d.y[i], r2 = mps_r2(dx, dy), w;
+    double dx, dy, dz, r2 = mps_offset(d, i, j, dx, dy, dz), w;
     if (j == i || !mps_active(d, j) || r2 >= re2) continue;
     w = mps_weight(sqrt(r2), d.re_lap, d.l0);
     lu = ADD(lu, MUL(d.u[j] - d.u[i], w));
     lv = ADD(lv, MUL(d.v[j] - d.v[i], w));
+    if (MPS_D3) lw = ADD(lw, MUL(d.w[j] - d.w[i], w));
   }
   d.ax[i] = ADD(d.u[i], MUL(d.dt, MUL(MUL(d.nu, c), lu)));
   d.ay[i] = ADD(d.v[i], MUL(d.dt, ADD(MUL(MUL(d.nu, c), lv), d.g)));
+  if (MPS_D3) d.az[i] = ADD(d.w[i], MUL(d.dt, MUL(MUL(d.nu, c), lw)));
 }
 
 /* kernels.c take_velocity: whole = 1 after the explicit step, 0 after collisions */
@@ -176,28 +216,37 @@ extern "C" __global__ void mps_g_take(mps_dev d, int whole) {
   d.y[i] = ADD(d.y[i], MUL(d.dt, whole ? d.ay[i] : d.ay[i] - d.v[i]));
   d.u[i] = d.ax[i];
   d.v[i] = d.ay[i];
+  if (MPS_D3) {
+    d.z[i] = ADD(d.z[i], MUL(d.dt, whole ? d.az[i] : d.az[i] - d.w[i]));
+    d.w[i] = d.az[i];
+  }
 }
 
 /* kernels.c k_collision */
 extern "C" __global__ void mps_g_collision(mps_dev d) {
   long long i = mps_tid();
-  double ui, vi, d2;
+  double ui, vi, wi, d2;
   if (i >= d.n || d.type[i] != MPS_FLUID) return;
   ui = d.u[i];
   vi = d.v[i];
+  wi = MPS_D3 ? d.w[i] : 0;
   d2 = MUL(d.collision, d.collision);
   MPS_NEIGHBOURS(d, i, j) {
-    double dx = d.x[j] - d.x[i], dy = d.y[j] - d.y[i], r2 = mps_r2(dx, dy), r, vn;
+    double dx, dy, dz, r2 = mps_offset(d, i, j, dx, dy, dz), r, vn;
     if (j == i || !mps_active(d, j) || r2 >= d2 || r2 <= 0) continue;
     r = sqrt(r2);
-    vn = ADD(MUL(ui - d.u[j], dx), MUL(vi - d.v[j], dy)) / r;
+    vn = ADD(MUL(ui - d.u[j], dx), MUL(vi - d.v[j], dy));
+    if (MPS_D3) vn = ADD(vn, MUL(wi - d.w[j], dz));
+    vn = vn / r;
     if (vn <= 0) continue;
     vn = MUL(vn, MUL(0.5, 1.0 + d.restitution));
     ui = SUB(ui, MUL(vn, dx) / r);
     vi = SUB(vi, MUL(vn, dy) / r);
+    if (MPS_D3) wi = SUB(wi, MUL(vn, dz) / r);
   }
   d.ax[i] = ui;
   d.ay[i] = vi;
+  if (MPS_D3) d.az[i] = wi;
 }
 
 /* ---- number density, free surface, PPE rows (kernels.c mps_density) --------------------------- */
@@ -213,7 +262,7 @@ extern "C" __global__ void mps_g_density(mps_dev d) {
   if (d.type[i] != MPS_FLUID && d.type[i] != MPS_WALL) return;
   re2 = MUL(d.re_n, d.re_n);
   MPS_NEIGHBOURS(d, i, j) {
-    double dx = d.x[j] - d.x[i], dy = d.y[j] - d.y[i], r2 = mps_r2(dx, dy);
+    double dx, dy, dz, r2 = mps_offset(d, i, j, dx, dy, dz);
     if (j == i || !mps_active(d, j) || r2 >= re2) continue;
     n = ADD(n, mps_weight(sqrt(r2), d.re_n, d.l0));
   }
@@ -241,8 +290,8 @@ extern "C" __global__ void mps_g_count(mps_dev d) {
   }
   re2 = MUL(d.re_lap, d.re_lap);
   MPS_NEIGHBOURS(d, i, j) {
-    double dx = d.x[j] - d.x[i], dy = d.y[j] - d.y[i];
-    if (j != i && d.row[j] >= 0 && mps_r2(dx, dy) < re2) k++;
+    double dx, dy, dz;
+    if (j != i && d.row[j] >= 0 && mps_offset(d, i, j, dx, dy, dz) < re2) k++;
   }
   d.len[i] = k;
 }
@@ -260,12 +309,13 @@ extern "C" __global__ void mps_g_rowptr(mps_dev d) {
 __device__ double mps_divergence(const mps_dev &d, long long i) {
   double s = 0, re2 = MUL(d.re_grad, d.re_grad);
   MPS_NEIGHBOURS(d, i, j) {
-    double dx = d.x[j] - d.x[i], dy = d.y[j] - d.y[i], r2 = mps_r2(dx, dy);
+    double dx, dy, dz, r2 = mps_offset(d, i, j, dx, dy, dz), q;
     if (j == i || !mps_carries(d, j) || r2 >= re2 || r2 <= 0) continue;
-    s = ADD(s, MUL(ADD(MUL(d.u[j] - d.u[i], dx), MUL(d.v[j] - d.v[i], dy)) / r2,
-                   mps_weight(sqrt(r2), d.re_grad, d.l0)));
+    q = ADD(MUL(d.u[j] - d.u[i], dx), MUL(d.v[j] - d.v[i], dy));
+    if (MPS_D3) q = ADD(q, MUL(d.w[j] - d.w[i], dz));
+    s = ADD(s, MUL(q / r2, mps_weight(sqrt(r2), d.re_grad, d.l0)));
   }
-  return MUL(2.0 / d.n0_grad, s);
+  return MUL((double)SPX_MPS_DIM / d.n0_grad, s);
 }
 
 /* ppe.c k_row: columns in particle order (sorted), the diagonal gathering the surface neighbours */
@@ -275,11 +325,11 @@ extern "C" __global__ void mps_g_fill(mps_dev d) {
   int k, kd, r;
   if (i >= d.n || (r = d.row[i]) < 0) return;
   re2 = MUL(d.re_lap, d.re_lap);
-  a = 2.0 * 2 / MUL(MUL(d.lambda, d.n0_lap), d.rho);
+  a = 2.0 * SPX_MPS_DIM / MUL(MUL(d.lambda, d.n0_lap), d.rho);
   diag = d.compressibility / MUL(d.dt, d.dt);
   k = kd = d.offs[i];
   MPS_NEIGHBOURS(d, i, j) {
-    double dx = d.x[j] - d.x[i], dy = d.y[j] - d.y[i], r2 = mps_r2(dx, dy), c;
+    double dx, dy, dz, r2 = mps_offset(d, i, j, dx, dy, dz), c;
     if (j == i) {
       kd = k;
       d.col[k++] = r;
@@ -318,7 +368,7 @@ extern "C" __global__ void mps_g_pmin(mps_dev d) {
   m = d.p[i];
   re2 = MUL(d.re_grad, d.re_grad);
   MPS_NEIGHBOURS(d, i, j) {
-    double dx = d.x[j] - d.x[i], dy = d.y[j] - d.y[i], r2 = mps_r2(dx, dy);
+    double dx, dy, dz, r2 = mps_offset(d, i, j, dx, dy, dz);
     if (j == i || r2 >= re2 || !mps_carries(d, j)) continue;
     if (d.p[j] < m) m = d.p[j];
   }
@@ -328,19 +378,21 @@ extern "C" __global__ void mps_g_pmin(mps_dev d) {
 /* kernels.c k_gradient */
 extern "C" __global__ void mps_g_gradient(mps_dev d) {
   long long i = mps_tid();
-  double gx = 0, gy = 0, re2, c;
+  double gx = 0, gy = 0, gz = 0, re2, c;
   if (i >= d.n || d.type[i] != MPS_FLUID) return;
   re2 = MUL(d.re_grad, d.re_grad);
-  c = 2.0 / d.n0_grad;
+  c = (double)SPX_MPS_DIM / d.n0_grad;
   MPS_NEIGHBOURS(d, i, j) {
-    double dx = d.x[j] - d.x[i], dy = d.y[j] - d.y[i], r2 = mps_r2(dx, dy), f;
+    double dx, dy, dz, r2 = mps_offset(d, i, j, dx, dy, dz), f;
     if (j == i || r2 >= re2 || r2 <= 0 || !mps_carries(d, j)) continue;
     f = MUL((d.p[j] - d.pmin[i]) / r2, mps_weight(sqrt(r2), d.re_grad, d.l0));
     gx = ADD(gx, MUL(f, dx));
     gy = ADD(gy, MUL(f, dy));
+    if (MPS_D3) gz = ADD(gz, MUL(f, dz));
   }
   d.ax[i] = MUL(-c, gx) / d.rho;
   d.ay[i] = MUL(-c, gy) / d.rho;
+  if (MPS_D3) d.az[i] = MUL(-c, gz) / d.rho;
 }
 
 /* kernels.c mps_correct's last loop: (2-20, 2-21, 2-27) */
@@ -351,4 +403,8 @@ extern "C" __global__ void mps_g_update(mps_dev d) {
   d.v[i] = ADD(d.v[i], MUL(d.dt, d.ay[i]));
   d.x[i] = ADD(d.x[i], MUL(MUL(d.dt, d.dt), d.ax[i]));
   d.y[i] = ADD(d.y[i], MUL(MUL(d.dt, d.dt), d.ay[i]));
+  if (MPS_D3) {
+    d.w[i] = ADD(d.w[i], MUL(d.dt, d.az[i]));
+    d.z[i] = ADD(d.z[i], MUL(MUL(d.dt, d.dt), d.az[i]));
+  }
 }
