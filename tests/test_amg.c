@@ -1761,10 +1761,44 @@ static void rs_threads_case(spx_amg_rs_interp interp) {
   spx_csr_destroy(a);
 }
 
+/* Extended+i on a structural matrix (couplings of both signs; coarse levels of few long rows, also
+ * shared among threads): the same hierarchy with one thread and with several, with the cap and
+ * truncation and without (long rows of P through the threads' buffers). */
+static void rs_threads_ext_shared(void) {
+  spx_csr *a = shared("bcsstk16");
+  int e;
+  for (e = 0; e < 2; e++) {
+    spx_amg_options o = rs_options();
+    spx_amg *m1, *m2;
+    o.rs_interp = SPX_AMG_RS_EXTENDED_I;
+    o.rs_pmax = e ? 0 : o.rs_pmax;
+    o.rs_trunc = e ? 0 : o.rs_trunc;
+#if defined(_OPENMP)
+    {
+      int threads = omp_get_max_threads();
+      omp_set_num_threads(1);
+      m1 = amg_make(NULL, a, &o);
+      omp_set_num_threads(threads < 2 ? 2 : threads);
+      m2 = amg_make(NULL, a, &o);
+      omp_set_num_threads(threads);
+    }
+#else
+    m1 = amg_make(NULL, a, &o);
+    m2 = amg_make(NULL, a, &o);
+#endif
+    assert_true(spx_amg_report_of(m1)->levels >= 3);
+    same_hierarchy(m1, m2);
+    spx_amg_destroy(m1);
+    spx_amg_destroy(m2);
+  }
+  spx_csr_destroy(a);
+}
+
 static void test_rs_threads(void **state) {
   (void)state;
   rs_threads_case(SPX_AMG_RS_DIRECT);
   rs_threads_case(SPX_AMG_RS_EXTENDED_I);
+  rs_threads_ext_shared();
 }
 
 /* RS-AMG-PCG on shared SPD matrices (a power network and structural ones) converges to 1e-8 in

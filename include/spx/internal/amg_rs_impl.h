@@ -9,12 +9,17 @@
 #include "amg_levels.h"
 #include "../amg.h"
 #include "../csr.h"
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 /* A row's PMIS state. */
 enum { SPX__RS_U = 0, SPX__RS_C = 1, SPX__RS_F = 2 };
 
 /* A level stalls when its C points are more than this share of its rows (as aggregates do). */
 #define SPX__RS_STALL 0.9
+/* Rows a thread takes at a time in the extended+i interpolation. */
+#define SPX__RS_BLOCK 64
 
 /* ---- Strength ---------------------------------------------------------------------------------- */
 /* Row i's classical strength into mask (1 where A's entry is a strong off-diagonal). With s the
@@ -295,190 +300,198 @@ static spx_status spx__amg_rs_interp(const spx_csr *A, const int32_t *cidx, int6
  * over i itself (its share goes onto the diagonal), so that a row of A summing to zero interpolates
  * with weights summing to one; the weak couplings outside C^_i are lumped onto the diagonal. A
  * strong F neighbour with d_k = 0 (no coupling of that sign into C^_i U {i}) is lumped onto the
- * diagonal whole; a~_ii of a sign other than a_ii's is replaced by a_ii. The weights of every row
- * are computed into E (columns ascending, each row's sums in A's column orders), then truncated
- * into P's pattern and scaled there (spx__amg_rs_ext_fill_row). */
+ * diagonal whole; a~_ii of a sign other than a_ii's is replaced by a_ii. One pass over the rows
+ * makes each F row's weights (columns ascending, each sum in A's column orders), truncates and
+ * rescales them (spx__amg_rs_ext_fill) into the thread's buffer; P is then those rows copied in
+ * row order, so that it does not depend on which thread made which row. */
 
-/* Adds C point j to row i's set once (mark[j] == i once added); 1 when it was new. */
-static int spx__amg_rs_ext_add(int32_t j, int64_t i, int64_t *mark, int32_t *list, int64_t c) {
-  if (mark[j] == i) return 0;
-  mark[j] = i;
-  if (list) list[c] = j;
-  return 1;
-}
-
-/* The work's read-only inputs: A, its strength mask, the split, A's diagonal, and each row's
- * strong C neighbours (sc; a strong F neighbour's are read without walking its whole row). */
+/* The work: A, its strength mask, the split, the truncation, and of each F row its diagonal, its
+ * strong C neighbours (sc: columns) and its couplings to C points of the sign opposite its
+ * diagonal's (oc: offsets in the row), both in A's column order, so that a strong F neighbour is
+ * read without walking its whole row (all read only once prepared); and where setup puts the rows:
+ * row i's kept entries number cnt[i + 1], and block b's rows (b B to b B + B - 1, B =
+ * SPX__RS_BLOCK) lie in order from off[b] in thread own[b]'s buffer. */
 typedef struct spx__amg_rs_ext {
   const spx_csr *A;
   const uint8_t *mask;
   const int32_t *cidx;
+  int64_t nc;
+  double trunc;
+  int pmax;
   double *diag;
-  spx__amg_graph sc;
+  spx__amg_graph sc, oc;
+  int64_t longest; /* oc's longest row */
+  int64_t guess;   /* setup: a thread's share of P's entries, its buffer's first size */
+  int64_t *cnt, *off;
+  int32_t *own;
 } spx__amg_rs_ext;
 
-/* C^_i of F row i marked in mark (and listed in list, when given, in the order found); returns its
- * size, 0 for a C row. */
-static int64_t spx__amg_rs_ext_set(const spx__amg_rs_ext *x, int64_t i, int64_t *mark, int32_t *list) {
+/* A thread's scratch (mark and acc: n entries; col, w and keep: nc, as C^_i holds C points; hit:
+ * oc's longest row and one), and the entries of the rows it kept. */
+typedef struct spx__amg_rs_ext_work {
+  int32_t *mark;  /* -1 at first; row i marks C^_i and i itself with i */
+  int32_t *col;   /* C^_i, then its coarse rows ascending */
+  double *acc;    /* the sums, by fine row */
+  double *w;      /* col's weights */
+  uint8_t *keep;  /* col's entries that truncation keeps */
+  int64_t *hit;   /* a spread's entries of A */
+  int32_t *pc;    /* setup: the kept entries, P's columns and values (len of cap) */
+  double *pv;
+  int64_t len, cap;
+} spx__amg_rs_ext_work;
+
+/* Adds C point j to row i's set once; returns the set's new size. */
+static int64_t spx__amg_rs_ext_add(int32_t j, int32_t i, int32_t *mark, int32_t *list, int64_t c) {
+  if (mark[j] == i) return c;
+  mark[j] = i;
+  list[c] = j;
+  return c + 1;
+}
+
+/* C^_i of F row i into w->col (in the order found) and marked, with i itself; returns its size. */
+static int64_t spx__amg_rs_ext_set(const spx__amg_rs_ext *x, int64_t i, spx__amg_rs_ext_work *w) {
   const spx__amg_graph *g = &x->sc;
+  const spx_csr *A = x->A;
+  const int32_t r = (int32_t)i;
   int64_t k, q, c = 0;
-  if (x->cidx[i] >= 0) return 0;
-  for (k = g->rp[i]; k < g->rp[i + 1]; k++) c += spx__amg_rs_ext_add(g->ci[k], i, mark, list, c);
-  for (k = x->A->row_ptr[i]; k < x->A->row_ptr[i + 1]; k++) {
-    const int32_t j = x->A->col_idx[k];
+  w->mark[i] = r;
+  for (k = g->rp[i]; k < g->rp[i + 1]; k++) c = spx__amg_rs_ext_add(g->ci[k], r, w->mark, w->col, c);
+  for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++) {
+    const int32_t j = A->col_idx[k];
     if (!x->mask[k] || x->cidx[j] >= 0) continue;
-    for (q = g->rp[j]; q < g->rp[j + 1]; q++) c += spx__amg_rs_ext_add(g->ci[q], i, mark, list, c);
+    for (q = g->rp[j]; q < g->rp[j + 1]; q++) c = spx__amg_rs_ext_add(g->ci[q], r, w->mark, w->col, c);
   }
   return c;
 }
 
-/* x's diagonal and strong C graph (the strong C neighbours in A's column order). */
+/* Entry (k, j) of A, -1 when none (columns sorted and unique: spx/csr.h). A binary search whose
+ * steps are selects, not branches: a row's columns give no pattern a branch predictor learns. */
+static int64_t spx__amg_rs_find(const spx_csr *A, int64_t k, int64_t j) {
+  const int32_t *c = A->col_idx + A->row_ptr[k];
+  int64_t len = A->row_ptr[k + 1] - A->row_ptr[k], b = 0;
+  if (len <= 0) return -1;
+  while (len > 1) {
+    const int64_t half = len / 2;
+    b = c[b + half] <= j ? b + half : b;
+    len -= half;
+  }
+  return c[b] == j ? A->row_ptr[k] + b : -1;
+}
+
+/* x's diagonal, sc and oc of the F rows (only F rows are made or spread over; a C row's are left
+ * empty). */
 static spx_status spx__amg_rs_ext_prepare(spx__amg_rs_ext *x) {
   const spx_csr *A = x->A;
   const int64_t n = A->nrows, n_ = n;
+  const int32_t *col = A->col_idx, *cidx = x->cidx;
+  const uint8_t *mask = x->mask;
+  const double *v = A->val.d;
   int64_t i;
-  x->sc.n = n;
-  x->sc.ci = NULL;
+  x->sc.n = x->oc.n = n;
   x->diag = (double *)spx__alloc((size_t)n + 1, sizeof(double));
   x->sc.rp = (int64_t *)spx__calloc((size_t)n + 2, sizeof(int64_t));
-  if (!x->diag || !x->sc.rp) return SPX_OUT_OF_MEMORY;
+  x->oc.rp = (int64_t *)spx__calloc((size_t)n + 2, sizeof(int64_t));
+  if (!x->diag || !x->sc.rp || !x->oc.rp) return SPX_OUT_OF_MEMORY;
   SPX__AMG_FOR
   for (i = 0; i < n_; i++) {
-    int64_t k, c = 0;
-    for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++) c += x->mask[k] && x->cidx[A->col_idx[k]] >= 0;
+    const int64_t p = cidx[i] < 0 ? spx__amg_rs_find(A, i, i) : -1;
+    const double s = (x->diag[i] = p >= 0 ? v[p] : 0) < 0 ? -1 : 1;
+    int64_t k, c = 0, o = 0;
+    for (k = A->row_ptr[i]; k < A->row_ptr[i + 1] && cidx[i] < 0; k++) {
+      const int isc = cidx[col[k]] >= 0;
+      c += isc & mask[k];
+      o += isc & (s * v[k] < 0);
+    }
     x->sc.rp[i + 1] = c;
-    x->diag[i] = spx__amg_rs_diag(A, i);
+    x->oc.rp[i + 1] = o;
   }
+  for (i = 0; i < n; i++) x->longest = SPX__MAX(x->longest, x->oc.rp[i + 1]);
   spx__amg_scan(x->sc.rp, n);
-  if (!(x->sc.ci = (int32_t *)spx__alloc((size_t)x->sc.rp[n] + 1, sizeof(int32_t)))) return SPX_OUT_OF_MEMORY;
+  spx__amg_scan(x->oc.rp, n);
+  if (!(x->sc.ci = (int32_t *)spx__alloc((size_t)x->sc.rp[n] + 1, sizeof(int32_t))) ||
+      !(x->oc.ci = (int32_t *)spx__alloc((size_t)x->oc.rp[n] + 1, sizeof(int32_t))))
+    return SPX_OUT_OF_MEMORY;
   SPX__AMG_FOR
   for (i = 0; i < n_; i++) {
-    int64_t k, q = x->sc.rp[i];
-    for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++)
-      if (x->mask[k] && x->cidx[A->col_idx[k]] >= 0) x->sc.ci[q++] = A->col_idx[k];
+    const int64_t r0 = A->row_ptr[i];
+    const double s = x->diag[i] < 0 ? -1 : 1;
+    int32_t *sc = x->sc.ci + x->sc.rp[i], *oc = x->oc.ci + x->oc.rp[i];
+    int64_t k;
+    for (k = r0; k < A->row_ptr[i + 1] && cidx[i] < 0; k++) {
+      if (cidx[col[k]] < 0) continue;
+      if (mask[k]) *sc++ = col[k];
+      if (s * v[k] < 0) *oc++ = (int32_t)(k - r0);
+    }
   }
   return SPX_OK;
 }
 
 /* Strong F neighbour k's coupling a = a_ik spread over C^_i (marked with i) into acc and over i
- * itself: returns i's share (all of a when d_k = 0), which goes onto the diagonal. */
-static double spx__amg_rs_ext_spread(const spx__amg_rs_ext *x, int64_t k, int64_t i, double a, const int64_t *mark,
-                                     double *acc) {
+ * itself: returns i's share (all of a when d_k = 0), which goes onto the diagonal. The entries of
+ * k's row that take a share are its oc entries marked and a_ki when of oc's sign (the only F
+ * column of k's row that can): into hit in the row's order, d_k summed in that order. */
+static double spx__amg_rs_ext_spread(const spx__amg_rs_ext *x, int64_t k, int64_t i, double a,
+                                     spx__amg_rs_ext_work *w) {
   const spx_csr *A = x->A;
+  const int64_t r0 = A->row_ptr[k], t1 = x->oc.rp[k + 1];
+  const int32_t *col = A->col_idx, *oc = x->oc.ci, *mark = w->mark, r = (int32_t)i;
+  const double *v = A->val.d;
   const double s = x->diag[k] < 0 ? -1 : 1;
+  int64_t *hit = w->hit, p = spx__amg_rs_find(A, k, i), q, t, h = 0;
   double d = 0, f, own = 0;
-  int64_t q;
-  for (q = A->row_ptr[k]; q < A->row_ptr[k + 1]; q++) {
-    const int32_t l = A->col_idx[q];
-    if (s * A->val.d[q] < 0 && (l == i || mark[l] == i)) d += A->val.d[q];
+  if (p >= 0 && !(s * v[p] < 0)) p = -1;
+  for (t = x->oc.rp[k]; t < t1; t++) {
+    q = r0 + oc[t];
+    if (p >= 0 && p < q) {
+      d += v[p];
+      hit[h++] = p;
+      p = -1;
+    }
+    if (mark[col[q]] == r) {
+      d += v[q];
+      hit[h++] = q;
+    }
+  }
+  if (p >= 0) {
+    d += v[p];
+    hit[h++] = p;
   }
   if (d == 0) return a;
   f = a / d;
-  for (q = A->row_ptr[k]; q < A->row_ptr[k + 1]; q++) {
-    const int32_t l = A->col_idx[q];
-    if (!(s * A->val.d[q] < 0)) continue;
-    if (l == i) own += f * A->val.d[q];
-    else if (mark[l] == i) acc[l] += f * A->val.d[q];
+  for (t = 0; t < h; t++) {
+    q = hit[t];
+    if (col[q] == r) own += f * v[q];
+    else w->acc[col[q]] += f * v[q];
   }
   return own;
 }
 
-/* Row i of E: C^_i's coarse rows ascending and their weights (above). E->row_ptr holds the sizes
- * the counting pass found; mark and acc are the thread's (n each). */
-static void spx__amg_rs_ext_row(const spx__amg_rs_ext *x, int64_t i, int64_t *mark, double *acc, spx_csr *E) {
+/* F row i's weights before truncation: w->col C^_i's coarse rows ascending, w->w their weights
+ * (above); returns |C^_i|. */
+static int64_t spx__amg_rs_ext_row(const spx__amg_rs_ext *x, int64_t i, spx__amg_rs_ext_work *w) {
   const spx_csr *A = x->A;
   const int32_t *cidx = x->cidx;
-  const int64_t e0 = E->row_ptr[i], c = spx__amg_rs_ext_set(x, i, mark, E->col_idx + e0);
+  const int64_t c = spx__amg_rs_ext_set(x, i, w);
   const double di = x->diag[i];
   double dia = di;
   int64_t k, e;
-  if (!c) return;
-  for (e = e0; e < e0 + c; e++) acc[E->col_idx[e]] = 0;
+  if (!c) return 0;
+  for (e = 0; e < c; e++) w->acc[w->col[e]] = 0;
   for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++) {
     const int32_t j = A->col_idx[k];
     const double a = A->val.d[k];
     if (j == i || a == 0) continue;
-    if (mark[j] == i) acc[j] += a;
-    else if (x->mask[k] && cidx[j] < 0) dia += spx__amg_rs_ext_spread(x, j, i, a, mark, acc);
+    if (w->mark[j] == (int32_t)i) w->acc[j] += a;
+    else if (x->mask[k] && cidx[j] < 0) dia += spx__amg_rs_ext_spread(x, j, i, a, w);
     else dia += a;
   }
   if (!(dia * di > 0)) dia = di;
-  spx__amg_sort_cols(E->col_idx + e0, c);
-  for (e = e0; e < e0 + c; e++) {
-    E->val.d[e] = -acc[E->col_idx[e]] / dia;
-    E->col_idx[e] = cidx[E->col_idx[e]];
+  spx__amg_sort_cols(w->col, c);
+  for (e = 0; e < c; e++) {
+    w->w[e] = -w->acc[w->col[e]] / dia;
+    w->col[e] = cidx[w->col[e]];
   }
-}
-
-/* A thread's marker (every entry -1) and accumulator of n entries; 0 when out of memory. */
-static int spx__amg_rs_ext_scratch(int64_t n, int64_t **mark, double **acc) {
-  int64_t i;
-  *mark = (int64_t *)SPX_MALLOC(((size_t)n + 1) * sizeof(int64_t));
-  *acc = (double *)SPX_MALLOC(((size_t)n + 1) * sizeof(double));
-  if (!*mark || !*acc) return 0;
-  for (i = 0; i < n; i++) (*mark)[i] = -1;
-  return 1;
-}
-
-/* Row by row with a thread's scratch: with E NULL each row's |C^_i| into cnt[i + 1], else each F
- * row's weights into E (row pointers set). 0 when a thread's scratch failed. */
-static int spx__amg_rs_ext_rows(const spx__amg_rs_ext *x, int64_t *cnt, spx_csr *E) {
-  const int64_t n = x->A->nrows;
-  int ok = 1;
-#if defined(_OPENMP)
-#pragma omp parallel if (n > 4096)
-#endif
-  {
-    int64_t *mark, i;
-    double *acc;
-    const int mine = spx__amg_rs_ext_scratch(n, &mark, &acc);
-    if (!mine) {
-#if defined(_OPENMP)
-#pragma omp atomic write
-#endif
-      ok = 0;
-    }
-#if defined(_OPENMP)
-#pragma omp for schedule(dynamic, 512)
-#endif
-    for (i = 0; i < n; i++) {
-      if (!mine) continue;
-      if (E) spx__amg_rs_ext_row(x, i, mark, acc, E);
-      else cnt[i + 1] = spx__amg_rs_ext_set(x, i, mark, NULL);
-    }
-    SPX_FREE(mark);
-    SPX_FREE(acc);
-  }
-  return ok;
-}
-
-/* E (n x nc): every F row's extended+i weights over C^_i before truncation; C rows empty. */
-static spx_status spx__amg_rs_ext_weights(const spx_csr *A, const uint8_t *mask, const int32_t *cidx, int64_t nc,
-                                          spx_csr **out) {
-  const int64_t n = A->nrows;
-  int64_t *cnt = (int64_t *)spx__calloc((size_t)n + 1, sizeof(int64_t));
-  spx__amg_rs_ext x = {A, mask, cidx, NULL, {0, NULL, NULL}};
-  spx_csr *E = NULL;
-  spx_status st = SPX_OUT_OF_MEMORY;
-  *out = NULL;
-  if (!cnt || (st = spx__amg_rs_ext_prepare(&x))) goto done;
-  if (!spx__amg_rs_ext_rows(&x, cnt, NULL)) goto oom;
-  spx__amg_scan(cnt, n);
-  if ((st = spx_csr_create(n, nc, cnt[n], SPX_DOUBLE, &E))) goto done;
-  memcpy(E->row_ptr, cnt, ((size_t)n + 1) * sizeof(int64_t));
-  if (!spx__amg_rs_ext_rows(&x, NULL, E)) goto oom;
-  *out = E;
-  E = NULL;
-  st = SPX_OK;
-  goto done;
-oom:
-  st = spx__fail(SPX_OUT_OF_MEMORY, "spx_amg: out of host memory for the extended+i interpolation's work arrays");
-done:
-  spx_csr_destroy(E);
-  spx__amg_graph_free(&x.sc);
-  SPX_FREE(x.diag);
-  SPX_FREE(cnt);
-  return st;
+  return c;
 }
 
 /* Entry e ranks above entry f of a row: a larger |weight|, or the same and a smaller column (a
@@ -505,91 +518,241 @@ static void spx__amg_rs_cap(const double *w, int64_t e0, int64_t e1, int pmax, u
   for (p = 0; p < t; p++) keep[top[p]] = 1;
 }
 
-/* Row i's truncation into keep (E's entries): the nonzero weights of at least trunc times the
- * row's largest |weight|, then the pmax largest of those (0: all). */
-static int64_t spx__amg_rs_ext_keep(const spx_csr *E, int64_t i, double trunc, int pmax, uint8_t *keep) {
-  const int64_t e0 = E->row_ptr[i], e1 = E->row_ptr[i + 1];
-  double wmax = 0;
-  int64_t e, c = 0;
-  for (e = e0; e < e1; e++) wmax = SPX__MAX(wmax, SPX__ABS(E->val.d[e]));
-  for (e = e0; e < e1; e++)
-    keep[e] = (uint8_t)(E->val.d[e] != 0 && SPX__ABS(E->val.d[e]) >= trunc * wmax);
-  spx__amg_rs_cap(E->val.d, e0, e1, pmax, keep);
-  for (e = e0; e < e1; e++) c += keep[e];
-  return c;
-}
-
-/* Row i of P's values over its pattern from E's row: a C row is the identity; an F row takes each
- * kept column's weight (0 where E's row lacks the column), the positive ones scaled by the sum of
- * all of E's row's positive weights over the kept ones' sum and the negative ones likewise, so
- * that the row keeps each sign's sum, and the row sum, through truncation. */
-static void spx__amg_rs_ext_fill_row(const spx_csr *E, const int32_t *cidx, int64_t i, spx_csr *P) {
-  const int64_t e0 = E->row_ptr[i], e1 = E->row_ptr[i + 1], q0 = P->row_ptr[i], q1 = P->row_ptr[i + 1];
+/* A row's values over a pattern (pc: m columns ascending, into pv) from its weights (ec, ew: c
+ * columns ascending): each column's weight (0 where the row lacks it), the positive ones scaled by
+ * the sum of all the row's positive weights over the pattern's and the negative ones likewise, so
+ * that the row keeps each sign's sum, and the row sum, through truncation. Setup and update both
+ * fill through here: the same values for the same pattern. */
+static void spx__amg_rs_ext_fill(const int32_t *ec, const double *ew, int64_t c, const int32_t *pc, double *pv,
+                                 int64_t m) {
   double fp = 0, fn = 0, kp = 0, kn = 0;
   int64_t e, q;
-  if (cidx[i] >= 0) {
-    P->val.d[q0] = 1.0;
-    return;
+  for (e = 0; e < c; e++) {
+    fp += ew[e] > 0 ? ew[e] : 0;
+    fn += ew[e] < 0 ? ew[e] : 0;
   }
-  for (e = e0; e < e1; e++) {
-    fp += E->val.d[e] > 0 ? E->val.d[e] : 0;
-    fn += E->val.d[e] < 0 ? E->val.d[e] : 0;
+  for (q = 0, e = 0; q < m; q++) {
+    double v;
+    while (e < c && ec[e] < pc[q]) e++;
+    v = e < c && ec[e] == pc[q] ? ew[e] : 0;
+    pv[q] = v;
+    kp += v > 0 ? v : 0;
+    kn += v < 0 ? v : 0;
   }
-  for (q = q0, e = e0; q < q1; q++) {
-    double w;
-    while (e < e1 && E->col_idx[e] < P->col_idx[q]) e++;
-    w = e < e1 && E->col_idx[e] == P->col_idx[q] ? E->val.d[e] : 0;
-    P->val.d[q] = w;
-    kp += w > 0 ? w : 0;
-    kn += w < 0 ? w : 0;
-  }
-  for (q = q0; q < q1; q++) {
-    const double w = P->val.d[q];
-    P->val.d[q] = w > 0 ? w * (fp / kp) : w < 0 ? w * (fn / kn) : 0;
+  for (q = 0; q < m; q++) {
+    const double v = pv[q];
+    pv[q] = v > 0 ? v * (fp / kp) : v < 0 ? v * (fn / kn) : 0;
   }
 }
 
-/* Row i of P's pattern: a C row its coarse row, an F row E's kept columns. */
-static void spx__amg_rs_ext_pattern_row(const spx_csr *E, const int32_t *cidx, const uint8_t *keep, int64_t i,
-                                        spx_csr *P) {
-  int64_t q = P->row_ptr[i], e;
-  if (cidx[i] >= 0) {
-    P->col_idx[q] = cidx[i];
-    return;
-  }
-  for (e = E->row_ptr[i]; e < E->row_ptr[i + 1]; e++)
-    if (keep[e]) P->col_idx[q++] = E->col_idx[e];
+/* Room for m more kept entries in w's buffer; 0 when it could not grow. */
+static int spx__amg_rs_ext_grow(spx__amg_rs_ext_work *w, int64_t m) {
+  int64_t cap = w->cap;
+  int32_t *pc;
+  double *pv;
+  if (w->len + m <= cap) return 1;
+  cap = SPX__MAX(SPX__MAX(2 * cap, w->len + m), 4096);
+  if (!(pc = (int32_t *)SPX_REALLOC(w->pc, (size_t)cap * sizeof(int32_t)))) return 0;
+  w->pc = pc;
+  if (!(pv = (double *)SPX_REALLOC(w->pv, (size_t)cap * sizeof(double)))) return 0;
+  w->pv = pv;
+  w->cap = cap;
+  return 1;
 }
 
-/* P (n x nc) by extended+i interpolation with truncation. */
+/* Row i of P onto w's buffer: a C row its coarse row; an F row the nonzero weights of at least
+ * trunc times its largest |weight|, then the pmax largest of those (0: all), filled by
+ * spx__amg_rs_ext_fill. 0 when the buffer could not grow. */
+static int spx__amg_rs_ext_keep_row(const spx__amg_rs_ext *x, int64_t i, spx__amg_rs_ext_work *w) {
+  int64_t c, e, m = 0, q;
+  double wmax = 0;
+  if (x->cidx[i] >= 0) {
+    if (!spx__amg_rs_ext_grow(w, 1)) return 0;
+    w->pc[w->len] = x->cidx[i];
+    w->pv[w->len] = 1.0;
+    m = 1;
+  } else {
+    c = spx__amg_rs_ext_row(x, i, w);
+    for (e = 0; e < c; e++) wmax = SPX__MAX(wmax, SPX__ABS(w->w[e]));
+    for (e = 0; e < c; e++) w->keep[e] = (uint8_t)(w->w[e] != 0 && SPX__ABS(w->w[e]) >= x->trunc * wmax);
+    spx__amg_rs_cap(w->w, 0, c, x->pmax, w->keep);
+    for (e = 0; e < c; e++) m += w->keep[e];
+    if (!spx__amg_rs_ext_grow(w, m)) return 0;
+    for (e = 0, q = w->len; e < c; e++)
+      if (w->keep[e]) w->pc[q++] = w->col[e];
+    spx__amg_rs_ext_fill(w->col, w->w, c, w->pc + w->len, w->pv + w->len, m);
+  }
+  x->cnt[i + 1] = m;
+  w->len += m;
+  return 1;
+}
+
+/* A thread's scratch (mark every entry -1); 0 when out of memory. */
+static int spx__amg_rs_ext_scratch(const spx__amg_rs_ext *x, spx__amg_rs_ext_work *w) {
+  const int64_t n = x->A->nrows;
+  int64_t i;
+  w->mark = (int32_t *)SPX_MALLOC(((size_t)n + 1) * sizeof(int32_t));
+  w->col = (int32_t *)SPX_MALLOC(((size_t)x->nc + 1) * sizeof(int32_t));
+  w->acc = (double *)SPX_MALLOC(((size_t)n + 1) * sizeof(double));
+  w->w = (double *)SPX_MALLOC(((size_t)x->nc + 1) * sizeof(double));
+  w->keep = (uint8_t *)SPX_MALLOC((size_t)x->nc + 1);
+  w->hit = (int64_t *)SPX_MALLOC(((size_t)x->longest + 2) * sizeof(int64_t));
+  if (!w->mark || !w->col || !w->acc || !w->w || !w->keep || !w->hit || !spx__amg_rs_ext_grow(w, x->guess)) return 0;
+  for (i = 0; i < n; i++) w->mark[i] = -1;
+  return 1;
+}
+
+static void spx__amg_rs_ext_scratch_free(spx__amg_rs_ext_work *w) {
+  SPX_FREE(w->mark);
+  SPX_FREE(w->col);
+  SPX_FREE(w->acc);
+  SPX_FREE(w->w);
+  SPX_FREE(w->keep);
+  SPX_FREE(w->hit);
+  w->mark = w->col = NULL;
+  w->acc = w->w = NULL;
+  w->keep = NULL;
+  w->hit = NULL;
+}
+
+/* Threads for the rows: all where there is enough work (a small coarse level's rows are long). */
+static int spx__amg_rs_ext_threads(const spx_csr *A) {
+#if defined(_OPENMP)
+  const int t = omp_get_max_threads();
+  return A->nrows > 4096 || A->nnz > 65536 ? SPX__MAX(t, 1) : 1;
+#else
+  (void)A;
+  return 1;
+#endif
+}
+
+/* Block b's rows with a thread's scratch w: with P NULL onto w's buffer (spx__amg_rs_ext_keep_row),
+ * else an F row's values over P's row and a C row's 1 (update). 0 when w's buffer could not grow. */
+static int spx__amg_rs_ext_block(const spx__amg_rs_ext *x, int64_t b, int t, spx__amg_rs_ext_work *w, spx_csr *P) {
+  const int64_t n = x->A->nrows, i1 = SPX__MIN(n, (b + 1) * SPX__RS_BLOCK);
+  int64_t i;
+  if (!P) {
+    x->off[b] = w->len;
+    x->own[b] = t;
+  }
+  for (i = b * SPX__RS_BLOCK; i < i1; i++) {
+    const int64_t q = P ? P->row_ptr[i] : 0;
+    if (!P) {
+      if (!spx__amg_rs_ext_keep_row(x, i, w)) return 0;
+    } else if (x->cidx[i] >= 0)
+      P->val.d[q] = 1.0;
+    else
+      spx__amg_rs_ext_fill(w->col, w->w, spx__amg_rs_ext_row(x, i, w), P->col_idx + q, P->val.d + q,
+                           P->row_ptr[i + 1] - q);
+  }
+  return 1;
+}
+
+/* Every block of rows by a thread with its scratch (work[t]; nt of them), the blocks shared out
+ * as the threads come free (rows cost unevenly). 0 when a thread's memory failed. */
+static int spx__amg_rs_ext_rows(const spx__amg_rs_ext *x, spx__amg_rs_ext_work *work, int nt, spx_csr *P) {
+  const int64_t nb = (x->A->nrows + SPX__RS_BLOCK - 1) / SPX__RS_BLOCK;
+  int ok = 1;
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#endif
+  {
+#if defined(_OPENMP)
+    const int t = omp_get_thread_num();
+#else
+    const int t = 0;
+    (void)nt;
+#endif
+    spx__amg_rs_ext_work *w = &work[t];
+    int mine = spx__amg_rs_ext_scratch(x, w);
+    int64_t b;
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, 1)
+#endif
+    for (b = 0; b < nb; b++)
+      if (mine) mine = spx__amg_rs_ext_block(x, b, t, w, P);
+    if (!mine) {
+#if defined(_OPENMP)
+#pragma omp atomic write
+#endif
+      ok = 0;
+    }
+    spx__amg_rs_ext_scratch_free(w);
+  }
+  return ok;
+}
+
+/* x's arrays and the threads' buffers, whatever was made of them. */
+static void spx__amg_rs_ext_free(spx__amg_rs_ext *x, spx__amg_rs_ext_work *work, int nt) {
+  int t;
+  for (t = 0; work && t < nt; t++) {
+    spx__amg_rs_ext_scratch_free(&work[t]);
+    SPX_FREE(work[t].pc);
+    SPX_FREE(work[t].pv);
+  }
+  SPX_FREE(work);
+  SPX_FREE(x->diag);
+  spx__amg_graph_free(&x->sc);
+  spx__amg_graph_free(&x->oc);
+  SPX_FREE(x->cnt);
+  SPX_FREE(x->off);
+  SPX_FREE(x->own);
+}
+
+/* The work over A, its strength mask and split into nc C points (arrays NULL until prepared). */
+static spx__amg_rs_ext spx__amg_rs_ext_of(const spx_csr *A, const uint8_t *mask, const int32_t *cidx, int64_t nc,
+                                          double trunc, int pmax) {
+  spx__amg_rs_ext x;
+  memset(&x, 0, sizeof x);
+  x.A = A;
+  x.mask = mask;
+  x.cidx = cidx;
+  x.nc = nc;
+  x.trunc = trunc;
+  x.pmax = pmax;
+  return x;
+}
+
+static spx_status spx__amg_rs_ext_oom(void) {
+  return spx__fail(SPX_OUT_OF_MEMORY, "spx_amg: out of host memory for the extended+i interpolation's work arrays");
+}
+
+/* P (n x nc) by extended+i interpolation with truncation: the rows into the threads' buffers, then
+ * their counts scanned into P's row pointers and the blocks copied. */
 static spx_status spx__amg_rs_ext_interp(const spx_csr *A, const uint8_t *mask, const int32_t *cidx, int64_t nc,
                                          double trunc, int pmax, spx_csr **out) {
-  const int64_t n = A->nrows, n_ = n;
-  spx_csr *E = NULL, *P = NULL;
-  uint8_t *keep = NULL;
-  int64_t *cnt = NULL, i;
-  spx_status st;
+  const int64_t n = A->nrows, nb = (n + SPX__RS_BLOCK - 1) / SPX__RS_BLOCK;
+  const int nt = spx__amg_rs_ext_threads(A);
+  spx__amg_rs_ext x = spx__amg_rs_ext_of(A, mask, cidx, nc, trunc, pmax);
+  spx__amg_rs_ext_work *work = (spx__amg_rs_ext_work *)spx__calloc((size_t)nt, sizeof *work);
+  spx_csr *P = NULL;
+  int64_t b;
+  spx_status st = SPX_OUT_OF_MEMORY;
   *out = NULL;
-  if ((st = spx__amg_rs_ext_weights(A, mask, cidx, nc, &E))) return st;
-  st = SPX_OUT_OF_MEMORY;
-  if (!(keep = (uint8_t *)spx__alloc((size_t)E->nnz + 1, 1)) ||
-      !(cnt = (int64_t *)spx__calloc((size_t)n + 1, sizeof(int64_t))))
+  x.guess = (nc + (pmax ? pmax : 8) * (n - nc)) / nt + 1; /* C rows 1 entry, F rows pmax (uncapped: 8) */
+  x.cnt = (int64_t *)spx__calloc((size_t)n + 1, sizeof(int64_t));
+  x.off = (int64_t *)spx__alloc((size_t)nb + 1, sizeof(int64_t));
+  x.own = (int32_t *)spx__alloc((size_t)nb + 1, sizeof(int32_t));
+  if (!work || !x.cnt || !x.off || !x.own || (st = spx__amg_rs_ext_prepare(&x))) goto done;
+  if (!spx__amg_rs_ext_rows(&x, work, nt, NULL)) {
+    st = spx__amg_rs_ext_oom();
     goto done;
-  SPX__AMG_FOR
-  for (i = 0; i < n_; i++) cnt[i + 1] = cidx[i] >= 0 ? 1 : spx__amg_rs_ext_keep(E, i, trunc, pmax, keep);
-  spx__amg_scan(cnt, n);
-  if ((st = spx_csr_create(n, nc, cnt[n], SPX_DOUBLE, &P))) goto done;
-  memcpy(P->row_ptr, cnt, ((size_t)n + 1) * sizeof(int64_t));
-  SPX__AMG_FOR
-  for (i = 0; i < n_; i++) {
-    spx__amg_rs_ext_pattern_row(E, cidx, keep, i, P);
-    spx__amg_rs_ext_fill_row(E, cidx, i, P);
+  }
+  spx__amg_scan(x.cnt, n);
+  if ((st = spx_csr_create(n, nc, x.cnt[n], SPX_DOUBLE, &P))) goto done;
+  memcpy(P->row_ptr, x.cnt, ((size_t)n + 1) * sizeof(int64_t));
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (n > 16384)
+#endif
+  for (b = 0; b < nb; b++) {
+    const spx__amg_rs_ext_work *w = &work[x.own[b]];
+    const int64_t q = P->row_ptr[b * SPX__RS_BLOCK], m = P->row_ptr[SPX__MIN(n, (b + 1) * SPX__RS_BLOCK)] - q;
+    memcpy(P->col_idx + q, w->pc + x.off[b], (size_t)m * sizeof(int32_t));
+    memcpy(P->val.d + q, w->pv + x.off[b], (size_t)m * sizeof(double));
   }
   *out = P;
 done:
-  spx_csr_destroy(E);
-  SPX_FREE(keep);
-  SPX_FREE(cnt);
+  spx__amg_rs_ext_free(&x, work, nt);
   return st;
 }
 
@@ -709,22 +872,21 @@ static int64_t spx__amg_rs_bad_row(const spx__amg_level *L, uint8_t *keep, int e
   return bad;
 }
 
-/* Extended+i: the strength of the new values, E over the kept split, P's values over its kept
- * pattern (spx__amg_rs_ext_fill_row: what a fresh setup computes over the same pattern). */
+/* Extended+i: the strength of the new values, then each F row's weights over the kept split and
+ * its values over P's kept pattern (spx__amg_rs_ext_fill: what a fresh setup computes over the
+ * same pattern). */
 static spx_status spx__amg_rs_ext_values(spx_amg *m, int l) {
   spx__amg_level *L = &m->lv[l];
-  const int64_t n_ = L->A->nrows;
+  const int nt = spx__amg_rs_ext_threads(L->A);
   uint8_t *mask = (uint8_t *)spx__alloc((size_t)L->A->nnz + 1, 1);
-  spx_csr *E = NULL;
-  int64_t i;
+  spx__amg_rs_ext x = spx__amg_rs_ext_of(L->A, mask, L->agg, L->P->ncols, 0, 0);
+  spx__amg_rs_ext_work *work = (spx__amg_rs_ext_work *)spx__calloc((size_t)nt, sizeof *work);
   spx_status st = SPX_OUT_OF_MEMORY;
-  if (!mask) return st;
-  spx__amg_rs_strength(L->A, m->o.rs_theta, mask);
-  if (!(st = spx__amg_rs_ext_weights(L->A, mask, L->agg, L->P->ncols, &E))) {
-    SPX__AMG_FOR
-    for (i = 0; i < n_; i++) spx__amg_rs_ext_fill_row(E, L->agg, i, L->P);
+  if (mask && work) {
+    spx__amg_rs_strength(L->A, m->o.rs_theta, mask);
+    if (!(st = spx__amg_rs_ext_prepare(&x)) && !spx__amg_rs_ext_rows(&x, work, nt, L->P)) st = spx__amg_rs_ext_oom();
   }
-  spx_csr_destroy(E);
+  spx__amg_rs_ext_free(&x, work, nt);
   SPX_FREE(mask);
   return st;
 }
