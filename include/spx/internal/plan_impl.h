@@ -475,19 +475,26 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
     q.n = use->nrows; q.ncols = use->ncols; q.nnz = use->nnz;
     spx__plan_cusparse_cand(&dev, &q, vb, 0, limit, vb * (use->nrows + use->ncols), o->expected_calls, c);
     host_kms = spx__plan_csr_kernel_ms(p, &dev, use, 0);
+    const int tiered = p->tiered && host_kms >= dev.jit_ms; /* a compile, not a cache read */
     if (c->fits &&
-        spx__plan_nothing_pays(use, &dev, &q, o->expected_calls, o->trial_share, c->predicted_us, host_kms,
-                               p->tiered && host_kms >= dev.jit_ms)) { /* a compile, not a cache read */
+        spx__plan_nothing_pays(use, &dev, &q, o->expected_calls, o->trial_share, c->predicted_us, host_kms, tiered)) {
       const double cs_us = c->predicted_us;
       /* cuSPARSE's arrays staged as a plan that profiles would (no columns: nothing else is priced):
        * the device validates them and the build wraps them */
       if ((s = spx__plan_rows(p, a0, use, o, &dev, 0, 1, &rows, NULL))) goto fail;
       p->ncand = 1;
       p->chosen = 0;
-      snprintf(p->reason, sizeof p->reason,
-               "%s: cusparse_csr, no profile: over %lld calls no format could save half the %.3g ms a kernel "
-               "costs against its predicted %.3g us/SpMV",
-               spx_plan_strategy_name(p->strategy), (long long)o->expected_calls, host_kms, cs_us);
+      if (tiered)
+        snprintf(p->reason, sizeof p->reason,
+                 "%s: cusparse_csr, no profile: over %lld calls a kernel compiled beside them (%.3g ms) could "
+                 "not save %.3g%% of their work against cuSPARSE's predicted %.3g us/SpMV",
+                 spx_plan_strategy_name(p->strategy), (long long)o->expected_calls, host_kms, 100 * o->trial_share,
+                 cs_us);
+      else
+        snprintf(p->reason, sizeof p->reason,
+                 "%s: cusparse_csr, no profile: over %lld calls no format could save half the %.3g ms a kernel "
+                 "costs against its predicted %.3g us/SpMV",
+                 spx_plan_strategy_name(p->strategy), (long long)o->expected_calls, host_kms, cs_us);
       SPX__PLAN_TRACE("shortcut");
       goto chosen;
     }
