@@ -7,7 +7,6 @@
 #include <unistd.h>
 #include "spx_test.h"
 #include "spx_test_env.h" /* env_put */
-#include <spx/internal/tuner.h> /* the model's internal prices */
 
 /* n x n with the given row lengths (row i: columns i, i+1, ... wrapping), random values. */
 static spx_csr *rows_matrix(int64_t n, const int64_t *len) {
@@ -421,32 +420,6 @@ static void test_model_fake_device(void **state) {
  * model's choice is neither of the row formats; the long rows' blocks take the device's block
  * slots in rounds (more copies of the long row, fewer SMs: longer); a tiny matrix has no floor
  * above its own short rows. */
-/* Tiered JIT pricing: a compile the caller does not wait for costs what the stand-in's calls lose
- * meanwhile, never more than the compile; a shortcut to cuSPARSE stays where the compile outlasts
- * every call, and goes where the calls outlast it many times over. */
-static void test_tiered_price(void **state) {
-  spx_plan_device d = fake_gpu();
-  spx_csr *a;
-  spx__pprof q;
-  (void)state;
-  assert_true(fabs(spx__plan_tiered_ms(20.0, 10.0, 4.0, 10000) - 12.0) < 1e-9); /* 2000 calls lose 6 us */
-  assert_true(fabs(spx__plan_tiered_ms(20, 10, 4, 500) - 3) < 1e-9);    /* all 500 on the stand-in */
-  assert_true(spx__plan_tiered_ms(20, 10, 12, 10000) == 0);             /* the stand-in is faster */
-  assert_true(fabs(spx__plan_tiered_ms(20, 10, 0, 10000) - 20) < 1e-9); /* at most the compile */
-  assert_true(spx__plan_tiered_ms(0, 10, 4, 100) == 0);
-  assert_true(fabs(spx__plan_tiered_ms(20, 0, 4, 100) - 20) < 1e-9);     /* no stand-in: the compile */
-  assert_int_equal(spx_gen_poisson3d(10, 10, 10, 7, SPX_DOUBLE, &a), SPX_OK);
-  memset(&q, 0, sizeof q);
-  q.n = a->nrows; q.ncols = a->ncols; q.nnz = a->nnz;
-  /* 1000 calls of 8 us all run before a 20 ms compile lands: nothing pays, tiered or not */
-  assert_int_equal(spx__plan_nothing_pays(a, &d, &q, 1000, 0.02, 8, 20, 1), 1);
-  assert_int_equal(spx__plan_nothing_pays(a, &d, &q, 1000, 0.02, 8, 20, 0), 1);
-  /* 10^7 calls: the compile is nothing, either way */
-  assert_int_equal(spx__plan_nothing_pays(a, &d, &q, 10000000, 0.02, 8, 20, 1), 0);
-  assert_int_equal(spx__plan_nothing_pays(a, &d, &q, 10000000, 0.02, 8, 20, 0), 0);
-  spx_csr_destroy(a);
-}
-
 static void test_model_latency(void **state) {
   spx_plan_device d = fake_gpu();
   spx_plan_candidate c[SPX_FORMAT_MAX + 1];
@@ -1217,7 +1190,7 @@ static void test_device_file(void **state) {
     const char *p = spx_plan_device_path("NVIDIA H100 80GB");
     if (spx_jit_cache_dir()) {
       assert_non_null(p);
-      assert_non_null(strstr(p, "/tuner/v13/NVIDIA_H100_80GB.json"));
+      assert_non_null(strstr(p, "/tuner/v12/NVIDIA_H100_80GB.json"));
     }
   }
 }
@@ -2106,7 +2079,7 @@ int main(void) {
       cmocka_unit_test(test_strategy_names),   cmocka_unit_test(test_kubota_branches),
       cmocka_unit_test(test_mps_branches),     cmocka_unit_test(test_predicted_bytes), cmocka_unit_test(test_sampled_bytes),
       cmocka_unit_test(test_model_fake_device), cmocka_unit_test(test_model_gather), cmocka_unit_test(test_csr_staged_options), cmocka_unit_test(test_memory_limit),
-      cmocka_unit_test(test_model_latency),    cmocka_unit_test(test_tiered_price),    cmocka_unit_test(test_convert_margin), cmocka_unit_test(test_columns_priced),
+      cmocka_unit_test(test_model_latency),    cmocka_unit_test(test_convert_margin), cmocka_unit_test(test_columns_priced),
       cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_auto_trial_gap),
       cmocka_unit_test(test_auto_latency_trial), cmocka_unit_test(test_auto_race), cmocka_unit_test(test_auto_race_end),
       cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),

@@ -10,7 +10,6 @@
 #include "tuner.h"
 #include "../device.h"
 #include "../gen.h"
-#include "../jit.h"
 #include "../loader.h"
 #include "../plan.h"
 
@@ -233,27 +232,6 @@ done:
   return s;
 }
 
-/* One NVRTC compile of spx's CSR kernel (spx_plan_device.jit_ms), what a kernel the JIT caches lack
- * costs before it runs: timed on a key no cache holds (a define of its own), then forgotten. Left
- * as it is where NVRTC or the disk cache cannot serve (the compile is then priced by default). */
-static void spx__plan_cal_jit(spx_plan_device *d) {
-  static const char *const defs[] = {"SPX_VALUE_T=double", "SPX_TPR=4", "SPX_CALIBRATE_COMPILE=1"};
-  int origin = -1, k;
-  for (k = 0; k < 2; k++) {
-    double t0 = spx__now();
-    spx_status s = spx_jit_compile_only("csr", 3, defs, NULL, &origin);
-    t0 = 1e3 * (spx__now() - t0);
-    if (s) break;
-    if (origin == SPX_JIT_COMPILED) {
-      d->jit_ms = t0;
-      break;
-    }
-    if (spx_jit_forget("csr", 3, defs, NULL)) break; /* a cache held it (an earlier calibration): again */
-  }
-  if (origin == SPX_JIT_COMPILED) spx_jit_forget("csr", 3, defs, NULL);
-  spx_clear_error();
-}
-
 /* Measures d on ctx: streaming bandwidth of a CSR SpMV on a 7-point Laplacian, the launch floor on a
  * 1 x 1 matrix, cuSPARSE relative to the model, the cost of idle lanes on a power-law matrix with
  * ELL-R (one thread per row), upload bandwidth and host conversion rates. */
@@ -333,7 +311,6 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
   }
   if (!s && cuda) s = spx__plan_cal_gather(ctx, d);
   if (!s && cuda) s = spx__plan_cal_floors(ctx, d);
-  if (!s && cuda) spx__plan_cal_jit(d);
   d->calibrated = 1;
 done:
   spx__pprof_free(&pp);

@@ -404,31 +404,6 @@ static void spx__plan_reprice_csr(spx_plan *p, const spx_plan_device *d, double 
   }
 }
 
-/* Tiered: a candidate whose kernel is not compiled starts on cuSPARSE (spx__plan_start) where both
- * fit the memory limit, so its compile (csr_kms for spx's CSR kernel, jit_ms for the others) is
- * priced at what the stand-in's calls lose (spx__plan_tiered_ms) plus the stand-in's setup, where
- * that is less. */
-static void spx__plan_tier_prices(spx_plan *p, const spx_plan_device *d, double csr_kms, int64_t calls) {
-  const spx_plan_candidate *cs = NULL;
-  int i;
-  for (i = 0; i < p->ncand; i++)
-    if (p->cand[i].engine == SPX_PLAN_ENGINE_CUSPARSE && p->cand[i].fits) cs = &p->cand[i];
-  if (!cs) return;
-  for (i = 0; i < p->ncand; i++) {
-    spx_plan_candidate *c = &p->cand[i];
-    double k = c->format == SPX_FORMAT_CSR ? csr_kms : d->jit_ms, ms; /* a cache read is not tiered */
-    int64_t vec = (int64_t)SPX_DTYPE_SIZE(p->dtype) * (p->nrows + p->ncols);
-    if (c->engine != SPX_PLAN_ENGINE_SPX || !c->fits || !(k > 0) || k < d->jit_ms || c->predicted_us < 0 ||
-        (p->limit > 0 && c->bytes + cs->bytes + vec > p->limit))
-      continue;
-    ms = c->convert_ms - k + spx__plan_tiered_ms(k, cs->predicted_us, c->predicted_us, calls) + cs->convert_ms;
-    if (ms < c->convert_ms) {
-      c->convert_ms = ms;
-      spx__plan_score(c, calls);
-    }
-  }
-}
-
 spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_options *o) {
   spx_plan_device dev;
   spx_csr *a = NULL;
@@ -475,26 +450,18 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
     q.n = use->nrows; q.ncols = use->ncols; q.nnz = use->nnz;
     spx__plan_cusparse_cand(&dev, &q, vb, 0, limit, vb * (use->nrows + use->ncols), o->expected_calls, c);
     host_kms = spx__plan_csr_kernel_ms(p, &dev, use, 0);
-    const int tiered = p->tiered && host_kms >= dev.jit_ms; /* a compile, not a cache read */
     if (c->fits &&
-        spx__plan_nothing_pays(use, &dev, &q, o->expected_calls, o->trial_share, c->predicted_us, host_kms, tiered)) {
+        spx__plan_nothing_pays(use, &dev, &q, o->expected_calls, o->trial_share, c->predicted_us, host_kms)) {
       const double cs_us = c->predicted_us;
       /* cuSPARSE's arrays staged as a plan that profiles would (no columns: nothing else is priced):
        * the device validates them and the build wraps them */
       if ((s = spx__plan_rows(p, a0, use, o, &dev, 0, 1, &rows, NULL))) goto fail;
       p->ncand = 1;
       p->chosen = 0;
-      if (tiered)
-        snprintf(p->reason, sizeof p->reason,
-                 "%s: cusparse_csr, no profile: over %lld calls a kernel compiled beside them (%.3g ms) could "
-                 "not save %.3g%% of their work against cuSPARSE's predicted %.3g us/SpMV",
-                 spx_plan_strategy_name(p->strategy), (long long)o->expected_calls, host_kms, 100 * o->trial_share,
-                 cs_us);
-      else
-        snprintf(p->reason, sizeof p->reason,
-                 "%s: cusparse_csr, no profile: over %lld calls no format could save half the %.3g ms a kernel "
-                 "costs against its predicted %.3g us/SpMV",
-                 spx_plan_strategy_name(p->strategy), (long long)o->expected_calls, host_kms, cs_us);
+      snprintf(p->reason, sizeof p->reason,
+               "%s: cusparse_csr, no profile: over %lld calls no format could save half the %.3g ms a kernel "
+               "costs against its predicted %.3g us/SpMV",
+               spx_plan_strategy_name(p->strategy), (long long)o->expected_calls, host_kms, cs_us);
       SPX__PLAN_TRACE("shortcut");
       goto chosen;
     }
@@ -512,7 +479,6 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
   if (p->backend == SPX_BACKEND_CUDA) { /* the shortcut's price stands unless the staged arrays give their own */
     if (p->csr_staged || host_kms < 0) host_kms = spx__plan_csr_kernel_ms(p, &dev, use, p->csr_staged);
     spx__plan_reprice_csr(p, &dev, host_kms, o->expected_calls);
-    if (p->tiered) spx__plan_tier_prices(p, &dev, host_kms, o->expected_calls);
   }
   SPX__PLAN_TRACE("model");
   if ((s = spx__plan_strategy(p, use, o))) goto fail;

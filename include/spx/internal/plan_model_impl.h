@@ -542,7 +542,7 @@ fail:
  * the model's ranking is known before it is made: auto and model take cuSPARSE CSR as it is,
  * without the profile. */
 int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, const spx__pprof *q, int64_t calls,
-                           double share, double cs_us, double kernel_ms, int tiered) {
+                           double share, double cs_us, double kernel_ms) {
   int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype);
   double fmin = 1;
   int f;
@@ -550,24 +550,8 @@ int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, const spx
     if (d->format_factor[f] > 0) fmin = SPX__MIN(fmin, d->format_factor[f]);
     if (d->format_factor_block[f] > 0) fmin = SPX__MIN(fmin, d->format_factor_block[f]);
   }
-  double gain;
   if (!(kernel_ms > 0) || spx__plan_columns_pay(a, d, calls, share)) return 0;
-  gain = (double)calls * (cs_us - fmin * spx__plan_time_us(d, q, vb, a->nnz * vb, 0, 1)); /* us */
-  /* tiered, the compile's price is the gain lost while it runs; what is left must be worth the
-   * profile, priced as a trial is (share of the work) */
-  if (tiered) return gain - 1e3 * spx__plan_tiered_ms(kernel_ms, cs_us, cs_us - gain / (double)calls, calls) <=
-                     share * (double)calls * cs_us;
-  return gain <= 0.5 * 1e3 * kernel_ms;
-}
-
-double spx__plan_tiered_ms(double kernel_ms, double standin_us, double own_us, int64_t calls) {
-  double n, lost;
-  if (!(kernel_ms > 0)) return 0;
-  if (!(standin_us > 0) || calls <= 0) return kernel_ms;
-  n = 1e3 * kernel_ms / standin_us; /* calls issued back to back while it compiles */
-  if (n > (double)calls) n = (double)calls;
-  lost = 1e-3 * n * (standin_us - own_us);
-  return lost < 0 ? 0 : lost > kernel_ms ? kernel_ms : lost;
+  return (double)calls * (cs_us - fmin * spx__plan_time_us(d, q, vb, a->nnz * vb, 0, 1)) <= 0.5 * 1e3 * kernel_ms;
 }
 
 spx_status spx_plan_model(const spx_csr *a, const spx_plan_device *dev, int64_t expected_calls,

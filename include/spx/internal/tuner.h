@@ -103,12 +103,9 @@ double spx__plan_columns_ms(const spx_csr *a, int threads);
 /* c's score: its predicted time plus its conversion spread over calls SpMVs. */
 void spx__plan_score(spx_plan_candidate *c, int64_t calls);
 /* Whether no conversion can pay back on a against cuSPARSE's prediction cs_us (q: sizes only), a
- * kernel costing kernel_ms; tiered: the kernel compiles while cuSPARSE runs (spx__plan_tiered_ms). */
+ * kernel costing kernel_ms. */
 int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, const spx__pprof *q, int64_t calls,
-                           double share, double cs_us, double kernel_ms, int tiered);
-/* A compile of kernel_ms priced for a tiered plan, ms: the caller does not wait for it; the calls
- * issued meanwhile run on a stand-in of standin_us each, and cost their excess over own_us. */
-double spx__plan_tiered_ms(double kernel_ms, double standin_us, double own_us, int64_t calls);
+                           double share, double cs_us, double kernel_ms);
 
 /* ---- plan_object_impl.h and plan_race_impl.h: the plan --------------------------------------
  * One room in two files: the race is a state of the plan, as the tiered start is, so spx_plan_spmv,
