@@ -232,6 +232,15 @@ cli_strict() { # $1 = compiler
 run "spx command sources, cc without OpenMP" cli_strict "${CC:-cc}"
 # docs/knobs.md lists every environment variable of the library's table (SPX__ENV in config.h).
 run "docs: knobs.md matches SPX__ENV" build/gen_knobs.sh --check
+# cmocka's fail_msg is variadic: with no argument after the message, C99 -Wpedantic rejects it where
+# cmocka.h is not a system header (the GPU machine's, reached through CPATH), though it passes here.
+fail_msg_args() {
+  if grep -nE 'fail_msg\("([^"\\]|\\.)*"\)' tests/*.c; then
+    echo "fail_msg needs an argument after its message (fail_msg(\"%s\", \"...\"))" >&2
+    return 1
+  fi
+}
+run "tests: fail_msg with an argument" fail_msg_args
 command -v clang >/dev/null && run "spx command sources, clang without OpenMP" cli_strict clang
 # An out-of-tree format (DIA) added with no edit to spx, checked on a few shared matrices.
 # The DIA example on its generated matrices and on shared ones: banded (bcsstk16, accepted) and not
