@@ -1732,6 +1732,23 @@ static void test_rs_split(void **state) {
 /* The split and the whole hierarchy (every level's A, P, R and split) are the same bit for bit with
  * one thread and with several (rows in parallel past 16384: 36^3), and run to run; with either
  * interpolation. */
+/* A hierarchy of a made with `threads` OpenMP threads (0: as many as there are; at least `least`
+ * where there are fewer), the thread count restored after. */
+static spx_amg *amg_at_threads(const spx_csr *a, const spx_amg_options *o, int threads, int least) {
+  spx_amg *m;
+#if defined(_OPENMP)
+  const int had = omp_get_max_threads();
+  omp_set_num_threads(threads ? threads : had < least ? least : had);
+  m = amg_make(NULL, a, o);
+  omp_set_num_threads(had);
+#else
+  (void)threads;
+  (void)least;
+  m = amg_make(NULL, a, o);
+#endif
+  return m;
+}
+
 static void rs_threads_case(spx_amg_rs_interp interp) {
   spx_csr *a;
   spx_amg_options o = rs_options();
@@ -1739,19 +1756,8 @@ static void rs_threads_case(spx_amg_rs_interp interp) {
   o.rs_interp = interp;
   assert_int_equal(spx_gen_poisson3d(36, 36, 36, 7, SPX_DOUBLE, &a), SPX_OK);
   m1 = amg_make(NULL, a, &o);
-#if defined(_OPENMP)
-  {
-    int threads = omp_get_max_threads();
-    omp_set_num_threads(1);
-    m2 = amg_make(NULL, a, &o);
-    omp_set_num_threads(threads < 2 ? 3 : threads);
-    m3 = amg_make(NULL, a, &o);
-    omp_set_num_threads(threads);
-  }
-#else
-  m2 = amg_make(NULL, a, &o);
-  m3 = amg_make(NULL, a, &o);
-#endif
+  m2 = amg_at_threads(a, &o, 1, 1);
+  m3 = amg_at_threads(a, &o, 0, 3);
   assert_true(spx_amg_report_of(m1)->levels >= 3);
   same_hierarchy(m1, m2);
   same_hierarchy(m1, m3);
@@ -1773,19 +1779,8 @@ static void rs_threads_ext_shared(void) {
     o.rs_interp = SPX_AMG_RS_EXTENDED_I;
     o.rs_pmax = e ? 0 : o.rs_pmax;
     o.rs_trunc = e ? 0 : o.rs_trunc;
-#if defined(_OPENMP)
-    {
-      int threads = omp_get_max_threads();
-      omp_set_num_threads(1);
-      m1 = amg_make(NULL, a, &o);
-      omp_set_num_threads(threads < 2 ? 2 : threads);
-      m2 = amg_make(NULL, a, &o);
-      omp_set_num_threads(threads);
-    }
-#else
-    m1 = amg_make(NULL, a, &o);
-    m2 = amg_make(NULL, a, &o);
-#endif
+    m1 = amg_at_threads(a, &o, 1, 1);
+    m2 = amg_at_threads(a, &o, 0, 2);
     assert_true(spx_amg_report_of(m1)->levels >= 3);
     same_hierarchy(m1, m2);
     spx_amg_destroy(m1);
