@@ -55,7 +55,7 @@ for part in "$@"; do
       --json-file "$dest/select-cold-shared-validation.json" > "$dest/select-cold-shared-validation.txt" 2>&1
     $spx select --eval --set large --strategies model --no-solve --cold \
       --json-file "$dest/select-cold-large.json" > "$dest/select-cold-large.txt" 2>&1
-    grep -A6 "^end to end for real" "$dest/select-cold-shared-validation.txt" "$dest/select-cold-large.txt" ;;
+    grep -A14 "^end to end for real" "$dest/select-cold-shared-validation.txt" "$dest/select-cold-large.txt" ;;
   buckets)
     # the shape buckets' cost: the unrolled formats with bucketed and with exact shape constants,
     # interleaved (bucketed, exact, bucketed, exact) so that clock drift hits both, on matrices

@@ -371,6 +371,40 @@ done:
   return s;
 }
 
+/* --cold: what a caller waits for before its first SpMV beyond cuSPARSE's own setup (auto's plan
+ * creation less cuSPARSE's, of the kept runs: warm against the warm phase's cuSPARSE, cold against
+ * the cold one's), the issue's target: under 50 us below 1M nonzeros, under one SpMV (the oracle's)
+ * from 1M. */
+static void sel_exposed_summary(const sel_row *rows, int nr) {
+  double *q = (double *)malloc((size_t)(nr > 0 ? nr : 1) * sizeof *q);
+  int side, it, big;
+  if (!q) return;
+  printf("exposed selection cost (auto's plan creation less cuSPARSE's, the kept runs):");
+  for (side = 1; side <= 2; side++)
+    for (it = 0; it < 2; it++)
+      for (big = 0; big < 2; big++) {
+        const int base = side == 2 ? 3 : 0;
+        int i, n = 0, over = 0;
+        for (i = 0; i < nr; i++) {
+          const sel_row *r = &rows[i];
+          double e;
+          if ((r->nnz >= 1000000) != big || !(r->real_setup_ms[side][it] > 0) || !(r->real_setup_ms[base][it] > 0))
+            continue;
+          e = r->real_setup_ms[side][it] - r->real_setup_ms[base][it]; /* ms */
+          q[n] = big ? 1e3 * e / r->oracle_us : 1e3 * e;              /* SpMVs, or us */
+          over += q[n] > (big ? 1.0 : 50.0);
+          n++;
+        }
+        if (!n) continue;
+        spx_cli_sort(q, n);
+        printf("\n  %s JIT @%d, %s: median %.3g, 90th pct %.3g, max %.3g %s; %d of %d over %s",
+               side == 1 ? "warm" : "cold", sel_iters[it], big ? ">= 1M nonzeros" : "< 1M nonzeros", q[n / 2],
+               q[(9 * (n - 1)) / 10], q[n - 1], big ? "SpMVs" : "us", over, n, big ? "one SpMV" : "50 us");
+      }
+  printf("\n");
+  free(q);
+}
+
 /* One matrix of the eval. The oracle is a full trial (every candidate converted and timed); its
  * plan is also the trial strategy's (a trial does not depend on expected_calls), timed again like
  * every other plan. kubota and mps do not depend on expected_calls either: one plan serves both
@@ -749,6 +783,7 @@ static int sel_eval(int nfiles, char **files, const char *json, const char *svg)
         }
       printf("\n");
     }
+    sel_exposed_summary(rows, nr);
   }
   /* The choice's own cost (model: analysis + model) and auto's (the same, plus a trial where it pays
    * at 10^6 calls), in SpMVs of the oracle's time, on the large matrices */
