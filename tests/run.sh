@@ -125,14 +125,17 @@ count() { # $1 = label, $2 = exit code, $3 = log file; cmocka lines give the per
   fi
   pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
   if [ "$f" -ne 0 ]; then failed+=("$1"); echo "---- $1 failed; its output:"; tail -n 60 "$3"; fi
-  printf '%-40s %4d passed %3d failed %3d skipped\n' "$1" "$p" "$f" "$s"
+  # the step's wall seconds last: what a GPU machine's time limit has to fit
+  printf '%-40s %4d passed %3d failed %3d skipped %5ss\n' "$1" "$p" "$f" "$s" "${step_s:-0}"
 }
 
 run() { # $1 = label, rest = command
   local label=$1; shift
   case "$label" in ${SPX_TEST_FILTER:-*}) ;; *) return ;; esac
   local lf="$log/$(echo "$label" | tr '/ ' '__').log"
-  "$@" >"$lf" 2>&1; count "$label" $? "$lf"
+  local t0=$SECONDS
+  "$@" >"$lf" 2>&1; local rc=$?
+  step_s=$((SECONDS - t0)) count "$label" $rc "$lf"
 }
 
 for dir in "$out" "$out/clang" "$out/clang_san"; do
