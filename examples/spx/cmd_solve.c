@@ -279,6 +279,8 @@ const char *const spx_cli_solve_help[] = {
     "--partition P\tunder mpirun: contiguous (the rows in order, balanced by nonzeros + rows) or metis "
     "(METIS's graph partition, the matrix permuted; spx built with METIS); the report adds the halo "
     "bytes per SpMV of all ranks (default contiguous)",
+    "--spmv N\tunder mpirun: also time N distributed SpMVs, the local and ghost blocks alone and the "
+    "status agreements, and report the halo exchange's overlap (default 0: none)",
     "--json\tprint JSON instead of text (default: text)",
     "--compare-cusparse\tthe cuSPARSE side-by-side solve; on a GPU it always runs, on the host "
     "never (accepted for scripts; default: on with a GPU)",

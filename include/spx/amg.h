@@ -177,8 +177,8 @@
  * kept there from its diagonal to its smoother (level 0 goes up once, a level below is the product
  * of the one above): the diagonal, the strength, the mis2 aggregation, rho of D_F^-1 A_F, P and the
  * smoother's rho by the kernels of templates/amg_setup.cu (each the twin of a host step here: the
- * same integers, P's values bit for bit for the same omega, rho's to rounding), R = P^T by
- * csr2csc, A_c = R (A P) by cuSPARSE SpGEMM's reuse API (32-bit indices; A_c stays on the device as
+ * same integers, P's values bit for bit for the same omega, rho's to rounding), R = P^T by spx's
+ * own transpose kernels, A_c = R (A P) by cuSPARSE SpGEMM's reuse API (32-bit indices; A_c stays on the device as
  * the next level's A). What comes down: the diagonal (the smoothers'), the aggregates, P, R and A_c
  * (the plans and the level view read host copies), and the counts that size the next step's
  * arrays. The greedy rule's pass runs on the host between the GPU's strength and P. Other levels,

@@ -122,14 +122,14 @@
  *   iteration counts and x then agree with one process within rounding (tests/test_dist.c states
  *   how far).
  *
- * ERRORS  Every function here is collective over the matrix's communicator and returns the same
- *   status on every rank: a bad argument on one rank (a NULL, another global size, another dtype)
- *   is agreed on (MPI_Allreduce of the statuses) before any rank goes on, and the ranks that were
- *   fine get the failing rank's sentence, "rank R: ...". Creation starts with a handshake on the
- *   caller's communicator (MPI_Comm_idup, waited for at most options.timeout_s): a rank that passed
- *   another communicator, or never called, makes the others fail with a sentence saying so instead
- *   of hanging (that communicator is unusable afterwards: an idup stays pending on it). Nothing
- *   leaks on an error path.
+ * ERRORS  Every function here not marked Local is collective over the matrix's communicator and
+ *   returns the same status on every rank: a bad argument on one rank (a NULL, another global size,
+ *   another dtype) is agreed on (MPI_Allreduce of the statuses) before any rank goes on, and the
+ *   ranks that were fine get the failing rank's sentence, "rank R: ...". Creation starts with a
+ *   handshake on the caller's communicator (MPI_Comm_idup, waited for at most options.timeout_s): a
+ *   rank that passed another communicator, or never called, makes the others fail with a sentence
+ *   saying so instead of hanging (that communicator is unusable afterwards: an idup stays pending
+ *   on it). Nothing leaks on an error path.
  *
  * THE STENCIL  spx_dist_stencil_run runs spx/stencil.h's 7-point stencil on a grid split into
  *   z-slabs: rank r owns the planes [z0, z1) that spx_dist_stencil_planes gives (contiguous, in

@@ -18,7 +18,8 @@
  *   SPX_BACKEND           auto | host | cuda: what an AUTO context picks (invalid: SPX_INVALID_ARGUMENT)
  *   SPX_LIBCUDA, SPX_LIBNVRTC, SPX_LIBCUSPARSE
  *                         full paths of the driver, NVRTC and cuSPARSE libraries (else the usual
- *                         sonames, then $CUDA_HOME/lib64 and /usr/local/cuda/lib64)
+ *                         sonames, then $CUDA_HOME/lib64, /usr/local/cuda/lib64 and
+ *                         /usr/local/cuda/targets/<arch>-linux/lib)
  *   SPX_CACHE=off         no JIT disk cache (kernels are still cached in memory)
  *   SPX_CACHE_DIR         JIT disk cache directory (else $XDG_CACHE_HOME/spx, else ~/.cache/spx)
  *   SPX_CACHE_MAX_MB      disk cache size cap, least recently used entries go first (default 512)
@@ -28,7 +29,7 @@
  *                         at most 2 GiB; 0: none)
  *   SPX_UPLOAD_THREADS    workers of the pinned upload pool (0: the driver's pageable path)
  *   SPX_DEVICE_CONVERT=0  convert SELL, SELL16, SDIA and BSR on the host instead of the device
- *   SPX_PLAN_DEVICE_PROFILE=0   profile a plan's matrix on the host even from 2^20 nonzeros
+ *   SPX_PLAN_DEVICE_PROFILE=0   profile a plan's matrix on the host even from 2^17 nonzeros
  *   SPX_PLAN_TRACE=1      the time of every selection stage and build step on stderr
  *   SPX_STENCIL_XV=1|2    x cells per thread of the one-step stencil kernel
  *   SPX_STENCIL_TB_PF=0..8  prefetch distance of the temporal-blocking stencil kernel
