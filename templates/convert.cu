@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* convert.cu: CSR -> SELL-C-sigma, SELL16, SDIA and BSR on the device, so that a plan (or a
+/* convert.cu: CSR -> SELL-C-sigma, SELL16, SDIA, BSR, ELL, ELL-R and JDS on the device, so that a plan (or a
  * time-stepping code handing in a new matrix) converts at device bandwidth instead of on the host.
  * Every result is the host converter's, array for array (tests compare them).
  *
@@ -19,6 +19,16 @@
  * (spx_sdia_fill, spx_bsr_fill): per step one key and the group's C (SDIA, consecutive) or r x c
  * (BSR) values, padding -0.0, an entry's -0.0 stored as +0.0 (spx_val_store). Bytes: the CSR read
  * twice (pass 2 with values), the result written once.
+ *
+ * ELL / ELL-R and JDS: spx_rows_max finds the longest row (and checks the row pointers, and the
+ * columns of a CSR not staged: a bad one is left to the host path, which reports it). ELL: spx_ell_fill, a thread per row, writes its
+ * k slots column-major (padding as SELL's, an entry's -0.0 stored as +0.0; ELL-R its length too).
+ * JDS: a stable counting sort of the rows by length, longest first, ties in row order (the host's):
+ * per 8-bit digit of longest - length, least significant first, spx_jds_count counts each tile's
+ * digits, a scan (spx_scan_*) makes them positions and spx_jds_scatter moves the rows; then
+ * spx_jds_diags finds each jagged diagonal's length (a binary search over the sorted lengths), a
+ * scan makes jd_ptr and spx_jds_fill, a thread per sorted position, writes its row's entries at
+ * jd_ptr[d] + p (values moved as they are: JDS has no padding).
  *
  * CONSTANTS  SPX_VALUE_T, SPX_BLOCK, SPX_SIGMA_MAX (largest sorting window, shared memory),
  *            SPX_RPL (SDIA rows per lane: ceil(C / 32) when C > 32, else 1).
@@ -431,4 +441,169 @@ spx_scan_apply(long long n, int *__restrict__ x, const long long *__restrict__ s
     if (q0 + t < n) x[1 + q0 + t] = (int)run;
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) x[0] = 0;
+}
+
+/* ---- ELL, ELL-R and JDS ------------------------------------------------------------------------- */
+
+/* Grid-stride: acc[0] = the longest row (atomicMax, one per warp), acc[1] = 1 when row_ptr[0] != 0,
+ * row_ptr[n] != nnz, a row pointer is below the one before it, or (col_idx non-NULL) a column is
+ * outside [0, ncols): what the host's check refuses (the converter then leaves the matrix to the
+ * host path, which reports it). */
+extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
+spx_rows_max(long long nrows, long long ncols, long long nnz, const long long *__restrict__ row_ptr,
+             const int *__restrict__ col_idx, unsigned long long *__restrict__ acc) {
+  const long long t0 = (long long)blockIdx.x * blockDim.x + threadIdx.x, step = (long long)gridDim.x * blockDim.x;
+  unsigned long long m = 0;
+  int bad = 0;
+  for (long long i = t0; i < nrows; i += step) {
+    const long long b = row_ptr[i], e = row_ptr[i + 1];
+    if (e < b || (i == 0 && b != 0) || (i == nrows - 1 && e != nnz)) bad = 1;
+    else if ((unsigned long long)(e - b) > m) m = (unsigned long long)(e - b);
+  }
+  for (long long k = t0; col_idx && k < nnz; k += step) bad |= col_idx[k] < 0 || col_idx[k] >= ncols;
+  for (int o = 16; o; o >>= 1) {
+    const unsigned long long w = __shfl_xor_sync(SPX_FULL, m, o);
+    m = w > m ? w : m;
+  }
+  bad = __ballot_sync(SPX_FULL, bad) != 0;
+  if ((threadIdx.x & 31) == 0) {
+    if (m) atomicMax(&acc[0], m);
+    if (bad) atomicOr(&acc[1], 1ull);
+  }
+}
+
+/* ELL (ELL-R: rl non-NULL): one thread per row i, its k slots at i + j*nrows (a warp writes 32
+ * consecutive slots per j): the entries, then padding -0.0 on the row's last column (an empty
+ * row's on min(i, ncols - 1)); k >= the longest row. 64-bit slots: nrows * k may pass 2^31. */
+extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
+spx_ell_fill(long long nrows, long long ncols, int k, const long long *__restrict__ row_ptr,
+             const int *__restrict__ col_idx, const spx_value_t *__restrict__ val, int *__restrict__ col,
+             spx_value_t *__restrict__ out, int *__restrict__ rl) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= nrows) return;
+  const long long rb = row_ptr[i];
+  const int len = (int)(row_ptr[i + 1] - rb);
+  const int pc = len > 0 ? col_idx[rb + len - 1] : (int)(i < ncols ? i : ncols - 1);
+  const spx_bits_t *vb = (const spx_bits_t *)val;
+  spx_bits_t *ob = (spx_bits_t *)out;
+  for (int j = 0; j < k; j++) {
+    const long long s = i + (long long)j * nrows;
+    col[s] = j < len ? col_idx[rb + j] : pc;
+    ob[s] = j < len ? spx_entry(vb[rb + j]) : SPX_PAD_BITS;
+  }
+  if (rl) rl[i] = len;
+}
+
+/* JDS's counting sort: positions in tiles of SPX_JDS_TILE, a block each; the key of row r is
+ * longest - its length (ascending: longest first), sorted one 8-bit digit a pass. */
+#define SPX_JDS_TILE 2048
+#define SPX_JDS_BINS 256
+
+__device__ __forceinline__ int spx_jds_digit(const long long *__restrict__ row_ptr, long long r, long long longest,
+                                             int shift) {
+  return (int)(((longest - (row_ptr[r + 1] - row_ptr[r])) >> shift) & (SPX_JDS_BINS - 1));
+}
+
+/* The lanes of this warp that are `on` with this lane's digit dg (every lane of the warp calls it). */
+__device__ __forceinline__ unsigned spx_jds_peers(int on, int dg) {
+  unsigned same = __ballot_sync(SPX_FULL, on);
+  for (int b = 0; b < 8; b++) {
+    const unsigned m = __ballot_sync(SPX_FULL, (dg >> b) & 1);
+    same &= (dg >> b) & 1 ? m : ~m;
+  }
+  return same;
+}
+
+/* Pass 1: hist[1 + digit * ntiles + tile] = the tile's positions (of perm_in; rows in order when
+ * NULL) with that digit; digit-major, so a scan makes each the first position its rows move to.
+ * One shared atomic per digit a warp meets (rows of one length, the common case, would serialize
+ * on one counter). */
+extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
+spx_jds_count(long long nrows, long long longest, int shift, long long ntiles, const long long *__restrict__ row_ptr,
+              const int *__restrict__ perm_in, int *__restrict__ hist) {
+  __shared__ int h[SPX_JDS_BINS];
+  const long long t0 = (long long)blockIdx.x * SPX_JDS_TILE;
+  const int lane = threadIdx.x & 31;
+  for (int d = threadIdx.x; d < SPX_JDS_BINS; d += blockDim.x) h[d] = 0;
+  __syncthreads();
+  for (int u = 0; u < SPX_JDS_TILE; u += blockDim.x) { /* the bound is the block's: every lane ballots */
+    const long long q = t0 + u + threadIdx.x;
+    const int on = u + (int)threadIdx.x < SPX_JDS_TILE && q < nrows;
+    const int dg = on ? spx_jds_digit(row_ptr, perm_in ? perm_in[q] : q, longest, shift) : 0;
+    const unsigned same = spx_jds_peers(on, dg);
+    if (on && lane == __ffs(same) - 1) atomicAdd(&h[dg], __popc(same));
+  }
+  __syncthreads();
+  for (int d = threadIdx.x; d < SPX_JDS_BINS; d += blockDim.x) hist[1 + (long long)d * ntiles + blockIdx.x] = h[d];
+}
+
+/* Pass 2 (stable): the row at position q of the tile goes to perm_out[off[digit * ntiles + tile] +
+ * the tile's positions before q with its digit]. Rounds of one position a thread, in order; in a
+ * round a warp ranks its lanes by ballots over the digit's bits, and the warps before add theirs
+ * (wc); run[d] carries each digit's count past the rounds done. */
+extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
+spx_jds_scatter(long long nrows, long long longest, int shift, long long ntiles, const long long *__restrict__ row_ptr,
+                const int *__restrict__ perm_in, const int *__restrict__ off, int *__restrict__ perm_out) {
+  __shared__ int run[SPX_JDS_BINS];
+  __shared__ int wc[SPX_BLOCK / 32][SPX_JDS_BINS];
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  const long long t0 = (long long)blockIdx.x * SPX_JDS_TILE;
+  for (int d = threadIdx.x; d < SPX_JDS_BINS; d += blockDim.x) run[d] = off[(long long)d * ntiles + blockIdx.x];
+  for (int u = 0; u < SPX_JDS_TILE; u += blockDim.x) {
+    const long long q = t0 + u + threadIdx.x;
+    const int on = u + (int)threadIdx.x < SPX_JDS_TILE && q < nrows;
+    const int r = on ? (perm_in ? perm_in[q] : (int)q) : 0;
+    const int dg = on ? spx_jds_digit(row_ptr, r, longest, shift) : 0;
+    const unsigned same = spx_jds_peers(on, dg);
+    for (int d = threadIdx.x; d < SPX_JDS_BINS; d += blockDim.x)
+      for (int v = 0; v < nw; v++) wc[v][d] = 0;
+    __syncthreads();
+    if (on && lane == __ffs(same) - 1) wc[w][dg] = __popc(same);
+    __syncthreads();
+    if (on) {
+      int pos = run[dg] + __popc(same & ((1u << lane) - 1));
+      for (int v = 0; v < w; v++) pos += wc[v][dg];
+      perm_out[pos] = r;
+    }
+    __syncthreads();
+    /* column d of wc is this thread's alone here and in the next round's zeroing: no barrier */
+    for (int d = threadIdx.x; d < SPX_JDS_BINS; d += blockDim.x)
+      for (int v = 0; v < nw; v++) run[d] += wc[v][d];
+  }
+}
+
+/* One thread per jagged diagonal d < njd: its length (the rows longer than d: the first sorted
+ * position whose row is at most d long, by binary search, as lengths never increase along perm)
+ * into jd[1 + d], which a scan makes jd_ptr. */
+extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
+spx_jds_diags(long long nrows, long long njd, const long long *__restrict__ row_ptr, const int *__restrict__ perm,
+              int *__restrict__ jd) {
+  const long long d = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (d >= njd) return;
+  long long lo = 0, hi = nrows; /* positions before lo: longer than d; from hi on: not */
+  while (lo < hi) {
+    const long long mid = lo + (hi - lo) / 2, r = perm[mid];
+    if (row_ptr[r + 1] - row_ptr[r] > d) lo = mid + 1;
+    else hi = mid;
+  }
+  jd[1 + d] = (int)lo;
+}
+
+/* One thread per sorted position p: entry d of its row at jd_ptr[d] + p (a warp writes 32
+ * consecutive slots per diagonal), values as they are (no padding, so -0.0 stays). */
+extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
+spx_jds_fill(long long nrows, const long long *__restrict__ row_ptr, const int *__restrict__ col_idx,
+             const spx_value_t *__restrict__ val, const int *__restrict__ perm, const int *__restrict__ jd_ptr,
+             int *__restrict__ col, spx_value_t *__restrict__ out) {
+  const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= nrows) return;
+  const long long r = perm[p], rb = row_ptr[r];
+  const int len = (int)(row_ptr[r + 1] - rb);
+  const spx_bits_t *vb = (const spx_bits_t *)val;
+  spx_bits_t *ob = (spx_bits_t *)out;
+  for (int d = 0; d < len; d++) {
+    const long long s = (long long)jd_ptr[d] + p;
+    col[s] = col_idx[rb + d];
+    ob[s] = vb[rb + d];
+  }
 }

@@ -414,9 +414,36 @@ static void spmv_bytes(spx_dmatrix *d, spx_devptr dx, spx_devptr dy, int64_t n, 
   assert_int_equal(spx_device_download(gpu, h, dy, (size_t)n * vs), SPX_OK);
 }
 
+/* cuda_impl.h's test hook: device array i of d, in descriptor order (0 when empty). */
+spx_devptr spx__dmatrix_array(const spx_dmatrix *d, int i);
+
+/* The device arrays of d are, bit for bit, those spx_fmt_from_csr(a, f, fp) makes on the host. */
+static void same_arrays(const spx_dmatrix *d, const spx_csr *a, spx_format f, const spx_format_params *fp,
+                        const char *what, const char *params) {
+  spx_fmt *m = NULL;
+  spx_format_array arr[16];
+  int i, n;
+  assert_int_equal(spx_fmt_from_csr(a, f, fp, &m), SPX_OK);
+  n = spx_fmt_arrays(m, arr, 16);
+  assert_true(n <= 16);
+  for (i = 0; i < n; i++) {
+    size_t bytes = (size_t)arr[i].count * arr[i].elem_size, k;
+    unsigned char *h;
+    if (!bytes) continue;
+    assert_non_null(h = malloc(bytes));
+    assert_int_equal(spx_device_download(gpu, h, spx__dmatrix_array(d, i), bytes), SPX_OK);
+    for (k = 0; k < bytes && h[k] == ((const unsigned char *)arr[i].host)[k]; k++) {}
+    if (k < bytes)
+      fail_msg("%s %s %s %s: array %s differs from the host's at element %lld of %lld", what, spx_format_name(f), params,
+               spx_dtype_name(a->dtype), arr[i].name, (long long)(k / arr[i].elem_size), (long long)arr[i].count);
+    free(h);
+  }
+  spx_fmt_destroy(m);
+}
+
 /* spx_dmatrix_convert on the device against the host converter + upload (SPX_DEVICE_CONVERT=0):
- * the same kernel plan (C, sigma, widest slice), the same bytes and bit-identical y, so the same
- * arrays. Returns the combinations compared (0 when both declined, with the same status). */
+ * the same kernel plan (C, sigma, widest slice), the same bytes, the same arrays (downloaded) and
+ * bit-identical y. Returns the combinations compared (0 when both declined, with the same status). */
 static int convert_same(const spx_csr *a64, spx_format f, const char *params, spx_dtype dt, const char *what) {
   spx_csr *a = NULL;
   spx_format_params fp;
@@ -443,6 +470,7 @@ static int convert_same(const spx_csr *a64, spx_format f, const char *params, sp
     fail_msg("%s %s %s: device '%s' %lld bytes, host '%s' %lld bytes", what, spx_format_name(f), params,
              spx_dmatrix_describe(dd), (long long)spx_dmatrix_bytes(dd), spx_dmatrix_describe(dh),
              (long long)spx_dmatrix_bytes(dh));
+  same_arrays(dd, a, f, &fp, what, params);
   for (i = 0; i < nc; i++)
     if (dt == SPX_FLOAT) ((float *)hx)[i] = (float)(1.0 + 0.001 * (double)(i % 977));
     else ((double *)hx)[i] = 1.0 + 0.001 * (double)(i % 977);
@@ -495,16 +523,28 @@ static const char *const convert_params[][2] = {
     {"sdia", ""}, {"sdia", "sdia_max_fill=1000"}, {"sdia", "sdia_max_fill=1"}, {"sdia", "sdia_c=8"},
     {"sdia", "sdia_c=40,sdia_max_fill=1000"},
     {"bsr", ""}, {"bsr", "bsr_r=3,bsr_c=3"}, {"bsr", "bsr_r=2,bsr_c=5"}, {"bsr", "bsr_r=32,bsr_c=1"},
+    {"ell", ""}, {"ell_r", ""}, {"jds", ""},
 };
 
+/* The longest row of a. */
+static int64_t longest_row(const spx_csr *a) {
+  int64_t i, m = 0;
+  for (i = 0; i < a->nrows; i++) m = a->row_ptr[i + 1] - a->row_ptr[i] > m ? a->row_ptr[i + 1] - a->row_ptr[i] : m;
+  return m;
+}
+
 static int convert_all(const spx_csr *a, const char *what) {
+  char wide[64];
   int k, t, got = 0;
+  /* ELL wider than the longest row: the padding past it too */
+  snprintf(wide, sizeof wide, "ell_k=%lld", (long long)longest_row(a) + 3);
   for (k = 0; k < (int)(sizeof convert_params / sizeof convert_params[0]); k++)
     for (t = 0; t < 2; t++) {
       spx_format f;
       assert_int_equal(spx_format_from_name(convert_params[k][0], &f), SPX_OK);
       got += convert_same(a, f, convert_params[k][1], t ? SPX_FLOAT : SPX_DOUBLE, what);
     }
+  got += convert_same(a, SPX_FORMAT_ELL, wide, SPX_DOUBLE, what);
   return got;
 }
 
@@ -529,10 +569,47 @@ static void convert_fails_alike(const spx_csr *a, spx_format f, const char *para
   if (strcmp(dev_msg, spx_last_error())) fail_msg("%s: device '%s', host '%s'", what, dev_msg, spx_last_error());
 }
 
+/* ELL (auto, and wider than the longest row), ELL-R and JDS of a in both dtypes, each compared. */
+static void convert_ell_jds(const spx_csr *a, const char *what) {
+  char wide[64];
+  int t;
+  snprintf(wide, sizeof wide, "ell_k=%lld", (long long)longest_row(a) + 3);
+  for (t = 0; t < 2; t++) {
+    const spx_dtype dt = t ? SPX_FLOAT : SPX_DOUBLE;
+    assert_int_equal(convert_same(a, SPX_FORMAT_ELL, "", dt, what), 1);
+    assert_int_equal(convert_same(a, SPX_FORMAT_ELL, wide, dt, what), 1);
+    assert_int_equal(convert_same(a, SPX_FORMAT_ELL_R, "", dt, what), 1);
+    assert_int_equal(convert_same(a, SPX_FORMAT_JDS, "", dt, what), 1);
+  }
+}
+
+/* nrows x ncols: row nrows / 2 holds `longest` entries (columns 0..longest-1), every 7th other row
+ * 1 to 3, the rest none (longest <= ncols, ncols >= 8). */
+static spx_csr *long_row(int64_t nrows, int64_t ncols, int64_t longest) {
+  int64_t i, j, nz = 0, cap = longest + 3 * (nrows / 7 + 1);
+  int32_t *r = malloc((size_t)cap * sizeof *r), *c = malloc((size_t)cap * sizeof *c);
+  double *v = malloc((size_t)cap * sizeof *v);
+  spx_csr *a = NULL;
+  assert_true(r && c && v);
+  for (i = 0; i < nrows; i++) {
+    int64_t m = i == nrows / 2 ? longest : i % 7 == 0 ? 1 + i % 3 : 0, c0 = i == nrows / 2 ? 0 : (i * 13) % (ncols - 4);
+    for (j = 0; j < m; j++, nz++) {
+      r[nz] = (int32_t)i;
+      c[nz] = (int32_t)(c0 + j);
+      v[nz] = 0.5 + spx_test_rand();
+    }
+  }
+  assert_int_equal(spx_csr_from_coo(nrows, ncols, nz, r, c, v, SPX_DOUBLE, &a), SPX_OK);
+  free(r); free(c); free(v);
+  return a;
+}
+
 /* Rows the converters accept though spx_csr_validate would not (SDIA takes unsorted rows and
- * duplicates, the last one winning; BSR refuses them), and -0.0 entries (stored as +0.0). */
+ * duplicates, the last one winning; BSR refuses them; ELL and JDS copy them), and -0.0 entries
+ * (stored as +0.0, but kept by JDS, which has no padding). */
 static void test_device_convert_odd_rows(void) {
   static const char *const bsr_params[] = {"", "bsr_r=3,bsr_c=3", "bsr_r=32,bsr_c=1"};
+  static const spx_format ej[3] = {SPX_FORMAT_ELL, SPX_FORMAT_ELL_R, SPX_FORMAT_JDS};
   spx_csr *a;
   int k, bad;
   assert_int_equal(spx_csr_create(45, 100, 9, SPX_DOUBLE, &a), SPX_OK);
@@ -548,6 +625,8 @@ static void test_device_convert_odd_rows(void) {
   assert_int_equal(convert_same(a, SPX_FORMAT_SDIA, "sdia_c=5,sdia_max_fill=1000", SPX_FLOAT, "unsorted rows"), 1);
   convert_fails_alike(a, SPX_FORMAT_SDIA, "sdia_max_fill=1", SPX_UNSUPPORTED, "unsorted rows, declined");
   for (k = 0; k < 3; k++) convert_fails_alike(a, SPX_FORMAT_BSR, bsr_params[k], SPX_INVALID_ARGUMENT, "unsorted rows");
+  convert_ell_jds(a, "unsorted rows");
+  convert_fails_alike(a, SPX_FORMAT_ELL, "ell_k=2", SPX_INVALID_ARGUMENT, "ell_k below the longest row");
   spx_csr_destroy(a);
   /* sorted rows with a column outside [0, ncols): -1, then ncols inside the last partial block */
   for (bad = 0; bad < 2; bad++) {
@@ -557,12 +636,39 @@ static void test_device_convert_odd_rows(void) {
     a->val.d[0] = a->val.d[1] = a->val.d[2] = 1;
     for (k = 0; k < 3; k++) convert_fails_alike(a, SPX_FORMAT_BSR, bsr_params[k], SPX_INVALID_ARGUMENT, "bad column");
     convert_fails_alike(a, SPX_FORMAT_BSR, "bsr_r=2,bsr_c=2", SPX_INVALID_ARGUMENT, "bad column");
+    for (k = 0; k < 3; k++) convert_fails_alike(a, ej[k], "", SPX_INVALID_ARGUMENT, "bad column");
+    /* and row pointers out of order (row 1 ends before it starts) */
+    a->col_idx[0] = 1; a->col_idx[1] = 2;
+    a->row_ptr[1] = 3; a->row_ptr[2] = 2;
+    for (k = 0; k < 3; k++) convert_fails_alike(a, ej[k], "", SPX_INVALID_ARGUMENT, "bad row pointers");
     spx_csr_destroy(a);
   }
+  /* no entries at all: ELL of width 0 (or 3, padding only), JDS without diagonals */
+  assert_int_equal(spx_csr_create(1000, 1000, 0, SPX_DOUBLE, &a), SPX_OK);
+  convert_ell_jds(a, "no entries");
+  spx_csr_destroy(a);
+  /* no columns either: ELL's padding needs one, so only width 0 */
+  assert_int_equal(spx_csr_create(10, 0, 0, SPX_DOUBLE, &a), SPX_OK);
+  for (k = 0; k < 3; k++) assert_int_equal(convert_same(a, ej[k], "", SPX_DOUBLE, "no columns"), 1);
+  convert_fails_alike(a, SPX_FORMAT_ELL, "ell_k=3", SPX_INVALID_ARGUMENT, "no columns");
+  spx_csr_destroy(a);
+  /* one long row: JDS's sort takes 2 passes (a digit per 8 bits of the length), then 3; 4096 rows
+   * are 2 whole tiles of its sort, 3001 not */
+  a = long_row(3001, 4000, 2500);
+  convert_ell_jds(a, "long row");
+  spx_csr_destroy(a);
+  a = long_row(4096, 5000, 300);
+  convert_ell_jds(a, "long row, whole tiles");
+  spx_csr_destroy(a);
+  a = long_row(3001, 70001, 70000);
+  assert_int_equal(convert_same(a, SPX_FORMAT_JDS, "", SPX_DOUBLE, "longer row"), 1);
+  assert_int_equal(convert_same(a, SPX_FORMAT_JDS, "", SPX_FLOAT, "longer row"), 1);
+  spx_csr_destroy(a);
 }
 
-/* Device conversion (SELL, SELL16, SDIA, BSR) equals the host's on generated matrices, a SELL16
- * decline (one row spanning 100000 columns), empty rows, odd rows, and every shared matrix. */
+/* Device conversion (SELL, SELL16, SDIA, BSR, ELL, ELL-R, JDS) equals the host's on generated
+ * matrices, a SELL16 decline (one row spanning 100000 columns), empty rows, odd rows, and every
+ * shared matrix. */
 static void test_device_convert(void **state) {
   spx_test_entry *e;
   spx_csr *a;

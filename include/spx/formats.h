@@ -286,11 +286,11 @@ typedef struct spx_format_vtable {
   _(CSR,       csr,       SPX_DESC_CSR,       "O(nnz + n)",             "compressed sparse row, 32-bit row pointers",                       \
     (csr,       CSR,    1, 0, CSR,  1.0,  NULL), none)                                                                                      \
   _(ELL,       ell,       SPX_DESC_ELL,       "O(n K)",                 "ELLPACK: n x K, column-major, padded",                             \
-    (ell,       PADDED, 1, 0, ROW,  1.0,  NULL), none)                                                                                      \
+    (ell,       PADDED, 1, 0, ROW,  1.0,  NULL), ell)                                                                                       \
   _(ELL_R,     ell_r,     SPX_DESC_ELL_R,     "O(n K)",                 "ELL plus row lengths (ELL-R)",                                     \
-    (ell_r,     ROW,    1, 0, ROW,  1.0,  NULL), none)                                                                                      \
+    (ell_r,     ROW,    1, 0, ROW,  1.0,  NULL), ell)                                                                                       \
   _(JDS,       jds,       SPX_DESC_JDS,       "O(nnz + n)",             "jagged diagonals, rows sorted by length",                          \
-    (jds,       SORTED, 1, 0, ROW,  1.05, NULL), none)                                                                                      \
+    (jds,       SORTED, 1, 0, ROW,  1.05, NULL), jds)                                                                                       \
   _(SELL,      sell,      SPX_DESC_SELL,      "O(slots + n log sigma)", "SELL-C-sigma: C-row slices, sigma-row sort windows",               \
     (sell,      PADDED, 1, 1, ROW,  1.0,  NULL), sell)                                                                                      \
   _(HYB,       hyb,       SPX_DESC_HYB,       "O(n K + nnz)",           "ELL of width K plus a COO remainder",                              \

@@ -743,6 +743,175 @@ done:
   return s;
 }
 
+/* ---- CSR -> ELL / ELL-R and JDS on the device (convert.cu: spx_rows_max, spx_ell_fill, spx_jds_*) ----
+ * The host converter's arrays. Both start from the longest row (16 bytes down, which also say
+ * whether the CSR is sound: if not, the host path reports it as it does). */
+#define SPX__CONV_TILE 2048 /* convert.cu: SPX_JDS_TILE, and 256 threads x SPX_SCAN_ITEMS counts a scan tile */
+
+/* acc[0] the longest row, acc[1] 1 for a bad CSR, from the kernel fn (spx_rows_max). The columns
+ * are checked unless staged (staging checked them). The zeros go up on the stream: a memset would
+ * synchronize the context, waiting for staged values still going up. */
+static spx_status spx__conv_rows_max(spx_context *ctx, void *fn, const spx_csr *a, const spx__conv_in *in,
+                                     spx_devptr dacc, unsigned long long acc[2]) {
+  static const unsigned long long zero[2] = {0, 0};
+  long long n = a->nrows, ncols = a->ncols, nnz = a->nnz;
+  spx_devptr ci = in->staged ? 0 : in->ci;
+  void *pr[6] = {&n, &ncols, &nnz, (void *)&in->rp, &ci, &dacc};
+  spx_status s;
+  acc[0] = acc[1] = 0;
+  if ((s = spx_device_upload(ctx, dacc, zero, sizeof zero)) ||
+      (s = spx__launch256(ctx, fn, SPX__MIN((SPX__MAX(n, nnz) + 255) / 256, 1024), pr, "spx_rows_max")))
+    return s;
+  return spx_device_download(ctx, acc, dacc, 2 * sizeof *acc);
+}
+
+/* x[0..n] = the pointers of the 32-bit counts at x[1..n] (convert.cu's scan; sums: a long long per
+ * tile of SPX__CONV_TILE counts, total: one). */
+static spx_status spx__conv_scan(spx_context *ctx, void *const fn[3], long long n, spx_devptr x, spx_devptr sums,
+                                 spx_devptr total) {
+  long long nt = (n + SPX__CONV_TILE - 1) / SPX__CONV_TILE;
+  void *ps[3] = {&n, &x, &sums}, *pt[3] = {&nt, &sums, &total};
+  spx_status s;
+  if ((s = spx__launch256(ctx, fn[0], nt, ps, "spx_scan_sums")) || (s = spx__launch256(ctx, fn[1], nt > 0, pt, "spx_scan_tiles")))
+    return s;
+  return spx__launch256(ctx, fn[2], nt, ps, "spx_scan_apply");
+}
+
+/* ELL (ell_k: auto or at least the longest row, else the host's to refuse) and ELL-R. */
+static spx_status spx__dmatrix_ell_device(spx_context *ctx, const spx_csr *a, spx_format f,
+                                          const spx_format_params *prm, const spx_dmatrix_options *opt,
+                                          spx__dcsr *staged, spx_dmatrix **out) {
+  const int is_r = f == SPX_FORMAT_ELL_R;
+  const size_t vb = SPX_DTYPE_SIZE(a->dtype);
+  const char *defs[1] = {a->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double"};
+  long long n = a->nrows, ncols = a->ncols, slots;
+  int64_t k64 = SPX_AUTO;
+  unsigned long long acc[2];
+  int k;
+  void *fmax = NULL, *ffill = NULL;
+  spx__conv_in in;
+  spx_devptr dacc = 0, dcol = 0, dval = 0, drl = 0;
+  spx_status s;
+  *out = NULL;
+  memset(&in, 0, sizeof in);
+  /* no columns: padding has none to name (the host refuses k > 0 there, or makes empty arrays) */
+  if ((!is_r && !spx__conv_param(SPX_FORMAT_ELL, prm, 0, &k64)) || n < 1 || ncols < 1 || n > INT32_MAX ||
+      ncols > INT32_MAX || a->nnz > INT32_MAX)
+    return SPX_OK;
+  if ((s = spx_jit_kernel(ctx, "convert", "spx_rows_max", 1, defs, &fmax)) ||
+      (s = spx_jit_kernel(ctx, "convert", "spx_ell_fill", 1, defs, &ffill)))
+    return s;
+  if ((s = spx__conv_in_get(ctx, a, staged, &in)) || (s = spx_device_alloc(ctx, sizeof acc, &dacc)) ||
+      (s = spx__conv_rows_max(ctx, fmax, a, &in, dacc, acc)))
+    goto done;
+  if (acc[1] || (k64 != SPX_AUTO && k64 < (int64_t)acc[0])) goto done; /* the host's to report */
+  k = k64 == SPX_AUTO ? (int)acc[0] : (int)k64;
+  slots = n * k;
+  if (slots > ((long long)1 << 58)) goto done; /* bytes past size_t: the host's allocation refuses it */
+  if ((s = spx_device_alloc(ctx, (size_t)slots * 4 + 4, &dcol)) || (s = spx_device_alloc(ctx, (size_t)slots * vb + vb, &dval)) ||
+      (is_r && (s = spx_device_alloc(ctx, (size_t)n * 4, &drl))))
+    goto done;
+  {
+    void *pr[9] = {&n, &ncols, &k, &in.rp, &in.ci, &in.va, &dcol, &dval, &drl};
+    if ((s = spx__conv_in_values(&in)) || (s = spx__launch256(ctx, ffill, (n + 255) / 256, pr, "spx_ell_fill"))) goto done;
+  }
+  { /* the dmatrix: a shell with the scalars adopts the arrays */
+    spx_fmt m;
+    spx_fmt_ell e;
+    spx_fmt_ell_r er;
+    const spx_devptr given[3] = {dcol, dval, drl};
+    memset(&m, 0, sizeof m); memset(&e, 0, sizeof e); memset(&er, 0, sizeof er);
+    m.format = f; m.dtype = a->dtype; m.nrows = n; m.ncols = ncols; m.nnz = a->nnz; m.vt = spx_format_info(f);
+    e.dtype = er.dtype = a->dtype; e.nrows = er.nrows = n; e.ncols = er.ncols = ncols; e.nnz = er.nnz = a->nnz;
+    e.k = er.k = k;
+    m.impl = is_r ? (void *)&er : (void *)&e;
+    if ((s = spx__dmatrix_adopt(ctx, &m, opt, given, is_r ? 3 : 2, out))) goto done;
+    dcol = dval = drl = 0;
+  }
+done:
+  spx__conv_in_free(ctx, &in);
+  spx_device_free(ctx, dacc); spx_device_free(ctx, dcol); spx_device_free(ctx, dval); spx_device_free(ctx, drl);
+  return s;
+}
+
+/* JDS: the stable counting sort (a pass per 8-bit digit of longest - length; perm and a second
+ * array alternate, the last pass writing perm), the diagonals' lengths scanned into jd_ptr, the fill. */
+static spx_status spx__dmatrix_jds_device(spx_context *ctx, const spx_csr *a, spx_format f,
+                                          const spx_format_params *prm, const spx_dmatrix_options *opt,
+                                          spx__dcsr *staged, spx_dmatrix **out) {
+  static const char *const names[8] = {"spx_rows_max", "spx_jds_count", "spx_jds_scatter", "spx_jds_diags",
+                                       "spx_jds_fill", "spx_scan_sums", "spx_scan_tiles", "spx_scan_apply"};
+  static const int32_t zero32 = 0;
+  const size_t vb = SPX_DTYPE_SIZE(a->dtype);
+  const char *defs[1] = {a->dtype == SPX_FLOAT ? "SPX_VALUE_T=float" : "SPX_VALUE_T=double"};
+  long long n = a->nrows, longest, ntiles, nh, njd;
+  unsigned long long acc[2];
+  int pass, npass, k;
+  void *fn[8];
+  spx__conv_in in;
+  spx_devptr dacc = 0, dperm = 0, dtmp = 0, dhist = 0, dsums = 0, dtot = 0, djd = 0, dcol = 0, dval = 0;
+  spx_status s;
+  (void)f; (void)prm; /* JDS's converter alone, and JDS has no parameters */
+  *out = NULL;
+  memset(&in, 0, sizeof in);
+  if (n < 1 || n > INT32_MAX || a->ncols > INT32_MAX || a->nnz > INT32_MAX) return SPX_OK;
+  for (k = 0; k < 8; k++)
+    if ((s = spx_jit_kernel(ctx, "convert", names[k], 1, defs, &fn[k]))) return s;
+  if ((s = spx__conv_in_get(ctx, a, staged, &in)) || (s = spx_device_alloc(ctx, sizeof acc, &dacc)) ||
+      (s = spx__conv_rows_max(ctx, fn[0], a, &in, dacc, acc)))
+    goto done;
+  if (acc[1]) goto done; /* the host's to report */
+  longest = njd = (long long)acc[0];
+  npass = 1 + (longest > 0xff) + (longest > 0xffff) + (longest > 0xffffff);
+  ntiles = (n + SPX__CONV_TILE - 1) / SPX__CONV_TILE;
+  nh = 256 * ntiles; /* counts, digit-major */
+  if ((s = spx_device_alloc(ctx, (size_t)n * 4, &dperm)) || (npass > 1 && (s = spx_device_alloc(ctx, (size_t)n * 4, &dtmp))) ||
+      (s = spx_device_alloc(ctx, (size_t)(nh + 1) * 4, &dhist)) ||
+      (s = spx_device_alloc(ctx, (size_t)((SPX__MAX(nh, njd) + SPX__CONV_TILE - 1) / SPX__CONV_TILE) * 8, &dsums)) ||
+      (s = spx_device_alloc(ctx, 8, &dtot)))
+    goto done;
+  for (pass = 0; pass < npass; pass++) {
+    spx_devptr src = pass == 0 ? 0 : (npass - pass) % 2 ? dtmp : dperm, dst = (npass - 1 - pass) % 2 ? dtmp : dperm;
+    int shift = 8 * pass;
+    void *pr[8] = {&n, &longest, &shift, &ntiles, &in.rp, &src, &dhist, &dst};
+    if ((s = spx__launch256(ctx, fn[1], ntiles, pr, names[1])) || (s = spx__conv_scan(ctx, fn + 5, nh, dhist, dsums, dtot)) ||
+        (s = spx__launch256(ctx, fn[2], ntiles, pr, names[2])))
+      goto done;
+  }
+  /* jd_ptr[0] = 0: the scan's, or with no diagonals (no entries) an upload's */
+  if ((s = spx_device_alloc(ctx, (size_t)(njd + 1) * 4, &djd)) || (njd == 0 && (s = spx_device_upload(ctx, djd, &zero32, 4))))
+    goto done;
+  {
+    void *pr[5] = {&n, &njd, &in.rp, &dperm, &djd};
+    if ((s = spx__launch256(ctx, fn[3], (njd + 255) / 256, pr, names[3])) || (s = spx__conv_scan(ctx, fn + 5, njd, djd, dsums, dtot)))
+      goto done;
+  }
+  if ((s = spx_device_alloc(ctx, (size_t)a->nnz * 4 + 4, &dcol)) || (s = spx_device_alloc(ctx, (size_t)a->nnz * vb + vb, &dval)))
+    goto done;
+  {
+    void *pr[8] = {&n, &in.rp, &in.ci, &in.va, &dperm, &djd, &dcol, &dval};
+    if ((s = spx__conv_in_values(&in)) || (s = spx__launch256(ctx, fn[4], (n + 255) / 256, pr, names[4]))) goto done;
+  }
+  {
+    spx_fmt m;
+    spx_fmt_jds e;
+    const spx_devptr given[4] = {dperm, djd, dcol, dval};
+    memset(&m, 0, sizeof m);
+    memset(&e, 0, sizeof e);
+    e.dtype = a->dtype; e.nrows = n; e.ncols = a->ncols; e.nnz = a->nnz; e.njd = (int32_t)njd;
+    m.format = SPX_FORMAT_JDS; m.dtype = a->dtype; m.nrows = n; m.ncols = a->ncols; m.nnz = a->nnz;
+    m.vt = spx_format_info(SPX_FORMAT_JDS); m.impl = &e;
+    if ((s = spx__dmatrix_adopt(ctx, &m, opt, given, 4, out))) goto done;
+    dperm = djd = dcol = dval = 0;
+  }
+done:
+  spx__conv_in_free(ctx, &in);
+  spx_device_free(ctx, dacc); spx_device_free(ctx, dperm); spx_device_free(ctx, dtmp); spx_device_free(ctx, dhist);
+  spx_device_free(ctx, dsums); spx_device_free(ctx, dtot); spx_device_free(ctx, djd); spx_device_free(ctx, dcol);
+  spx_device_free(ctx, dval);
+  return s;
+}
+
 /* ---- The device converters, by format ---------------------------------------------------------
  * A format's registry line (SPX_FORMATS, formats.h) names its converter in its device column:
  * spx__dmatrix_<device>_device above, or none (converted on the host, then uploaded). Keyed by
@@ -795,6 +964,11 @@ spx_status spx_dmatrix_convert(spx_context *ctx, const spx_csr *a, spx_format f,
     return s;
   }
 }
+
+/* Device array i of d in descriptor order (0: none, or empty), for tests/test_cuda.c, which
+ * compares a device conversion with the host's array for array. Declared here: a test hook only. */
+spx_devptr spx__dmatrix_array(const spx_dmatrix *d, int i);
+spx_devptr spx__dmatrix_array(const spx_dmatrix *d, int i) { return d && i >= 0 && i < d->narrays ? d->arrays[i] : 0; }
 
 /* The header spx_dmatrix_wrap_csr builds, without arrays: its kernel spec reads none when the
  * options fix threads_per_row (spx_csr_kernel_options always does). */
