@@ -1110,7 +1110,7 @@ static void test_device_file(void **state) {
   d.calibrated = 1;
   d.format_factor[SPX_FORMAT_ELL] = 1.5;
   d.format_convert_ns[SPX_FORMAT_BSR] = 7.25;
-  d.format_convert_ns[SPX_FORMAT_JDS] = 5.5;
+  d.format_convert_ns[SPX_FORMAT_HYB] = 5.5;
   d.format_staged_convert_ns[SPX_FORMAT_BSR] = 0.125; /* its own key: not read as convert_bsr */
   d.format_gather[SPX_FORMAT_HYB] = 0.75; d.gather_cusparse = 0.5; d.gather_default = 1.25;
   d.format_floor_us[SPX_FORMAT_JDS] = 7.5; d.cusparse_call_us = 6.25; d.jit_hit_ms = 0.375;
@@ -1143,8 +1143,9 @@ static void test_device_file(void **state) {
   e.format_floor_us[SPX_FORMAT_JDS] = 0;
   memset(e.format_gather, 0, sizeof e.format_gather); /* (test_model_gather has them) */
   e.gather_cusparse = e.gather_default = 0;
-  { /* and the model applies them: ELL 1.5x slower, BSR and JDS conversion at their own rates (BSR
-     * converts on the device: its rate covers the upload; JDS pays the upload besides) */
+  { /* and the model applies them: ELL 1.5x slower, BSR and HYB conversion at their own rates (BSR
+     * converts on the device: its rate covers the upload; HYB, converted on the host, pays the upload
+     * besides) */
     spx_plan_candidate c0[SPX_FORMAT_MAX + 1], c1[SPX_FORMAT_MAX + 1];
     spx_csr *a = pattern(64000, 4, 0, 0);
     int n0, n1;
@@ -1154,7 +1155,7 @@ static void test_device_file(void **state) {
     assert_true(fabs(cand(c1, n1, "ell", 0)->predicted_us - 1.5 * cand(c0, n0, "ell", 0)->predicted_us) < 1e-9);
     assert_true(cand(c1, n1, "csr", 0)->predicted_us == cand(c0, n0, "csr", 0)->predicted_us);
     {
-      const spx_plan_candidate *b = cand(c1, n1, "bsr", 0), *j = cand(c1, n1, "jds", 0);
+      const spx_plan_candidate *b = cand(c1, n1, "bsr", 0), *j = cand(c1, n1, "hyb", 0);
       double want = 1e-6 * 7.25 * (double)b->bytes + 3;
       assert_true(fabs(b->convert_ms - want) < 1e-9 * want);
       want = 1e-6 * 5.5 * (double)j->bytes + (double)j->bytes / 1e7 + 3;
@@ -1190,7 +1191,7 @@ static void test_device_file(void **state) {
     const char *p = spx_plan_device_path("NVIDIA H100 80GB");
     if (spx_jit_cache_dir()) {
       assert_non_null(p);
-      assert_non_null(strstr(p, "/tuner/v12/NVIDIA_H100_80GB.json"));
+      assert_non_null(strstr(p, "/tuner/v13/NVIDIA_H100_80GB.json"));
     }
   }
 }

@@ -28,7 +28,7 @@
  *   SPX_DEVICE_CACHE_MB   device blocks spx_device_free keeps for reuse (default 1/16 of memory,
  *                         at most 2 GiB; 0: none)
  *   SPX_UPLOAD_THREADS    workers of the pinned upload pool (0: the driver's pageable path)
- *   SPX_DEVICE_CONVERT=0  convert SELL, SELL16, SDIA and BSR on the host instead of the device
+ *   SPX_DEVICE_CONVERT=0  convert SELL, SELL16, SDIA, BSR, ELL, ELL-R and JDS on the host, not the device
  *   SPX_PLAN_DEVICE_PROFILE=0   profile a plan's matrix on the host even from 2^17 nonzeros
  *   SPX_PLAN_TRACE=1      the time of every selection stage and build step on stderr
  *   SPX_STENCIL_XV=1|2    x cells per thread of the one-step stencil kernel

@@ -28,7 +28,7 @@
   _(SPX_CACHE_MAX_MB,        cache_max_mb,        STR,   "the JIT disk cache's cap in MiB, a positive number (512)") \
   _(SPX_DEVICE_CACHE_MB,     device_cache_mb,     COUNT, "device blocks kept for reuse, MiB (1/16 of memory, at most 2 GiB; 0 none)") \
   _(SPX_UPLOAD_THREADS,      upload_threads,      COUNT, "workers of the pinned upload pool (3/4 of the CPUs, at most 12; 0 none)") \
-  _(SPX_DEVICE_CONVERT,      device_convert,      STR,   "0: SELL, SELL16, SDIA and BSR converted on the host (on the device)") \
+  _(SPX_DEVICE_CONVERT,      device_convert,      STR,   "0: SELL, SELL16, SDIA, BSR, ELL, ELL-R and JDS converted on the host (on the device)") \
   _(SPX_PLAN_DEVICE_PROFILE, plan_device_profile, STR,   "0: a plan's matrix profiled on the host (on the device from 2^17 nonzeros)") \
   _(SPX_PLAN_TRACE,          plan_trace,          STR,   "set, not 0: selection stages and build steps timed on stderr") \
   _(SPX_STENCIL_XV,          stencil_xv,          STR,   "1 | 2: x cells per thread of the one-step stencil kernel") \
