@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* convert.cu: CSR -> SELL-C-sigma, SELL16, SDIA, BSR, ELL, ELL-R and JDS on the device, so that a plan (or a
- * time-stepping code handing in a new matrix) converts at device bandwidth instead of on the host.
- * Every result is the host converter's, array for array (tests compare them).
+/* convert.cu: CSR -> SELL-C-sigma, SELL16, SDIA, BSR, ELL, ELL-R and JDS on the device, so that a
+ * plan (or a time-stepping code handing in a new matrix) converts at device bandwidth instead of on
+ * the host. Every result is the host converter's, array for array (tests compare them).
  *
  * SELL / SELL16: rows sorted by decreasing length inside windows of sigma with ties in row order,
  * padding -0.0 on the row's last column (an empty row's on its diagonal, clamped to the last
@@ -21,8 +21,9 @@
  * twice (pass 2 with values), the result written once.
  *
  * ELL / ELL-R and JDS: spx_rows_max finds the longest row (and checks the row pointers, and the
- * columns of a CSR not staged: a bad one is left to the host path, which reports it). ELL: spx_ell_fill, a thread per row, writes its
- * k slots column-major (padding as SELL's, an entry's -0.0 stored as +0.0; ELL-R its length too).
+ * columns of a CSR not staged: a bad one is left to the host path, which reports it). ELL:
+ * spx_ell_fill, a thread per row, writes its k slots column-major (padding as SELL's, an entry's
+ * -0.0 stored as +0.0; ELL-R its length too).
  * JDS: a stable counting sort of the rows by length, longest first, ties in row order (the host's):
  * per 8-bit digit of longest - length, least significant first, spx_jds_count counts each tile's
  * digits, a scan (spx_scan_*) makes them positions and spx_jds_scatter moves the rows; then

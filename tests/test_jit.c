@@ -450,7 +450,7 @@ static void test_every_template_compiles(void **state) {
 }
 
 /* The device converters' kernels (convert.cu) compile for sm_90 with every define set the drivers
- * in cuda_impl.h pass: the value type alone (SELL, SELL16, BSR, the scans, SDIA with C <= 32) and
+ * in cuda_impl.h pass: the value type alone (SELL, SELL16, BSR, ELL, JDS, the scans, SDIA with C <= 32) and
  * SPX_RPL (SDIA rows per lane: 2 for C in 33..64, 32 up to C = 1024); the cubin names each kernel. */
 static void test_convert_kernels_compile(void **state) {
   static const char *const specs[][2] = {
@@ -458,7 +458,9 @@ static void test_convert_kernels_compile(void **state) {
       {"SPX_VALUE_T=double", "SPX_RPL=2"}, {"SPX_VALUE_T=float", "SPX_RPL=32"},
   };
   static const char *const kernels[] = {"spx_sdia_count", "spx_sdia_fill", "spx_bsr_count", "spx_bsr_fill",
-                                        "spx_scan_sums", "spx_scan_tiles", "spx_scan_apply", "spx_sell_fill"};
+                                        "spx_scan_sums", "spx_scan_tiles", "spx_scan_apply", "spx_sell_fill",
+                                        "spx_rows_max", "spx_ell_fill", "spx_jds_count", "spx_jds_scatter",
+                                        "spx_jds_diags", "spx_jds_fill"};
   fixture *f = (fixture *)*state;
   int k, j, origin;
   if (!spx_test_have_nvrtc()) skip();

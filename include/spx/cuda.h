@@ -90,10 +90,11 @@ spx_status spx_dmatrix_wrap_csr(spx_context *ctx, int64_t nrows, int64_t ncols, 
  * the histogram does not sum to nrows rows and nnz nonzeros. */
 spx_status spx_csr_kernel_options(int64_t nrows, int64_t nnz, const int64_t *row_hist, int64_t row_max,
                                   spx_dmatrix_options *out);
-/* A host CSR (valid, spx_csr_validate) converted to format f for ctx's device: SELL, SELL16, SDIA
- * and BSR (r <= 32) are converted on the device (the CSR is uploaded once and the arrays written by
- * kernels, the same arrays as spx_fmt_from_csr gives, declines and errors included); other formats
- * on the host, then uploaded. SPX_DEVICE_CONVERT=0 in the environment forces the host path. */
+/* A host CSR (valid, spx_csr_validate) converted to format f for ctx's device: SELL, SELL16, SDIA,
+ * BSR (r <= 32), ELL, ELL-R and JDS are converted on the device (the CSR is uploaded once and the
+ * arrays written by kernels, the same arrays as spx_fmt_from_csr gives, declines and errors
+ * included); other formats on the host, then uploaded. SPX_DEVICE_CONVERT=0 in the environment
+ * forces the host path. */
 spx_status spx_dmatrix_convert(spx_context *ctx, const spx_csr *a, spx_format f, const spx_format_params *params,
                                const spx_dmatrix_options *opt, spx_dmatrix **out);
 /* y = alpha*A*x + beta*y, queued on the context's stream (asynchronous). beta == 0 does not read y. */

@@ -13,7 +13,8 @@
 
 /* A host CSR's arrays on the device (made by spx__dcsr_stage, stage_impl.h): one upload serves the
  * plan's profile and validation, then its build. cuSPARSE takes the 32-bit row_ptr the profile
- * kernel writes on the way, the device converters (SELL, SELL16, SDIA, BSR) the 64-bit one. */
+ * kernel writes on the way, the device converters (SELL, SELL16, SDIA, BSR, ELL, ELL-R, JDS) the
+ * 64-bit one. */
 typedef struct spx__dcsr {
   spx_context *ctx;
   int64_t nrows, ncols, nnz;

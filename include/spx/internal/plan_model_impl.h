@@ -316,7 +316,7 @@ double spx__plan_gather_us(const spx_plan_device *d, const spx__pprof *p, int64_
 }
 
 /* Formats spx_dmatrix_convert converts on the device (their calibrated rate covers the upload):
- * SELL, SELL16, SDIA and BSR (cuda_impl.h). */
+ * those whose registry line names a device converter (SELL, SELL16, SDIA, BSR, ELL, ELL-R, JDS). */
 int spx__plan_on_device(int cuda, int f) { return cuda && spx__device_converts(f); }
 
 /* Conversion (host, or device) + upload + one compile, milliseconds; f < 0: no format-specific rate. */

@@ -1012,11 +1012,11 @@ static const char *const spx__template_bsr[] = {
 
 /* templates/convert.cu */
 static const char *const spx__template_convert[] = {
-    /* chunk 0: bytes 0..3967 */
+    /* chunk 0: bytes 0..3970 */
     ("/* SPDX-License-Identifier: BSD-3-Clause */\n"
-    "/* convert.cu: CSR -> SELL-C-sigma, SELL16, SDIA, BSR, ELL, ELL-R and JDS on the device, so that a plan (or a\n"
-    " * time-stepping code handing in a new matrix) converts at device bandwidth instead of on the host.\n"
-    " * Every result is the host converter's, array for array (tests compare them).\n"
+    "/* convert.cu: CSR -> SELL-C-sigma, SELL16, SDIA, BSR, ELL, ELL-R and JDS on the device, so that a\n"
+    " * plan (or a time-stepping code handing in a new matrix) converts at device bandwidth instead of on\n"
+    " * the host. Every result is the host converter's, array for array (tests compare them).\n"
     " *\n"
     " * SELL / SELL16: rows sorted by decreasing length inside windows of sigma with ties in row order,\n"
     " * padding -0.0 on the row's last column (an empty row's on its diagonal, clamped to the last\n"
@@ -1036,8 +1036,9 @@ static const char *const spx__template_convert[] = {
     " * twice (pass 2 with values), the result written once.\n"
     " *\n"
     " * ELL / ELL-R and JDS: spx_rows_max finds the longest row (and checks the row pointers, and the\n"
-    " * columns of a CSR not staged: a bad one is left to the host path, which reports it). ELL: spx_ell_fill, a thread per row, writes its\n"
-    " * k slots column-major (padding as SELL's, an entry's -0.0 stored as +0.0; ELL-R its length too).\n"
+    " * columns of a CSR not staged: a bad one is left to the host path, which reports it). ELL:\n"
+    " * spx_ell_fill, a thread per row, writes its k slots column-major (padding as SELL's, an entry's\n"
+    " * -0.0 stored as +0.0; ELL-R its length too).\n"
     " * JDS: a stable counting sort of the rows by length, longest first, ties in row order (the host's):\n"
     " * per 8-bit digit of longest - length, least significant first, spx_jds_count counts each tile's\n"
     " * digits, a scan (spx_scan_*) makes them positions and spx_jds_scatter moves the rows; then\n"
@@ -1075,7 +1076,7 @@ static const char *const spx__template_convert[] = {
     "\n"
     "/* One block per window of sigma rows: position = the number of rows of the window that come\n"
     " * before this one (longer, or as long and earlier), which is the host's stable order. */\n"),
-    /* chunk 1: bytes 3967..7949 */
+    /* chunk 1: bytes 3970..7952 */
     ("extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
     "spx_sell_sort(long long nrows, int sigma, const long long *__restrict__ row_ptr, int *__restrict__ perm) {\n"
     "  __shared__ int len[SPX_SIGMA_MAX];\n"
@@ -1158,7 +1159,7 @@ static const char *const spx__template_convert[] = {
     "    }\n"
     "    return;\n"
     "  }\n"),
-    /* chunk 2: bytes 7949..11946 */
+    /* chunk 2: bytes 7952..11949 */
     ("  const long long r = perm ? perm[q] : q, rb = row_ptr[r];\n"
     "  const int len = (int)(row_ptr[r + 1] - rb);\n"
     "  const int pc = len > 0 ? col_idx[rb + len - 1] : (int)(r < ncols ? r : ncols - 1);\n"
@@ -1245,7 +1246,7 @@ static const char *const spx__template_convert[] = {
     "      }\n"
     "    }\n"
     "    const unsigned b = __ballot_sync(SPX_FULL, has);\n"),
-    /* chunk 3: bytes 11946..15914 */
+    /* chunk 3: bytes 11949..15917 */
     ("    if (!b) break; /* every group of the warp is done */\n"
     "    const int m = spx_group_min(mine, g);\n"
     "    int bad = 0;\n"
@@ -1322,7 +1323,7 @@ static const char *const spx__template_convert[] = {
     "  if (I < nbrows && gl < r && i < nrows) {\n"
     "    k = row_ptr[i];\n"
     "    e = row_ptr[i + 1];\n"),
-    /* chunk 4: bytes 15914..19856 */
+    /* chunk 4: bytes 15917..19859 */
     ("    if (k < e) hb = col_idx[k] / c;\n"
     "  }\n"
     "  if (fill && I < nbrows) { base = brp[I]; nb = brp[I + 1] - base; }\n"
@@ -1419,7 +1420,7 @@ static const char *const spx__template_convert[] = {
     "}\n"
     "\n"
     "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"),
-    /* chunk 5: bytes 19856..23843 */
+    /* chunk 5: bytes 19859..23846 */
     ("spx_scan_sums(long long n, const int *__restrict__ x, long long *__restrict__ sums) {\n"
     "  __shared__ long long sh[SPX_BLOCK / 32];\n"
     "  const long long q0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * SPX_SCAN_ITEMS;\n"
@@ -1504,7 +1505,7 @@ static const char *const spx__template_convert[] = {
     "  const long long rb = row_ptr[i];\n"
     "  const int len = (int)(row_ptr[i + 1] - rb);\n"
     "  const int pc = len > 0 ? col_idx[rb + len - 1] : (int)(i < ncols ? i : ncols - 1);\n"),
-    /* chunk 6: bytes 23843..27839 */
+    /* chunk 6: bytes 23846..27842 */
     ("  const spx_bits_t *vb = (const spx_bits_t *)val;\n"
     "  spx_bits_t *ob = (spx_bits_t *)out;\n"
     "  for (int j = 0; j < k; j++) {\n"
@@ -1578,7 +1579,7 @@ static const char *const spx__template_convert[] = {
     "    const unsigned same = spx_jds_peers(on, dg);\n"
     "    for (int d = threadIdx.x; d < SPX_JDS_BINS; d += blockDim.x)\n"
     "      for (int v = 0; v < nw; v++) wc[v][d] = 0;\n"),
-    /* chunk 7: bytes 27839..30112 */
+    /* chunk 7: bytes 27842..30115 */
     ("    __syncthreads();\n"
     "    if (on && lane == __ffs(same) - 1) wc[w][dg] = __popc(same);\n"
     "    __syncthreads();\n"
@@ -3950,7 +3951,7 @@ static const spx__template spx__templates[] = {
     {"amg_setup", spx__template_amg_setup, 7, 25475, UINT64_C(0x554ebc5b28cb30a8)},
     {"analyze", spx__template_analyze, 3, 8543, UINT64_C(0x66e004e02a4ed7ab)},
     {"bsr", spx__template_bsr, 2, 4755, UINT64_C(0xa2d6689c4c9a724d)},
-    {"convert", spx__template_convert, 8, 30112, UINT64_C(0x972e8320906a820b)},
+    {"convert", spx__template_convert, 8, 30115, UINT64_C(0x1b72776a7f72e6a3)},
     {"coo", spx__template_coo, 1, 3315, UINT64_C(0x40bd6b3938bb2af8)},
     {"csr", spx__template_csr, 3, 8014, UINT64_C(0x9015fb341167af5b)},
     {"csr_lb", spx__template_csr_lb, 3, 9381, UINT64_C(0x5afc2186e964543d)},
