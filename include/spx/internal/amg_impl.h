@@ -40,14 +40,21 @@ static int spx__amg_streq_nocase(const char *a, const char *b) {
   return *a == *b;
 }
 
+/* The index of name among names[0..n) (case-insensitive), or -1: the enums' parsers below. */
+static int spx__amg_name_index(const char *const *names, int n, const char *name) {
+  int k;
+  for (k = 0; k < n; k++)
+    if (spx__amg_streq_nocase(name, names[k])) return k;
+  return -1;
+}
+
 spx_status spx_amg_smoother_parse(const char *name, spx_amg_smoother *out) {
   int k;
   if (!name || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_smoother_parse: NULL argument");
-  for (k = 0; k < SPX_AMG_SMOOTHER_COUNT; k++)
-    if (spx__amg_streq_nocase(name, spx__amg_sm_names[k])) {
-      *out = (spx_amg_smoother)k;
-      return SPX_OK;
-    }
+  if ((k = spx__amg_name_index(spx__amg_sm_names, SPX_AMG_SMOOTHER_COUNT, name)) >= 0) {
+    *out = (spx_amg_smoother)k;
+    return SPX_OK;
+  }
   return spx__fail(SPX_INVALID_ARGUMENT, "unknown smoother '%s': jacobi, l1jacobi, chebyshev or gs", name);
 }
 
@@ -64,11 +71,10 @@ const char *spx_amg_cycle_type_name(spx_amg_cycle_type c) {
 spx_status spx_amg_cycle_type_parse(const char *name, spx_amg_cycle_type *out) {
   int k;
   if (!name || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_cycle_type_parse: NULL argument");
-  for (k = 0; k < SPX_AMG_CYCLE_COUNT; k++)
-    if (spx__amg_streq_nocase(name, spx__amg_cycle_names[k])) {
-      *out = (spx_amg_cycle_type)k;
-      return SPX_OK;
-    }
+  if ((k = spx__amg_name_index(spx__amg_cycle_names, SPX_AMG_CYCLE_COUNT, name)) >= 0) {
+    *out = (spx_amg_cycle_type)k;
+    return SPX_OK;
+  }
   return spx__fail(SPX_INVALID_ARGUMENT, "unknown cycle '%s': v, w or f", name);
 }
 
@@ -81,11 +87,10 @@ const char *spx_amg_aggregation_name(spx_amg_aggregation a) {
 spx_status spx_amg_aggregation_parse(const char *name, spx_amg_aggregation *out) {
   int k;
   if (!name || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_aggregation_parse: NULL argument");
-  for (k = 0; k <= SPX_AMG_AGG_MIS2; k++)
-    if (spx__amg_streq_nocase(name, spx__amg_agg_names[k])) {
-      *out = (spx_amg_aggregation)k;
-      return SPX_OK;
-    }
+  if ((k = spx__amg_name_index(spx__amg_agg_names, SPX_AMG_AGG_MIS2 + 1, name)) >= 0) {
+    *out = (spx_amg_aggregation)k;
+    return SPX_OK;
+  }
   return spx__fail(SPX_INVALID_ARGUMENT, "unknown aggregation '%s': auto, greedy or mis2", name);
 }
 
@@ -98,11 +103,10 @@ const char *spx_amg_coarsening_name(spx_amg_coarsening c) {
 spx_status spx_amg_coarsening_parse(const char *name, spx_amg_coarsening *out) {
   int k;
   if (!name || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_coarsening_parse: NULL argument");
-  for (k = 0; k <= SPX_AMG_RS; k++)
-    if (spx__amg_streq_nocase(name, spx__amg_coarsening_names[k])) {
-      *out = (spx_amg_coarsening)k;
-      return SPX_OK;
-    }
+  if ((k = spx__amg_name_index(spx__amg_coarsening_names, SPX_AMG_RS + 1, name)) >= 0) {
+    *out = (spx_amg_coarsening)k;
+    return SPX_OK;
+  }
   return spx__fail(SPX_INVALID_ARGUMENT, "unknown coarsening '%s': sa (smoothed aggregation) or rs (Ruge-Stueben)",
                    name);
 }
@@ -116,11 +120,10 @@ const char *spx_amg_rs_interp_name(spx_amg_rs_interp i) {
 spx_status spx_amg_rs_interp_parse(const char *name, spx_amg_rs_interp *out) {
   int k;
   if (!name || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_amg_rs_interp_parse: NULL argument");
-  for (k = 0; k <= SPX_AMG_RS_EXTENDED_I; k++)
-    if (spx__amg_streq_nocase(name, spx__amg_rs_interp_names[k])) {
-      *out = (spx_amg_rs_interp)k;
-      return SPX_OK;
-    }
+  if ((k = spx__amg_name_index(spx__amg_rs_interp_names, SPX_AMG_RS_EXTENDED_I + 1, name)) >= 0) {
+    *out = (spx_amg_rs_interp)k;
+    return SPX_OK;
+  }
   if (spx__amg_streq_nocase(name, "extended") || spx__amg_streq_nocase(name, "extended+i")) {
     *out = SPX_AMG_RS_EXTENDED_I;
     return SPX_OK;
