@@ -471,6 +471,56 @@ static void test_model_latency(void **state) {
   free(len);
 }
 
+/* HYB's COO part adds each warp's run of a row into y with one atomic: atomic_row_ns per such add
+ * beyond the bytes. Rows of 4, 3 in 10 of them 5: K = 4, the fifth entries in the COO part, one
+ * atomic per long row plus one per 32 COO entries where runs may cross a warp. Formats without
+ * atomics keep their predictions; a matrix whose rows all fit K has no term; the device file keeps
+ * the rate. */
+static void test_model_atomics(void **state) {
+  spx_plan_device d = fake_gpu(), back;
+  spx_plan_candidate c[SPX_FORMAT_MAX + 1], c0[SPX_FORMAT_MAX + 1];
+  const int64_t n = 100000;
+  int64_t *len = malloc((size_t)n * sizeof *len), i, longrows = 0;
+  char path[] = "/tmp/spx_test_atomicsXXXXXX";
+  spx_csr *a, *even;
+  int nc, nc0, fd;
+  (void)state;
+  assert_non_null(len);
+  for (i = 0; i < n; i++) {
+    len[i] = 4 + (i % 10 < 3);
+    longrows += i % 10 < 3;
+  }
+  a = rows_matrix(n, len);
+  d.atomic_row_ns = 0;
+  assert_int_equal(spx_plan_model(a, &d, 1000, 0, 1, c0, SPX_FORMAT_MAX + 1, &nc0), SPX_OK);
+  d.atomic_row_ns = 2.0;
+  assert_int_equal(spx_plan_model(a, &d, 1000, 0, 1, c, SPX_FORMAT_MAX + 1, &nc), SPX_OK);
+  {
+    double want = 1e-3 * 2.0 * ((double)longrows + (double)longrows / 32.0);
+    double got = cand(c, nc, "hyb", 0)->predicted_us - cand(c0, nc0, "hyb", 0)->predicted_us;
+    if (fabs(got - want) > 1e-9 * want) fail_msg("hyb: %.6f us more with atomics, want %.6f", got, want);
+  }
+  assert_true(cand(c, nc, "ell", 0)->predicted_us == cand(c0, nc0, "ell", 0)->predicted_us);
+  assert_true(cand(c, nc, "coo", 0)->predicted_us == cand(c0, nc0, "coo", 0)->predicted_us);
+  for (i = 0; i < n; i++) len[i] = 4;
+  even = rows_matrix(n, len);
+  assert_int_equal(spx_plan_model(even, &d, 1000, 0, 1, c, SPX_FORMAT_MAX + 1, &nc), SPX_OK);
+  d.atomic_row_ns = 0;
+  assert_int_equal(spx_plan_model(even, &d, 1000, 0, 1, c0, SPX_FORMAT_MAX + 1, &nc0), SPX_OK);
+  assert_true(cand(c, nc, "hyb", 0)->predicted_us == cand(c0, nc0, "hyb", 0)->predicted_us);
+  d.atomic_row_ns = 0.25;
+  fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  assert_int_equal(spx_plan_device_save(path, &d), SPX_OK);
+  assert_int_equal(spx_plan_device_load(path, &back), SPX_OK);
+  assert_true(back.atomic_row_ns == 0.25);
+  unlink(path);
+  spx_csr_destroy(even);
+  spx_csr_destroy(a);
+  free(len);
+}
+
 /* The safety rule: a conversion is chosen over the CSR baseline only when it scores
  * convert_margin below it. ELL made (by its factor) 3% faster than CSR loses at the default
  * margin and wins at 0; made 10% faster, it wins at the default too. */
@@ -1191,7 +1241,7 @@ static void test_device_file(void **state) {
     const char *p = spx_plan_device_path("NVIDIA H100 80GB");
     if (spx_jit_cache_dir()) {
       assert_non_null(p);
-      assert_non_null(strstr(p, "/tuner/v13/NVIDIA_H100_80GB.json"));
+      assert_non_null(strstr(p, "/tuner/v14/NVIDIA_H100_80GB.json"));
     }
   }
 }
@@ -2080,7 +2130,8 @@ int main(void) {
       cmocka_unit_test(test_strategy_names),   cmocka_unit_test(test_kubota_branches),
       cmocka_unit_test(test_mps_branches),     cmocka_unit_test(test_predicted_bytes), cmocka_unit_test(test_sampled_bytes),
       cmocka_unit_test(test_model_fake_device), cmocka_unit_test(test_model_gather), cmocka_unit_test(test_csr_staged_options), cmocka_unit_test(test_memory_limit),
-      cmocka_unit_test(test_model_latency),    cmocka_unit_test(test_convert_margin), cmocka_unit_test(test_columns_priced),
+      cmocka_unit_test(test_model_latency),
+    cmocka_unit_test(test_model_atomics),    cmocka_unit_test(test_convert_margin), cmocka_unit_test(test_columns_priced),
       cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_auto_trial_gap),
       cmocka_unit_test(test_auto_latency_trial), cmocka_unit_test(test_auto_race), cmocka_unit_test(test_auto_race_end),
       cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),

@@ -63,7 +63,7 @@
  *
  * THE DEVICE DESCRIPTION  spx_plan_device holds the constants the model uses. On the CUDA backend
  *   they are measured once per device by spx_plan_calibrate (copy bandwidth, launch latency, probe
- *   SpMVs, host conversion rates) and kept in <cache>/tuner/v13/<device>.json (cache as for the JIT:
+ *   SpMVs, host conversion rates) and kept in <cache>/tuner/v14/<device>.json (cache as for the JIT:
  *   $SPX_CACHE_DIR, $XDG_CACHE_HOME/spx, ~/.cache/spx); spx_plan_device_default gives unmeasured
  *   defaults. A test may fill one by hand (options.device) and needs no GPU.
  *
@@ -172,6 +172,10 @@ typedef struct spx_plan_device {
    * rounds x (the format's steps) x chain_ns. 0: the default (chain_ns) or the context's count. */
   double chain_ns;
   int sms;
+  /* A kernel that adds a remainder into y with atomics (HYB's COO part: one atomicAdd per row run
+   * a warp holds) pays for each beyond the bytes it moves: nanoseconds per such row, measured on a
+   * banded matrix whose rows past HYB's K are 30% of all. 0: no term (the defaults, the host). */
+  double atomic_row_ns;
 } spx_plan_device;
 
 typedef struct spx_plan_options {

@@ -2,7 +2,7 @@
 /* Calibration (spx_plan_calibrate): the device description measured on generated matrices (a
  * 7-point Laplacian, power-law rows, 3-D elasticity): launch floor, bandwidth, cuSPARSE's factor
  * and call floor, the cost of idle lanes, the upload rate, each format's conversion rate, time
- * factor, gather cost and floor; then kept in the calibration file. It calls the generators (gen.h), the plan object and
+ * factor, gather cost and floor, HYB's atomic adds; then kept in the calibration file. It calls the generators (gen.h), the plan object and
  * the trial's one-candidate plans (plan_object_impl.h, plan_strategy_impl.h), the model, the
  * profile, the device file (plan_device_impl.h) and the staged arrays (stage_impl.h). */
 #include "common.h"
@@ -197,6 +197,48 @@ static spx_status spx__plan_cal_floors(spx_context *ctx, spx_plan_device *d) {
   return SPX_OK;
 }
 
+/* atomic_row_ns: HYB on a banded matrix (columns i .. i+4: no gathers) whose rows have 4
+ * nonzeros, 3 in 10 of them 5, so that HYB's K is 4 and those rows' fifth entries make its COO
+ * part: the time beyond the prediction without the term, per atomic add (spx__plan_hyb_atomics).
+ * Rows enough that the bytes (about 60 MB) stream from device memory. */
+static spx_status spx__plan_cal_atomics(spx_context *ctx, spx_plan_device *d) {
+  const int64_t n = 4000000;
+  spx_csr *a = NULL;
+  spx_plan_candidate c[SPX_FORMAT_MAX + 1];
+  spx_plan_device d0 = *d;
+  double us = 0;
+  int64_t i, nnz = 0;
+  int k, nc = 0;
+  spx_status s;
+  for (i = 0; i < n; i++) nnz += 4 + (i % 10 < 3);
+  if ((s = spx_csr_create(n, n + 4, nnz, SPX_DOUBLE, &a))) return s;
+  for (i = 0, nnz = 0; i < n; i++) {
+    int64_t j, len = 4 + (i % 10 < 3);
+    for (j = 0; j < len; j++) {
+      a->col_idx[nnz] = (int32_t)(i + j);
+      a->val.d[nnz++] = j == 0 ? 4.0 : -1.0;
+    }
+    a->row_ptr[i + 1] = nnz;
+  }
+  d0.atomic_row_ns = 0;
+  if ((s = spx__plan_candidates(a, NULL, &d0, 1, 0, 0, 0, c, SPX_FORMAT_MAX + 1, &nc, NULL, -1))) goto done;
+  if ((s = spx__plan_probe(ctx, a, SPX_FORMAT_HYB, SPX_PLAN_ENGINE_SPX, &us))) goto done;
+  for (k = 0; k < nc; k++)
+    if (c[k].format == SPX_FORMAT_HYB && c[k].engine == SPX_PLAN_ENGINE_SPX && c[k].predicted_us > 0) {
+      spx__pprof pp;
+      const spx_format_vtable *vt = spx_format_info(SPX_FORMAT_HYB);
+      double atomics;
+      if ((s = spx__pprof_make(a, d->warp, 1, NULL, &pp))) goto done;
+      atomics = spx__plan_hyb_atomics(&pp, vt);
+      spx__pprof_free(&pp);
+      if (atomics > 0 && us > c[k].predicted_us) d->atomic_row_ns = 1e3 * (us - c[k].predicted_us) / atomics;
+    }
+done:
+  spx_clear_error();
+  spx_csr_destroy(a);
+  return s == SPX_OUT_OF_MEMORY ? s : SPX_OK; /* a probe that fails leaves the term unmeasured */
+}
+
 /* The gather costs (spx_plan_device.format_gather): every format and cuSPARSE on power-law rows
  * (2..2000 nonzeros, exponent 2.2) with random columns, 3M rows: x is 24 MB in double, past most
  * GPUs' L2 and half of the largest, so the gathers reach well beyond what one SM's L1 holds. */
@@ -309,6 +351,7 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
       s = spx__plan_cal_formats(ctx, el, SPX__CAL_BLOCK, 0, d);
     spx_csr_destroy(el);
   }
+  if (!s && cuda) s = spx__plan_cal_atomics(ctx, d); /* before the gathers: HYB's there has atomics too */
   if (!s && cuda) s = spx__plan_cal_gather(ctx, d);
   if (!s && cuda) s = spx__plan_cal_floors(ctx, d);
   d->calibrated = 1;

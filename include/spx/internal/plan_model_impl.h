@@ -68,6 +68,17 @@ static int64_t spx__pb_hyb(const spx__pprof *p, const spx_format_vtable *vt, int
   for (i = k + 1; i <= p->row_max; i++) ncoo += p->hist[i] * (i - k);
   return p->n * k * (4 + vb) + ncoo * (8 + vb);
 }
+/* The atomic adds into y of HYB's COO part: its kernel sums each warp's run of a row's entries
+ * and adds the run with one atomicAdd, so one per row past K, and one more where a run crosses a
+ * warp's edge (at most one per 32 entries). */
+static double spx__plan_hyb_atomics(const spx__pprof *p, const spx_format_vtable *vt) {
+  int64_t k = spx__plan_hyb_k(p, vt), i, rows = 0, ncoo = 0;
+  for (i = k + 1; i <= p->row_max; i++) {
+    rows += p->hist[i];
+    ncoo += p->hist[i] * (i - k);
+  }
+  return (double)rows + (double)ncoo / 32.0;
+}
 static int64_t spx__pb_ss(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   int64_t seg = spx__plan_pdef(vt, "seg"), nseg;
   if (seg != 256) return -1; /* the profile counted runs for 256 */
@@ -508,6 +519,9 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
       if (ff > 0) c->predicted_us *= ff;
       c->predicted_us += (d->format_gather[f] > 0 ? d->format_gather[f] : d->gather_default) * gather;
     }
+    /* a remainder added into y by atomics costs per atomic, not per byte (spx_plan_device.atomic_row_ns) */
+    if (q->chain == SPX__CHAIN_HYB && p.hist && d->atomic_row_ns > 0)
+      c->predicted_us += 1e-3 * d->atomic_row_ns * spx__plan_hyb_atomics(&p, vt);
     c->stream_us = c->predicted_us;
     c->chain_us = spx__plan_chain_us(d, &p, &walk, q, vt, est.steps);
     if (c->chain_us > c->predicted_us) c->predicted_us = c->chain_us;
