@@ -303,11 +303,11 @@ typedef struct spx_format_vtable {
     (rbp_ell_r, ROW,    1, 1, ROW,  1.75, NULL), none)                                                                                      \
   _(SS,        ss,        SPX_DESC_SS,        "O(nnz + n)",             "segmented scan with a per-element index",                          \
     (ss,        FLAT,   2, 0, NONE, 0.0,  NULL), none)                                                                                      \
-  _(BSR,       bsr,       SPX_DESC_BSR,       "O(nnz + n/r + ncols/c)", "r x c blocks (auto: square, least bytes)",                         \
+  _(BSR,       bsr,       SPX_DESC_BSR,       "O(nnz + nblocks r)",     "r x c blocks (auto: square, least bytes)",                         \
     (bsr,       FLAT,   1, 1, ROW,  0.48, NULL), bsr)                                                                                       \
   _(SELL16,    sell16,    SPX_DESC_SELL16,    "O(slots + n log sigma)", "SELL-C-sigma with 16-bit column offsets per slice",                \
     (sell16,    PADDED, 1, 1, ROW,  1.45, "a slice spans more than 65536 columns"), sell)                                                   \
-  _(SDIA,      sdia,      SPX_DESC_SDIA,      "O(nnz log w + slots)",   "sliced diagonals: per C-row slice its offsets, no column indices", \
+  _(SDIA,      sdia,      SPX_DESC_SDIA,      "O(nnz + slots)",         "sliced diagonals: per C-row slice its offsets, no column indices", \
     (sdia,      PADDED, 1, 1, ROW,  1.0,  "the slices' diagonals exceed sdia_max_fill slots per nonzero"), sdia)
 
 typedef enum spx_format {
