@@ -71,7 +71,7 @@ static int64_t spx__pb_hyb(const spx__pprof *p, const spx_format_vtable *vt, int
 /* The atomic adds into y of HYB's COO part: its kernel sums each warp's run of a row's entries
  * and adds the run with one atomicAdd, so one per row past K, and one more where a run crosses a
  * warp's edge (at most one per 32 entries). */
-static double spx__plan_hyb_atomics(const spx__pprof *p, const spx_format_vtable *vt) {
+double spx__plan_hyb_atomics(const spx__pprof *p, const spx_format_vtable *vt) {
   int64_t k = spx__plan_hyb_k(p, vt), i, rows = 0, ncoo = 0;
   for (i = k + 1; i <= p->row_max; i++) {
     rows += p->hist[i];

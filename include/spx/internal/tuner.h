@@ -81,6 +81,8 @@ int64_t spx__pb_ell_r(const spx__pprof *p, const spx_format_vtable *vt, int64_t 
 /* Predicted microseconds per SpMV for a format storing `bytes`, with `idle` idle lane-slots. */
 double spx__plan_time_us(const spx_plan_device *d, const spx__pprof *p, int64_t vb, int64_t bytes, double idle,
                          int launches);
+/* HYB's atomic adds into y on p (rows past its K, and runs crossing a warp's edge). */
+double spx__plan_hyb_atomics(const spx__pprof *p, const spx_format_vtable *vt);
 /* Random-gather microseconds of p at d's bandwidth (0 on the host and within the cache). */
 double spx__plan_gather_us(const spx_plan_device *d, const spx__pprof *p, int64_t vb);
 /* Whether format f converts on the device (cuda: the plan's backend is CUDA). */
