@@ -15,29 +15,32 @@
 
 /* The kernels of particles.cu, in launch order. ORDER: the enum below indexes fn[]. */
 #define MPS_GPU_KERNELS(_)                                                                         \
-  _(zero) _(key) _(scan) _(place) _(cellsort) _(permute) _(explicit) _(take) _(collision) _(density) \
-  _(rows) _(count) _(rowptr) _(fill) _(pressure) _(pmin) _(gradient) _(update)
+  _(zero) _(key) _(scan_tile) _(scan_sums) _(scan_add) _(place) _(cellsort) _(permute) _(explicit)  \
+  _(take) _(collision) _(density) _(rows) _(count) _(rowptr) _(fill) _(pressure) _(pmin)            \
+  _(gradient) _(update)
 
 #define MPS_K_ENUM(name) K_##name,
 #define MPS_K_NAME(name) "mps_g_" #name,
 enum { MPS_GPU_KERNELS(MPS_K_ENUM) K_COUNT };
 static const char *const kernel_names[K_COUNT] = {MPS_GPU_KERNELS(MPS_K_NAME)};
 
-enum { BLOCK = 256, SCAN_THREADS = 1024 };
-enum { PH_SORT, PH_MOVE, PH_BUILD, PH_CORRECT, PH_COUNT };
+enum { BLOCK = 256 };
+/* device phases (events), and the CSR's download (wall: the copies are synchronous) */
+enum { PH_SORT, PH_MOVE, PH_BUILD, PH_CORRECT, PH_DOWNLOAD, PH_COUNT };
 
 struct mps_gpu {
   spx_context *ctx;
   void *fn[K_COUNT];
   mps_dev d;
   int d3; /* 3-D: the z arrays, and the kernels compiled with SPX_MPS_DIM=3 */
-  int64_t n, ncell, cap_nnz, nrows, nnz;
+  int64_t n, ncell, cap_nnz, nrows, nnz, row_max;
+  int *part, *pmax; /* the scans' tile sums and tile maxima (tiles + 1 each) */
   spx_timer *timer;
-  double ms[PH_COUNT]; /* device milliseconds by phase, summed over steps */
+  double ms[PH_COUNT]; /* milliseconds by phase, summed over steps */
 };
 
 /* sizeof(mps_dev) is the same for the C compiler and NVRTC (8-byte members, then 4-byte ones). */
-enum { MPS_DEV_POINTERS = 40 };
+enum { MPS_DEV_POINTERS = 41 };
 typedef char mps_dev_layout_check[sizeof(mps_dev) == (MPS_DEV_POINTERS + 22) * 8 + 4 * 4 &&
                                           offsetof(mps_dev, l0) == MPS_DEV_POINTERS * sizeof(void *)
                                       ? 1
@@ -120,10 +123,14 @@ static int down(mps_gpu *g, void *dst, const void *src, size_t bytes) {
   return bytes && spx_device_download(g->ctx, dst, dp(src), bytes) ? fail("download") : 0;
 }
 
+/* Tiles of a scan over n entries (at least one: the scan of nothing writes its total, 0). */
+static int64_t tiles(int64_t n) { return n > 0 ? (n + MPS_TILE - 1) / MPS_TILE : 1; }
+
 /* Every particle array, both sets, the grid's and the scans' (the CSR's grow in mps_gpu_ppe). */
 static int alloc_all(mps_gpu *g) {
   mps_dev *d = &g->d;
   size_t n = (size_t)g->n, n1 = n + 1, c1 = (size_t)g->ncell + 1, D = sizeof(double), I = sizeof(int);
+  size_t t1 = (size_t)tiles(g->n > g->ncell ? g->n : g->ncell) + 1;
   return dalloc(g, &d->id, n * I) || dalloc(g, &d->row, n * I) || dalloc(g, &d->type, n) || dalloc(g, &d->bc, n) ||
          dalloc(g, &d->x, n * D) || dalloc(g, &d->y, n * D) || dalloc(g, &d->u, n * D) || dalloc(g, &d->v, n * D) ||
          dalloc(g, &d->p, n * D) || dalloc(g, &d->nd, n * D) || dalloc(g, &d->pmin, n * D) ||
@@ -134,7 +141,8 @@ static int alloc_all(mps_gpu *g) {
          dalloc(g, &d->key, n * I) || dalloc(g, &d->cell, n * I) || dalloc(g, &d->perm, n * I) ||
          dalloc(g, &d->flag, n1 * I) || dalloc(g, &d->rowscan, n1 * I) || dalloc(g, &d->len, n1 * I) ||
          dalloc(g, &d->offs, n1 * I) || dalloc(g, &d->row_ptr, n1 * I) || dalloc(g, &d->b, n1 * D) ||
-         dalloc(g, &d->sol, n1 * D) ||
+         dalloc(g, &d->sol, n1 * D) || dalloc(g, &d->row_ptr64, n1 * sizeof(long long)) ||
+         dalloc(g, &g->part, t1 * I) || dalloc(g, &g->pmax, t1 * I) ||
          (g->d3 && (dalloc(g, &d->z, n * D) || dalloc(g, &d->w, n * D) || dalloc(g, &d->az, n * D) ||
                     dalloc(g, &d->z2, n * D) || dalloc(g, &d->w2, n * D)));
 }
@@ -157,6 +165,8 @@ void mps_gpu_free(mps_gpu *g) {
   if (!g) return;
   memcpy(ptrs, &g->d, sizeof ptrs); /* mps_dev's pointer members, which come first */
   for (k = 0; k < MPS_DEV_POINTERS; k++) dfree(g, ptrs[k]);
+  dfree(g, g->part);
+  dfree(g, g->pmax);
   spx_timer_destroy(g->timer);
   free(g);
 }
@@ -208,11 +218,18 @@ static int run_d(mps_gpu *g, int k, int64_t threads) {
   return launch(g, k, threads, args);
 }
 
-static int scan(mps_gpu *g, int *in, int *out, int64_t n) {
-  const unsigned grid[3] = {1, 1, 1}, block[3] = {SCAN_THREADS, 1, 1};
-  long long nn = n;
-  void *args[3] = {&in, &out, &nn};
-  return spx_context_launch(g->ctx, g->fn[K_scan], grid, block, 0, args) ? fail("mps_g_scan") : 0;
+/* Exclusive scan of in[0..n) (non-negative) into out[0..n], out[n] the total, over as many blocks
+ * as the tiles (particles.cu, SCANS); with maxes the largest entry lands in g->pmax[tiles]. */
+static int scan(mps_gpu *g, int *in, int *out, int64_t n, int maxes) {
+  const unsigned tile_block[3] = {MPS_TILE_THREADS, 1, 1}, one[3] = {1, 1, 1}, sums_block[3] = {MPS_SCAN_THREADS, 1, 1};
+  unsigned grid[3] = {1, 1, 1};
+  long long nn = n, nb = tiles(n);
+  int *mx = maxes ? g->pmax : NULL;
+  void *a_tile[4] = {&in, &nn, &g->part, &mx}, *a_sums[3] = {&g->part, &nb, &mx}, *a_add[4] = {&in, &out, &nn, &g->part};
+  grid[0] = (unsigned)nb;
+  if (spx_context_launch(g->ctx, g->fn[K_scan_tile], grid, tile_block, 0, a_tile)) return fail("mps_g_scan_tile");
+  if (spx_context_launch(g->ctx, g->fn[K_scan_sums], one, sums_block, 0, a_sums)) return fail("mps_g_scan_sums");
+  return spx_context_launch(g->ctx, g->fn[K_scan_add], grid, tile_block, 0, a_add) ? fail("mps_g_scan_add") : 0;
 }
 
 static int zero(mps_gpu *g, int *a, int64_t n) {
@@ -231,13 +248,14 @@ static int timer_stop(mps_gpu *g, int phase) {
 
 #define SWAP(T, a, b) do { T t_ = (a); (a) = (b); (b) = t_; } while (0)
 
-/* grid.c mps_grid_sort: keys and counts, the starts (scan), slots, the stable order inside each
- * cell, the permutation into the second set of arrays, then the sets swap. */
+/* grid.c mps_grid_sort: keys and counts (and ghost flags), the starts (scan), the ghosts' ranks
+ * (scan), slots, the stable order inside each cell, the permutation into the second set of arrays,
+ * then the sets swap. */
 int mps_gpu_sort(mps_gpu *g) {
   mps_dev *d = &g->d;
   if (timer_start(g) || zero(g, d->count, g->ncell) || zero(g, d->fill, g->ncell) || run_d(g, K_key, g->n) ||
-      scan(g, d->count, d->start, g->ncell) || run_d(g, K_place, g->n) || run_d(g, K_cellsort, g->ncell) ||
-      run_d(g, K_permute, g->n))
+      scan(g, d->count, d->start, g->ncell, 0) || scan(g, d->flag, d->rowscan, g->n, 0) || run_d(g, K_place, g->n) ||
+      run_d(g, K_cellsort, g->ncell) || run_d(g, K_permute, g->n))
     return 1;
   SWAP(int *, d->id, d->id2);
   SWAP(signed char *, d->type, d->type2);
@@ -263,17 +281,23 @@ int mps_gpu_move(mps_gpu *g) {
 }
 
 /* kernels.c mps_density and ppe.c mps_ppe_build: the CSR lives on the device (32-bit row
- * pointers); nrows and nnz come back to the host (one small download: the CSR's size), and with
- * e != NULL the CSR itself (row_ptr widened to 64 bits), for the plan and the checks. */
-int mps_gpu_ppe(mps_gpu *g, mps_ppe *e) {
+ * pointers, and 64-bit ones for the host's spx_csr); nrows, nnz and the longest row come back to
+ * the host (12 bytes: the CSR's size, and what the lagged choice needs). */
+int mps_gpu_ppe(mps_gpu *g) {
   mps_dev *d = &g->d;
-  int tot[2];
-  if (timer_start(g) || run_d(g, K_density, g->n) || scan(g, d->flag, d->rowscan, g->n) || run_d(g, K_rows, g->n) ||
-      run_d(g, K_count, g->n) || scan(g, d->len, d->offs, g->n) || run_d(g, K_rowptr, g->n) ||
-      down(g, &tot[0], d->rowscan + g->n, sizeof(int)) || down(g, &tot[1], d->offs + g->n, sizeof(int)))
+  int tot[3];
+  if (timer_start(g) || run_d(g, K_density, g->n) || scan(g, d->flag, d->rowscan, g->n, 0) ||
+      run_d(g, K_rows, g->n) || run_d(g, K_count, g->n) || scan(g, d->len, d->offs, g->n, 1) ||
+      run_d(g, K_rowptr, g->n) || down(g, &tot[0], d->rowscan + g->n, sizeof(int)) ||
+      down(g, &tot[1], d->offs + g->n, sizeof(int)) || down(g, &tot[2], g->pmax + tiles(g->n), sizeof(int)))
     return 1;
+  if (tot[0] < 0 || tot[1] < 0) { /* a scan's total past 2^31 - 1 (mps_g_scan_sums) */
+    fprintf(stderr, "mps: the PPE has more than 2^31 - 1 nonzeros: past the 32-bit row pointers\n");
+    return 1;
+  }
   g->nrows = tot[0];
   g->nnz = tot[1];
+  g->row_max = tot[2];
   if (g->nnz > g->cap_nnz) {
     int64_t cap = g->nnz + g->nnz / 4 + 64;
     dfree(g, d->col);
@@ -283,19 +307,22 @@ int mps_gpu_ppe(mps_gpu *g, mps_ppe *e) {
     if (dalloc(g, &d->col, (size_t)cap * sizeof(int)) || dalloc(g, &d->val, (size_t)cap * sizeof(double))) return 1;
     g->cap_nnz = cap;
   }
-  if (run_d(g, K_fill, g->n)) return 1;
-  if (e) {
-    int32_t *rp;
-    int64_t i;
-    if (mps_ppe_reserve(e, g->nrows, g->nnz)) return fprintf(stderr, "mps: out of memory\n"), 1;
-    rp = (int32_t *)e->x; /* scratch for the 32-bit row pointers (x has nrows + 1 doubles) */
-    if (down(g, rp, d->row_ptr, (size_t)(g->nrows + 1) * sizeof(int)) ||
-        down(g, e->col, d->col, (size_t)g->nnz * sizeof(int)) || down(g, e->val, d->val, (size_t)g->nnz * sizeof(double)))
-      return 1;
-    for (i = g->nrows; i >= 0; i--) e->row_ptr[i] = rp[i];
-    mps_ppe_view(e, g->nrows, g->nnz);
-  }
-  return timer_stop(g, PH_BUILD);
+  return run_d(g, K_fill, g->n) || timer_stop(g, PH_BUILD);
+}
+
+/* The CSR built last into e (row_ptr from the 64-bit copy: no widening pass), for spx_plan_create
+ * and the checks; timed apart from the build (wall: each download is synchronous). */
+int mps_gpu_ppe_download(mps_gpu *g, mps_ppe *e) {
+  mps_dev *d = &g->d;
+  double t0 = mps_now();
+  if (mps_ppe_reserve(e, g->nrows, g->nnz)) return fprintf(stderr, "mps: out of memory\n"), 1;
+  if (down(g, e->row_ptr, d->row_ptr64, (size_t)(g->nrows + 1) * sizeof(long long)) ||
+      down(g, e->col, d->col, (size_t)g->nnz * sizeof(int)) || down(g, e->val, d->val, (size_t)g->nnz * sizeof(double)))
+    return 1;
+  mps_ppe_view(e, g->nrows, g->nnz);
+  e->row_max = g->row_max;
+  g->ms[PH_DOWNLOAD] += 1e3 * (mps_now() - t0);
+  return 0;
 }
 
 int64_t mps_gpu_rows(const mps_gpu *g) { return g->nrows; }
@@ -329,11 +356,8 @@ int mps_gpu_download(mps_gpu *g, mps_particles *s, int all) {
          (g->d3 && down(g, s->az, d->az, n * D));
 }
 
-void mps_gpu_times(const mps_gpu *g, double *sort_ms, double *move_ms, double *build_ms, double *correct_ms) {
-  *sort_ms = g->ms[PH_SORT];
-  *move_ms = g->ms[PH_MOVE];
-  *build_ms = g->ms[PH_BUILD];
-  *correct_ms = g->ms[PH_CORRECT];
+void mps_gpu_times(const mps_gpu *g, double ms[5]) {
+  memcpy(ms, g->ms, 5 * sizeof *ms); /* PH_SORT .. PH_DOWNLOAD, mps.h's order */
 }
 
 /* ---- the twin check ------------------------------------------------------------------------------ */
@@ -392,25 +416,28 @@ int mps_gpu_compare(mps_gpu *g, const mps_particles *s, const mps_grid *grid, co
   if (e) {
     int64_t nr = e->a.nrows, nz = e->a.nnz, i;
     int32_t *rp = malloc((size_t)(nr + 1) * 4), *col = malloc((size_t)(nz ? nz : 1) * 4);
-    int64_t *rp64 = malloc((size_t)(nr + 1) * 8);
+    int64_t *rp64 = malloc((size_t)(nr + 1) * 8), *rpd = malloc((size_t)(nr + 1) * 8);
     double *val = malloc((size_t)(nz ? nz : 1) * 8), *b = malloc((size_t)(nr ? nr : 1) * 8);
-    if (nr != g->nrows || nz != g->nnz) {
-      fprintf(stderr, "mps: twin check, step %lld: host PPE %lld rows %lld nonzeros, GPU %lld rows %lld nonzeros\n",
-              (long long)step, (long long)nr, (long long)nz, (long long)g->nrows, (long long)g->nnz);
+    if (nr != g->nrows || nz != g->nnz || e->row_max != g->row_max) {
+      fprintf(stderr, "mps: twin check, step %lld: host PPE %lld rows %lld nonzeros (longest row %lld), GPU %lld "
+              "rows %lld nonzeros (longest row %lld)\n", (long long)step, (long long)nr, (long long)nz,
+              (long long)e->row_max, (long long)g->nrows, (long long)g->nnz, (long long)g->row_max);
       bad = 1;
-    } else if (!rp || !col || !rp64 || !val || !b || down(g, rp, g->d.row_ptr, (size_t)(nr + 1) * 4) ||
-               down(g, col, g->d.col, (size_t)nz * 4) || down(g, val, g->d.val, (size_t)nz * 8)) {
+    } else if (!rp || !col || !rp64 || !rpd || !val || !b || down(g, rp, g->d.row_ptr, (size_t)(nr + 1) * 4) ||
+               down(g, rpd, g->d.row_ptr64, (size_t)(nr + 1) * 8) || down(g, col, g->d.col, (size_t)nz * 4) ||
+               down(g, val, g->d.val, (size_t)nz * 8)) {
       bad = 1;
     } else {
       for (i = 0; i <= nr; i++) rp64[i] = rp[i];
       bad |= differs(phase, step, "PPE row_ptr", e->row_ptr, rp64, nr + 1, 8);
+      bad |= differs(phase, step, "PPE row_ptr (64-bit)", e->row_ptr, rpd, nr + 1, 8);
       bad |= differs(phase, step, "PPE col", e->col, col, nz, 4) | differs(phase, step, "PPE val", e->val, val, nz, 8);
       if (down(g, b, g->d.b, (size_t)nr * 8)) bad = 1;
       else bad |= differs(phase, step, "PPE b", e->b, b, nr, 8);
       if (down(g, b, g->d.sol, (size_t)nr * 8)) bad = 1;
       else bad |= differs(phase, step, "PPE guess", e->x, b, nr, 8);
     }
-    free(rp); free(col); free(rp64); free(val); free(b);
+    free(rp); free(col); free(rp64); free(rpd); free(val); free(b);
   }
   return bad;
 }

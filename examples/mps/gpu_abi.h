@@ -20,10 +20,11 @@ typedef struct mps_dev {
   int *start, *count, *fill, *key, *cell, *perm;
   /* scans: inner flags and row numbers (n + 1), row lengths and row starts by particle (n + 1) */
   int *flag, *rowscan, *len, *offs;
-  /* the PPE in CSR (32-bit row pointers, as spx_dmatrix_wrap_csr takes), right-hand side, guess /
-   * solution */
+  /* the PPE in CSR (32-bit row pointers, as spx_dmatrix_wrap_csr takes; row_ptr64 the same as
+   * spx_csr's int64_t, downloaded for the host's plan), right-hand side, guess / solution */
   int *row_ptr, *col;
   double *val, *b, *sol;
+  long long *row_ptr64;
   /* mps_params (the same names) and the grid's origin and cell edge */
   double l0, dt, rho, nu, g, re_n, re_grad, re_lap, beta, collision, restitution, compressibility, relax;
   double n0_n, n0_grad, n0_lap, lambda;
@@ -32,5 +33,10 @@ typedef struct mps_dev {
   int nx, ny, nz;  /* cells (nz 1 in 2-D); nx * ny * nz is the ghosts' bin, nx * ny * nz + 1 bins in all */
   int mixed;       /* mps_params.mixed */
 } mps_dev;
+
+/* The prefix scans' launch shape (gpu.c launches them so; particles.cu's scan kernels assume it):
+ * tiles of MPS_TILE_THREADS threads of MPS_TILE_ITEMS consecutive entries each, and one block of
+ * MPS_SCAN_THREADS threads for the tiles' sums. */
+enum { MPS_TILE_THREADS = 256, MPS_TILE_ITEMS = 8, MPS_TILE = MPS_TILE_THREADS * MPS_TILE_ITEMS, MPS_SCAN_THREADS = 1024 };
 
 #endif /* MPS_GPU_ABI_H */

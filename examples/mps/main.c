@@ -57,9 +57,9 @@ typedef struct options {
   mps_params p;
 } options;
 
-/* Per-phase wall seconds. */
+/* Per-phase wall seconds (download: the GPU path's CSR to the host, apart from its build). */
 typedef struct phases {
-  double nbr, build, select, solve, rest;
+  double nbr, build, download, select, solve, rest;
 } phases;
 
 /* What the hydrostatic check averages: pressure and height of each particle (by id) over the last
@@ -458,6 +458,9 @@ typedef struct run {
   mps_ppe e;
   mps_solver m;
   phases ph;
+  phases ph0;           /* the first step's (one-off costs: the JIT, first touches, the tuner's cache) */
+  double wall0;         /* the first step's wall seconds */
+  double gpu0[5];       /* the first step's GPU phase times (mps_gpu_times) */
   hydro h;
   double *ft, *fz;      /* surge front per step */
   int64_t nf;
@@ -562,14 +565,18 @@ static int frame(const run *r, int64_t k) {
   return mps_frame_png(path, &r->s, &r->view);
 }
 
-/* What a step records after the particles moved: front, hydrostatic sums, snapshot, frame, log. */
-static int record(run *r, int64_t k) {
+/* What a step records after the particles moved: front, hydrostatic sums, snapshot, frame, log.
+ * have: the host arrays hold this step's particles (the GPU path downloads them only on the steps
+ * that record something from them, needs_host; the others skip the passes over them). */
+static int record(run *r, int64_t k, int have) {
   const options *o = r->o;
   double t = (double)(k + 1) * o->p.dt, mv = o->particles == PARTICLES_GPU ? 0 : max_move(&r->s, r->xs, r->ys, r->zs);
   if (mv > r->max_moved) r->max_moved = mv;
-  r->ft[r->nf] = t;
-  r->fz[r->nf++] = front_of(&r->s, o->p.l0);
-  if (k >= o->steps - o->steps / 5) hydro_add(&r->h, &r->s);
+  if (have) {
+    r->ft[r->nf] = t;
+    r->fz[r->nf++] = front_of(&r->s, o->p.l0);
+  }
+  if (have && (o->checks & CHECK_HYDRO) && k >= o->steps - o->steps / 5) hydro_add(&r->h, &r->s);
   if (o->snap > 0 && (k + 1) % o->snap == 0 && snapshot(r, k + 1)) return 1;
   if (o->frame > 0 && (k + 1) % o->frame == 0 && frame(r, k + 1)) return 1;
   if (r->log)
@@ -587,11 +594,14 @@ static int needs_host(const run *r, int64_t k) {
          (!o->quiet && o->every > 0 && (k + 1) % o->every == 0);
 }
 
-/* A step's phase times from its marks: t0..t1 the neighbour search, t2..t3 the matrix build, the
- * plan's selection and solve times (moved from sel, sol), the rest up to now. */
-static void phases_add(run *r, double t0, double t1, double t2, double t3, double t4, double sel, double sol) {
+/* A step's phase times from its marks: t0..t1 the neighbour search, t2..t3 the matrix build (with
+ * the CSR's download, dl seconds of it, on the GPU path), the plan's selection and solve times
+ * (moved from sel, sol), the rest up to now. */
+static void phases_add(run *r, double t0, double t1, double t2, double t3, double t4, double dl, double sel,
+                       double sol) {
   r->ph.nbr += t1 - t0;
-  r->ph.build += t3 - t2;
+  r->ph.build += t3 - t2 - dl;
+  r->ph.download += dl;
   r->ph.select += r->m.t_select - sel;
   r->ph.solve += r->m.t_solve - sol;
   r->ph.rest += (t2 - t1) + (t4 - t3) - (r->m.t_select - sel) - (r->m.t_solve - sol) + (mps_now() - t4);
@@ -601,14 +611,16 @@ static void phases_add(run *r, double t0, double t1, double t2, double t3, doubl
  * PPE's CSR, which comes to the host for spx_plan_create (a plan cannot be made from device arrays
  * yet); b and x stay on the device and the solve runs on them. */
 static int step_gpu(run *r, int64_t k) {
-  double t0 = mps_now(), t1, t2, t3, t4, sel = r->m.t_select, sol = r->m.t_solve;
-  int check = (r->o->checks & CHECK_MATRIX) && k % 100 == 0;
+  double t0 = mps_now(), t1, t2, t3, t4, tb, sel = r->m.t_select, sol = r->m.t_solve;
+  int check = (r->o->checks & CHECK_MATRIX) && k % 100 == 0, have = needs_host(r, k);
   void *b, *x;
   if (mps_gpu_sort(r->gpu)) return 1;
   t1 = mps_now();
   if (mps_gpu_move(r->gpu)) return 1;
   t2 = mps_now();
-  if (mps_gpu_ppe(r->gpu, &r->e)) return 1;
+  if (mps_gpu_ppe(r->gpu)) return 1;
+  tb = mps_now();
+  if (mps_gpu_ppe_download(r->gpu, &r->e)) return 1;
   t3 = mps_now();
   if (check) {
     r->matrix_checked++;
@@ -618,9 +630,9 @@ static int step_gpu(run *r, int64_t k) {
   if (mps_gpu_rows(r->gpu) && mps_solver_step(&r->m, &r->e, b, x)) return 1;
   t4 = mps_now();
   if (mps_gpu_correct(r->gpu, NULL)) return 1;
-  if (needs_host(r, k) && mps_gpu_download(r->gpu, &r->s, 0)) return 1;
-  if (record(r, k)) return 1;
-  phases_add(r, t0, t1, t2, t3, t4, sel, sol);
+  if (have && mps_gpu_download(r->gpu, &r->s, 0)) return 1;
+  if (record(r, k, have)) return 1;
+  phases_add(r, t0, t1, t2, t3, t4, t3 - tb, sel, sol);
   return 0;
 }
 
@@ -650,7 +662,7 @@ static int step_twin(run *r, int64_t k) {
   if (mps_gpu_move(r->gpu)) return 1;
   bad |= mps_gpu_compare(r->gpu, &r->s, NULL, NULL, &r->tmp, "explicit and collisions", k);
   rows = mps_density(&v);
-  if (mps_ppe_build(&r->e, &v, rows) || mps_gpu_ppe(r->gpu, NULL)) return 1;
+  if (mps_ppe_build(&r->e, &v, rows) || mps_gpu_ppe(r->gpu)) return 1;
   bad |= mps_gpu_compare(r->gpu, &r->s, NULL, &r->e, &r->tmp, "density and the PPE build", k);
   if ((r->o->checks & CHECK_MATRIX) && k % 100 == 0) {
     r->matrix_checked++;
@@ -665,7 +677,7 @@ static int step_twin(run *r, int64_t k) {
     fprintf(stderr, "mps: twin check: the GPU kernels differ from the host's at step %lld\n", (long long)k);
     return 1;
   }
-  return record(r, k);
+  return record(r, k, 1);
 }
 
 /* One time step (papers/002 Figure 2-7), timed by phase. */
@@ -688,8 +700,8 @@ static int step(run *r, int64_t k) {
   if (mps_solver_step(&r->m, &r->e, NULL, NULL)) return 1;
   t4 = mps_now();
   mps_correct(&v, r->e.x);
-  if (record(r, k)) return 1;
-  phases_add(r, t0, t1, t2, t3, t4, sel, sol);
+  if (record(r, k, 1)) return 1;
+  phases_add(r, t0, t1, t2, t3, t4, 0, sel, sol);
   return 0;
 }
 
@@ -716,30 +728,59 @@ static void print_layout(const run *r) {
          o->select, o->particles == PARTICLES_GPU ? "gpu" : o->particles == PARTICLES_TWIN ? "twin (host and gpu)" : "host");
 }
 
+/* One line of phase times: the sums in p over n steps, ms a step. */
+static void print_phases(const run *r, const char *what, const phases *p, double wall, double n) {
+  printf("%s (ms): neighbour search %.3f, matrix build %.3f", what, 1e3 * p->nbr / n, 1e3 * p->build / n);
+  if (r->o->particles == PARTICLES_GPU) printf(", CSR to the host %.3f", 1e3 * p->download / n);
+  printf(", selection/conversion %.3f, pressure solve %.3f, rest %.3f; whole step %.3f", 1e3 * p->select / n,
+         1e3 * p->solve / n, 1e3 * p->rest / n, 1e3 * wall / n);
+}
+
+/* The GPU path's phases (mps_gpu_times' order) over n steps, ms a step. */
+static void print_gpu(const char *what, const double ms[5], double n) {
+  printf("%s: sort %.3f, explicit + collisions %.3f, density + PPE build %.3f, correction %.3f; the CSR to the "
+         "host for spx_plan_create (wall) %.3f\n", what, ms[0] / n, ms[1] / n, ms[2] / n, ms[3] / n, ms[4] / n);
+}
+
 static void print_times(const run *r, double wall) {
   const phases *p = &r->ph;
   double n = (double)r->o->steps;
+  int split = n > 1 && r->o->particles != PARTICLES_TWIN; /* the first step apart (twin: not timed) */
   if (r->o->particles == PARTICLES_GPU) {
-    double so, mo, bu, co;
-    mps_gpu_times(r->gpu, &so, &mo, &bu, &co);
-    printf("GPU particle kernels per step (ms, device events; each phase ends in a synchronization): sort %.3f, "
-           "explicit + collisions %.3f, density + PPE build (+ CSR to the host) %.3f, correction %.3f\n", so / n,
-           mo / n, bu / n, co / n);
+    double ms[5], m1[5];
+    int k;
+    mps_gpu_times(r->gpu, ms);
+    print_gpu("GPU particle kernels per step (ms, device events; each phase ends in a synchronization)", ms, n);
+    for (k = 0; k < 5; k++) m1[k] = ms[k] - r->gpu0[k];
+    if (split) {
+      print_gpu("  the first step", r->gpu0, 1);
+      print_gpu("  the others, a step", m1, n - 1);
+    }
   }
   if (r->o->particles == PARTICLES_TWIN)
     printf("twin check: %lld steps, GPU particle kernels equal to the host's to the bit in every phase: %s\n",
            (long long)r->o->steps, r->twin_bad ? "NO" : "yes");
-  printf("time per step (ms): neighbour search %.3f, matrix build %.3f, selection/conversion %.3f, "
-         "pressure solve %.3f, rest %.3f; whole step %.3f (%.2f s in all)\n", 1e3 * p->nbr / n, 1e3 * p->build / n,
-         1e3 * p->select / n, 1e3 * p->solve / n, 1e3 * p->rest / n, 1e3 * wall / n, wall);
+  print_phases(r, "time per step", p, wall, n);
+  printf(" (%.2f s in all)\n", wall);
+  if (split) { /* one-off costs (NVRTC compiles, the tuner's first plan, first touches of new memory) */
+    phases q = {p->nbr - r->ph0.nbr, p->build - r->ph0.build, p->download - r->ph0.download,
+                p->select - r->ph0.select, p->solve - r->ph0.solve, p->rest - r->ph0.rest};
+    print_phases(r, "  the first step", &r->ph0, r->wall0, 1);
+    printf("\n");
+    print_phases(r, "  the others, a step", &q, wall - r->wall0, n - 1);
+    printf("\n");
+  }
   printf("CG (Jacobi): %.1f iterations a step, %lld steps not converged; rtol %.1g\n",
          (double)r->m.iterations / (r->m.steps ? (double)r->m.steps : 1.0), (long long)r->m.unconverged, r->o->p.rtol);
   printf("formats (steps): csr %lld, ell %lld, jds %lld, cusparse %lld, other %lld; switches %lld\n",
          (long long)r->m.uses[0], (long long)r->m.uses[1], (long long)r->m.uses[2], (long long)r->m.uses[3],
          (long long)r->m.uses_other, (long long)r->m.switches);
   if (r->m.mode == MPS_SELECT_LAGGED)
-    printf("lagged choice: %.3f ms a step on the host thread, %.3f ms of it hidden under the solve, %.3f ms "
-           "waited for\n", 1e3 * r->m.t_choice / n, 1e3 * r->m.t_hidden / n, 1e3 * r->m.t_exposed / n);
+    printf("lagged choice ((5-1) on step k's B and R for step k+1; in selection/conversion): %.4f ms a step\n",
+           1e3 * r->m.t_choice / n);
+  if (r->m.fallbacks)
+    printf("lagged choice: %lld steps could not plan the chosen format and fell back to jds or csr\n",
+           (long long)r->m.fallbacks);
   if (spx_context_backend(r->m.ctx) == SPX_BACKEND_CUDA) { /* a new matrix every step: what its kernels cost the JIT */
     spx_jit_stats js;
     spx_jit_stats_get(&js);
@@ -839,6 +880,11 @@ int main(int argc, char **argv) {
     if ((o.particles == PARTICLES_GPU ? step_gpu(&r, k) : o.particles == PARTICLES_TWIN ? step_twin(&r, k)
                                                                                          : step(&r, k)))
       return run_free(&r), 1;
+    if (k == 0) {
+      r.ph0 = r.ph;
+      r.wall0 = mps_now() - t0;
+      if (o.particles == PARTICLES_GPU) mps_gpu_times(r.gpu, r.gpu0);
+    }
     if (!o.quiet && o.every > 0 && (k + 1) % o.every == 0) progress(&r, k + 1, mps_now() - t0);
   }
   print_times(&r, mps_now() - t0);

@@ -135,6 +135,7 @@ typedef struct mps_ppe {
   int64_t *row_ptr;
   int32_t *col;
   double *val, *b, *x;
+  int64_t row_max;   /* the longest row (from the build: what the lagged choice's B needs) */
   spx_csr a;         /* view of the arrays above */
 } mps_ppe;
 
@@ -149,8 +150,8 @@ int mps_ppe_reserve(mps_ppe *e, int64_t nrows, int64_t nnz);
 /* e->a viewing the arrays as a CSR of nrows rows and nnz entries. */
 void mps_ppe_view(mps_ppe *e, int64_t nrows, int64_t nnz);
 
-/* Per-step format selection: fixed (force a format), lagged (the thesis: the mps strategy on step
- * k's matrix chooses step k+1's format, on a host thread while step k solves), auto (spx). */
+/* Per-step format selection: fixed (force a format), lagged (the thesis: formula (5-1), spx's mps
+ * strategy, on step k's B and R chooses step k+1's format), auto (spx). */
 enum { MPS_SELECT_FIXED = 0, MPS_SELECT_LAGGED = 1, MPS_SELECT_AUTO = 2 };
 
 typedef struct mps_solver {
@@ -165,17 +166,19 @@ typedef struct mps_solver {
   int64_t last_iters, unconverged;
   double rtol;           /* CG relative tolerance */
   double last_B, last_R, last_resid; /* the last step's matrix features (4-1, 4-2), true residual */
-  void *lag;             /* lagged: the worker choosing the next format */
-  /* seconds: plan creation (choice, conversion) on the step's path, the solves, the lagged choice
-   * (in all, the part the solve hid, the part the step waited for) */
-  double t_select, t_solve, t_choice, t_hidden, t_exposed;
+  char next[16];         /* lagged: step k+1's format, chosen from step k's B and R */
+  int64_t fallbacks;     /* lagged: steps whose chosen format could not be planned (jds, then csr) */
+  /* seconds: plan creation (choice, conversion) on the step's path (the lagged choice included),
+   * the solves, the lagged choice alone */
+  double t_select, t_solve, t_choice;
 } mps_solver;
 
 int mps_solver_init(mps_solver *m, spx_backend backend, const char *select);
 void mps_solver_free(mps_solver *m);
 /* Solves the step's system; e->x in: the guess, out: the pressures. t_select / t_solve grow.
  * With b and x non-NULL (device pointers on a CUDA context: the GPU particle path) the solve reads
- * b and updates x in place on the device; e->a is still the host CSR the plan is made from. */
+ * b and updates x in place on the device; e->a is still the host CSR the plan is made from.
+ * e->row_max must be the longest row's length (the lagged choice reads it). */
 int mps_solver_step(mps_solver *m, mps_ppe *e, const void *b, void *x);
 
 /* ---- The particle kernels on the GPU (gpu.c, particles.cu) ---------------------------------- */
@@ -192,16 +195,19 @@ void mps_gpu_free(mps_gpu *g);
 int mps_gpu_upload(mps_gpu *g, const mps_particles *s);
 int mps_gpu_sort(mps_gpu *g);    /* mps_grid_sort */
 int mps_gpu_move(mps_gpu *g);    /* mps_explicit, mps_collision */
-/* mps_density and mps_ppe_build into a device CSR; e != NULL: the CSR downloaded into e too */
-int mps_gpu_ppe(mps_gpu *g, mps_ppe *e);
+/* mps_density and mps_ppe_build into a device CSR (its rows, nonzeros and longest row known) */
+int mps_gpu_ppe(mps_gpu *g);
+/* that CSR downloaded into e (e->row_max too), for spx_plan_create and the checks */
+int mps_gpu_ppe_download(mps_gpu *g, mps_ppe *e);
 int64_t mps_gpu_rows(const mps_gpu *g);
 void mps_gpu_vectors(mps_gpu *g, void **b, void **x); /* the PPE's device b and x */
 /* mps_correct on the device's solution (x NULL) or on host x (uploaded) */
 int mps_gpu_correct(mps_gpu *g, const double *x);
 /* id, type, x, y, u, v, p (3-D: z, w) into s; all: every array the kernels write */
 int mps_gpu_download(mps_gpu *g, mps_particles *s, int all);
-/* device milliseconds (events) by phase, summed over the steps */
-void mps_gpu_times(const mps_gpu *g, double *sort_ms, double *move_ms, double *build_ms, double *correct_ms);
+/* milliseconds by phase, summed over the steps: sort, explicit + collisions, density + PPE build,
+ * correction (device events), then the CSR's download to the host (wall) */
+void mps_gpu_times(const mps_gpu *g, double ms[5]);
 /* Every array against the host's to the bit (grid, e: also the grid and the PPE); tmp: scratch
  * particles of the same n. 0 equal, 1 a difference (printed). */
 int mps_gpu_compare(mps_gpu *g, const mps_particles *s, const mps_grid *grid, const mps_ppe *e, mps_particles *tmp,

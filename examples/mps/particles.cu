@@ -7,9 +7,11 @@
  *          after the x and y ones (mps.h mps_offset's order); in 2-D they compile away, and the 2-D
  *          arithmetic is the same as the 3-D one's first terms.
  * MAPPING  one thread per particle (i = blockIdx.x * blockDim.x + threadIdx.x < n), any block
- *          size; mps_g_cellsort one thread per cell; mps_g_scan one block of exactly
- *          MPS_SCAN_THREADS threads. Each kernel takes the step's arrays and parameters by value
- *          (mps_dev, gpu_abi.h) and writes only its own particle's (cell's) entries.
+ *          size; mps_g_cellsort one thread per cell; the scans (mps_g_scan_tile, _sums, _add)
+ *          tiles of MPS_TILE entries, blocks of exactly MPS_TILE_THREADS threads (gpu_abi.h), and
+ *          one block of MPS_SCAN_THREADS for the tiles' sums. Each kernel takes the step's arrays
+ *          and parameters by value (mps_dev, gpu_abi.h) and writes only its own particle's
+ *          (cell's, tile's) entries.
  * BITS     Every kernel does the host twin's arithmetic in the host twin's order, so that its
  *          results are the host's to the bit: spx's NVRTC options leave FMA contraction on
  *          (--fmad=true is NVRTC's default and spx passes only --std=c++17), so every product
@@ -19,18 +21,24 @@
  *          3-D: 3 x 3 x 3, planes then rows bottom up, particles in cell order), never in thread
  *          order.
  * SORT     The host's stable counting sort, deterministically: counts per cell with integer
- *          atomics (a sum: the same whatever the order), an exclusive scan (mps_g_scan) gives the
- *          cell starts, each particle takes a slot in its cell with an integer atomic (the order
- *          inside a cell is the race's), then one thread per cell sorts its slots by the old index
- *          (insertion sort: ~12 particles a cell). The result is the host's perm exactly: cells in
- *          order, and inside a cell the old order (stable). No float atomics anywhere.
+ *          atomics (a sum: the same whatever the order), an exclusive scan gives the cell starts,
+ *          each particle takes a slot in its cell with an integer atomic (the order inside a cell
+ *          is the race's), then one thread per cell sorts its slots by the old index (insertion
+ *          sort: ~12 particles a cell in 2-D, ~43 in 3-D). The ghosts' bin, which is not bounded
+ *          by any density, takes its slots from a scan of the ghost flags instead (the old order
+ *          directly). The result is the host's perm exactly: cells in order, and inside a cell
+ *          the old order (stable). No float atomics anywhere.
+ * SCANS    Exclusive scans of non-negative ints over any n, in three launches: each tile's sum
+ *          (and largest entry), one block scans the tiles' sums, each tile scans itself from its
+ *          offset. Integer sums: exact and the same in any order; a total past 2^31 - 1 (the
+ *          PPE's nonzeros: its row pointers are 32-bit) comes out -1, and gpu.c stops.
  * BYTES    per particle and kernel about 9 neighbour cells x 12 particles x (x, y and one or two
  *          more arrays): latency-bound at 5,824 particles (launches dominate); 3-D: 27 cells of
  *          about 43 particles, x, y, z and more. */
 #include "gpu_abi.h"
 
 /* gpu.c checks the same size on the host: the two compilers lay mps_dev out alike */
-static_assert(sizeof(mps_dev) == 62 * 8 + 4 * 4, "mps_dev: the host's layout (gpu.c) differs");
+static_assert(sizeof(mps_dev) == 63 * 8 + 4 * 4, "mps_dev: the host's layout (gpu.c) differs");
 
 #ifndef SPX_MPS_DIM
 #define SPX_MPS_DIM 2
@@ -39,10 +47,6 @@ static_assert(SPX_MPS_DIM == 2 || SPX_MPS_DIM == 3, "SPX_MPS_DIM: 2 or 3");
 /* MPS_D3: the z terms; MPS_LAYERS: cell planes either side in z (mps_grid.layers). Enumerators,
  * so that they fold and leave no device variable behind. */
 enum { MPS_D3 = SPX_MPS_DIM == 3, MPS_LAYERS = MPS_D3 ? 1 : 0 };
-
-#ifndef MPS_SCAN_THREADS
-#define MPS_SCAN_THREADS 1024
-#endif
 
 enum { MPS_FLUID = 0, MPS_WALL = 1, MPS_DUMMY = 2, MPS_GHOST = 3 };
 enum { MPS_BC_NONE = 0, MPS_BC_INNER = 1, MPS_BC_SURFACE = 2 };
@@ -103,7 +107,8 @@ __device__ int mps_cell_of(const mps_dev &d, long long i, int ghost) {
   return c;
 }
 
-/* grid.c mps_grid_sort's first loop, and the counts of counting_sort */
+/* grid.c mps_grid_sort's first loop, and the counts of counting_sort; flag[i] = 1 for a ghost
+ * (the scan of the flags gives the ghosts their slots in order) */
 extern "C" __global__ void mps_g_key(mps_dev d) {
   long long i = mps_tid();
   int ghost = d.nx * d.ny * d.nz, k;
@@ -111,48 +116,135 @@ extern "C" __global__ void mps_g_key(mps_dev d) {
   k = d.type[i] == MPS_GHOST ? ghost : mps_cell_of(d, i, ghost);
   if (k == ghost) d.type[i] = MPS_GHOST;
   d.key[i] = k;
+  d.flag[i] = k == ghost;
   atomicAdd(&d.count[k], 1);
 }
 
-/* Exclusive scan of in[0..n) into out[0..n], out[n] the total: one block, thread t scans a
- * contiguous chunk serially, the chunk sums are scanned in shared memory. Integers: exact. */
-extern "C" __global__ void __launch_bounds__(MPS_SCAN_THREADS) mps_g_scan(const int *in, int *out, long long n) {
-  __shared__ int sums[MPS_SCAN_THREADS];
-  const int t = threadIdx.x;
-  const long long per = (n + MPS_SCAN_THREADS - 1) / MPS_SCAN_THREADS, lo = t * per;
-  const long long hi = lo + per < n ? lo + per : n;
-  int s = 0, k;
-  for (long long i = lo; i < hi; i++) s += in[i];
-  sums[t] = s;
+/* ---- exclusive scans over any n (SCANS above) --------------------------------------------------- */
+/* A block's exclusive scan of one value a thread (Hillis-Steele in sh[blockDim.x]): the thread's
+ * prefix, *total the block's sum. Every thread of the block calls it. */
+__device__ int mps_block_scan(int v, int *sh, int *total) {
+  const int t = threadIdx.x, nt = blockDim.x;
+  int k, ex;
+  sh[t] = v;
   __syncthreads();
-  for (k = 1; k < MPS_SCAN_THREADS; k *= 2) { /* Hillis-Steele, inclusive */
-    int add = t >= k ? sums[t - k] : 0;
+  for (k = 1; k < nt; k *= 2) {
+    int add = t >= k ? sh[t - k] : 0;
     __syncthreads();
-    sums[t] += add;
+    sh[t] += add;
     __syncthreads();
   }
-  s = t > 0 ? sums[t - 1] : 0;
-  for (long long i = lo; i < hi; i++) {
-    int v = in[i];
-    out[i] = s;
+  *total = sh[nt - 1];
+  ex = t > 0 ? sh[t - 1] : 0;
+  __syncthreads(); /* sh free again */
+  return ex;
+}
+
+/* A block's largest value (blockDim.x a power of two; values >= 0) into *m, every thread's. */
+__device__ void mps_block_max(int v, int *sh, int *m) {
+  const int t = threadIdx.x;
+  int k;
+  sh[t] = v;
+  __syncthreads();
+  for (k = blockDim.x / 2; k > 0; k /= 2) {
+    if (t < k && sh[t + k] > sh[t]) sh[t] = sh[t + k];
+    __syncthreads();
+  }
+  *m = sh[0];
+  __syncthreads();
+}
+
+/* 1 of 3: tile b (MPS_TILE entries from b * MPS_TILE) sums into sums[b], and with maxes its
+ * largest entry into maxes[b]. */
+extern "C" __global__ void __launch_bounds__(MPS_TILE_THREADS)
+    mps_g_scan_tile(const int *in, long long n, int *sums, int *maxes) {
+  __shared__ int sh[MPS_TILE_THREADS];
+  const long long lo = (long long)blockIdx.x * MPS_TILE + (long long)threadIdx.x * MPS_TILE_ITEMS;
+  int s = 0, m = 0, k, total;
+  for (k = 0; k < MPS_TILE_ITEMS; k++)
+    if (lo + k < n) {
+      int v = in[lo + k];
+      s += v;
+      m = v > m ? v : m;
+    }
+  (void)mps_block_scan(s, sh, &total);
+  if (maxes) mps_block_max(m, sh, &m);
+  if (threadIdx.x == 0) {
+    sums[blockIdx.x] = total;
+    if (maxes) maxes[blockIdx.x] = m;
+  }
+}
+
+/* 2 of 3, one block of MPS_SCAN_THREADS: the tiles' sums[0..nb) scanned in place (exclusive),
+ * sums[nb] the total, -1 when it passes 2^31 - 1 (summed again in 64 bits to know); with maxes,
+ * maxes[nb] the largest of maxes[0..nb). Thread t scans a contiguous chunk; every read of a chunk
+ * comes before the barrier, so in place is safe. */
+extern "C" __global__ void __launch_bounds__(MPS_SCAN_THREADS) mps_g_scan_sums(int *sums, long long nb, int *maxes) {
+  __shared__ int sh[MPS_SCAN_THREADS];
+  __shared__ long long wide[MPS_SCAN_THREADS];
+  const int t = threadIdx.x;
+  const long long per = (nb + MPS_SCAN_THREADS - 1) / MPS_SCAN_THREADS, lo = t * per;
+  const long long hi = lo + per < nb ? lo + per : nb;
+  int s = 0, m = 0, total, k;
+  long long i, w = 0;
+  for (i = lo; i < hi; i++) {
+    s += sums[i];
+    w += sums[i];
+    if (maxes && maxes[i] > m) m = maxes[i];
+  }
+  wide[t] = w;
+  s = mps_block_scan(s, sh, &total); /* its barriers publish wide[] too */
+  for (k = MPS_SCAN_THREADS / 2; k > 0; k /= 2) {
+    if (t < k) wide[t] += wide[t + k];
+    __syncthreads();
+  }
+  if (maxes) mps_block_max(m, sh, &m);
+  for (i = lo; i < hi; i++) {
+    int v = sums[i];
+    sums[i] = s;
     s += v;
   }
-  if (t == MPS_SCAN_THREADS - 1) out[n] = sums[t];
+  if (t == 0) {
+    sums[nb] = wide[0] > 2147483647LL ? -1 : total;
+    if (maxes) maxes[nb] = m;
+  }
 }
 
-/* Each particle takes a slot in its cell (the order inside a cell is fixed by mps_g_cellsort). */
+/* 3 of 3: out[i] = the sum of in[0..i) for i < n (tile b from its offset sums[b]), and out[n] the
+ * total. out and in differ. */
+extern "C" __global__ void __launch_bounds__(MPS_TILE_THREADS)
+    mps_g_scan_add(const int *in, int *out, long long n, const int *sums) {
+  __shared__ int sh[MPS_TILE_THREADS];
+  const long long lo = (long long)blockIdx.x * MPS_TILE + (long long)threadIdx.x * MPS_TILE_ITEMS;
+  int v[MPS_TILE_ITEMS], s = 0, k, total;
+  for (k = 0; k < MPS_TILE_ITEMS; k++) {
+    v[k] = lo + k < n ? in[lo + k] : 0;
+    s += v[k];
+  }
+  s = mps_block_scan(s, sh, &total) + sums[blockIdx.x];
+  for (k = 0; k < MPS_TILE_ITEMS; k++) {
+    if (lo + k < n) out[lo + k] = s;
+    s += v[k];
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) out[n] = sums[gridDim.x];
+}
+
+/* Each particle takes a slot in its cell (the order inside a cell is fixed by mps_g_cellsort); a
+ * ghost takes the slot of its rank among the ghosts (rowscan: the scan of the flags), in order. */
 extern "C" __global__ void mps_g_place(mps_dev d) {
   long long i = mps_tid();
+  int k;
   if (i >= d.n) return;
-  d.perm[d.start[d.key[i]] + atomicAdd(&d.fill[d.key[i]], 1)] = (int)i;
+  k = d.key[i];
+  d.perm[d.start[k] + (k == d.nx * d.ny * d.nz ? d.rowscan[i] : atomicAdd(&d.fill[k], 1))] = (int)i;
 }
 
-/* One thread per cell (the ghosts' bin too): its slots sorted by old index, so the sort is stable
- * as the host's counting sort is. */
+/* One thread per inner cell: its slots sorted by old index, so the sort is stable as the host's
+ * counting sort is (the ghosts' bin is in order already: mps_g_place). */
 extern "C" __global__ void mps_g_cellsort(mps_dev d) {
   long long c = mps_tid();
   int lo, hi, a, b;
-  if (c > (long long)d.nx * d.ny * d.nz) return;
+  if (c >= (long long)d.nx * d.ny * d.nz) return;
   lo = d.start[c];
   hi = d.start[c + 1];
   for (a = lo + 1; a < hi; a++) {
@@ -296,13 +388,19 @@ extern "C" __global__ void mps_g_count(mps_dev d) {
   d.len[i] = k;
 }
 
-/* row_ptr from the row starts by particle (offs, the scan of len): row_ptr[row[i]] = offs[i], and
- * row_ptr[nrows] = nnz */
+/* row_ptr (32- and 64-bit) from the row starts by particle (offs, the scan of len):
+ * row_ptr[row[i]] = offs[i], and row_ptr[nrows] = nnz */
 extern "C" __global__ void mps_g_rowptr(mps_dev d) {
   long long i = mps_tid();
   if (i >= d.n) return;
-  if (d.row[i] >= 0) d.row_ptr[d.row[i]] = d.offs[i];
-  if (i == 0) d.row_ptr[d.rowscan[d.n]] = d.offs[d.n];
+  if (d.row[i] >= 0) {
+    d.row_ptr[d.row[i]] = d.offs[i];
+    d.row_ptr64[d.row[i]] = d.offs[i];
+  }
+  if (i == 0) {
+    d.row_ptr[d.rowscan[d.n]] = d.offs[d.n];
+    d.row_ptr64[d.rowscan[d.n]] = d.offs[d.n];
+  }
 }
 
 /* ppe.c divergence */

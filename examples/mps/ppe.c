@@ -6,7 +6,6 @@
 #include "mps.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -126,13 +125,17 @@ void mps_ppe_view(mps_ppe *e, int64_t nrows, int64_t nnz) {
 
 int mps_ppe_build(mps_ppe *e, const mps_view *v, int64_t nrows) {
   const mps_particles *s = v->s;
-  int64_t i, nnz;
+  int64_t i, nnz, longest = 0;
   if (reserve_rows(e, nrows)) return -1;
   e->row_ptr[0] = 0;
   MPS_PARALLEL_FOR
   for (i = 0; i < s->n; i++)
     if (s->row[i] >= 0) e->row_ptr[s->row[i] + 1] = k_count(v, i);
-  for (i = 0; i < nrows; i++) e->row_ptr[i + 1] += e->row_ptr[i]; /* a scan on the GPU */
+  for (i = 0; i < nrows; i++) { /* a scan on the GPU (which keeps the longest row the same way) */
+    if (e->row_ptr[i + 1] > longest) longest = e->row_ptr[i + 1];
+    e->row_ptr[i + 1] += e->row_ptr[i];
+  }
+  e->row_max = longest;
   nnz = e->row_ptr[nrows];
   if (reserve_nnz(e, nnz)) return -1;
   MPS_PARALLEL_FOR
@@ -152,44 +155,31 @@ void mps_ppe_free(mps_ppe *e) {
 }
 
 /* ---- the solve and the format choice -------------------------------------------------------- */
-/* The lagged choice (papers/002 section 4.2, Figure 4-5): while step k solves, a host thread
- * applies the mps strategy's thresholds (formula 5-1) to step k's matrix; step k+1 solves in that
- * format. The plan it makes is never built (eager = 0): only its choice is read. */
-typedef struct mps_lag {
-  pthread_t th;
-  int running;
-  spx_context *ctx;
-  const spx_csr *a;
-  char chosen[16];
-  spx_status st;
-  double ms;
-} mps_lag;
-
+/* The lagged choice (papers/002 section 4.2, Figure 4-5): step k's matrix chooses step k+1's format
+ * by formula (5-1), spx's mps strategy. The rule reads two numbers, B = longest row / mean row and
+ * R = nnz / (rows x columns) (spx_analysis; internal/plan_strategy_impl.h applies the same
+ * thresholds to the same doubles), which the build gives for nothing (e->row_max): the choice costs
+ * microseconds, on the step's own thread. (It was a plan made on a host thread beside the solve,
+ * eager = 0, only for its choice: the CSR staged on the device for its row profile, the column
+ * sample, and the copy a lazy plan keeps of the matrix: a second of host work a step at 2.5 million
+ * particles.) Where the choice cannot be planned (a format over the device's memory, cuSPARSE
+ * missing) the step falls back as spx's rule does: jds, then csr (mps_solver_step). */
 static void plan_name(const spx_plan *p, char *out, size_t len) {
   if (spx_plan_engine_of(p) == SPX_PLAN_ENGINE_CUSPARSE) snprintf(out, len, "cusparse");
   else snprintf(out, len, "%s", spx_format_name(spx_plan_format(p)));
 }
 
-static spx_status choose_mps(spx_context *ctx, const spx_csr *a, char *out, size_t len) {
-  spx_plan_options o;
-  spx_plan *p = NULL;
-  spx_status st;
-  spx_plan_options_default(&o);
-  o.strategy = SPX_PLAN_MPS;
-  o.eager = 0;
-  o.no_diagonal = 1;
-  if ((st = spx_plan_create(ctx, a, &o, &p))) return st;
-  plan_name(p, out, len);
-  spx_plan_destroy(p);
-  return SPX_OK;
-}
-
-static void *lag_worker(void *arg) {
-  mps_lag *l = (mps_lag *)arg;
-  double t0 = mps_now();
-  l->st = choose_mps(l->ctx, l->a, l->chosen, sizeof l->chosen);
-  l->ms = 1e3 * (mps_now() - t0);
-  return NULL;
+/* ELL if B < 2.3 and R < 0.005455; cuSPARSE CSR if B > 2.7 or R >= 0.005455 (spx's CSR on the
+ * host backend, which has no cuSPARSE); else JDS. */
+static void choose_5_1(const mps_solver *m, const mps_ppe *e, char *out, size_t len) {
+  const spx_csr *a = &e->a;
+  double mean = a->nrows ? (double)a->nnz / (double)a->nrows : 0;
+  double B = a->nnz ? (double)e->row_max / mean : 0;
+  double R = a->nrows && a->ncols ? (double)a->nnz / ((double)a->nrows * (double)a->ncols) : 0;
+  const char *f = B < 2.3 && R < 0.005455 ? "ell"
+                  : B > 2.7 || R >= 0.005455 ? (spx_context_backend(m->ctx) == SPX_BACKEND_CUDA ? "cusparse" : "csr")
+                                             : "jds";
+  snprintf(out, len, "%s", f);
 }
 
 static const char *const known[4] = {"csr", "ell", "jds", "cusparse"};
@@ -219,39 +209,43 @@ int mps_solver_init(mps_solver *m, spx_backend backend, const char *select) {
     fprintf(stderr, "mps: --select cusparse needs the CUDA backend; this run has the host backend\n");
     return 2;
   }
-  if (!(m->lag = calloc(1, sizeof(mps_lag)))) return 1;
-  ((mps_lag *)m->lag)->ctx = m->ctx;
   m->last_iters = 50;
   return 0;
 }
 
-static void lag_join(mps_solver *m) {
-  mps_lag *l = (mps_lag *)m->lag;
-  double t0, wait;
-  if (!l || !l->running) return;
-  t0 = mps_now();
-  pthread_join(l->th, NULL);
-  wait = mps_now() - t0;
-  m->t_exposed += wait;            /* the solve ended before the choice */
-  m->t_hidden += 1e-3 * l->ms > wait ? 1e-3 * l->ms - wait : 0; /* the choice's part under the solve */
-  m->t_choice += 1e-3 * l->ms;
-  l->running = 0;
-}
-
 void mps_solver_free(mps_solver *m) {
-  lag_join(m);
-  free(m->lag);
   spx_context_destroy(m->ctx);
   memset(m, 0, sizeof *m);
 }
 
-/* Options of step k's plan: the forced format (fixed, lagged) or spx's choice. */
+/* Options of step k's plan: the forced format (fixed, lagged) or spx's choice. A forced format
+ * needs no cost model: no_calibrate keeps spx from measuring the device (a few seconds at the
+ * first plan of a process where the tuner's cache holds no calibration, docs/tuner.md) for a
+ * model nothing here reads; auto reads it. */
 static void step_options(const mps_solver *m, spx_plan_options *o) {
   spx_plan_options_default(o);
   o->expected_calls = m->last_iters > 1 ? m->last_iters : 1;
   o->eager = 1;
+  o->no_calibrate = m->mode != MPS_SELECT_AUTO;
   if (m->mode == MPS_SELECT_FIXED) o->force = m->fixed;
   if (m->mode == MPS_SELECT_LAGGED) o->force = m->current;
+}
+
+/* The step's plan. A lagged choice that cannot be planned falls back as spx's rule does
+ * (plan_strategy_impl.h spx__plan_heuristic): cuSPARSE to spx's csr, a format that does not fit to
+ * jds, then csr. */
+static spx_status make_plan(mps_solver *m, const spx_csr *a, spx_plan_options *o, spx_plan **plan) {
+  static const char *const after_cusparse[2] = {"csr", "jds"}, *const after_other[2] = {"jds", "csr"};
+  const char *const *fallback = strcmp(o->force ? o->force : "", "cusparse") ? after_other : after_cusparse;
+  spx_status st = spx_plan_create(m->ctx, a, o, plan);
+  int k;
+  for (k = 0; st && m->mode == MPS_SELECT_LAGGED && k < 2; k++) {
+    if (!strcmp(o->force, fallback[k])) continue;
+    spx_clear_error();
+    o->force = fallback[k];
+    if (!(st = spx_plan_create(m->ctx, a, o, plan))) m->fallbacks++;
+  }
+  return st;
 }
 
 static void count_use(mps_solver *m, const char *name) {
@@ -270,7 +264,6 @@ static int fail(const char *what) {
 }
 
 int mps_solver_step(mps_solver *m, mps_ppe *e, const void *b, void *x) {
-  mps_lag *l = (mps_lag *)m->lag;
   spx_plan_options o;
   spx_solve_options so;
   spx_solve_report rep;
@@ -279,18 +272,16 @@ int mps_solver_step(mps_solver *m, mps_ppe *e, const void *b, void *x) {
   char used[16];
   double t0 = mps_now(), t1;
   if (e->a.nrows == 0) return 0;
-  if (m->mode == MPS_SELECT_LAGGED && !m->current[0] && choose_mps(m->ctx, &e->a, m->current, sizeof m->current))
-    return fail("the first step's mps choice"); /* step 0 has no previous matrix */
+  if (m->mode == MPS_SELECT_LAGGED) { /* step k+1's format from step k's matrix */
+    choose_5_1(m, e, m->next, sizeof m->next);
+    if (!m->current[0]) snprintf(m->current, sizeof m->current, "%s", m->next); /* step 0: its own */
+    m->t_choice += mps_now() - t0;
+  }
   step_options(m, &o);
-  if (spx_plan_create(m->ctx, &e->a, &o, &plan)) return fail("plan");
+  if (make_plan(m, &e->a, &o, &plan)) return fail("plan");
   plan_name(plan, used, sizeof used);
   m->last_B = spx_plan_analysis(plan)->B;
   m->last_R = spx_plan_analysis(plan)->R;
-  if (m->mode == MPS_SELECT_LAGGED) { /* choose step k+1's format while step k solves */
-    l->a = &e->a;
-    l->running = !pthread_create(&l->th, NULL, lag_worker, l);
-    if (!l->running) l->st = choose_mps(m->ctx, &e->a, l->chosen, sizeof l->chosen);
-  }
   t1 = mps_now();
   m->t_select += t1 - t0;
   spx_solve_options_default(&so);
@@ -300,11 +291,7 @@ int mps_solver_step(mps_solver *m, mps_ppe *e, const void *b, void *x) {
   st = spx_solve_pcg_jacobi(plan, b ? b : e->b, b ? x : e->x, &so, &rep);
   m->t_solve += mps_now() - t1;
   spx_plan_destroy(plan);
-  if (m->mode == MPS_SELECT_LAGGED) {
-    lag_join(m);
-    if (l->st) return fail("the mps choice for the next step");
-    snprintf(m->current, sizeof m->current, "%s", l->chosen);
-  }
+  if (m->mode == MPS_SELECT_LAGGED) snprintf(m->current, sizeof m->current, "%s", m->next);
   if (st && st != SPX_NOT_CONVERGED) return fail("pressure solve");
   if (st) m->unconverged++;
   m->iterations += rep.iterations;
