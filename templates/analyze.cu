@@ -24,6 +24,11 @@
  *                   long.
  * spx_analyze_diag  the diagonal a_ii (0 where absent) of the validated CSR with its values, for
  *                   Jacobi: one thread per row, scanning its sorted columns up to i.
+ * spx_analyze_widen a CSR that lives on the device already (32-bit row pointers, the caller's:
+ *                   spx_plan_create_device): its row pointers written as the 64-bit ones the
+ *                   rows kernel and the converters read, one thread per pointer, grid-stride;
+ *                   row_ptr[0] != 0 marks row 0 bad, row_ptr[n] != nnz the last row (out[0] as
+ *                   spx_analyze_rows keeps it, which runs after). 12 bytes per row.
  *
  * CONSTANTS  SPX_BLOCK (threads per block, a multiple of 32), SPX_HIST_SHARED (shared bins).
  * Integer results only (sums of integers), so they do not depend on the launch shape. */
@@ -167,5 +172,17 @@ spx_analyze_diag(long long n, const long long *__restrict__ rp, const int *__res
       }
     }
     d[i] = v;
+  }
+}
+
+/* rp[i] = rp32[i], i <= n; a first pointer other than 0 or a last other than nnz lowers the first
+ * bad row (out[0], complemented, as spx_analyze_rows keeps it) to row 0 or row n - 1. */
+extern "C" __global__ void __launch_bounds__(SPX_BLOCK)
+spx_analyze_widen(long long n, long long nnz, const int *__restrict__ rp32, long long *__restrict__ rp,
+                  spx_u64 *__restrict__ out) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i <= n; i += (long long)gridDim.x * blockDim.x) {
+    const long long v = rp32[i];
+    rp[i] = v;
+    if ((i == 0 && v != 0) || (i == n && v != nnz)) atomicMax(out, ~(spx_u64)(i == n && n > 0 ? n - 1 : 0));
   }
 }

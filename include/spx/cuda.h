@@ -82,6 +82,16 @@ spx_status spx_dmatrix_create(spx_context *ctx, const spx_fmt *m, const spx_dmat
 spx_status spx_dmatrix_wrap_csr(spx_context *ctx, int64_t nrows, int64_t ncols, int64_t nnz,
                                 spx_devptr row_ptr, spx_devptr col_idx, spx_devptr val, spx_dtype dtype,
                                 const spx_dmatrix_options *opt, spx_dmatrix **out);
+/* A CSR that lives on the device, in the caller's memory (cudaMalloc'd, or spx_device_alloc'd on
+ * the context that uses it): what spx_plan_create_device (spx/plan.h) takes. 32-bit row pointers,
+ * so nnz < 2^31; every pointer non-zero, also where nnz is 0. */
+typedef struct spx_dcsr {
+  int64_t nrows, ncols, nnz; /* each < 2^31 */
+  spx_dtype dtype;           /* the values' type: SPX_DOUBLE or SPX_FLOAT */
+  spx_devptr row_ptr;        /* nrows + 1 int32 offsets: row_ptr[0] = 0, row_ptr[nrows] = nnz */
+  spx_devptr col_idx;        /* nnz int32 columns, strictly increasing within a row, in [0, ncols) */
+  spx_devptr val;            /* nnz values of dtype */
+} spx_dcsr;
 /* The options under which spx_dmatrix_wrap_csr runs the CSR kernel spx's rule picks for a host CSR
  * (CSR-stream for short rows, merge path for skewed ones, else the vector kernel with lanes per row
  * from the mean), from the row-length histogram alone (row_hist[len]: rows of length len, 0 ..

@@ -6,6 +6,7 @@
  *   spx_plan_options o;  spx_plan_options_default(&o);  o.expected_calls = 500;
  *   spx_plan *p;
  *   spx_plan_create(ctx, a, &o, &p);            ctx NULL: the plan makes its own (o.backend)
+ *   spx_plan_create_device(ctx, &d, &o, &p);    or a CSR already on ctx's device (spx_dcsr, below)
  *   spx_plan_spmv(p, 1.0, x, 0.0, y);           host pointers on the host backend, device on CUDA
  *   puts(spx_plan_reason(p));  spx_plan_destroy(p);
  *
@@ -254,6 +255,37 @@ typedef struct spx_plan spx_plan;
  * the memory limit; *out = NULL on failure. */
 spx_status spx_plan_create(spx_context *ctx, const spx_csr *a, const spx_plan_options *options,
                            spx_plan **out);
+/* A plan for a CSR that already lives on ctx's device (spx_dcsr, spx/cuda.h: the caller's arrays,
+ * 32-bit row pointers, nnz < 2^31), made as spx_plan_create makes one for a matrix it stages on the
+ * device, without the download and upload: the CSR is checked on the device (row pointers in order,
+ * row_ptr[0] 0, row_ptr[nrows] nnz, columns strictly increasing in [0, ncols): else
+ * SPX_INVALID_ARGUMENT naming the first bad row), its rows are profiled there, and the plan runs
+ *   csr, cuSPARSE csr             the arrays as they are, wrapped: nothing copied;
+ *   ell, ell_r, jds; sell, sell16, sdia, bsr (the registry's device converters)
+ *                                 converted on the device from them.
+ * The model chooses among the formats it prices from the row profile alone (ell, ell_r, jds, csr,
+ * cuSPARSE csr). A format whose model reads the column counts (sell, sell16, sdia, bsr) would need
+ * the host's pass over the columns: not modelled (its candidate's note says so), but options.force
+ * builds it. A format converted only on the host (coo, hyb, ss, rbp_*, registered formats) is no
+ * candidate: forced, SPX_UNSUPPORTED. A matrix without nonzeros runs csr or cusparse only.
+ * options as for spx_plan_create, strategies, force, eager and lazy, race, defer and tiered JIT
+ * included, but dtype must be -1 or a->dtype (SPX_INVALID_ARGUMENT: no conversion of the values)
+ * and backend AUTO or CUDA. The diagonal (spx_plan_diagonal, Jacobi) is taken on the device.
+ * OWNERSHIP  The plan never frees, writes or downloads the arrays; spx_plan_destroy leaves them.
+ *   It reads them while spx_plan_holds_dcsr(p) is 1: all its life where it runs them as they are
+ *   (csr, cusparse), else until what converts them is built and done with them: a lazy plan's
+ *   build (its first SpMV, or spx_plan_build), a race and the cuSPARSE stand-in of a compiling
+ *   kernel (spx_plan_wait ends both), a deferred choice (spx_plan_upgrade). From then on (0) the
+ *   caller may free or overwrite them. Until then they must hold the matrix, unchanged; at the
+ *   call their contents must be complete on ctx's stream (work on other streams synchronized).
+ * SPX_INVALID_ARGUMENT for NULL arguments (ctx included), negative sizes or sizes past 2^31 - 1, a
+ * zero pointer or a dtype other than double or float; SPX_NOT_AVAILABLE on a host-backend context
+ * (no device memory); *out = NULL on failure. */
+spx_status spx_plan_create_device(spx_context *ctx, const spx_dcsr *a, const spx_plan_options *options,
+                                  spx_plan **out);
+/* 1 while a plan made by spx_plan_create_device may still read the caller's arrays (OWNERSHIP
+ * above), else 0 (and for any other plan). */
+int spx_plan_holds_dcsr(const spx_plan *p);
 /* y = alpha*A*x + beta*y: host arrays on the host backend, device pointers (cast to void *) on
  * the CUDA backend, queued on the context's stream. beta == 0 does not read y. */
 spx_status spx_plan_spmv(spx_plan *p, double alpha, const void *x, double beta, void *y);

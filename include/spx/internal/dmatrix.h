@@ -14,7 +14,9 @@
 /* A host CSR's arrays on the device (made by spx__dcsr_stage, stage_impl.h): one upload serves the
  * plan's profile and validation, then its build. cuSPARSE takes the 32-bit row_ptr the profile
  * kernel writes on the way, the device converters (SELL, SELL16, SDIA, BSR, ELL, ELL-R, JDS) the
- * 64-bit one. */
+ * 64-bit one. Or the caller's CSR on the device (spx__dcsr_adopt, spx_plan_create_device): rp32,
+ * ci and va are the caller's (caller 1), rp the 64-bit row pointers made from rp32; a build that
+ * would need the matrix on the host is refused (spx__dcsr_download). */
 typedef struct spx__dcsr {
   spx_context *ctx;
   int64_t nrows, ncols, nnz;
@@ -23,6 +25,7 @@ typedef struct spx__dcsr {
   int has_values;               /* va allocated and uploaded (or going up: va_up), for a build that uses the staged arrays */
   spx__h2d_async *va_up;        /* the values' upload while a converter reads the pattern: spx__dcsr_values_wait */
   double stage_s[4];            /* staging's parts (alloc, upload, rows kernel + download, histogram), for traces */
+  int caller;                   /* rp32, ci and va belong to the caller: spx__dcsr_free frees rp alone */
 } spx__dcsr;
 
 /* The values are on the device once this returns SPX_OK (their pooled upload, if any, joined). */
@@ -56,9 +59,18 @@ spx_status spx__dcsr_values_begin(spx__dcsr *d, const spx_csr *a);
 spx_status spx__dcsr_values(spx__dcsr *d, const spx_csr *a);
 /* The diagonal (min(rows, cols) doubles) from the staged arrays, values up, into the host array out. */
 spx_status spx__dcsr_diag(const spx__dcsr *d, double *out);
-/* The staged arrays, values up, downloaded into a host CSR of their own. */
+/* The staged arrays, values up, downloaded into a host CSR of their own (SPX_UNSUPPORTED for the
+ * caller's arrays: a plan on them builds nothing on the host). */
 spx_status spx__dcsr_download(const spx__dcsr *d, spx_csr **out);
-/* Frees the staged arrays (waiting for a values upload in flight); d zeroed. */
+/* Frees the staged arrays (waiting for a values upload in flight; the caller's are left); d zeroed. */
 void spx__dcsr_free(spx__dcsr *d);
+/* The caller's CSR on the device (spx_plan_create_device) as staged arrays, not copied (d->caller):
+ * the 64-bit row pointers made from its 32-bit ones on the device, then its rows profiled as
+ * spx__dcsr_stage profiles them (r[9], *hist); row_ptr[0] != 0 reads as a bad row 0, row_ptr[n]
+ * != nnz as a bad last row. Sizes and pointers checked by the caller. On failure nothing stays. */
+spx_status spx__dcsr_adopt(spx_context *ctx, const spx_dcsr *a, int tpr, spx__dcsr *d, uint64_t r[9], int64_t **hist);
+/* What is wrong with the caller's CSR whose profile found bad row `row` (spx__dcsr_adopt's r[0]): a
+ * sentence into the error, SPX_INVALID_ARGUMENT (another status when the row pointers could not be read). */
+spx_status spx__dcsr_bad_row(const spx__dcsr *d, uint64_t row, const char *what);
 
 #endif /* SPX_INTERNAL_DMATRIX_H */

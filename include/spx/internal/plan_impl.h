@@ -32,26 +32,33 @@ static int spx__plan_stage_wanted(const spx_csr *a, const spx_plan_options *o) {
          o->strategy != SPX_PLAN_TRIAL && !(e && *e == '0');
 }
 
-static spx_status spx__plan_check(const spx_csr *a, const spx_plan_options *o) {
-  if (!a) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: NULL matrix");
+/* The options, for the entry fn names in its messages. */
+static spx_status spx__plan_check_options(const spx_plan_options *o, const char *fn) {
   if ((int)o->strategy < 0 || o->strategy >= SPX_PLAN_STRATEGY_COUNT)
-    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: strategy %d is not one of the %d strategies",
-                     (int)o->strategy, (int)SPX_PLAN_STRATEGY_COUNT);
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: strategy %d is not one of the %d strategies", fn, (int)o->strategy,
+                     (int)SPX_PLAN_STRATEGY_COUNT);
   if (o->expected_calls < 1)
-    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: expected_calls = %lld; it must be at least 1",
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: expected_calls = %lld; it must be at least 1", fn,
                      (long long)o->expected_calls);
   if (o->memory_limit < 0)
-    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: negative memory_limit %lld", (long long)o->memory_limit);
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: negative memory_limit %lld", fn, (long long)o->memory_limit);
   if (o->dtype != -1 && o->dtype != SPX_DOUBLE && o->dtype != SPX_FLOAT)
-    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: dtype %d (use -1, SPX_DOUBLE or SPX_FLOAT)", o->dtype);
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: dtype %d (use -1, SPX_DOUBLE or SPX_FLOAT)", fn, o->dtype);
   if (o->backend != SPX_BACKEND_AUTO && o->backend != SPX_BACKEND_HOST && o->backend != SPX_BACKEND_CUDA)
-    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: backend %d is not auto, host or cuda", (int)o->backend);
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: backend %d is not auto, host or cuda", fn, (int)o->backend);
   if (o->trial_reps < 1 || !(o->trial_share >= 0) || !(o->trial_gap == o->trial_gap))
-    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: trial_reps must be >= 1, trial_share >= 0 and trial_gap a number");
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: trial_reps must be >= 1, trial_share >= 0 and trial_gap a number", fn);
   if (!(o->convert_margin >= 0 && o->convert_margin < 1))
-    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: convert_margin %g is not in [0, 1)", o->convert_margin);
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: convert_margin %g is not in [0, 1)", fn, o->convert_margin);
   if (o->device && (!(o->device->bandwidth_gbs > 0) || o->device->warp < 1))
-    return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: the device description needs bandwidth_gbs > 0, warp >= 1");
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: the device description needs bandwidth_gbs > 0, warp >= 1", fn);
+  return SPX_OK;
+}
+
+static spx_status spx__plan_check(const spx_csr *a, const spx_plan_options *o) {
+  spx_status s;
+  if (!a) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_create: NULL matrix");
+  if ((s = spx__plan_check_options(o, "spx_plan_create"))) return s;
   return spx__plan_stage_wanted(a, o) ? spx__csr_validate_head(a) : spx_csr_validate(a);
 }
 
@@ -149,6 +156,25 @@ static void spx__plan_cols_join(pthread_t th, spx__plan_cols_job *j, double wait
   pthread_join(th, NULL);
 }
 
+/* The row-length profile (rows: the column counts there stay) and p->an from analyze.cu's counters
+ * r[9] and histogram hist (rows takes it) of the matrix of a's sizes (a's arrays are not read). */
+static void spx__plan_rows_of(spx_plan *p, const spx_csr *a, const uint64_t r[9], int64_t *hist, spx__pprof *rows) {
+  rows->n = a->nrows; rows->ncols = a->ncols; rows->nnz = a->nnz;
+  rows->row_max = (int64_t)r[1];
+  rows->hist = hist;
+  rows->ss_runs = (int64_t)r[4];
+  rows->sorted_kept = (int64_t)r[5];
+  rows->idle_row = (double)r[7];
+  rows->idle_csr = (double)r[8];
+  rows->tpr = spx__plan_tpr(a);
+  memset(&p->an, 0, sizeof p->an);
+  p->an.nrows = a->nrows; p->an.ncols = a->ncols; p->an.nnz = a->nnz;
+  p->an.row_min = a->nrows ? (int64_t)r[2] : 0;
+  p->an.row_max = (int64_t)r[1];
+  p->an.empty_rows = (int64_t)r[3];
+  spx__plan_rowstats_finish(a, (double)r[6], &p->an);
+}
+
 /* Stages a on the device (p->dc) and fills the row-length profile and p->an from analyze.cu's
  * counters. SPX_OK with *done 0: not staged (the caller profiles on the host). A malformed CSR
  * fails with spx_csr_validate's message. values: the values go up beside the pattern (a wrap
@@ -204,20 +230,7 @@ static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, int columns, do
     return spx__fail(SPX_INTERNAL, "the device profile found row %llu malformed and the host validation did not",
                      (unsigned long long)r[0]);
   }
-  rows->n = a->nrows; rows->ncols = a->ncols; rows->nnz = a->nnz; /* the column counts are there */
-  rows->row_max = (int64_t)r[1];
-  rows->hist = hist;
-  rows->ss_runs = (int64_t)r[4];
-  rows->sorted_kept = (int64_t)r[5];
-  rows->idle_row = (double)r[7];
-  rows->idle_csr = (double)r[8];
-  rows->tpr = spx__plan_tpr(a);
-  memset(&p->an, 0, sizeof p->an);
-  p->an.nrows = a->nrows; p->an.ncols = a->ncols; p->an.nnz = a->nnz;
-  p->an.row_min = a->nrows ? (int64_t)r[2] : 0;
-  p->an.row_max = (int64_t)r[1];
-  p->an.empty_rows = (int64_t)r[3];
-  spx__plan_rowstats_finish(a, (double)r[6], &p->an);
+  spx__plan_rows_of(p, a, r, hist, rows);
   p->an.seconds = spx__now() - t0;
   *done = 1;
   return SPX_OK;
@@ -346,7 +359,10 @@ spx_status spx_plan_upgrade(spx_plan *p) {
     s = SPX_OK;
     if (p->dc.ci && p->dc.has_values && spx__plan_on_device(1, (int)f))
       s = spx__dmatrix_convert_device(p->ctx, p->src, f, &p->params, NULL, &p->dc, &dm);
-    if (!s && !dm) s = spx_dmatrix_convert(p->ctx, p->src, f, &p->params, NULL, &dm);
+    if (!s && !dm && p->dc.caller) /* src is the sizes alone: the caller's arrays are the matrix */
+      s = spx__fail(SPX_UNSUPPORTED, "no device conversion of the caller's arrays to %s", spx_format_name(f));
+    else if (!s && !dm)
+      s = spx_dmatrix_convert(p->ctx, p->src, f, &p->params, NULL, &dm);
   } else {
     s = spx_fmt_from_csr(p->src, f, &p->params, &fmt);
   }
@@ -573,3 +589,227 @@ spx_status spx_plan_create(spx_context *ctx, const spx_csr *a, const spx_plan_op
   *out = p;
   return SPX_OK;
 }
+
+/* ---- A CSR on the device (spx_plan_create_device) -----------------------------------------------
+ * The staged path without the upload: the caller's arrays are adopted as the plan's staged CSR (dc,
+ * not owned: spx__dcsr_adopt), checked and profiled there. The model sees the row profile and the
+ * matrix's sizes alone (a CSR without arrays, sz), so no predictor, converter or column pass may
+ * read host arrays: it prices the formats whose model needs no column counts, and every build
+ * comes from the arrays (a wrap or a device conversion; spx__dcsr_download refuses the rest). */
+#define SPX__PLAN_DCSR "spx_plan_create_device"
+
+/* The formats converted on the device, for messages ("none" where SPX_DEVICE_CONVERT=0). */
+static void spx__plan_device_formats(char *buf, size_t len) {
+  size_t n = 0;
+  int f;
+  buf[0] = 0;
+  for (f = 0; f < SPX_FORMAT_COUNT && n < len; f++)
+    if (spx__plan_on_device(1, f)) n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", spx_format_name((spx_format)f));
+  if (!n) snprintf(buf, len, "none here: SPX_DEVICE_CONVERT=0");
+}
+
+/* The arguments, before anything is made: the host entry's option checks, the CSR's sizes,
+ * pointers and value type, then the backend (the host backend has no device memory). */
+static spx_status spx__plan_dcsr_check(spx_context *ctx, const spx_dcsr *a, const spx_plan_options *o) {
+  spx_status s;
+  if (!ctx || !a)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: NULL %s", SPX__PLAN_DCSR,
+                     !a ? "matrix" : "context (the arrays live on a CUDA context's device)");
+  if ((s = spx__plan_check_options(o, SPX__PLAN_DCSR))) return s;
+  if (a->nrows < 0 || a->ncols < 0 || a->nnz < 0)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: negative size (%lld x %lld, nnz %lld)", SPX__PLAN_DCSR,
+                     (long long)a->nrows, (long long)a->ncols, (long long)a->nnz);
+  if (a->nrows > INT32_MAX || a->ncols > INT32_MAX || a->nnz > INT32_MAX)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: %lld x %lld with %lld nonzeros: 32-bit row pointers and columns "
+                     "need each below 2^31", SPX__PLAN_DCSR, (long long)a->nrows, (long long)a->ncols, (long long)a->nnz);
+  if (a->dtype != SPX_DOUBLE && a->dtype != SPX_FLOAT)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: dtype %d is neither SPX_DOUBLE nor SPX_FLOAT", SPX__PLAN_DCSR, (int)a->dtype);
+  if (!a->row_ptr || !a->col_idx || !a->val)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: %s is a zero device pointer (every array must be an allocation, "
+                     "also where nnz is 0)", SPX__PLAN_DCSR, !a->row_ptr ? "row_ptr" : !a->col_idx ? "col_idx" : "val");
+  if (o->dtype != -1 && o->dtype != (int)a->dtype)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: options.dtype %s differs from the arrays' %s (a plan on device arrays "
+                     "keeps their value type: -1)", SPX__PLAN_DCSR, spx_dtype_name((spx_dtype)o->dtype),
+                     spx_dtype_name(a->dtype));
+  if (spx_context_backend(ctx) != SPX_BACKEND_CUDA)
+    return spx__fail(SPX_NOT_AVAILABLE, "%s: the context uses the host backend, which has no device memory (a host "
+                     "CSR takes spx_plan_create)", SPX__PLAN_DCSR);
+  if (o->backend == SPX_BACKEND_HOST)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: options ask for the host backend; a plan on device arrays runs on "
+                     "cuda", SPX__PLAN_DCSR);
+  return SPX_OK;
+}
+
+/* The caller's arrays adopted (p->dc) and profiled on the device: rows and p->an; a malformed CSR
+ * named by its first bad row. */
+static spx_status spx__plan_dcsr_rows(spx_plan *p, const spx_dcsr *a, const spx_csr *sz, spx__pprof *rows) {
+  uint64_t r[9] = {0};
+  int64_t *hist = NULL;
+  double t0 = spx__now();
+  spx_status s;
+  if ((s = spx__dcsr_adopt(p->ctx, a, spx__plan_tpr(sz), &p->dc, r, &hist))) return s;
+  if (r[0] != ~0ull) return spx__dcsr_bad_row(&p->dc, r[0], SPX__PLAN_DCSR);
+  spx__plan_rows_of(p, sz, r, hist, rows);
+  p->an.seconds = spx__now() - t0;
+  return SPX_OK;
+}
+
+/* Why candidate c cannot run from the arrays (NULL: it can): a format converted on the host only,
+ * a conversion of a matrix without nonzeros (csr runs it), a format the model could not price
+ * without the host's column counts (options.force still builds it). */
+static const char *spx__plan_dcsr_out(const spx_plan *p, const spx_plan_candidate *c) {
+  if (c->engine == SPX_PLAN_ENGINE_CUSPARSE || c->format == SPX_FORMAT_CSR) return NULL;
+  if (!spx__plan_on_device(1, (int)c->format)) return "from device arrays: converted on the host only";
+  if (p->dc.nnz == 0) return "from device arrays: no nonzeros, csr runs them as they are";
+  if (c->predicted_us < 0 && spx__plan_reads_columns(c->format))
+    return "not modelled from device arrays: its model reads column counts (force builds it)";
+  return NULL;
+}
+
+/* The model's candidates (spx__plan_candidates) on the device's row profile and sizes sz, without
+ * column counts (cols_share 0: never read; a matrix without nonzeros has them all 0). max ends the
+ * model's loop with the in-tree formats, before a registered one, whose predictor or converter
+ * would read host arrays; cuSPARSE follows them, as the model adds it. Then every candidate that
+ * cannot run from the arrays leaves the running with its note. */
+static spx_status spx__plan_dcsr_candidates(spx_plan *p, const spx_csr *sz, spx__pprof *rows, const spx_plan_device *dev,
+                                            const spx_plan_options *o, int64_t limit) {
+  const int cus = spx__plan_has_cusparse(p), only = cus && spx__plan_names_cusparse(o->force);
+  const int64_t vb = (int64_t)SPX_DTYPE_SIZE(sz->dtype);
+  int f, i, nin = 0;
+  spx_status s;
+  for (f = 0; f < SPX_FORMAT_COUNT; f++) nin += spx_format_info((spx_format)f) && spx_format_has_kernel((spx_format)f);
+  if (sz->nnz == 0) rows->cols_done = 1;
+  if ((s = spx__plan_candidates(sz, rows, dev, o->expected_calls, limit, only ? 2 : 0, 1, p->cand, nin, &p->ncand,
+                                &p->params, 0.0)))
+    return s;
+  if (cus && !only) {
+    spx__pprof q;
+    memset(&q, 0, sizeof q);
+    q.n = sz->nrows; q.ncols = sz->ncols; q.nnz = sz->nnz;
+    spx__plan_cusparse_cand(dev, &q, vb, 0, limit, vb * (sz->nrows + sz->ncols), o->expected_calls, &p->cand[p->ncand++]);
+  }
+  for (i = 0; i < p->ncand; i++) {
+    spx_plan_candidate *c = &p->cand[i];
+    const char *why = spx__plan_dcsr_out(p, c);
+    if (!why) continue;
+    snprintf(c->note, sizeof c->note, "%s", why);
+    c->fits = 0;
+    c->predicted_us = c->score_us = c->convert_ms = -1;
+  }
+  return SPX_OK;
+}
+
+/* options.force on device arrays: a format converted on the host only, or any but csr on a matrix
+ * without nonzeros, is refused (SPX_UNSUPPORTED); one the model could not price (its model reads
+ * column counts) runs unpriced; cusparse, csr and the priced ones are forced as spx_plan_create
+ * forces them (which also names a name that is no candidate). */
+static spx_status spx__plan_dcsr_forced(spx_plan *p, const spx_plan_options *o) {
+  char list[160];
+  spx_format f;
+  int i;
+  if (spx__plan_names_cusparse(o->force) || spx_format_from_name(o->force, &f) != SPX_OK) {
+    spx_clear_error();
+    return spx__plan_strategy(p, NULL, o);
+  }
+  spx__plan_device_formats(list, sizeof list);
+  if (f != SPX_FORMAT_CSR && !spx__plan_on_device(1, (int)f))
+    return spx__fail(SPX_UNSUPPORTED, "%s: forced %s converts on the host only; a plan on device arrays runs csr, "
+                     "cusparse or a format converted on the device (%s)", SPX__PLAN_DCSR, spx_format_name(f), list);
+  if (f != SPX_FORMAT_CSR && p->dc.nnz == 0)
+    return spx__fail(SPX_UNSUPPORTED, "%s: forced %s: the matrix has no nonzeros, which csr and cusparse run as they "
+                     "are", SPX__PLAN_DCSR, spx_format_name(f));
+  for (i = 0; i < p->ncand; i++) {
+    spx_plan_candidate *c = &p->cand[i];
+    if (c->engine != SPX_PLAN_ENGINE_SPX || c->format != f || c->predicted_us >= 0) continue;
+    c->fits = 1; /* its bytes are known once built: no limit applies before */
+    p->chosen = i;
+    snprintf(p->reason, sizeof p->reason, "forced: %s (not modelled: its model reads column counts, which device "
+             "arrays do not give; converted on the device)", spx_format_name(f));
+    return SPX_OK;
+  }
+  return spx__plan_strategy(p, NULL, o);
+}
+
+/* spx__plan_select for the caller's device CSR a: the profile, the candidates, the choice (use NULL
+ * everywhere: builds, a trial's and a race's candidates take dc), a deferred choice (its src the
+ * sizes alone: spx_plan_upgrade converts dc), an eager build. The diagonal is owed from the start,
+ * so that whatever lets the arrays go takes it first. */
+static spx_status spx__plan_select_dcsr(spx_plan *p, const spx_dcsr *a, const spx_plan_options *o) {
+  spx_plan_device dev;
+  spx_csr sz, *src = NULL;
+  spx__pprof rows;
+  int64_t limit = o->memory_limit;
+  double t0 = spx__now();
+  spx_status s;
+  memset(&rows, 0, sizeof rows);
+  memset(&sz, 0, sizeof sz);
+  sz.nrows = a->nrows; sz.ncols = a->ncols; sz.nnz = a->nnz; sz.dtype = a->dtype;
+  p->strategy = o->strategy;
+  p->calls = o->expected_calls;
+  p->margin = o->convert_margin;
+  p->tiered = !o->no_tiered_jit;
+  p->dtype = a->dtype;
+  p->nrows = a->nrows; p->ncols = a->ncols;
+  spx_format_params_default(&p->params);
+  if ((s = spx__plan_devdesc(p, o, &dev))) goto fail;
+  p->launch_us = dev.launch_us;
+  if (limit == 0) {
+    spx_device_info info;
+    if (spx_context_device_info(p->ctx, &info) == SPX_OK && info.free_mem > 0) limit = info.free_mem;
+    spx_clear_error();
+  }
+  p->limit = limit;
+  if ((s = spx__plan_dcsr_rows(p, a, &sz, &rows))) goto fail;
+  /* spx's CSR kernel wraps the arrays, the kernel the host rule picks from the histogram (the mean
+   * row's vector kernel where it cannot tell) */
+  p->csr_staged = 1;
+  if (spx_csr_kernel_options(sz.nrows, sz.nnz, rows.hist, rows.row_max, &p->csr_opt)) {
+    memset(&p->csr_opt, 0, sizeof p->csr_opt);
+    spx_clear_error();
+  }
+  if ((s = spx__plan_dcsr_candidates(p, &sz, &rows, &dev, o, limit))) goto fail;
+  spx__plan_reprice_csr(p, &dev, spx__plan_csr_kernel_ms(p, &dev, &sz, 1), o->expected_calls);
+  p->want_ddiag = !o->no_diagonal;
+  if ((s = o->force ? spx__plan_dcsr_forced(p, o) : spx__plan_strategy(p, NULL, o))) goto fail;
+  if (o->defer && !p->built) {
+    if (!(src = (spx_csr *)spx__calloc(1, sizeof *src))) { s = SPX_OUT_OF_MEMORY; goto fail; }
+    *src = sz;
+    if ((s = spx__plan_defer(p, src, &src))) goto fail;
+  }
+  if (p->pending) p->pend_staged_ns = dev.format_staged_convert_ns[p->cand[p->pend_idx].format];
+  p->format = p->cand[p->chosen].format;
+  p->engine = p->cand[p->chosen].engine;
+  p->select_ms = 1e3 * (spx__now() - t0);
+  if (!p->built && o->eager && (s = spx__plan_eager(p, NULL))) goto fail;
+  if (spx__plan_tracing())
+    fprintf(stderr, "spx plan: %-10s %8.3f ms: select_ms %.3f, build %.3f (%s), diagonal %s\n", "device csr",
+            1e3 * (spx__now() - t0), p->select_ms, p->build_ms, p->built ? "built" : "lazy: at the first SpMV",
+            p->want_ddiag ? "owed: taken when first needed" : "none kept");
+  spx__pprof_free(&rows);
+  SPX_FREE(src);
+  return SPX_OK;
+fail:
+  spx__pprof_free(&rows);
+  SPX_FREE(src);
+  return s;
+}
+
+spx_status spx_plan_create_device(spx_context *ctx, const spx_dcsr *a, const spx_plan_options *options,
+                                  spx_plan **out) {
+  spx_plan_options o;
+  spx_plan *p;
+  spx_status s;
+  if (!out) return spx__fail(SPX_INVALID_ARGUMENT, "%s: NULL output", SPX__PLAN_DCSR);
+  *out = NULL;
+  if (options) o = *options;
+  else spx_plan_options_default(&o);
+  if ((s = spx__plan_dcsr_check(ctx, a, &o))) return s;
+  if (!(p = (spx_plan *)spx__calloc(1, sizeof *p))) return SPX_OUT_OF_MEMORY;
+  if ((s = spx__plan_context(p, ctx, &o)) || (s = spx__plan_select_dcsr(p, a, &o)) || (o.eager && (s = spx_plan_build(p)))) {
+    spx_plan_destroy(p);
+    return s;
+  }
+  *out = p;
+  return SPX_OK;
+}
+#undef SPX__PLAN_DCSR

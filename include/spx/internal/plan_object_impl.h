@@ -308,7 +308,7 @@ static spx_status spx__plan_host_src(spx_plan *p, const spx_csr *a, spx_csr **tm
   double tm = spx__now();
   *out = a;
   if (a) return SPX_OK;
-  if ((s = spx__dcsr_download(&p->dc, tmp))) return s;
+  if ((s = spx__dcsr_download(&p->dc, tmp))) return spx__wrap(s, "%s", spx_format_name(p->format));
   spx__conv_mark(tr, "plan", "download", &tm);
   *out = *tmp;
   return SPX_OK;
@@ -450,7 +450,8 @@ spx_status spx_plan_build(spx_plan *p) {
   double t0, d0;
   if (!p) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_build: NULL plan");
   if (p->built) return SPX_OK;
-  if (!p->a) return spx__fail(SPX_INTERNAL, "spx_plan_build: the plan lost its matrix");
+  /* a plan on the caller's device arrays builds from them (dc), with no host copy */
+  if (!p->a && !p->dc.caller) return spx__fail(SPX_INTERNAL, "spx_plan_build: the plan lost its matrix");
   t0 = spx__now();
   d0 = p->diag_ms;
   if ((s = spx__plan_build_from(p, p->a))) { spx__plan_unbuild(p); return s; }
@@ -582,6 +583,9 @@ const char *spx_plan_reason(const spx_plan *p) { return p ? p->reason : ""; }
 const spx_analysis *spx_plan_analysis(const spx_plan *p) { return p ? &p->an : NULL; }
 spx_context *spx_plan_context(const spx_plan *p) { return p ? p->ctx : NULL; }
 int64_t spx_plan_nrows(const spx_plan *p) { return p ? p->nrows : 0; }
+/* The caller's arrays stay in dc while anything may read them (a wrap, a build, a race, a start, a
+ * pending upgrade); letting go of them zeroes dc. */
+int spx_plan_holds_dcsr(const spx_plan *p) { return p && p->dc.caller && p->dc.ci; }
 int64_t spx_plan_ncols(const spx_plan *p) { return p ? p->ncols : 0; }
 /* The matrix arrays staged on the device during the choice are the build's input (a cuSPARSE
  * plan's own arrays, the device converters'): their allocation and upload count here. */

@@ -160,7 +160,10 @@ static spx_status spx__plan_trial(spx_plan *p, const spx_csr *a, const int *idx,
   p->fmt = best->fmt; p->dm = best->dm; p->cs = best->cs; p->built = 1;
   /* A winner that wraps the staged arrays (CSR, cuSPARSE) keeps them for the plan's life; one
    * converted from them (its build let go of its borrowed copy) or from the host is done with them. */
-  if (!best->dc.ci) spx__dcsr_free(&p->dc);
+  if (!best->dc.ci) { /* an owed diagonal first (a plan on device arrays owes it already here) */
+    spx__plan_diag_take(p, NULL);
+    spx__dcsr_free(&p->dc);
+  }
   best->fmt = NULL; best->dm = NULL; best->cs = NULL;
   spx_plan_destroy(best);
   return SPX_OK;

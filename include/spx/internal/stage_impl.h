@@ -2,7 +2,9 @@
 /* A host CSR staged on the device for the planner (templates/analyze.cu): the tuner's side of the
  * device, above the device matrices. One upload serves the row profile and validation (kernels
  * instead of host passes), then the plan's build: cuSPARSE and the CSR kernel wrap the staged
- * arrays, the device converters (cuda_impl.h) take them as their input (spx__dcsr, dmatrix.h). */
+ * arrays, the device converters (cuda_impl.h) take them as their input (spx__dcsr, dmatrix.h).
+ * A CSR the caller already has on the device (spx_plan_create_device) is adopted instead: nothing
+ * uploaded, its 32-bit row pointers widened for the converters, the same profile. */
 #include "common.h"
 #include "cuda_types.h"
 #include "dmatrix.h"
@@ -16,8 +18,11 @@ void spx__dcsr_free(spx__dcsr *d) {
     (void)spx__dcsr_values_wait(d);
     spx_clear_error();
   }
-  spx_device_free(d->ctx, d->rp); spx_device_free(d->ctx, d->rp32);
-  spx_device_free(d->ctx, d->ci); spx_device_free(d->ctx, d->va);
+  spx_device_free(d->ctx, d->rp);
+  if (!d->caller) {
+    spx_device_free(d->ctx, d->rp32);
+    spx_device_free(d->ctx, d->ci); spx_device_free(d->ctx, d->va);
+  }
   memset(d, 0, sizeof *d);
 }
 
@@ -75,6 +80,9 @@ spx_status spx__dcsr_download(const spx__dcsr *d, spx_csr **out) {
   spx_csr *a = NULL;
   spx_status s;
   *out = NULL;
+  if (d->caller)
+    return spx__fail(SPX_UNSUPPORTED, "the matrix is the caller's device arrays (spx_plan_create_device), which a plan "
+                     "never downloads, and this build needs it on the host");
   if (!d->ctx || !d->rp || !d->ci || !d->has_values || d->va_up)
     return spx__fail(SPX_INTERNAL, "spx__dcsr_download: nothing staged, or its values are not up yet");
   if ((s = spx_csr_create(d->nrows, d->ncols, d->nnz, d->dtype, &a))) return s;
@@ -88,34 +96,82 @@ spx_status spx__dcsr_download(const spx__dcsr *d, spx_csr **out) {
   return SPX_OK;
 }
 
+/* Row-length bins spx_analyze_rows counts in shared memory (8 KiB per block); longer rows take a
+ * second kernel. */
+#define SPX__ANALYZE_HIST 2048
+#define SPX__STR2(x) #x
+#define SPX__STR(x) SPX__STR2(x)
+
+/* The profile's kernels (templates/analyze.cu): the rows kernel, the histogram's tail, and (widen
+ * non-NULL) the caller's 32-bit row pointers made 64-bit. */
+static spx_status spx__dcsr_kernels(spx_context *ctx, void **frow, void **fhist, void **fwiden) {
+  const char *defs[2] = {"SPX_BLOCK=256", "SPX_HIST_SHARED=" SPX__STR(SPX__ANALYZE_HIST)};
+  spx_status s;
+  if ((s = spx_jit_kernel(ctx, "analyze", "spx_analyze_rows", 2, defs, frow)) ||
+      (s = spx_jit_kernel(ctx, "analyze", "spx_analyze_hist", 2, defs, fhist)))
+    return s;
+  return fwiden ? spx_jit_kernel(ctx, "analyze", "spx_analyze_widen", 2, defs, fwiden) : SPX_OK;
+}
+
+/* The rows kernel over d's pattern (rp, ci up; its counters zeroed at out, past rp's end), writing
+ * rp32 on the way where given (0: not), and the counters down into o (9 + SPX__ANALYZE_HIST words). */
+static spx_status spx__dcsr_rows(spx__dcsr *d, void *frow, int tpr, spx_devptr rp32, spx_devptr out, uint64_t *o) {
+  long long n = d->nrows, ncols = d->ncols, nnz = d->nnz;
+  void *pr[8] = {&n, &ncols, &nnz, &d->rp, &d->ci, &rp32, &tpr, &out};
+  spx_status s;
+  /* grid-stride: a few blocks per SM, each one atomic per counter */
+  if ((s = spx__launch256(d->ctx, frow, SPX__MIN((n + 255) / 256, 1024), pr, "spx_analyze_rows"))) return s;
+  return spx_device_download(d->ctx, o, out, (9 + SPX__ANALYZE_HIST) * 8);
+}
+
+/* The row-length histogram (r[1] + 1 entries, the caller frees it) from the counters o, the rows
+ * longer than the shared bins counted by a second kernel. */
+static spx_status spx__dcsr_hist(spx__dcsr *d, void *fhist, const uint64_t *o, const uint64_t r[9], int64_t **hist) {
+  long long n = d->nrows, nbins = (long long)r[1] + 1, lo = SPX__ANALYZE_HIST;
+  spx_devptr dh = 0;
+  spx_status s = SPX_OK;
+  if (!(*hist = (int64_t *)spx__calloc((size_t)nbins, sizeof **hist))) return SPX_OUT_OF_MEMORY;
+  memcpy(*hist, o + 9, (size_t)SPX__MIN(nbins, lo) * sizeof **hist);
+  if (nbins > lo) { /* rows longer than the shared bins: their counts in a second pass */
+    void *pr[5] = {&n, &d->rp, &lo, &nbins, &dh};
+    int64_t g = SPX__MIN((n + 255) / 256, 1024);
+    if ((s = spx_device_alloc(d->ctx, (size_t)(nbins - lo) * 8, &dh)) || (s = spx_device_memset(d->ctx, dh, 0, (size_t)(nbins - lo) * 8)) ||
+        (s = spx__launch256(d->ctx, fhist, g, pr, "spx_analyze_hist")) ||
+        (s = spx_device_download(d->ctx, *hist + lo, dh, (size_t)(nbins - lo) * 8))) {
+      SPX_FREE(*hist);
+      *hist = NULL;
+    }
+  }
+  spx_device_free(d->ctx, dh);
+  return s;
+}
+
+/* r[9] from the counters o: the two minima the kernel keeps complemented, back. */
+static void spx__dcsr_counters(const uint64_t *o, uint64_t r[9]) {
+  memcpy(r, o, 9 * sizeof *r);
+  r[0] = ~r[0]; r[2] = ~r[2];
+}
+
 /* Uploads a's pattern (sizes and row_ptr[0], row_ptr[n] already checked) and profiles its rows: r[9] as
  * analyze.cu's out[] (r[0] the first bad row, ~0 when none), *hist the row-length histogram
  * (r[1] + 1 entries, the caller frees it). tpr: the CSR kernel's lanes per row for r[8]. values:
  * the values' upload starts first and runs beside the pattern's and the profile (a caller that
  * will wrap the arrays whatever the profile says; spx__dcsr_values_wait before they are read). On
  * failure nothing stays allocated. */
-/* Row-length bins spx_analyze_rows counts in shared memory (8 KiB per block); longer rows take a
- * second kernel. */
-#define SPX__ANALYZE_HIST 2048
-#define SPX__STR2(x) #x
-#define SPX__STR(x) SPX__STR2(x)
 spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, int values, spx__dcsr *d, uint64_t r[9],
                            int64_t **hist, double *upload_s) {
   enum { hs = SPX__ANALYZE_HIST }; /* the histogram's bins the rows kernel fills */
-  const char *defs[2] = {"SPX_BLOCK=256", "SPX_HIST_SHARED=" SPX__STR(SPX__ANALYZE_HIST)};
   void *frow = NULL, *fhist = NULL;
-  long long n = a->nrows, ncols = a->ncols, nnz = a->nnz, nbins, lo = hs;
-  spx_devptr out = 0, dh = 0;
+  long long n = a->nrows, nnz = a->nnz;
+  spx_devptr out = 0;
   uint64_t *o = NULL;
   spx_status s;
   double t0, ta = spx__now();
   memset(d, 0, sizeof *d);
   *hist = NULL;
   if (ctx->backend != SPX_BACKEND_CUDA) return spx__fail(SPX_NOT_AVAILABLE, "staging a CSR needs the CUDA backend");
-  d->ctx = ctx; d->nrows = n; d->ncols = ncols; d->nnz = nnz; d->dtype = a->dtype;
-  if ((s = spx_jit_kernel(ctx, "analyze", "spx_analyze_rows", 2, defs, &frow)) ||
-      (s = spx_jit_kernel(ctx, "analyze", "spx_analyze_hist", 2, defs, &fhist)))
-    goto fail;
+  d->ctx = ctx; d->nrows = n; d->ncols = a->ncols; d->nnz = nnz; d->dtype = a->dtype;
+  if ((s = spx__dcsr_kernels(ctx, &frow, &fhist, NULL))) goto fail;
   if (!(o = (uint64_t *)spx__alloc(9 + hs, sizeof *o))) { s = SPX_OUT_OF_MEMORY; goto fail; }
   /* The counters live past row_ptr's end, in its allocation: a cuMemAlloc and a cuMemFree less */
   if ((s = spx_device_alloc(ctx, (size_t)(n + 1 + 9 + hs) * 8, &d->rp)) || (s = spx_device_alloc(ctx, (size_t)nnz * 4 + 4, &d->ci)) ||
@@ -133,40 +189,89 @@ spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, int valu
   /* device storage for the matrix and its upload: what any plan of it pays (cuSPARSE's too) */
   *upload_s = d->stage_s[0] + d->stage_s[1];
   t0 = spx__now();
-  {
-    void *pr[8] = {&n, &ncols, &nnz, &d->rp, &d->ci, &d->rp32, &tpr, &out};
-    /* grid-stride: a few blocks per SM, each one atomic per counter */
-    if ((s = spx__launch256(ctx, frow, SPX__MIN((n + 255) / 256, 1024), pr, "spx_analyze_rows"))) goto fail;
-  }
-  if ((s = spx_device_download(ctx, o, out, (9 + hs) * 8))) goto fail;
+  if ((s = spx__dcsr_rows(d, frow, tpr, d->rp32, out, o))) goto fail;
   d->stage_s[2] = spx__now() - t0;
   t0 = spx__now();
-  memcpy(r, o, 9 * sizeof *r);
-  r[0] = ~r[0]; r[2] = ~r[2]; /* the kernel keeps the two minima complemented */
+  spx__dcsr_counters(o, r);
   if (r[0] != ~0ull) { /* a bad row: the caller's host validation names it */
     SPX_FREE(o);
     return SPX_OK;
   }
-  nbins = (long long)r[1] + 1;
-  if (!(*hist = (int64_t *)spx__calloc((size_t)nbins, sizeof **hist))) { s = SPX_OUT_OF_MEMORY; goto fail; }
-  memcpy(*hist, o + 9, (size_t)SPX__MIN(nbins, (long long)hs) * sizeof **hist);
-  if (nbins > lo) { /* rows longer than the shared bins: their counts in a second pass */
-    void *pr[5] = {&n, &d->rp, &lo, &nbins, &dh};
-    int64_t g = SPX__MIN((n + 255) / 256, 1024);
-    if ((s = spx_device_alloc(ctx, (size_t)(nbins - lo) * 8, &dh)) || (s = spx_device_memset(ctx, dh, 0, (size_t)(nbins - lo) * 8)) ||
-        (s = spx__launch256(ctx, fhist, g, pr, "spx_analyze_hist")) ||
-        (s = spx_device_download(ctx, *hist + lo, dh, (size_t)(nbins - lo) * 8)))
-      goto fail;
-  }
-  spx_device_free(ctx, dh);
+  if ((s = spx__dcsr_hist(d, fhist, o, r, hist))) goto fail;
   SPX_FREE(o);
   d->stage_s[3] = spx__now() - t0;
   return SPX_OK;
 fail:
-  spx_device_free(ctx, dh);
   SPX_FREE(o);
   SPX_FREE(*hist);
   *hist = NULL;
   spx__dcsr_free(d);
   return s;
+}
+
+/* The caller's arrays adopted: rp (with the counters past its end) is the only allocation; the
+ * widening kernel zeroes nothing, so the counters are set first, and it marks a bad first or last
+ * row pointer in out[0] as the rows kernel marks a bad row. */
+spx_status spx__dcsr_adopt(spx_context *ctx, const spx_dcsr *a, int tpr, spx__dcsr *d, uint64_t r[9], int64_t **hist) {
+  enum { hs = SPX__ANALYZE_HIST };
+  void *frow = NULL, *fhist = NULL, *fwiden = NULL;
+  long long n = a->nrows, nnz = a->nnz;
+  spx_devptr out = 0;
+  uint64_t *o = NULL;
+  spx_status s;
+  double t0 = spx__now();
+  memset(d, 0, sizeof *d);
+  *hist = NULL;
+  if (ctx->backend != SPX_BACKEND_CUDA) return spx__fail(SPX_NOT_AVAILABLE, "a CSR on the device needs the CUDA backend");
+  d->ctx = ctx; d->nrows = n; d->ncols = a->ncols; d->nnz = nnz; d->dtype = a->dtype;
+  d->rp32 = a->row_ptr; d->ci = a->col_idx; d->va = a->val;
+  d->has_values = 1;
+  d->caller = 1;
+  if ((s = spx__dcsr_kernels(ctx, &frow, &fhist, &fwiden))) goto fail;
+  if (!(o = (uint64_t *)spx__alloc(9 + hs, sizeof *o))) { s = SPX_OUT_OF_MEMORY; goto fail; }
+  if ((s = spx_device_alloc(ctx, (size_t)(n + 1 + 9 + hs) * 8, &d->rp))) goto fail;
+  out = d->rp + (spx_devptr)((n + 1) * 8);
+  if ((s = spx_device_memset(ctx, out, 0, (9 + hs) * 8))) goto fail;
+  {
+    void *pr[5] = {&n, &nnz, &d->rp32, &d->rp, &out};
+    if ((s = spx__launch256(ctx, fwiden, SPX__MIN((n + 1 + 255) / 256, 1024), pr, "spx_analyze_widen"))) goto fail;
+  }
+  d->stage_s[0] = spx__now() - t0;
+  t0 = spx__now();
+  if ((s = spx__dcsr_rows(d, frow, tpr, 0, out, o))) goto fail;
+  d->stage_s[2] = spx__now() - t0;
+  t0 = spx__now();
+  spx__dcsr_counters(o, r);
+  if (r[0] == ~0ull && (s = spx__dcsr_hist(d, fhist, o, r, hist))) goto fail;
+  SPX_FREE(o);
+  d->stage_s[3] = spx__now() - t0;
+  return SPX_OK;
+fail:
+  SPX_FREE(o);
+  SPX_FREE(*hist);
+  *hist = NULL;
+  spx__dcsr_free(d);
+  return s;
+}
+
+/* The int32 at element i of the caller's array p, into *v. */
+static spx_status spx__dcsr_int_at(const spx__dcsr *d, spx_devptr p, long long i, int32_t *v) {
+  return spx_device_download(d->ctx, v, p + (spx_devptr)(4 * i), 4);
+}
+
+spx_status spx__dcsr_bad_row(const spx__dcsr *d, uint64_t row, const char *what) {
+  long long n = d->nrows, i = (long long)row, nnz = d->nnz;
+  int32_t b = 0, e = 0;
+  spx_status s;
+  if ((s = spx__dcsr_int_at(d, d->rp32, 0, &b)) || (s = spx__dcsr_int_at(d, d->rp32, n, &e))) return s;
+  if (b != 0) return spx__fail(SPX_INVALID_ARGUMENT, "%s: row_ptr[0] is %d, not 0", what, (int)b);
+  if ((long long)e != nnz)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: row_ptr[%lld] (nrows) is %d, not nnz = %lld", what, n, (int)e, nnz);
+  if (i < 0 || i >= n) return spx__fail(SPX_INVALID_ARGUMENT, "%s: the device profile found a malformed row", what);
+  if ((s = spx__dcsr_int_at(d, d->rp32, i, &b)) || (s = spx__dcsr_int_at(d, d->rp32, i + 1, &e))) return s;
+  if (b < 0 || e < b || (long long)e > nnz)
+    return spx__fail(SPX_INVALID_ARGUMENT, "%s: row %lld: row_ptr[%lld] = %d and row_ptr[%lld] = %d are out of order or "
+                     "outside [0, nnz = %lld]", what, i, i, (int)b, i + 1, (int)e, nnz);
+  return spx__fail(SPX_INVALID_ARGUMENT, "%s: row %lld: its columns are not strictly increasing inside [0, ncols = %lld)",
+                   what, i, (long long)d->ncols);
 }

@@ -719,7 +719,7 @@ static const char *const spx__template_amg_setup[] = {
 
 /* templates/analyze.cu */
 static const char *const spx__template_analyze[] = {
-    /* chunk 0: bytes 0..3960 */
+    /* chunk 0: bytes 0..3978 */
     ("/* SPDX-License-Identifier: BSD-3-Clause */\n"
     "/* analyze.cu: the auto-tuner's row profile of a CSR on the device, and the CSR's validation, so\n"
     " * that choosing a format costs microseconds instead of host passes over row_ptr and col_idx (on a\n"
@@ -746,6 +746,11 @@ static const char *const spx__template_analyze[] = {
     " *                   long.\n"
     " * spx_analyze_diag  the diagonal a_ii (0 where absent) of the validated CSR with its values, for\n"
     " *                   Jacobi: one thread per row, scanning its sorted columns up to i.\n"
+    " * spx_analyze_widen a CSR that lives on the device already (32-bit row pointers, the caller's:\n"
+    " *                   spx_plan_create_device): its row pointers written as the 64-bit ones the\n"
+    " *                   rows kernel and the converters read, one thread per pointer, grid-stride;\n"
+    " *                   row_ptr[0] != 0 marks row 0 bad, row_ptr[n] != nnz the last row (out[0] as\n"
+    " *                   spx_analyze_rows keeps it, which runs after). 12 bytes per row.\n"
     " *\n"
     " * CONSTANTS  SPX_BLOCK (threads per block, a multiple of 32), SPX_HIST_SHARED (shared bins).\n"
     " * Integer results only (sums of integers), so they do not depend on the launch shape. */\n"
@@ -777,17 +782,17 @@ static const char *const spx__template_analyze[] = {
     " * units of tpr, idle = steps * tpr * (rows of the group) - the group's nonzeros. */\n"
     "__device__ __forceinline__ spx_u64 spx_idle(spx_u64 len, int valid, int tpr) {\n"
     "  const int g = 32 / tpr;\n"
-    "  const spx_u64 steps = spx_group_max(valid ? (len + tpr - 1) / tpr : 0, g);\n"
-    "  const spx_u64 rows = spx_group_sum((spx_u64)valid, g), sum = spx_group_sum(valid ? len : 0, g);\n"
+    "  const spx_u64 steps = spx_group_max(valid ? (len + tpr - 1) / tpr : 0, g);\n"),
+    /* chunk 1: bytes 3978..7934 */
+    ("  const spx_u64 rows = spx_group_sum((spx_u64)valid, g), sum = spx_group_sum(valid ? len : 0, g);\n"
     "  const int lane = threadIdx.x & 31;\n"
     "  spx_u64 idle = (lane & (g - 1)) == 0 ? steps * (spx_u64)tpr * rows - sum : 0;\n"
     "  return spx_group_sum(idle, 32);\n"
     "}\n"
     "\n"
     "/* Warp-aggregated add of 1 to h[key] by the calling lanes (lanes with equal keys add once, by\n"
-    " * their lowest lane): rows of equal length, the common case, would serialize on one shared word. */\n"),
-    /* chunk 1: bytes 3960..7944 */
-    ("__device__ __forceinline__ void spx_hist_add(unsigned int *h, unsigned int key) {\n"
+    " * their lowest lane): rows of equal length, the common case, would serialize on one shared word. */\n"
+    "__device__ __forceinline__ void spx_hist_add(unsigned int *h, unsigned int key) {\n"
     "  const unsigned int same = __match_any_sync(__activemask(), key);\n"
     "  if ((int)(threadIdx.x & 31) == __ffs(same) - 1) atomicAdd(&h[key], (unsigned int)__popc(same));\n"
     "}\n"
@@ -865,8 +870,9 @@ static const char *const spx__template_analyze[] = {
     "\n"
     "/* The histogram's tail: rows of length lo..nbins-1 (longer than the shared bins of\n"
     " * spx_analyze_rows; few rows, so global atomics), hist[len - lo]. */\n"
-    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
-    "spx_analyze_hist(long long n, const long long *__restrict__ rp, long long lo, long long nbins, spx_u64 *__restrict__ hist) {\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"),
+    /* chunk 2: bytes 7934..9690 */
+    ("spx_analyze_hist(long long n, const long long *__restrict__ rp, long long lo, long long nbins, spx_u64 *__restrict__ hist) {\n"
     "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {\n"
     "    const long long l = rp[i + 1] - rp[i];\n"
     "    if (l >= lo && l < nbins) atomicAdd(&hist[l - lo], 1ull);\n"
@@ -874,9 +880,8 @@ static const char *const spx__template_analyze[] = {
     "}\n"
     "\n"
     "/* d[i] = a_ii (0 when row i has none), i < n = min(rows, cols); SPX_VALUE_T: the values' type. */\n"
-    "#ifndef SPX_VALUE_T\n"),
-    /* chunk 2: bytes 7944..8543 */
-    ("#define SPX_VALUE_T double\n"
+    "#ifndef SPX_VALUE_T\n"
+    "#define SPX_VALUE_T double\n"
     "#endif\n"
     "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
     "spx_analyze_diag(long long n, const long long *__restrict__ rp, const int *__restrict__ ci,\n"
@@ -891,6 +896,18 @@ static const char *const spx__template_analyze[] = {
     "      }\n"
     "    }\n"
     "    d[i] = v;\n"
+    "  }\n"
+    "}\n"
+    "\n"
+    "/* rp[i] = rp32[i], i <= n; a first pointer other than 0 or a last other than nnz lowers the first\n"
+    " * bad row (out[0], complemented, as spx_analyze_rows keeps it) to row 0 or row n - 1. */\n"
+    "extern \"C\" __global__ void __launch_bounds__(SPX_BLOCK)\n"
+    "spx_analyze_widen(long long n, long long nnz, const int *__restrict__ rp32, long long *__restrict__ rp,\n"
+    "                  spx_u64 *__restrict__ out) {\n"
+    "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i <= n; i += (long long)gridDim.x * blockDim.x) {\n"
+    "    const long long v = rp32[i];\n"
+    "    rp[i] = v;\n"
+    "    if ((i == 0 && v != 0) || (i == n && v != nnz)) atomicMax(out, ~(spx_u64)(i == n && n > 0 ? n - 1 : 0));\n"
     "  }\n"
     "}\n"),
 };
@@ -3949,7 +3966,7 @@ static const char *const spx__template_vector[] = {
 static const spx__template spx__templates[] = {
     {"amg", spx__template_amg, 2, 5211, UINT64_C(0x1a6212a60ee34932)},
     {"amg_setup", spx__template_amg_setup, 7, 25475, UINT64_C(0x554ebc5b28cb30a8)},
-    {"analyze", spx__template_analyze, 3, 8543, UINT64_C(0x66e004e02a4ed7ab)},
+    {"analyze", spx__template_analyze, 3, 9690, UINT64_C(0x93919cd271d86654)},
     {"bsr", spx__template_bsr, 2, 4755, UINT64_C(0xa2d6689c4c9a724d)},
     {"convert", spx__template_convert, 8, 30115, UINT64_C(0x1b72776a7f72e6a3)},
     {"coo", spx__template_coo, 1, 3315, UINT64_C(0x40bd6b3938bb2af8)},

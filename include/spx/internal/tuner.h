@@ -142,7 +142,11 @@ int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, const spx
  * trial candidate's dc is its parent's, never freed by it. want_ddiag: a staged plan's diagonal is
  * owed, taken (spx__plan_diag_take) when first asked for or before the last thing that can give it
  * goes (dc with its values up, the lazy copy a, the race's copy). race_cand: a race candidate, timed
- * only on its own kernel (tiered, but with no stand-in: the race tries it once its compile is done). */
+ * only on its own kernel (tiered, but with no stand-in: the race tries it once its compile is done).
+ * A plan on the caller's device arrays (spx_plan_create_device) has no host matrix at all: a stays
+ * NULL and dc (dc.caller: never freed here) is the matrix of every build, of a trial's and a race's
+ * candidates and of a deferred upgrade (src: its sizes alone); a build that would need the matrix
+ * on the host is refused (spx__dcsr_download), and its diagonal is owed from the selection on. */
 typedef struct spx__race spx__race;
 struct spx_plan {
   spx_context *ctx;
