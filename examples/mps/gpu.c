@@ -327,6 +327,18 @@ int mps_gpu_ppe_download(mps_gpu *g, mps_ppe *e) {
 
 int64_t mps_gpu_rows(const mps_gpu *g) { return g->nrows; }
 
+/* The CSR built last, as the device arrays spx_plan_create_device takes (32-bit row pointers). */
+void mps_gpu_dcsr(const mps_gpu *g, spx_dcsr *a, int64_t *row_max) {
+  memset(a, 0, sizeof *a);
+  a->nrows = a->ncols = g->nrows;
+  a->nnz = g->nnz;
+  a->dtype = SPX_DOUBLE;
+  a->row_ptr = dp(g->d.row_ptr);
+  a->col_idx = dp(g->d.col);
+  a->val = dp(g->d.val);
+  *row_max = g->row_max;
+}
+
 /* The right-hand side and the guess / solution on the device (nrows doubles each). */
 void mps_gpu_vectors(mps_gpu *g, void **b, void **x) {
   *b = g->d.b;

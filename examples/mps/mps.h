@@ -180,6 +180,9 @@ void mps_solver_free(mps_solver *m);
  * b and updates x in place on the device; e->a is still the host CSR the plan is made from.
  * e->row_max must be the longest row's length (the lagged choice reads it). */
 int mps_solver_step(mps_solver *m, mps_ppe *e, const void *b, void *x);
+/* The same on the GPU particle path's device CSR a (spx_plan_create_device: nothing comes to the
+ * host), its device b and x; row_max: its longest row. */
+int mps_solver_step_device(mps_solver *m, const spx_dcsr *a, int64_t row_max, void *b, void *x);
 
 /* ---- The particle kernels on the GPU (gpu.c, particles.cu) ---------------------------------- */
 /* One thread per particle, each kernel the device twin of a host kernel (README.md lists them);
@@ -200,6 +203,7 @@ int mps_gpu_ppe(mps_gpu *g);
 /* that CSR downloaded into e (e->row_max too), for spx_plan_create and the checks */
 int mps_gpu_ppe_download(mps_gpu *g, mps_ppe *e);
 int64_t mps_gpu_rows(const mps_gpu *g);
+void mps_gpu_dcsr(const mps_gpu *g, spx_dcsr *a, int64_t *row_max); /* the CSR built last, on the device */
 void mps_gpu_vectors(mps_gpu *g, void **b, void **x); /* the PPE's device b and x */
 /* mps_correct on the device's solution (x NULL) or on host x (uploaded) */
 int mps_gpu_correct(mps_gpu *g, const double *x);

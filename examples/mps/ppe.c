@@ -171,11 +171,11 @@ static void plan_name(const spx_plan *p, char *out, size_t len) {
 
 /* ELL if B < 2.3 and R < 0.005455; cuSPARSE CSR if B > 2.7 or R >= 0.005455 (spx's CSR on the
  * host backend, which has no cuSPARSE); else JDS. */
-static void choose_5_1(const mps_solver *m, const mps_ppe *e, char *out, size_t len) {
-  const spx_csr *a = &e->a;
-  double mean = a->nrows ? (double)a->nnz / (double)a->nrows : 0;
-  double B = a->nnz ? (double)e->row_max / mean : 0;
-  double R = a->nrows && a->ncols ? (double)a->nnz / ((double)a->nrows * (double)a->ncols) : 0;
+static void choose_5_1(const mps_solver *m, int64_t nrows, int64_t ncols, int64_t nnz, int64_t row_max, char *out,
+                       size_t len) {
+  double mean = nrows ? (double)nnz / (double)nrows : 0;
+  double B = nnz ? (double)row_max / mean : 0;
+  double R = nrows && ncols ? (double)nnz / ((double)nrows * (double)ncols) : 0;
   const char *f = B < 2.3 && R < 0.005455 ? "ell"
                   : B > 2.7 || R >= 0.005455 ? (spx_context_backend(m->ctx) == SPX_BACKEND_CUDA ? "cusparse" : "csr")
                                              : "jds";
@@ -234,16 +234,21 @@ static void step_options(const mps_solver *m, spx_plan_options *o) {
 /* The step's plan. A lagged choice that cannot be planned falls back as spx's rule does
  * (plan_strategy_impl.h spx__plan_heuristic): cuSPARSE to spx's csr, a format that does not fit to
  * jds, then csr. */
-static spx_status make_plan(mps_solver *m, const spx_csr *a, spx_plan_options *o, spx_plan **plan) {
+/* The step's matrix: a host CSR, or (a == NULL) the GPU path's device CSR. */
+static spx_status create(mps_solver *m, const spx_csr *a, const spx_dcsr *da, const spx_plan_options *o, spx_plan **plan) {
+  return a ? spx_plan_create(m->ctx, a, o, plan) : spx_plan_create_device(m->ctx, da, o, plan);
+}
+
+static spx_status make_plan(mps_solver *m, const spx_csr *a, const spx_dcsr *da, spx_plan_options *o, spx_plan **plan) {
   static const char *const after_cusparse[2] = {"csr", "jds"}, *const after_other[2] = {"jds", "csr"};
   const char *const *fallback = strcmp(o->force ? o->force : "", "cusparse") ? after_other : after_cusparse;
-  spx_status st = spx_plan_create(m->ctx, a, o, plan);
+  spx_status st = create(m, a, da, o, plan);
   int k;
   for (k = 0; st && m->mode == MPS_SELECT_LAGGED && k < 2; k++) {
     if (!strcmp(o->force, fallback[k])) continue;
     spx_clear_error();
     o->force = fallback[k];
-    if (!(st = spx_plan_create(m->ctx, a, o, plan))) m->fallbacks++;
+    if (!(st = create(m, a, da, o, plan))) m->fallbacks++;
   }
   return st;
 }
@@ -263,7 +268,9 @@ static int fail(const char *what) {
   return 1;
 }
 
-int mps_solver_step(mps_solver *m, mps_ppe *e, const void *b, void *x) {
+/* One step's plan and solve on a (host) or da (device), b and x on the plan's side (host_vectors). */
+static int solve_step(mps_solver *m, const spx_csr *a, const spx_dcsr *da, int64_t row_max, const void *b, void *x,
+                      int host_vectors) {
   spx_plan_options o;
   spx_solve_options so;
   spx_solve_report rep;
@@ -271,14 +278,15 @@ int mps_solver_step(mps_solver *m, mps_ppe *e, const void *b, void *x) {
   spx_status st;
   char used[16];
   double t0 = mps_now(), t1;
-  if (e->a.nrows == 0) return 0;
+  int64_t nrows = a ? a->nrows : da->nrows, ncols = a ? a->ncols : da->ncols, nnz = a ? a->nnz : da->nnz;
+  if (nrows == 0) return 0;
   if (m->mode == MPS_SELECT_LAGGED) { /* step k+1's format from step k's matrix */
-    choose_5_1(m, e, m->next, sizeof m->next);
+    choose_5_1(m, nrows, ncols, nnz, row_max, m->next, sizeof m->next);
     if (!m->current[0]) snprintf(m->current, sizeof m->current, "%s", m->next); /* step 0: its own */
     m->t_choice += mps_now() - t0;
   }
   step_options(m, &o);
-  if (make_plan(m, &e->a, &o, &plan)) return fail("plan");
+  if (make_plan(m, a, da, &o, &plan)) return fail("plan");
   plan_name(plan, used, sizeof used);
   m->last_B = spx_plan_analysis(plan)->B;
   m->last_R = spx_plan_analysis(plan)->R;
@@ -286,9 +294,9 @@ int mps_solver_step(mps_solver *m, mps_ppe *e, const void *b, void *x) {
   m->t_select += t1 - t0;
   spx_solve_options_default(&so);
   so.maxit = 20000;
-  so.host_vectors = b == NULL; /* device vectors: the GPU particle path's b and x stay there */
+  so.host_vectors = host_vectors;
   so.rtol = m->rtol;
-  st = spx_solve_pcg_jacobi(plan, b ? b : e->b, b ? x : e->x, &so, &rep);
+  st = spx_solve_pcg_jacobi(plan, b, x, &so, &rep);
   m->t_solve += mps_now() - t1;
   spx_plan_destroy(plan);
   if (m->mode == MPS_SELECT_LAGGED) snprintf(m->current, sizeof m->current, "%s", m->next);
@@ -299,4 +307,13 @@ int mps_solver_step(mps_solver *m, mps_ppe *e, const void *b, void *x) {
   m->last_resid = rep.true_rel_resid;
   count_use(m, used);
   return 0;
+}
+
+int mps_solver_step(mps_solver *m, mps_ppe *e, const void *b, void *x) {
+  /* device vectors (the GPU particle path) solve on the device, on a plan from the host CSR */
+  return solve_step(m, &e->a, NULL, e->row_max, b ? b : e->b, b ? x : e->x, b == NULL);
+}
+
+int mps_solver_step_device(mps_solver *m, const spx_dcsr *a, int64_t row_max, void *b, void *x) {
+  return solve_step(m, NULL, a, row_max, b, x, 0);
 }
