@@ -521,6 +521,49 @@ static void test_model_atomics(void **state) {
   free(len);
 }
 
+/* spx_plan_rule_choice is the strategies' rule: each (B, R) of a grid around both papers'
+ * thresholds gives the choice a kubota or mps plan makes on a matrix of that B and R (rows of two
+ * lengths; cuSPARSE on the host is spx's csr), and NULL outside the two rules. */
+static void test_rule_choice(void **state) {
+  static const double bs[] = {1.0, 2.2, 2.5, 3.0, 9.0};
+  static const int64_t ncols[] = {1000000, 1000};
+  spx_plan_strategy st[2] = {SPX_PLAN_KUBOTA, SPX_PLAN_MPS};
+  int i, j, k;
+  (void)state;
+  assert_null(spx_plan_rule_choice(SPX_PLAN_AUTO, 1, 0));
+  assert_string_equal(spx_plan_rule_choice(SPX_PLAN_MPS, 1.0, 0.001), "ell");
+  assert_string_equal(spx_plan_rule_choice(SPX_PLAN_MPS, 2.5, 0.001), "jds");
+  assert_string_equal(spx_plan_rule_choice(SPX_PLAN_MPS, 1.0, 0.01), "cusparse");
+  assert_string_equal(spx_plan_rule_choice(SPX_PLAN_KUBOTA, 5.0, 0.0001), "jds");
+  for (i = 0; i < 5; i++)
+    for (j = 0; j < 2; j++) {
+      /* 1000 rows: 999 of length 8, one of length 8 B (about) */
+      const int64_t n = 1000, longest = (int64_t)(8 * bs[i] + 0.5);
+      int64_t *len = malloc((size_t)n * sizeof *len), r;
+      spx_csr *a;
+      for (r = 0; r < n; r++) len[r] = r == 0 ? longest : 8;
+      a = rows_matrix(n, len);
+      a->ncols = ncols[j];
+      for (k = 0; k < 2; k++) {
+        spx_plan_options o;
+        spx_plan *p = NULL;
+        const char *want;
+        char got[32];
+        spx_plan_options_default(&o);
+        o.strategy = st[k]; o.backend = SPX_BACKEND_HOST;
+        assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+        want = spx_plan_rule_choice(st[k], spx_plan_analysis(p)->B, spx_plan_analysis(p)->R);
+        snprintf(got, sizeof got, "%s", spx_plan_engine_of(p) == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse" : spx_format_name(spx_plan_format(p)));
+        if (strcmp(want, "cusparse") ? strcmp(got, want) : strcmp(got, "csr"))
+          fail_msg("%s, B %.3g, R %.3g: the plan chose %s, the rule says %s", spx_plan_strategy_name(st[k]),
+                   spx_plan_analysis(p)->B, spx_plan_analysis(p)->R, got, want);
+        spx_plan_destroy(p);
+      }
+      spx_csr_destroy(a);
+      free(len);
+    }
+}
+
 /* The safety rule: a conversion is chosen over the CSR baseline only when it scores
  * convert_margin below it. ELL made (by its factor) 3% faster than CSR loses at the default
  * margin and wins at 0; made 10% faster, it wins at the default too. */
@@ -2131,7 +2174,8 @@ int main(void) {
       cmocka_unit_test(test_mps_branches),     cmocka_unit_test(test_predicted_bytes), cmocka_unit_test(test_sampled_bytes),
       cmocka_unit_test(test_model_fake_device), cmocka_unit_test(test_model_gather), cmocka_unit_test(test_csr_staged_options), cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_model_latency),
-    cmocka_unit_test(test_model_atomics),    cmocka_unit_test(test_convert_margin), cmocka_unit_test(test_columns_priced),
+    cmocka_unit_test(test_model_atomics),
+    cmocka_unit_test(test_rule_choice),    cmocka_unit_test(test_convert_margin), cmocka_unit_test(test_columns_priced),
       cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_auto_trial_gap),
       cmocka_unit_test(test_auto_latency_trial), cmocka_unit_test(test_auto_race), cmocka_unit_test(test_auto_race_end),
       cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),

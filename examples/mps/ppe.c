@@ -156,29 +156,25 @@ void mps_ppe_free(mps_ppe *e) {
 
 /* ---- the solve and the format choice -------------------------------------------------------- */
 /* The lagged choice (papers/002 section 4.2, Figure 4-5): step k's matrix chooses step k+1's format
- * by formula (5-1), spx's mps strategy. The rule reads two numbers, B = longest row / mean row and
- * R = nnz / (rows x columns) (spx_analysis; internal/plan_strategy_impl.h applies the same
- * thresholds to the same doubles), which the build gives for nothing (e->row_max): the choice costs
- * microseconds, on the step's own thread. (It was a plan made on a host thread beside the solve,
- * eager = 0, only for its choice: the CSR staged on the device for its row profile, the column
- * sample, and the copy a lazy plan keeps of the matrix: a second of host work a step at 2.5 million
- * particles.) Where the choice cannot be planned (a format over the device's memory, cuSPARSE
- * missing) the step falls back as spx's rule does: jds, then csr (mps_solver_step). */
+ * by formula (5-1), spx's mps rule (spx_plan_rule_choice) on B = longest row / mean row and
+ * R = nnz / (rows x columns), which the build gives for nothing (its longest row): the choice costs
+ * microseconds, on the step's own thread, where the thesis ran it on a host thread beside the
+ * solve. Where the choice cannot be planned (a format over the device's memory, cuSPARSE missing)
+ * the step falls back as spx's rule does: jds, then csr (make_plan). */
 static void plan_name(const spx_plan *p, char *out, size_t len) {
   if (spx_plan_engine_of(p) == SPX_PLAN_ENGINE_CUSPARSE) snprintf(out, len, "cusparse");
   else snprintf(out, len, "%s", spx_format_name(spx_plan_format(p)));
 }
 
-/* ELL if B < 2.3 and R < 0.005455; cuSPARSE CSR if B > 2.7 or R >= 0.005455 (spx's CSR on the
- * host backend, which has no cuSPARSE); else JDS. */
+/* spx's mps rule, formula (5-1), on B and R (spx_plan_rule_choice); cuSPARSE's choice is spx's csr
+ * on the host backend, which has no cuSPARSE. */
 static void choose_5_1(const mps_solver *m, int64_t nrows, int64_t ncols, int64_t nnz, int64_t row_max, char *out,
                        size_t len) {
   double mean = nrows ? (double)nnz / (double)nrows : 0;
   double B = nnz ? (double)row_max / mean : 0;
   double R = nrows && ncols ? (double)nnz / ((double)nrows * (double)ncols) : 0;
-  const char *f = B < 2.3 && R < 0.005455 ? "ell"
-                  : B > 2.7 || R >= 0.005455 ? (spx_context_backend(m->ctx) == SPX_BACKEND_CUDA ? "cusparse" : "csr")
-                                             : "jds";
+  const char *f = spx_plan_rule_choice(SPX_PLAN_MPS, B, R);
+  if (!strcmp(f, "cusparse") && spx_context_backend(m->ctx) != SPX_BACKEND_CUDA) f = "csr";
   snprintf(out, len, "%s", f);
 }
 

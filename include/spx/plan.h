@@ -109,6 +109,12 @@ const char *spx_plan_strategy_name(spx_plan_strategy s);
 const char *spx_plan_strategy_description(spx_plan_strategy s);
 /* By name (case ignored); SPX_INVALID_ARGUMENT listing the names otherwise. */
 spx_status spx_plan_strategy_parse(const char *name, spx_plan_strategy *out);
+/* The B/R rule of strategy s (SPX_PLAN_KUBOTA or SPX_PLAN_MPS) on row statistics B (longest row /
+ * mean row) and R (nnz / (rows x columns), a fraction), as spx_analysis gives them: "ell", "jds" or
+ * "cusparse" (cuSPARSE CSR), the rule alone, before the plan's fallbacks (a choice that does not
+ * fit goes to jds, then csr; no cuSPARSE: spx's csr). NULL for another strategy. A code that knows
+ * B and R (from its own matrix build) chooses without a plan. */
+const char *spx_plan_rule_choice(spx_plan_strategy s, double B, double R);
 
 /* What runs the SpMV. */
 typedef enum spx_plan_engine {

@@ -50,6 +50,19 @@ static spx_format spx__plan_rule_apply(const spx__plan_rule *r, const spx_analys
   return SPX_FORMAT_JDS;
 }
 
+const char *spx_plan_rule_choice(spx_plan_strategy s, double B, double R) {
+  spx_analysis an;
+  char why[200];
+  int cus;
+  spx_format f;
+  if (s != SPX_PLAN_KUBOTA && s != SPX_PLAN_MPS) return NULL;
+  memset(&an, 0, sizeof an);
+  an.B = B;
+  an.R = R;
+  f = spx__plan_rule_apply(s == SPX_PLAN_KUBOTA ? &spx__plan_kubota : &spx__plan_mps, &an, &cus, why, sizeof why);
+  return cus ? "cusparse" : spx_format_name(f);
+}
+
 static int spx__plan_find(const spx_plan *p, spx_format f, spx_plan_engine e) {
   int i;
   for (i = 0; i < p->ncand; i++)
