@@ -438,6 +438,41 @@ static void spx_cli_assert_json(const char *what, const char *text, const char *
   if (want && !strstr(text, want)) fail_msg("%s: no %s in:\n%s", what, want, text);
 }
 
+/* select --device-file (bench/model_replay.py): the model's candidates for each matrix as on the
+ * device a calibration file describes, without that device: one JSON line a matrix with every
+ * candidate (cuSPARSE among them, as on a GPU) and the ranking's lowest; a missing file fails
+ * naming it, and the mode refuses --eval. */
+static void test_select_device_file(void **state) {
+  char dir[64], dev[96], args[512], out[1 << 16];
+  (void)state;
+  if (!spx_cli_have_bin()) skip();
+  spx_cli_mkdtemp(dir, sizeof dir);
+  snprintf(dev, sizeof dev, "%s/gpu.json", dir);
+  spx_cli_write_text(dev, "{\"name\": \"A fake GPU\", \"bandwidth_gbs\": 2000, \"launch_us\": 3, \"imbalance_weight\": 0, "
+                          "\"x_miss\": 0.25, \"cache_bytes\": 50000000, \"warp\": 32, \"cusparse_factor\": 1.1, \"h2d_gbs\": 20, "
+                          "\"convert_ns_per_byte\": 1, \"convert_ns_per_nnz\": 1, \"jit_ms\": 5, \"jit_hit_ms\": 0.3, "
+                          "\"cusparse_call_us\": 4, \"memory_bytes\": 0, \"gather_cusparse\": 0, \"gather_default\": 0, "
+                          "\"chain_ns\": 90, \"sms\": 100, \"atomic_row_ns\": 0.04, \"calibrated\": 1}\n");
+  snprintf(args, sizeof args, "select poisson7:12 poisson27:10 --device-file '%s' --calls 1000", dev);
+  assert_int_equal(spx_cli_run_stdout(args, out, sizeof out), 0);
+  {
+    char *nl = strchr(out, '\n');
+    assert_non_null(nl);
+    assert_non_null(strchr(nl + 1, '\n')); /* a line each */
+    *nl = 0;
+    spx_cli_assert_json("select --device-file", out, "\"device\": \"A fake GPU\"");
+    spx_cli_assert_json("select --device-file", out, "\"format\": \"cusparse_csr\"");
+    spx_cli_assert_json("select --device-file", out, "\"lowest\": \"");
+    assert_non_null(strstr(out, "\"matrix\": \"poisson7:12\""));
+  }
+  snprintf(args, sizeof args, "select poisson7:12 --device-file '%s/none.json'", dir);
+  assert_int_equal(spx_cli_run_cmd(args, out, sizeof out), 1);
+  assert_non_null(strstr(out, "none.json"));
+  snprintf(args, sizeof args, "select --eval poisson7:12 --device-file '%s'", dev);
+  assert_int_equal(spx_cli_run_cmd(args, out, sizeof out), 2);
+  spx_cli_rm_rf(dir);
+}
+
 enum { SPX_CLI_MISSING_DIR = 1, SPX_CLI_DEV_FULL = 2, SPX_CLI_NO_SPACE = 4 };
 
 /* One output option made to fail: cmd has one %s, the path. MISSING_DIR: a path in a directory that
@@ -758,6 +793,7 @@ int main(void) {
       cmocka_unit_test(test_info_bcsstk16),
       cmocka_unit_test(test_gen_then_info),
       cmocka_unit_test(test_corpus_split),
+      cmocka_unit_test(test_select_device_file),
       cmocka_unit_test(test_bad_use),
       cmocka_unit_test(test_device_upload),
       cmocka_unit_test(test_jit_warm_without_gpu),

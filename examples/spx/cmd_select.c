@@ -138,6 +138,53 @@ static int sel_one(const char *path, int has_strategy, spx_plan_strategy only, i
   return 0;
 }
 
+/* --device-file: the model's candidates for the matrix at path as they would be on the device the
+ * file describes (a calibration file, spx_plan_device_load), computed here without that device: a
+ * JSON line each, named as the eval names its rows, so that an eval's measured times (--json-file)
+ * can be set against another model's predictions offline (bench/model_replay.py). lowest: the
+ * fitting candidate of least score at `calls` (the model's ranking; the strategy's margin and
+ * trial rules are not applied). */
+static const char *sel_cand_name(const spx_plan_candidate *c) {
+  return c->engine == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(c->format);
+}
+
+static int sel_model_line(const char *path, const spx_plan_device *dev, int64_t calls) {
+  spx_plan_candidate c[SPX_FORMAT_MAX + 1];
+  spx_csr *a = NULL;
+  char name[128];
+  int n = 0, k, low = -1;
+  if (spx_cli_load_matrix(path, &a, name, sizeof name)) { /* as the eval does: the others go on */
+    fprintf(stderr, "spx: select: %s: %s (skipped)\n", path, spx_last_error());
+    return 0;
+  }
+  spx_cli_progress("%s: the model", path);
+  if (spx_plan_model(a, dev, calls, 0, 1, c, SPX_FORMAT_MAX + 1, &n)) {
+    spx_cli_progress_done();
+    spx_csr_destroy(a);
+    return spx_cli_fail("select");
+  }
+  spx_cli_progress_done();
+  printf("{\"matrix\": ");
+  spx_cli_json_str(stdout, name);
+  spx_cli_json_printf(stdout, ", \"nnz\": %lld, \"calls\": %lld, \"device\": ", (long long)a->nnz, (long long)calls);
+  spx_cli_json_str(stdout, dev->name);
+  printf(", \"candidates\": [");
+  for (k = 0; k < n; k++) {
+    if (c[k].fits && c[k].score_us > 0 && (low < 0 || c[k].score_us < c[low].score_us)) low = k;
+    spx_cli_json_printf(stdout, "%s{\"format\": \"%s\", \"fits\": %d, \"predicted_us\": %.6g, \"stream_us\": %.6g, "
+                        "\"chain_us\": %.6g, \"convert_ms\": %.6g, \"score_us\": %.6g, \"note\": ", k ? ", " : "",
+                        sel_cand_name(&c[k]), c[k].fits, c[k].predicted_us, c[k].stream_us, c[k].chain_us,
+                        c[k].convert_ms, c[k].score_us);
+    spx_cli_json_str(stdout, c[k].note);
+    printf("}");
+  }
+  printf("], \"lowest\": ");
+  spx_cli_json_str(stdout, low >= 0 ? sel_cand_name(&c[low]) : NULL);
+  printf("}\n");
+  spx_csr_destroy(a);
+  return 0;
+}
+
 /* cuSPARSE CSR alone: setup wall time and median us per SpMV. */
 /* Setups (plan creation, wall) are timed SEL_SETUP_REPS times on both sides and the median kept:
  * one sample moved end-to-end ratios by +-0.2 on the H100 host (uploads from pageable memory). */
@@ -859,12 +906,15 @@ const char *const spx_cli_select_help[] = {
     "--cold\t--eval: also plan creation + SpMVs with auto's kernels removed from the JIT caches first "
     "(default off)",
     "--json-file F\t--eval: write the rows as JSON to file F (default: none)",
+    "--device-file F\tprint the model's candidates for each matrix (JSON lines) as on the device calibration "
+    "file F describes, without that device (bench/model_replay.py sets them against an eval's times)",
     "--svg F\t--eval: write a slowdown plot to file F (default: none)",
     "$ spx select bcsstk16.mtx.gz --strategy model --calls 100",
     NULL};
 
 int spx_cli_select(int argc, char **argv) {
-  const char *json_file = NULL, *svg = NULL, *v, *sets[4];
+  const char *json_file = NULL, *svg = NULL, *v, *sets[4], *device_file = NULL;
+  spx_plan_device dev;
   int nsets = 0, half = -1, list = 0;
   int64_t rep_nnz = 20000000;
   char **files = (char **)calloc((size_t)argc + 1, sizeof *files);
@@ -899,12 +949,22 @@ int spx_cli_select(int argc, char **argv) {
       else { free(files); return spx_cli_usage("select", "--half fit|validation|all, not '%s'", v); }
     }
     else if ((v = spx_cli_opt(argc, argv, &i, "--json-file"))) json_file = v;
+    else if ((v = spx_cli_opt(argc, argv, &i, "--device-file"))) device_file = v;
     else if (argv[i][0] == '-') { free(files); return spx_cli_usage("select", "unknown option '%s'", argv[i]); }
     else files[nf++] = argv[i];
   }
   if (!eval && (json_file || svg)) {
     free(files);
     return spx_cli_usage("select", "--json-file and --svg are for --eval; the plans print --json");
+  }
+  if (device_file && (eval || list || has_strategy || json)) {
+    free(files);
+    return spx_cli_usage("select", "--device-file prints the model's candidates as JSON lines: not with --eval, "
+                         "--list, --strategy or --json");
+  }
+  if (device_file && spx_plan_device_load(device_file, &dev)) {
+    free(files);
+    return spx_cli_fail("select --device-file");
   }
   for (i = 0; i < nsets; i++) {
     spx_cli_corpus_entry *c = NULL, *w;
@@ -929,6 +989,8 @@ int spx_cli_select(int argc, char **argv) {
       for (i = 0; i < ncorpus; i++) all[nf + i] = corpus[i].spec;
       if (!nf && !ncorpus) rc = spx_cli_usage("select", "FILE is missing");
       else if (eval) rc = sel_eval(nf + ncorpus, all, json_file, svg);
+      else if (device_file)
+        for (i = 0; i < nf + ncorpus && !rc; i++) rc = sel_model_line(all[i], &dev, calls);
       else
         for (i = 0; i < nf + ncorpus && !rc; i++) rc = sel_one(all[i], has_strategy, only, json, calls);
       free(all);
