@@ -471,6 +471,37 @@ static void test_model_latency(void **state) {
   free(len);
 }
 
+/* A ROW-lane kernel (ELL-R, RBP-ELL-R) walks each row to its end in lock step with its warp: it
+ * moves its warps' slots, not the padding it stores up to the matrix's longest row. Rows of 2 and
+ * one of 2000: ELL-R stores n x 2000 slots (its bytes, which the memory limit reads) but is
+ * predicted near CSR, far below ELL, which reads every padded slot; RBP-ELL-R likewise. */
+static void test_model_row_read(void **state) {
+  spx_plan_device d = fake_gpu();
+  spx_plan_candidate c[SPX_FORMAT_MAX + 1];
+  const int64_t n = 64000;
+  int64_t *len = malloc((size_t)n * sizeof *len), i;
+  spx_csr *a;
+  int nc;
+  double ell, ellr, csr;
+  (void)state;
+  assert_non_null(len);
+  d.imbalance_weight = 0;
+  for (i = 0; i < n; i++) len[i] = i == 100 ? 2000 : 2;
+  a = rows_matrix(n, len);
+  assert_int_equal(spx_plan_model(a, &d, 1000000, 0, 1, c, SPX_FORMAT_MAX + 1, &nc), SPX_OK);
+  ell = cand(c, nc, "ell", 0)->stream_us;
+  ellr = cand(c, nc, "ell_r", 0)->stream_us;
+  csr = cand(c, nc, "csr", 0)->stream_us;
+  assert_true(cand(c, nc, "ell_r", 0)->bytes >= n * 2000 * 12); /* stored: the padding is allocated */
+  if (!(ellr < 0.05 * ell) || !(ellr < 3 * csr))
+    fail_msg("ell_r streams %.2f us against ell's %.2f and csr's %.2f", ellr, ell, csr);
+  if (!(cand(c, nc, "rbp_ell_r", 0)->stream_us < 0.05 * cand(c, nc, "rbp_ell_r", 0)->bytes / (d.bandwidth_gbs * 1e3)))
+    fail_msg("rbp_ell_r streams %.2f us for %lld stored bytes", cand(c, nc, "rbp_ell_r", 0)->stream_us,
+             (long long)cand(c, nc, "rbp_ell_r", 0)->bytes);
+  spx_csr_destroy(a);
+  free(len);
+}
+
 /* HYB's COO part adds each warp's run of a row into y with one atomic: atomic_row_ns per such add
  * beyond the bytes. Rows of 4, 3 in 10 of them 5: K = 4, the fifth entries in the COO part, one
  * atomic per long row plus one per 32 COO entries where runs may cross a warp. Formats without
@@ -1284,7 +1315,7 @@ static void test_device_file(void **state) {
     const char *p = spx_plan_device_path("NVIDIA H100 80GB");
     if (spx_jit_cache_dir()) {
       assert_non_null(p);
-      assert_non_null(strstr(p, "/tuner/v14/NVIDIA_H100_80GB.json"));
+      assert_non_null(strstr(p, "/tuner/v15/NVIDIA_H100_80GB.json"));
     }
   }
 }
@@ -2175,6 +2206,7 @@ int main(void) {
       cmocka_unit_test(test_model_fake_device), cmocka_unit_test(test_model_gather), cmocka_unit_test(test_csr_staged_options), cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_model_latency),
     cmocka_unit_test(test_model_atomics),
+    cmocka_unit_test(test_model_row_read),
     cmocka_unit_test(test_rule_choice),    cmocka_unit_test(test_convert_margin), cmocka_unit_test(test_columns_priced),
       cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_auto_trial_gap),
       cmocka_unit_test(test_auto_latency_trial), cmocka_unit_test(test_auto_race), cmocka_unit_test(test_auto_race_end),

@@ -64,7 +64,7 @@
  *
  * THE DEVICE DESCRIPTION  spx_plan_device holds the constants the model uses. On the CUDA backend
  *   they are measured once per device by spx_plan_calibrate (copy bandwidth, launch latency, probe
- *   SpMVs, host conversion rates) and kept in <cache>/tuner/v14/<device>.json (cache as for the JIT:
+ *   SpMVs, host conversion rates) and kept in <cache>/tuner/v15/<device>.json (cache as for the JIT:
  *   $SPX_CACHE_DIR, $XDG_CACHE_HOME/spx, ~/.cache/spx); spx_plan_device_default gives unmeasured
  *   defaults. A test may fill one by hand (options.device) and needs no GPU.
  *
@@ -127,7 +127,7 @@ typedef struct spx_plan_device {
   char name[64];              /* the device's name as the driver gives it, or "host" */
   double bandwidth_gbs;       /* achievable streaming bandwidth of an SpMV kernel, 1e9 B/s */
   double launch_us;           /* fixed cost of one SpMV call (launch + tail), microseconds */
-  double imbalance_weight;    /* 0..1: cost of an idle lane-slot relative to a busy one */
+  double imbalance_weight;    /* 0..1: cost of an idle lane-slot beyond its bytes, relative to a busy one */
   double x_miss;              /* share of nnz whose x read misses cache when x exceeds cache_bytes */
   int64_t cache_bytes;        /* L2 (GPU) or last-level cache (host) */
   int warp;                   /* lanes that run in lock step (32 on NVIDIA GPUs, 1 on the host) */

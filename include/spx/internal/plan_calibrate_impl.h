@@ -322,11 +322,12 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
     if ((s = spx__plan_probe(ctx, pl, SPX_FORMAT_ELL_R, SPX_PLAN_ENGINE_SPX, &t_er))) goto done;
     bpus = d->bandwidth_gbs * 1e3;
     d->imbalance_weight = 0;
-    /* the same bytes the model charges ELL-R, so the weight absorbs what the padding does not cost */
-    bal = spx__plan_time_us(d, &pp, 8, spx__pb_ell_r(&pp, NULL, 8), 0, 1);
+    /* the bytes the model charges ELL-R (its warps' slots, idle ones moved with their neighbours),
+     * so the weight is what an idle lane-slot costs beyond them: at most a busy slot's */
+    bal = spx__plan_time_us(d, &pp, 8, spx__plan_row_read(&pp, spx__pb_ell_r, spx__pb_ell_r(&pp, NULL, 8), 8), 0, 1);
     idle_term = pp.idle_row * 12.0 / bpus;
     d->imbalance_weight = idle_term > 0 ? (t_er - bal) / idle_term : 0;
-    d->imbalance_weight = d->imbalance_weight < 0 ? 0 : d->imbalance_weight > 2 ? 2 : d->imbalance_weight;
+    d->imbalance_weight = d->imbalance_weight < 0 ? 0 : d->imbalance_weight > 1 ? 1 : d->imbalance_weight;
   }
   if (cuda) { /* upload bandwidth: 64 MB, best of three */
     size_t bytes = 64u << 20;

@@ -27,7 +27,7 @@ enum {
   SPX__MAP_SORTED = SPX_LANES_SORTED, SPX__MAP_CSR = SPX_LANES_CSR
 };
 
-typedef int64_t (*spx__pred_fn)(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb);
+typedef spx__plan_pred_fn spx__pred_fn;
 
 /* A parameter's descriptor default by name (SPX_AUTO when the format decides, or has none). */
 static int64_t spx__plan_pdef(const spx_format_vtable *vt, const char *name) {
@@ -388,6 +388,23 @@ static int64_t spx__plan_scatter(const spx__pprof *p, int map) {
   return (int64_t)(SPX__PLAN_SCATTER_WEIGHT * lost * 32.0 * (double)p->nnz);
 }
 
+/* The bytes a ROW-lane kernel moves (ELL-R, RBP-*): a thread walks its own row to its end in lock
+ * step with its warp, so nothing past the warp's longest row is read (the padding the stored bytes
+ * hold up to the matrix's longest), and each step moves the slots of all the warp's lanes, ended
+ * rows included (their sectors come with their neighbours'): nnz + idle_row slots. RBP-ELL(-R)'s
+ * rows walk their pairs and runs likewise: their unpadded bytes, grown by the same share. */
+int64_t spx__plan_row_read(const spx__pprof *p, spx__pred_fn fn, int64_t stored, int64_t vb) {
+  double grow = p->nnz > 0 ? ((double)p->nnz + p->idle_row) / (double)p->nnz : 1.0;
+  if (fn == spx__pb_ell_r) return (int64_t)(((double)p->nnz + p->idle_row) * (double)(4 + vb)) + 4 * p->n;
+  if (fn == spx__pb_rbp_ell || fn == spx__pb_rbp_ell_r) {
+    /* per row its blocks' values and pairs, RBP-ELL one padding pair more (where its walk stops),
+     * RBP-ELL-R its row length; row pointers and the isolated nonzeros' CSR as stored */
+    double blocks = (double)(vb * p->nval + 8 * p->nblocks) + (fn == spx__pb_rbp_ell ? 8.0 : 4.0) * (double)p->n;
+    return (int64_t)(grow * blocks) + 4 * (p->n + 1) + (vb + 4) * p->nnon;
+  }
+  return stored;
+}
+
 /* Whether a block format meets blocks in this matrix (its block factor applies): BSR's best square
  * block is larger than 1, RBP's runs average 4 columns or more. */
 static int spx__plan_blocky(const spx__pprof *p, spx__pred_fn fn, int64_t vb) {
@@ -512,7 +529,10 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
                1e-6 * (double)limit);
     /* the streaming model (launches + bytes + idle lanes) times the format's calibrated factor,
      * plus its gather cost; at least the longest serial walk and the format's measured floor */
-    c->predicted_us = spx__plan_time_us(d, &p, vb, c->bytes + spx__plan_scatter(&p, q->map), idle, q->launches);
+    {
+      int64_t moved = q->map == SPX__MAP_ROW && q->fn && !c->bytes_exact ? spx__plan_row_read(&p, q->fn, c->bytes, vb) : c->bytes;
+      c->predicted_us = spx__plan_time_us(d, &p, vb, moved + spx__plan_scatter(&p, q->map), idle, q->launches);
+    }
     if (f < SPX_FORMAT_MAX) {
       double ff = d->format_factor[f];
       if (d->format_factor_block[f] > 0 && spx__plan_blocky(&p, q->fn, vb)) ff = d->format_factor_block[f];

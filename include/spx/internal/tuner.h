@@ -81,6 +81,10 @@ int64_t spx__pb_ell_r(const spx__pprof *p, const spx_format_vtable *vt, int64_t 
 /* Predicted microseconds per SpMV for a format storing `bytes`, with `idle` idle lane-slots. */
 double spx__plan_time_us(const spx_plan_device *d, const spx__pprof *p, int64_t vb, int64_t bytes, double idle,
                          int launches);
+/* The bytes a ROW-lane format of predictor fn (ELL-R, RBP-*) moves on p: its warps' slots, not
+ * its stored padding (stored: the predictor's bytes, returned for formats that store none). */
+typedef int64_t (*spx__plan_pred_fn)(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb);
+int64_t spx__plan_row_read(const spx__pprof *p, spx__plan_pred_fn fn, int64_t stored, int64_t vb);
 /* HYB's atomic adds into y on p (rows past its K, and runs crossing a warp's edge). */
 double spx__plan_hyb_atomics(const spx__pprof *p, const spx_format_vtable *vt);
 /* Random-gather microseconds of p at d's bandwidth (0 on the host and within the cache). */
