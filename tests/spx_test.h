@@ -77,6 +77,30 @@ static inline void spx_test_matrix_path(const char *name, char *buf, size_t len)
   snprintf(buf, len, "%s/%s.mtx.gz", spx_test_matrix_dir(), name);
 }
 
+/* Shared matrix `name` in double; a matrix that does not read fails the test, naming it. */
+static inline spx_csr *spx_test_shared(const char *name) {
+  char path[1024];
+  spx_csr *a = NULL;
+  spx_test_matrix_path(name, path, sizeof path);
+  if (spx_mm_read(path, SPX_DOUBLE, &a, NULL) != SPX_OK) fail_msg("%s: %s", name, spx_last_error());
+  return a;
+}
+
+/* A kernel spec for a registered copy of ELL (spx_format_register's tests): one launch of ELL's
+ * kernel, a marked summary. */
+static inline spx_status spx_test_ell_copy_spec(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
+                                                spx_kernel_plan *p) {
+  (void)o; (void)dev;
+  memset(p, 0, sizeof *p);
+  p->nlaunch = 1;
+  snprintf(p->launch[0].template_name, sizeof p->launch[0].template_name, "ell");
+  snprintf(p->launch[0].kernel, sizeof p->launch[0].kernel, "spx_ell_spmv");
+  p->launch[0].grid[0] = (unsigned)((m->nrows + 255) / 256); p->launch[0].grid[1] = p->launch[0].grid[2] = 1;
+  p->launch[0].block[0] = 256; p->launch[0].block[1] = p->launch[0].block[2] = 1;
+  snprintf(p->summary, sizeof p->summary, "the test's own spec");
+  return SPX_OK;
+}
+
 /* Fresh random data every run (xorshift64*, seeded from the clock, seed printed on failure paths
  * via spx_test_seed()). Values in [-1, 1), never all zero. */
 static uint64_t spx_test_rng_state;

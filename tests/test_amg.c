@@ -47,14 +47,6 @@ static spx_amg *amg_make(spx_context *ctx, const spx_csr *a, const spx_amg_optio
   return m;
 }
 
-static spx_csr *shared(const char *name) {
-  char path[1024];
-  spx_csr *a = NULL;
-  spx_test_matrix_path(name, path, sizeof path);
-  if (spx_mm_read(path, SPX_DOUBLE, &a, NULL) != SPX_OK) fail_msg("%s: %s", name, spx_last_error());
-  return a;
-}
-
 /* 3-D Poisson n^3 whose z couplings are eps times the x and y ones (the paper's anisotropic
  * diffusion). */
 static spx_csr *aniso(int64_t n, double eps) {
@@ -431,7 +423,7 @@ static void test_galerkin(void **state) {
   m = amg_make(NULL, a, &o);
   assert_true(spx_amg_report_of(m)->levels >= 3);
   check_galerkin(m);
-  s = shared("bcsstk08");
+  s = spx_test_shared("bcsstk08");
   o.coarse_size = 100;
   ms = amg_make(NULL, s, &o);
   check_galerkin(ms);
@@ -452,7 +444,7 @@ static spx_csr *twin_matrix(int k, double *theta) {
   if (k == 0) assert_int_equal(spx_gen_poisson3d(14, 13, 12, 7, SPX_DOUBLE, &a), SPX_OK);
   else if (k == 1) a = aniso(12, 1e-4);
   else if (k == 2) {
-    a = shared("bcsstk08");
+    a = spx_test_shared("bcsstk08");
     *theta = 0.05;
   }
   return a;
@@ -816,7 +808,7 @@ static void test_shared_spd(void **state) {
   size_t k;
   (void)state;
   for (k = 0; k < sizeof names / sizeof *names; k++) {
-    spx_csr *a = shared(names[k]);
+    spx_csr *a = spx_test_shared(names[k]);
     spx_amg *m = amg_make(NULL, a, NULL);
     double *b = rand_vec(a->nrows), *x = calloc((size_t)a->nrows, 8);
     spx_solve_options o;
@@ -1673,7 +1665,7 @@ static void test_rs_poisson(void **state) {
  * weights); a row without strong dependencies (a decoupled row) is an F point that interpolates
  * from none. */
 static void rs_split_case(spx_amg_rs_interp interp) {
-  spx_csr *s = shared("bcsstk08"), *an = aniso(16, 1e-4), *d;
+  spx_csr *s = spx_test_shared("bcsstk08"), *an = aniso(16, 1e-4), *d;
   spx_amg_options o = rs_options();
   spx_amg *m, *ma, *m0, *md;
   spx_amg_level_view v;
@@ -1771,7 +1763,7 @@ static void rs_threads_case(spx_amg_rs_interp interp) {
  * shared among threads): the same hierarchy with one thread and with several, with the cap and
  * truncation and without (long rows of P through the threads' buffers). */
 static void rs_threads_ext_shared(void) {
-  spx_csr *a = shared("bcsstk16");
+  spx_csr *a = spx_test_shared("bcsstk16");
   int e;
   for (e = 0; e < 2; e++) {
     spx_amg_options o = rs_options();
@@ -1803,7 +1795,7 @@ static void test_rs_shared(void **state) {
   size_t k;
   (void)state;
   for (k = 0; k < sizeof names / sizeof *names; k++) {
-    spx_csr *a = shared(names[k]);
+    spx_csr *a = spx_test_shared(names[k]);
     spx_amg_options o = rs_options();
     spx_amg *m = amg_make(NULL, a, &o);
     double *b = rand_vec(a->nrows);
@@ -2170,7 +2162,7 @@ static void test_gpu_shared_spd(void **state) {
   (void)state;
   if (!g) skip();
   for (k = 0; k < sizeof names / sizeof *names; k++) {
-    spx_csr *a = shared(names[k]);
+    spx_csr *a = spx_test_shared(names[k]);
     spx_amg *mh = amg_make(NULL, a, NULL), *mg = amg_make(g, a, NULL);
     double *b = rand_vec(a->nrows), *x;
     int64_t ith = pcg(mh, a, spx_amg_plan(mh), b, 1e-8, 0, names[k]), itg;
@@ -2424,7 +2416,7 @@ static void test_gpu_setup(void **state) {
       if (rule == 2 && k != 3) continue; /* AUTO: the default case only */
       if (k == 0) assert_int_equal(spx_gen_poisson3d(24, 24, 24, 7, SPX_DOUBLE, &a), SPX_OK);
       if (k == 1) a = aniso(24, 1e-4);
-      if (k == 2) a = shared("bcsstk16");
+      if (k == 2) a = spx_test_shared("bcsstk16");
       if (k == 3) assert_int_equal(spx_gen_poisson3d(32, 32, 32, 7, SPX_DOUBLE, &a), SPX_OK);
       spx_amg_options_default(&o); /* chebyshev: gs's coloring reads which entries are exactly 0, and a sum that
                                       cancels may end exactly 0 on one side and at rounding size on the other */

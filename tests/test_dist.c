@@ -208,14 +208,6 @@ static void test_poisson(void **state) {
   spx_csr_destroy(a);
 }
 
-static spx_csr *shared(const char *name) {
-  char path[1024];
-  spx_csr *a = NULL;
-  spx_test_matrix_path(name, path, sizeof path);
-  if (spx_mm_read(path, SPX_DOUBLE, &a, NULL) != SPX_OK) fail_msg("%s: %s", name, spx_last_error());
-  return a;
-}
-
 /* SPD (CG, Jacobi PCG) and nonsymmetric (BiCGSTAB) matrices of the shared set. */
 static void test_shared(void **state) {
   static const char *const spd[] = {"bcsstk05", "662_bus", "bcsstk22"};
@@ -224,14 +216,14 @@ static void test_shared(void **state) {
   int k;
   (void)state;
   for (k = 0; k < 3; k++) {
-    a = shared(spd[k]);
+    a = spx_test_shared(spd[k]);
     snprintf(what, sizeof what, "%s cg", spd[k]);
     compare(what, a, spx_solve_cg, spx_dist_solve_cg, 1e-10, 5000);
     snprintf(what, sizeof what, "%s pcg_jacobi", spd[k]);
     compare(what, a, spx_solve_pcg_jacobi, spx_dist_solve_pcg_jacobi, 1e-10, 5000);
     spx_csr_destroy(a);
   }
-  a = shared("cage8");
+  a = spx_test_shared("cage8");
   compare("cage8 bicgstab", a, spx_solve_bicgstab, spx_dist_solve_bicgstab, 1e-10, 2000);
   spx_csr_destroy(a);
 }
@@ -537,7 +529,7 @@ static void test_precond_callback(void **state) {
   jac j;
   spx_status st;
   (void)state;
-  a = shared("bcsstk05");
+  a = spx_test_shared("bcsstk05");
   d = scatter(a, NULL);
   spx_dist_get_info(d, &in);
   b = shared_rand(a->nrows);
@@ -715,7 +707,7 @@ static void test_amg_shared(void **state) {
   int k;
   (void)state;
   for (k = 0; k < 2; k++) {
-    spx_csr *a = shared(spd[k]);
+    spx_csr *a = spx_test_shared(spd[k]);
     char what[64];
     snprintf(what, sizeof what, "%s cheby", spd[k]);
     amg_case(what, a, SPX_AMG_CHEBYSHEV, 1e-8, 2);
@@ -956,12 +948,12 @@ static void test_metis_solve(void **state) {
   a = shuffled_laplacian(30);
   compare_part("shuffled grid cg", a, spx_solve_cg, spx_dist_solve_cg, 1e-10, 5000, SPX_DIST_PART_METIS);
   spx_csr_destroy(a);
-  a = shared("662_bus");
+  a = spx_test_shared("662_bus");
   compare_part("662_bus cg", a, spx_solve_cg, spx_dist_solve_cg, 1e-10, 5000, SPX_DIST_PART_METIS);
   compare_part("662_bus pcg_jacobi", a, spx_solve_pcg_jacobi, spx_dist_solve_pcg_jacobi, 1e-10, 5000,
                SPX_DIST_PART_METIS);
   spx_csr_destroy(a);
-  a = shared("cage8");
+  a = spx_test_shared("cage8");
   compare_part("cage8 bicgstab", a, spx_solve_bicgstab, spx_dist_solve_bicgstab, 1e-10, 2000, SPX_DIST_PART_METIS);
   spx_csr_destroy(a);
 }
@@ -1224,7 +1216,7 @@ static void test_read_mm(void **state) {
     const char *p = plain_copy(names[k]);
     same_as_serial(p, SPX_DOUBLE, NULL);
     if (k == 0) {
-      a = shared(names[k]);
+      a = spx_test_shared(names[k]);
       for (q = 0; q <= g_size; q++) rs[q] = a->nrows * q * q / (g_size * g_size);
       same_as_serial(p, SPX_DOUBLE, rs);
       same_as_serial(p, SPX_FLOAT, NULL);
@@ -1745,7 +1737,7 @@ static void test_gpu_solve(void **state) {
   gpu_compare(ctx, "poisson7 pcg_jacobi", a, spx_solve_pcg_jacobi, spx_dist_solve_pcg_jacobi, 1e-10);
   gpu_compare(ctx, "poisson7 bicgstab", a, spx_solve_bicgstab, spx_dist_solve_bicgstab, 1e-10);
   spx_csr_destroy(a);
-  a = shared("cage8");
+  a = spx_test_shared("cage8");
   gpu_compare(ctx, "cage8 bicgstab", a, spx_solve_bicgstab, spx_dist_solve_bicgstab, 1e-10);
   spx_csr_destroy(a);
   /* 3 rows over up to 4 ranks: a rank without rows takes part in every sum */

@@ -208,14 +208,6 @@ static spx_context *gpu_context(void) {
   return g;
 }
 
-static spx_csr *shared(const char *name) {
-  char path[1024];
-  spx_csr *a = NULL;
-  spx_test_matrix_path(name, path, sizeof path);
-  if (spx_mm_read(path, SPX_DOUBLE, &a, NULL) != SPX_OK) fail_msg("%s: %s", name, spx_last_error());
-  return a;
-}
-
 #define NMAT 6
 static const char *const mat_names[NMAT] = {"poisson7 32^3", "power-law 20000", "bcsstk16", "cage10", "lp_e226",
                                             "poisson7 16^3 float"};
@@ -225,7 +217,7 @@ static spx_csr *mat_make(int k) {
   case 0: assert_int_equal(spx_gen_poisson3d(32, 32, 32, 7, SPX_DOUBLE, &a), SPX_OK); break;
   case 1: assert_int_equal(spx_gen_powerlaw(20000, 2.0, 2, 300, 3, SPX_DOUBLE, &a), SPX_OK); break;
   case 5: assert_int_equal(spx_gen_poisson3d(16, 16, 16, 7, SPX_FLOAT, &a), SPX_OK); break;
-  default: a = shared(mat_names[k]);
+  default: a = spx_test_shared(mat_names[k]);
   }
   return a;
 }
@@ -461,20 +453,6 @@ static void test_gpu_pcg_jacobi(void **state) {
   spx_context_destroy(g);
 }
 
-/* A kernel spec for a registered copy of ELL (one launch of ELL's kernel). */
-static spx_status copy_spec(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
-                            spx_kernel_plan *p) {
-  (void)o; (void)dev;
-  memset(p, 0, sizeof *p);
-  p->nlaunch = 1;
-  snprintf(p->launch[0].template_name, sizeof p->launch[0].template_name, "ell");
-  snprintf(p->launch[0].kernel, sizeof p->launch[0].kernel, "spx_ell_spmv");
-  p->launch[0].grid[0] = (unsigned)((m->nrows + 255) / 256); p->launch[0].grid[1] = p->launch[0].grid[2] = 1;
-  p->launch[0].block[0] = 256; p->launch[0].block[1] = p->launch[0].block[2] = 1;
-  snprintf(p->summary, sizeof p->summary, "the test's own spec");
-  return SPX_OK;
-}
-
 /* A malformed CSR is named (no plan, nothing leaked); a matrix without nonzeros runs csr; a
  * registered format (converted on the host) is no candidate and is refused when forced. */
 static void test_gpu_malformed_and_edges(void **state) {
@@ -526,7 +504,7 @@ static void test_gpu_malformed_and_edges(void **state) {
   vt = *spx_format_info(SPX_FORMAT_ELL);
   vt.name = "ell_copy_for_a_device_test";
   assert_int_equal(spx_format_register(&vt, &id), SPX_OK);
-  assert_int_equal(spx_format_set_kernel(id, copy_spec), SPX_OK);
+  assert_int_equal(spx_format_set_kernel(id, spx_test_ell_copy_spec), SPX_OK);
   dev_upload(g, a, &c);
   {
     spx_plan_options o;

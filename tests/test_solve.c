@@ -20,14 +20,6 @@ static spx_plan *host_plan(const spx_csr *a, const char *force) {
   return p;
 }
 
-static spx_csr *shared(const char *name) {
-  char path[1024];
-  spx_csr *a = NULL;
-  spx_test_matrix_path(name, path, sizeof path);
-  if (spx_mm_read(path, SPX_DOUBLE, &a, NULL) != SPX_OK) fail_msg("%s: %s", name, spx_last_error());
-  return a;
-}
-
 /* ||b - A x|| / ||b|| by the reference CSR SpMV, in double (x and b of a's dtype). */
 static double true_rel(const spx_csr *a, const void *b, const void *x) {
   int64_t n = a->nrows, i;
@@ -141,7 +133,7 @@ static void test_shared_spd(void **state) {
   int k;
   (void)state;
   for (k = 0; k < 4; k++) {
-    spx_csr *a = shared(names[k]);
+    spx_csr *a = spx_test_shared(names[k]);
     char what[64];
     int64_t cg, pcg;
     double *b = rand_b(a->nrows);
@@ -158,7 +150,7 @@ static void test_shared_spd(void **state) {
 /* A SPD matrix scaled badly on purpose, D A D with D spanning 4 decades: PCG needs far fewer
  * iterations than CG. */
 static void test_pcg_badly_scaled(void **state) {
-  spx_csr *a = shared("bcsstk04"), *g;
+  spx_csr *a = spx_test_shared("bcsstk04"), *g;
   int64_t i, k, cg, pcg;
   double *d;
   (void)state;
@@ -188,7 +180,7 @@ static void test_bicgstab_nonsymmetric(void **state) {
   (void)state;
   for (k = 0; k < 3; k++) {
     char what[64];
-    a = shared(names[k]);
+    a = spx_test_shared(names[k]);
     snprintf(what, sizeof what, "%s bicgstab", names[k]);
     solve_check(what, a, spx_solve_bicgstab, 1e-8, 2000, k & 1);
     spx_csr_destroy(a);
@@ -247,7 +239,7 @@ static void test_breakdowns(void **state) {
   spx_csr_destroy(a);
   free(b);
   /* Indefinite and nonsymmetric (bfwa62): CG finds p.Ap <= 0. */
-  a = shared("bfwa62");
+  a = spx_test_shared("bfwa62");
   b = malloc((size_t)a->nrows * 8);
   for (i = 0; i < a->nrows; i++) b[i] = 1.0 + 0.1 * (double)(i % 7); /* p.Ap < 0 in iteration 3 */
   expect_status(a, spx_solve_cg, b, SPX_BREAKDOWN, "p.Ap", 1000);
@@ -570,7 +562,7 @@ static void test_deferred_plan(void **state) {
   spx_plan_destroy(p);
   spx_plan_destroy(ref);
   /* BiCGSTAB on a nonsymmetric shared matrix, upgraded at iteration 3 */
-  c = shared("cage10");
+  c = spx_test_shared("cage10");
   {
     double *bc = malloc((size_t)c->nrows * 8), *xc = calloc((size_t)c->nrows, 8);
     spx_test_fill(bc, c->nrows);
@@ -906,7 +898,7 @@ static void test_gpu_solvers(void **state) {
   (void)state;
   if (!g) skip();
   assert_int_equal(spx_gen_elasticity3d(6, 5, 5, SPX_DOUBLE, &a), SPX_OK);
-  c = shared("cage10");
+  c = spx_test_shared("cage10");
   b = malloc((size_t)a->nrows * 8);
   bc = malloc((size_t)c->nrows * 8);
   spx_test_fill(b, a->nrows);
