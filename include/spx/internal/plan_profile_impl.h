@@ -22,25 +22,36 @@
  * its own sector (random columns), about 1/(row length) or less on a stencil. */
 double spx__pprof_xsec(const spx__pprof *p) { return p->x_nnz > 0 ? (double)p->x_sectors / (double)p->x_nnz : 0; }
 
-/* Idle lane-slots when `warp` lanes run `warp/tpr` consecutive rows, tpr lanes each, in lock step. */
-static double spx__plan_idle(const spx_csr *a, int warp, int tpr) {
+/* Idle lane-slots when `warp` lanes run consecutive rows in lock step: *one, a thread per row (warp
+ * rows a group); *many, tpr lanes per row (warp / tpr rows a group, tpr a power of two <= warp, so
+ * a warp of rows holds whole groups of both). One pass over the row lengths for both; the sums are
+ * of integers, exact in double whatever the threads' order. */
+static void spx__plan_idle(const spx_csr *a, int warp, int tpr, double *one, double *many) {
   int64_t g = warp / tpr > 0 ? warp / tpr : 1, i, j;
-  double idle = 0;
-  if (warp <= 1) return 0;
+  double i1 = 0, im = 0;
+  *one = *many = 0;
+  if (warp <= 1) return;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 2048) private(j) reduction(+ : idle) \
+#pragma omp parallel for schedule(static, 64) private(j) reduction(+ : i1, im) \
     num_threads(spx__host_threads_for(a->nrows, SPX__HOST_GRAIN)) if (a->nrows > 65536)
 #endif
-  for (i = 0; i < a->nrows; i += g) {
-    int64_t steps = 0, sum = 0, e = SPX__MIN(a->nrows, i + g);
+  for (i = 0; i < a->nrows; i += warp) {
+    int64_t e = SPX__MIN(a->nrows, i + warp), steps1 = 0, sum = 0, steps = 0, gsum = 0;
     for (j = i; j < e; j++) {
       int64_t l = a->row_ptr[j + 1] - a->row_ptr[j];
-      steps = SPX__MAX(steps, (l + tpr - 1) / tpr);
+      steps1 = SPX__MAX(steps1, l);
       sum += l;
+      steps = SPX__MAX(steps, (l + tpr - 1) / tpr);
+      gsum += l;
+      if ((j - i + 1) % g == 0 || j + 1 == e) { /* a group of tpr-lane rows ends */
+        im += (double)(steps * tpr * ((j - i) % g + 1) - gsum);
+        steps = gsum = 0;
+      }
     }
-    idle += (double)(steps * tpr * (e - i) - sum);
+    i1 += (double)(steps1 * (e - i) - sum);
   }
-  return idle;
+  *one = i1;
+  *many = im;
 }
 
 void spx__pprof_free(spx__pprof *p) { SPX_FREE(p->hist); p->hist = NULL; }
@@ -419,8 +430,7 @@ spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const spx__ppro
   }
   p->tpr = spx__plan_tpr(a);
   if (!given) {
-    p->idle_row = spx__plan_idle(a, warp, 1);
-    p->idle_csr = spx__plan_idle(a, warp, p->tpr);
+    spx__plan_idle(a, warp, p->tpr, &p->idle_row, &p->idle_csr);
   }
   SPX__PPROF_TRACE("idle");
 #undef SPX__PPROF_TRACE
