@@ -256,14 +256,15 @@ static double spx__plan_cols_share(const spx_plan_options *o) {
 
 /* The row profile, staged on the device where the plan wants that (the device validates the CSR
  * there), else on the host (with the full validation spx__plan_check left to the device profile).
- * *staged (when not NULL): rows, when the device profiled them. */
+ * *profiled (when not NULL): rows, the model's row-length part (the device's, or the host's, with
+ * p->an from its histogram: one pass over the rows for both); NULL: the row statistics alone. */
 static spx_status spx__plan_rows(spx_plan *p, const spx_csr *a0, const spx_csr *use, const spx_plan_options *o,
                                  const spx_plan_device *dev, int columns, int values, spx__pprof *rows,
-                                 spx__pprof **staged) {
+                                 spx__pprof **profiled) {
   const int want = spx__plan_stage_wanted(a0, o);
   int done = 0;
   spx_status s;
-  if (staged) *staged = NULL;
+  if (profiled) *profiled = NULL;
   if (p->stage && p->backend == SPX_BACKEND_CUDA && dev->warp == 32 && want) {
     /* the column counts may outlast the upload by what they may cost: beside a long upload they
      * come free, beside a short one they take at most that share of the work */
@@ -280,11 +281,17 @@ static spx_status spx__plan_rows(spx_plan *p, const spx_csr *a0, const spx_csr *
     if ((s = spx__plan_stage(p, use, columns, wait_ms, values, rows, &done))) return s;
   }
   if (done) {
-    if (staged) *staged = rows;
+    if (profiled) *profiled = rows;
     return SPX_OK;
   }
   if (want && (s = spx_csr_validate(a0))) return s;
-  spx__plan_rowstats(use, &p->an);
+  if (!profiled) {
+    spx__plan_rowstats(use, &p->an);
+    return SPX_OK;
+  }
+  if ((s = spx__pprof_make(use, dev->warp, 2, NULL, rows))) return s;
+  spx__plan_rowstats_of(use, rows, &p->an);
+  *profiled = rows;
   return SPX_OK;
 }
 
@@ -424,7 +431,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
   spx_plan_device dev;
   spx_csr *a = NULL;
   const spx_csr *use = a0;
-  spx__pprof rows, *rowsp = NULL; /* the device's row profile, when staged */
+  spx__pprof rows, *rowsp = NULL; /* the row profile (the device's when staged) */
   int64_t limit = o->memory_limit;
   double t0 = spx__now(), tl = t0, host_kms = -1; /* host_kms: spx__plan_csr_kernel_ms of the rows, once */
   const int tr = spx__plan_tracing(); /* per-stage wall times on stderr, to see where selection goes */
@@ -486,7 +493,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
   /* a CSR plan can run spx's kernel on the staged arrays: the kernel choice from the histogram */
   if (rowsp && rows.hist && p->dc.rp32)
     p->csr_staged = spx_csr_kernel_options(use->nrows, use->nnz, rows.hist, rows.row_max, &p->csr_opt) == SPX_OK;
-  SPX__PLAN_TRACE(rowsp ? "devprofile" : "rowstats");
+  SPX__PLAN_TRACE(p->dc.ci ? "devprofile" : "rowstats");
   if ((s = spx__plan_candidates(use, rowsp, &dev, o->expected_calls, limit,
                                 spx__plan_has_cusparse(p) ? (spx__plan_names_cusparse(o->force) ? 2 : 1) : 0,
                                 p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand, &p->params,

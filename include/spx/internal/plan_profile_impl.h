@@ -378,6 +378,7 @@ spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const spx__ppro
   p->n = a->nrows; p->ncols = a->ncols; p->nnz = a->nnz;
   if (given) { /* everything it holds; the histogram is the caller's, so copied */
     *p = *given;
+    p->idle_sorted = 0; /* recomputed from the histogram below */
     if (!(p->hist = (int64_t *)spx__alloc((size_t)given->row_max + 1, sizeof *p->hist))) return SPX_OUT_OF_MEMORY;
     memcpy(p->hist, given->hist, ((size_t)given->row_max + 1) * sizeof *p->hist);
   } else {
@@ -444,6 +445,24 @@ void spx__plan_rowstats_finish(const spx_csr *a, double sq, spx_analysis *an) {
   }
   an->B = a->nnz ? (double)an->row_max / an->row_mean : 0;
   an->R = a->nrows && a->ncols ? (double)a->nnz / ((double)a->nrows * (double)a->ncols) : 0;
+}
+
+/* The same from a profile's histogram (p->hist, p->row_max of a): no pass over the rows. The sums
+ * are of integers, so the numbers are spx__plan_rowstats' to the bit. */
+void spx__plan_rowstats_of(const spx_csr *a, const spx__pprof *p, spx_analysis *an) {
+  double t0 = spx__now();
+  int64_t l, sq = 0;
+  memset(an, 0, sizeof *an);
+  an->nrows = a->nrows; an->ncols = a->ncols; an->nnz = a->nnz;
+  for (l = p->row_max; l >= 0; l--)
+    if (p->hist[l]) {
+      an->row_min = l;
+      sq += p->hist[l] * l * l;
+    }
+  an->row_max = a->nrows ? p->row_max : 0;
+  an->empty_rows = a->nrows ? p->hist[0] : 0;
+  spx__plan_rowstats_finish(a, (double)sq, an);
+  an->seconds = spx__now() - t0;
 }
 
 /* The part of spx_analyze the strategies read (row lengths: B, R), from row_ptr alone: the full

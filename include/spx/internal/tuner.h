@@ -60,6 +60,7 @@ spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const spx__ppro
 /* spx_analysis's row statistics (sizes, row lengths, B, R) from row_ptr alone; _finish completes
  * them from the sum of squared row lengths sq (the device profile's counters give it too). */
 void spx__plan_rowstats(const spx_csr *a, spx_analysis *an);
+void spx__plan_rowstats_of(const spx_csr *a, const spx__pprof *p, spx_analysis *an);
 void spx__plan_rowstats_finish(const spx_csr *a, double sq, spx_analysis *an);
 
 /* ---- plan_device_impl.h: the device description and its file --------------------------------- */
