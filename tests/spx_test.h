@@ -86,6 +86,17 @@ static inline spx_csr *spx_test_shared(const char *name) {
   return a;
 }
 
+/* A CUDA context on device 0, or NULL where there is none (the GPU tests skip then). */
+static inline spx_context *spx_test_gpu_context(void) {
+  spx_context_options co = {SPX_BACKEND_CUDA, 0};
+  spx_context *g = NULL;
+  if (spx_device_count() < 1 || spx_context_create(&co, &g) != SPX_OK) {
+    spx_clear_error();
+    return NULL;
+  }
+  return g;
+}
+
 /* A kernel spec for a registered copy of ELL (spx_format_register's tests): one launch of ELL's
  * kernel, a marked summary. */
 static inline spx_status spx_test_ell_copy_spec(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,

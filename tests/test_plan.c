@@ -1419,24 +1419,13 @@ static void check_device_spmv(spx_context *g, spx_plan *p, spx_dmatrix *d, const
   free(x); free(y); free(yr);
 }
 
-/* A CUDA context on device 0, or NULL where there is none (the GPU tests skip then). */
-static spx_context *gpu_context(void) {
-  spx_context_options co = {SPX_BACKEND_CUDA, 0};
-  spx_context *g = NULL;
-  if (spx_device_count() < 1 || spx_context_create(&co, &g) != SPX_OK) {
-    spx_clear_error();
-    return NULL;
-  }
-  return g;
-}
-
 /* GPU: every strategy computes the right y with device vectors; skipped without a GPU. */
 static void check_plan_spmv(spx_context *g, spx_plan *p, const spx_csr *a, const char *what) {
   check_device_spmv(g, p, NULL, a, what);
 }
 
 static void test_gpu_plans(void **state) {
-  spx_context *g = gpu_context();
+  spx_context *g = spx_test_gpu_context();
   spx_csr *a;
   int st;
   (void)state;
@@ -1573,7 +1562,7 @@ static spx_dmatrix *dmatrix_of(spx_context *g, const spx_csr *a, spx_format f, i
  * gives A x all along, and switches to the specialized kernel. Cold starts are made by removing
  * the kernels from the caches (spx_dmatrix_forget_kernels), so the test holds with a warm cache. */
 static void test_gpu_tiered_jit(void **state) {
-  spx_context *g = gpu_context();
+  spx_context *g = spx_test_gpu_context();
   spx_csr *a7, *a27, *big, *small;
   spx_dmatrix *d;
   const char *forced[2] = {"sell", "csr"};
@@ -1791,7 +1780,7 @@ static void host_diag(const spx_csr *a, double *d) {
  * racing plan ends it and converges; destroyed mid-race it leaves no device memory behind. A
  * staged matrix (the best two, or the ranked ones if latency-bound) and a small latency-bound one. */
 static void test_gpu_race(void **state) {
-  spx_context *g = gpu_context();
+  spx_context *g = spx_test_gpu_context();
   spx_csr *m[2];
   const char *names[2] = {"poisson7 64^3", "poisson7 13x12x11"};
   int k;
@@ -1950,7 +1939,7 @@ static void nothing_pays_csr_kernel(spx_context *g, const spx_csr *a, int forget
  * spx's CSR, auto does not take cuSPARSE. */
 static void test_gpu_nothing_pays_shortcut(void **state) {
   static const char *const names[] = {"bcsstk08", "ct2010", "luxembourg", "cage10", "bcsstk16", "EX5", "rajat11"};
-  spx_context *g = gpu_context();
+  spx_context *g = spx_test_gpu_context();
   spx_plan_device dev;
   size_t i;
   int fired = 0, checked = 0, k, warm;
@@ -2011,7 +2000,7 @@ static void test_gpu_nothing_pays_shortcut(void **state) {
  * against a few ms of work) it is stopped, and the formats that need it are not modelled, and say
  * so; at 10^9 SpMVs it completes and they are. */
 static void test_gpu_columns_priced(void **state) {
-  spx_context *g = gpu_context();
+  spx_context *g = spx_test_gpu_context();
   spx_csr *a = NULL;
   static const int64_t calls[] = {1000, 1000000000};
   int k;
@@ -2049,7 +2038,7 @@ static void test_gpu_columns_priced(void **state) {
 }
 
 static void test_gpu_device_profile(void **state) {
-  spx_context *g = gpu_context();
+  spx_context *g = spx_test_gpu_context();
   spx_csr *m[4];
   const char *names[4] = {"poisson7 64^3", "power-law 300k", "elasticity 20^3", "mostly empty rows"};
   int k, i;

@@ -198,16 +198,6 @@ static void test_bad_arguments(void **state) {
 }
 
 /* ---- GPU ------------------------------------------------------------------------------------------ */
-static spx_context *gpu_context(void) {
-  spx_context_options co = {SPX_BACKEND_CUDA, 0};
-  spx_context *g = NULL;
-  if (spx_device_count() < 1 || spx_context_create(&co, &g) != SPX_OK) {
-    spx_clear_error();
-    return NULL;
-  }
-  return g;
-}
-
 #define NMAT 6
 static const char *const mat_names[NMAT] = {"poisson7 32^3", "power-law 20000", "bcsstk16", "cage10", "lp_e226",
                                             "poisson7 16^3 float"};
@@ -226,7 +216,7 @@ static spx_csr *mat_make(int k) {
  * arrays, the others are refused; auto and every strategy compute it; the arrays are intact after
  * every plan; the diagonal is the host's. */
 static void test_gpu_forced_and_strategies(void **state) {
-  spx_context *g = gpu_context();
+  spx_context *g = spx_test_gpu_context();
   int k, f, st;
   (void)state;
   if (!g) skip();
@@ -317,7 +307,7 @@ static void test_gpu_forced_and_strategies(void **state) {
 /* The row statistics are the host's; a race, a trial and a deferred plan run from the arrays; the
  * caller frees its arrays once the converted plan is done with them, and it still computes A x. */
 static void test_gpu_lifetimes(void **state) {
-  spx_context *g = gpu_context();
+  spx_context *g = spx_test_gpu_context();
   spx_csr *a = NULL;
   spx_analysis an;
   spx_plan_options o;
@@ -403,7 +393,7 @@ static void test_gpu_lifetimes(void **state) {
  * made from the host CSR forced to the same format (the same arrays and kernels), and converges. */
 static void test_gpu_pcg_jacobi(void **state) {
   static const char *const forms[] = {"csr", "cusparse", "ell", "ell_r", "jds", "sell", "bsr"};
-  spx_context *g = gpu_context();
+  spx_context *g = spx_test_gpu_context();
   spx_csr *a = NULL;
   dev_csr c;
   double *b;
@@ -456,7 +446,7 @@ static void test_gpu_pcg_jacobi(void **state) {
 /* A malformed CSR is named (no plan, nothing leaked); a matrix without nonzeros runs csr; a
  * registered format (converted on the host) is no candidate and is refused when forced. */
 static void test_gpu_malformed_and_edges(void **state) {
-  spx_context *g = gpu_context();
+  spx_context *g = spx_test_gpu_context();
   spx_csr *a = NULL, *e = NULL;
   dev_csr c;
   spx_plan *p = NULL;
