@@ -79,6 +79,11 @@ typedef struct sel_row {
   int64_t nrows, row_max;
 } sel_row;
 
+/* A candidate's name as the eval and the plans print it. */
+static const char *sel_cand_name(const spx_plan_candidate *c) {
+  return c->engine == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(c->format);
+}
+
 static const char *sel_cname(const spx_plan *p) {
   return spx_plan_engine_of(p) == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(spx_plan_format(p));
 }
@@ -144,10 +149,6 @@ static int sel_one(const char *path, int has_strategy, spx_plan_strategy only, i
  * can be set against another model's predictions offline (bench/model_replay.py). lowest: the
  * fitting candidate of least score at `calls` (the model's ranking; the strategy's margin and
  * trial rules are not applied). */
-static const char *sel_cand_name(const spx_plan_candidate *c) {
-  return c->engine == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(c->format);
-}
-
 static int sel_model_line(const char *path, const spx_plan_device *dev, int64_t calls) {
   spx_plan_candidate c[SPX_FORMAT_MAX + 1];
   spx_csr *a = NULL;
@@ -536,10 +537,10 @@ static spx_status sel_eval_matrix(spx_context *ctx, const char *spec, sel_row *r
           if (c[k].measured_us <= 0) continue;
           if (r->oracle_us < 0 || c[k].measured_us < r->oracle_us) {
             r->oracle_us = c[k].measured_us;
-            snprintf(r->oracle, sizeof r->oracle, "%s", c[k].engine == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(c[k].format));
+            snprintf(r->oracle, sizeof r->oracle, "%s", sel_cand_name(&c[k]));
           }
           if (r->ncand <= SPX_FORMAT_MAX) {
-            snprintf(r->cand[r->ncand], sizeof r->cand[0], "%s", c[k].engine == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(c[k].format));
+            snprintf(r->cand[r->ncand], sizeof r->cand[0], "%s", sel_cand_name(&c[k]));
             r->cand_pred_us[r->ncand] = c[k].predicted_us;
             r->cand_stream_us[r->ncand] = c[k].stream_us;
             r->cand_chain_us[r->ncand] = c[k].chain_us;

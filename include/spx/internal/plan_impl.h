@@ -289,7 +289,8 @@ static spx_status spx__plan_rows(spx_plan *p, const spx_csr *a0, const spx_csr *
     spx__plan_rowstats(use, &p->an);
     return SPX_OK;
   }
-  if ((s = spx__pprof_make(use, dev->warp, 2, NULL, rows))) return s;
+  /* the idle lanes only where the model will price formats (forced cuSPARSE reads the rows alone) */
+  if ((s = spx__pprof_make(use, dev->warp, columns ? 2 : 0, NULL, rows))) return s;
   spx__plan_rowstats_of(use, rows, &p->an);
   *profiled = rows;
   return SPX_OK;

@@ -152,6 +152,25 @@ static void spx__dcsr_counters(const uint64_t *o, uint64_t r[9]) {
   r[0] = ~r[0]; r[2] = ~r[2];
 }
 
+/* Staging's and adoption's end, after the rows kernel (s: how it went): r[9] from the counters o
+ * and, where no row is bad, the histogram; o freed either way; on failure (s, or the histogram's)
+ * nothing of d or *hist stays. */
+static spx_status spx__dcsr_end(spx__dcsr *d, void *fhist, uint64_t *o, uint64_t r[9], int64_t **hist, spx_status s) {
+  double t0 = spx__now();
+  if (!s) {
+    spx__dcsr_counters(o, r);
+    if (r[0] == ~0ull) s = spx__dcsr_hist(d, fhist, o, r, hist); /* a bad row: its owner names it */
+    d->stage_s[3] = spx__now() - t0;
+  }
+  SPX_FREE(o);
+  if (s) {
+    SPX_FREE(*hist);
+    *hist = NULL;
+    spx__dcsr_free(d);
+  }
+  return s;
+}
+
 /* Uploads a's pattern (sizes and row_ptr[0], row_ptr[n] already checked) and profiles its rows: r[9] as
  * analyze.cu's out[] (r[0] the first bad row, ~0 when none), *hist the row-length histogram
  * (r[1] + 1 entries, the caller frees it). tpr: the CSR kernel's lanes per row for r[8]. values:
@@ -189,24 +208,10 @@ spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, int valu
   /* device storage for the matrix and its upload: what any plan of it pays (cuSPARSE's too) */
   *upload_s = d->stage_s[0] + d->stage_s[1];
   t0 = spx__now();
-  if ((s = spx__dcsr_rows(d, frow, tpr, d->rp32, out, o))) goto fail;
+  s = spx__dcsr_rows(d, frow, tpr, d->rp32, out, o);
   d->stage_s[2] = spx__now() - t0;
-  t0 = spx__now();
-  spx__dcsr_counters(o, r);
-  if (r[0] != ~0ull) { /* a bad row: the caller's host validation names it */
-    SPX_FREE(o);
-    return SPX_OK;
-  }
-  if ((s = spx__dcsr_hist(d, fhist, o, r, hist))) goto fail;
-  SPX_FREE(o);
-  d->stage_s[3] = spx__now() - t0;
-  return SPX_OK;
 fail:
-  SPX_FREE(o);
-  SPX_FREE(*hist);
-  *hist = NULL;
-  spx__dcsr_free(d);
-  return s;
+  return spx__dcsr_end(d, fhist, o, r, hist, s);
 }
 
 /* The caller's arrays adopted: rp (with the counters past its end) is the only allocation; the
@@ -238,20 +243,10 @@ spx_status spx__dcsr_adopt(spx_context *ctx, const spx_dcsr *a, int tpr, spx__dc
   }
   d->stage_s[0] = spx__now() - t0;
   t0 = spx__now();
-  if ((s = spx__dcsr_rows(d, frow, tpr, 0, out, o))) goto fail;
+  s = spx__dcsr_rows(d, frow, tpr, 0, out, o);
   d->stage_s[2] = spx__now() - t0;
-  t0 = spx__now();
-  spx__dcsr_counters(o, r);
-  if (r[0] == ~0ull && (s = spx__dcsr_hist(d, fhist, o, r, hist))) goto fail;
-  SPX_FREE(o);
-  d->stage_s[3] = spx__now() - t0;
-  return SPX_OK;
 fail:
-  SPX_FREE(o);
-  SPX_FREE(*hist);
-  *hist = NULL;
-  spx__dcsr_free(d);
-  return s;
+  return spx__dcsr_end(d, fhist, o, r, hist, s);
 }
 
 /* The int32 at element i of the caller's array p, into *v. */
