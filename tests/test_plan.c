@@ -1444,6 +1444,55 @@ static void test_gpu_plans(void **state) {
   spx_context_destroy(g);
 }
 
+/* A lazy plan reads nothing of the caller's matrix after spx_plan_create: scrambled right after,
+ * A x is still the matrix's. On a staged matrix whose choice builds from the staged arrays (a wrap:
+ * csr, cusparse; a device conversion) the plan keeps no host copy: the values went up in
+ * spx_plan_create instead; a choice converted on the host keeps one. Every forced candidate and
+ * auto, lazy. */
+int spx__plan_keeps_copy(const spx_plan *p); /* test hook (plan_object_impl.h) */
+int spx__device_converts(int f);             /* test hook (dmatrix.h) */
+static void test_gpu_lazy_staged(void **state) {
+  spx_context *g = spx_test_gpu_context();
+  spx_csr *a, *keep;
+  int f, tested = 0;
+  (void)state;
+  if (!g) skip();
+  /* 32^3 Poisson: 2.2e5 nonzeros, above the staging size (2^17) */
+  assert_int_equal(spx_gen_poisson3d(32, 32, 32, 7, SPX_DOUBLE, &a), SPX_OK);
+  assert_int_equal(spx_csr_copy(a, SPX_DOUBLE, &keep), SPX_OK);
+  for (f = -2; f < spx_format_count(); f++) { /* -2 auto, -1 cuSPARSE */
+    const char *name = f == -2 ? NULL : f == -1 ? "cusparse" : spx_format_name((spx_format)f);
+    spx_plan_options o;
+    spx_plan *p = NULL;
+    int64_t k;
+    char what[64];
+    if (f >= 0 && !spx_format_has_kernel((spx_format)f)) continue;
+    spx_plan_options_default(&o);
+    o.force = name;
+    o.trial_reps = 5;
+    snprintf(what, sizeof what, "lazy %s", name ? name : "auto");
+    if (spx_plan_create(g, a, &o, &p)) {
+      if (name && spx_last_status() == SPX_DEVICE_OUT_OF_MEMORY) { spx_clear_error(); continue; }
+      fail_msg("%s: %s", what, spx_last_error());
+    }
+    if (f == -1 || f == SPX_FORMAT_CSR || (f >= 0 && spx__device_converts(f))) {
+      if (spx__plan_keeps_copy(p)) fail_msg("%s: a copy of the staged matrix kept", what);
+    } else if (f >= 0 && !spx__plan_keeps_copy(p)) {
+      fail_msg("%s: converted on the host, but no copy kept", what);
+    }
+    for (k = 0; k < a->nnz; k++) { a->col_idx[k] = 0; ((double *)a->val.p)[k] = -7.0; }
+    check_plan_spmv(g, p, keep, what);
+    memcpy(a->col_idx, keep->col_idx, (size_t)a->nnz * sizeof *a->col_idx);
+    memcpy(a->val.p, keep->val.p, (size_t)a->nnz * sizeof(double));
+    spx_plan_destroy(p);
+    tested++;
+  }
+  assert_true(tested >= 4);
+  spx_csr_destroy(a);
+  spx_csr_destroy(keep);
+  spx_context_destroy(g);
+}
+
 /* A CUDA plan of a matrix with >= 2^20 nonzeros profiles its rows and validates on the device
  * (analyze.cu): the same analysis and the same candidates, to the bit, as the host profile
  * (SPX_PLAN_DEVICE_PROFILE=0), and the same choice unless the cheaper staged conversion moves it
@@ -2187,7 +2236,7 @@ int main(void) {
       cmocka_unit_test(test_auto_latency_trial), cmocka_unit_test(test_auto_race), cmocka_unit_test(test_auto_race_end),
       cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_device_file),      cmocka_unit_test(test_reselect_ordering),
-      cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_device_profile), cmocka_unit_test(test_gpu_columns_priced), cmocka_unit_test(test_gpu_tiered_jit), cmocka_unit_test(test_public_getters), cmocka_unit_test(test_gpu_nothing_pays_shortcut),
+      cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_lazy_staged),        cmocka_unit_test(test_gpu_device_profile), cmocka_unit_test(test_gpu_columns_priced), cmocka_unit_test(test_gpu_tiered_jit), cmocka_unit_test(test_public_getters), cmocka_unit_test(test_gpu_nothing_pays_shortcut),
       cmocka_unit_test(test_gpu_race),
   };
   setenv("SPX_QUIET", "1", 0);

@@ -192,7 +192,10 @@ typedef struct spx_plan_options {
                                * (CUDA), no limit (host) */
   int eager;                  /* 1: convert, upload and compile in spx_plan_create; 0: at the first
                                * spx_plan_spmv (trial plans are always built). A racing plan builds
-                               * its start then, its candidates in the race (RACE above) */
+                               * its start then, its candidates in the race (RACE above). Lazy, the
+                               * plan keeps what it builds from: the staged arrays, their values
+                               * uploaded in spx_plan_create, where the choice builds from them (a
+                               * wrap or a device conversion), else a copy of the matrix */
   spx_backend backend;        /* AUTO: the context's; HOST or CUDA must match a given context */
   int dtype;                  /* -1: the matrix's; else SPX_DOUBLE or SPX_FLOAT */
   int trial_reps;             /* timed SpMVs per candidate in a trial [20] */

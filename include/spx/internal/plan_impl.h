@@ -530,6 +530,14 @@ chosen:
     /* else the race's candidates build from the staged arrays where their values are up (a start
      * or the build put them there), from a copy where not */
     if ((s = spx__plan_race_copy(p, &a, use))) goto fail;
+  } else if (!p->built && spx__plan_staged(p) && !o->defer) {
+    /* the choice builds from the staged arrays (a wrap, a device conversion), the race's candidates
+     * too (a host conversion downloads them at its turn): their values go up now, as the build
+     * would upload them first, and the plan keeps no copy of the matrix (a copy of a large one
+     * costs more than that upload) */
+    double tu = spx__now();
+    if ((s = spx__dcsr_values(&p->dc, use))) goto fail;
+    p->stage_upload_s += spx__now() - tu;
   } else if (!p->built) {
     double tc = spx__now();
     if (!a && (s = spx_csr_copy(a0, p->dtype, &a))) goto fail;

@@ -127,6 +127,9 @@ int spx__plan_staged_as(const spx_plan *p, spx_format f, spx_plan_engine e) {
 
 int spx__plan_staged(const spx_plan *p) { return spx__plan_staged_as(p, p->format, p->engine); }
 
+/* Whether the plan keeps a host copy of the matrix (a lazy plan's, a race's): a test hook. */
+int spx__plan_keeps_copy(const spx_plan *p) { return p && (p->a || (p->race && p->race->own)); }
+
 /* ---- The diagonal ------------------------------------------------------------------------------
  * The solvers' Jacobi divides by it, most plans never read it: a staged plan owes it (want_ddiag)
  * and takes it when it is first asked for, or before the last thing that can give it goes, so that
@@ -450,8 +453,10 @@ spx_status spx_plan_build(spx_plan *p) {
   double t0, d0;
   if (!p) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_build: NULL plan");
   if (p->built) return SPX_OK;
-  /* a plan on the caller's device arrays builds from them (dc), with no host copy */
-  if (!p->a && !p->dc.caller) return spx__fail(SPX_INTERNAL, "spx_plan_build: the plan lost its matrix");
+  /* a plan on the caller's device arrays, or a lazy one whose staged arrays hold the values, builds
+   * from them (dc), with no host copy */
+  if (!p->a && !p->dc.caller && !(p->dc.ci && p->dc.has_values))
+    return spx__fail(SPX_INTERNAL, "spx_plan_build: the plan lost its matrix");
   t0 = spx__now();
   d0 = p->diag_ms;
   if ((s = spx__plan_build_from(p, p->a))) { spx__plan_unbuild(p); return s; }

@@ -212,6 +212,8 @@ int spx__plan_names_cusparse(const char *name);
 void spx__plan_unbuild(spx_plan *p);
 /* Whether the plan builds from its staged device arrays (p->dc). */
 int spx__plan_staged(const spx_plan *p);
+/* Whether the plan keeps a host copy of the matrix (a lazy plan's, a race's): a test hook. */
+int spx__plan_keeps_copy(const spx_plan *p);
 /* Whether the plan's context has cuSPARSE. */
 int spx__plan_has_cusparse(const spx_plan *p);
 /* Converts a to the plan's choice and makes it runnable on the backend; a NULL: the staged arrays
