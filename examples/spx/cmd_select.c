@@ -88,7 +88,10 @@ static const char *sel_cname(const spx_plan *p) {
   return spx_plan_engine_of(p) == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(spx_plan_format(p));
 }
 
-static int sel_one(const char *path, int has_strategy, spx_plan_strategy only, int json, int64_t calls) {
+/* The plans each strategy makes for the matrix at path, in ctx: one context for the whole run, as a
+ * program has one (a plan without one makes its own and lets it go with it, and the device's upload
+ * pool, which lives while a context on the device does, would be made again for every plan). */
+static int sel_one(spx_context *ctx, const char *path, int has_strategy, spx_plan_strategy only, int json, int64_t calls) {
   spx_csr *a = NULL;
   int st, first = 1;
   char name[128];
@@ -107,7 +110,7 @@ static int sel_one(const char *path, int has_strategy, spx_plan_strategy only, i
     o.expected_calls = calls;
     spx_cli_progress("%s: %s", path, spx_plan_strategy_name(o.strategy));
     /* auto's race would run over the first SpMVs: it ends here, so the plan shown is the one kept */
-    if (spx_plan_create(NULL, a, &o, &p) || spx_plan_wait(p)) {
+    if (spx_plan_create(ctx, a, &o, &p) || spx_plan_wait(p)) {
       spx_cli_progress_done();
       spx_plan_destroy(p);
       spx_csr_destroy(a);
@@ -992,8 +995,12 @@ int spx_cli_select(int argc, char **argv) {
       else if (eval) rc = sel_eval(nf + ncorpus, all, json_file, svg);
       else if (device_file)
         for (i = 0; i < nf + ncorpus && !rc; i++) rc = sel_model_line(all[i], &dev, calls);
-      else
-        for (i = 0; i < nf + ncorpus && !rc; i++) rc = sel_one(all[i], has_strategy, only, json, calls);
+      else {
+        spx_context *ctx = NULL;
+        if (spx_context_create(NULL, &ctx)) rc = spx_cli_fail("select");
+        for (i = 0; i < nf + ncorpus && !rc; i++) rc = sel_one(ctx, all[i], has_strategy, only, json, calls);
+        spx_context_destroy(ctx);
+      }
       free(all);
     }
   }
