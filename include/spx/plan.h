@@ -259,7 +259,9 @@ typedef struct spx_plan_candidate {
 typedef struct spx_plan spx_plan;
 
 /* Chooses and (eagerly or later) builds a plan for a on ctx (NULL: the plan makes and owns a
- * context of options->backend). a is not kept after the call returns. options NULL: defaults.
+ * context of options->backend; a program making several plans passes one context: what a context
+ * keeps for the device, such as the pinned upload pool, goes with the last one, and each plan of
+ * its own would make it again). a is not kept after the call returns. options NULL: defaults.
  * SPX_INVALID_ARGUMENT for NULL or bad arguments; SPX_DEVICE_OUT_OF_MEMORY when no candidate fits
  * the memory limit; *out = NULL on failure. */
 spx_status spx_plan_create(spx_context *ctx, const spx_csr *a, const spx_plan_options *options,
