@@ -507,6 +507,29 @@ static void test_model_row_read(void **state) {
  * atomic per long row plus one per 32 COO entries where runs may cross a warp. Formats without
  * atomics keep their predictions; a matrix whose rows all fit K has no term; the device file keeps
  * the rate. */
+/* The calibration's per-format floors are measured for every format with a kernel: each probe
+ * converts with the parameters a plan converts with (zeroed ones are out of range for ELL, SELL,
+ * SELL16, SDIA, BSR and SS, whose floors then went unmeasured). On the host backend, whose
+ * timings stand in for the GPU's: the probes are the same code. */
+spx_status spx__plan_cal_floors(spx_context *ctx, spx_plan_device *d); /* test hook (plan_calibrate_impl.h) */
+static void test_calibration_floors(void **state) {
+  spx_context_options co = {SPX_BACKEND_HOST, 0};
+  spx_context *h = NULL;
+  spx_plan_device d;
+  int f, n = 0;
+  (void)state;
+  assert_int_equal(spx_context_create(&co, &h), SPX_OK);
+  memset(&d, 0, sizeof d);
+  assert_int_equal(spx__plan_cal_floors(h, &d), SPX_OK);
+  for (f = 0; f < spx_format_count() && f < SPX_FORMAT_MAX; f++) {
+    if (!spx_format_has_kernel((spx_format)f)) continue;
+    if (!(d.format_floor_us[f] > 0)) fail_msg("%s: no floor measured", spx_format_name((spx_format)f));
+    n++;
+  }
+  assert_true(n >= 10);
+  spx_context_destroy(h);
+}
+
 static void test_model_atomics(void **state) {
   spx_plan_device d = fake_gpu(), back;
   spx_plan_candidate c[SPX_FORMAT_MAX + 1], c0[SPX_FORMAT_MAX + 1];
@@ -1315,7 +1338,7 @@ static void test_device_file(void **state) {
     const char *p = spx_plan_device_path("NVIDIA H100 80GB");
     if (spx_jit_cache_dir()) {
       assert_non_null(p);
-      assert_non_null(strstr(p, "/tuner/v15/NVIDIA_H100_80GB.json"));
+      assert_non_null(strstr(p, "/tuner/v16/NVIDIA_H100_80GB.json"));
     }
   }
 }
@@ -2229,7 +2252,7 @@ int main(void) {
       cmocka_unit_test(test_mps_branches),     cmocka_unit_test(test_predicted_bytes), cmocka_unit_test(test_sampled_bytes),
       cmocka_unit_test(test_model_fake_device), cmocka_unit_test(test_model_gather), cmocka_unit_test(test_csr_staged_options), cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_model_latency),
-    cmocka_unit_test(test_model_atomics),
+    cmocka_unit_test(test_model_atomics), cmocka_unit_test(test_calibration_floors),
     cmocka_unit_test(test_model_row_read),
     cmocka_unit_test(test_rule_choice),    cmocka_unit_test(test_convert_margin), cmocka_unit_test(test_columns_priced),
       cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_auto_trial_gap),

@@ -21,6 +21,9 @@ static spx_status spx__plan_probe(spx_context *ctx, const spx_csr *a, spx_format
   shell.ctx = ctx; shell.backend = spx_context_backend(ctx); shell.dtype = a->dtype;
   shell.nrows = a->nrows; shell.ncols = a->ncols; shell.ncand = 1;
   shell.cand[0].format = f; shell.cand[0].engine = e;
+  /* the parameters a plan converts with (zeros are out of range for ELL, SELL, SELL16, SDIA, BSR
+   * and SS: their probes would fail and leave those floors unmeasured) */
+  spx_format_params_default(&shell.params);
   if ((s = spx__plan_fixed(&shell, a, 0, &q))) return s;
   s = spx_plan_time(q, 15, us);
   spx_plan_destroy(q);
@@ -181,7 +184,7 @@ static spx_status spx__plan_cal_formats(spx_context *ctx, const spx_csr *a, int 
  * first ones of a process can run at idle clocks). What a format's launches and fixed kernel work
  * cost is its own (two launches, a permutation, a per-block pass); a probe that fails leaves the
  * floor unmeasured. */
-static spx_status spx__plan_cal_floors(spx_context *ctx, spx_plan_device *d) {
+spx_status spx__plan_cal_floors(spx_context *ctx, spx_plan_device *d) {
   spx_csr *tiny = NULL;
   spx_status s;
   int f;

@@ -331,6 +331,8 @@ spx_status spx__plan_strategy(spx_plan *p, const spx_csr *use, const spx_plan_op
 /* ---- plan_impl.h: the selection -------------------------------------------------------------- */
 /* The plan's context: the caller's, checked against the options, or one of its own. */
 spx_status spx__plan_context(spx_plan *p, spx_context *ctx, const spx_plan_options *o);
+/* The calibration's per-format floors (format_floor_us) measured into d on ctx: a test hook. */
+spx_status spx__plan_cal_floors(spx_context *ctx, spx_plan_device *d);
 /* The model's constants: given, calibrated, or defaults. */
 spx_status spx__plan_devdesc(spx_plan *p, const spx_plan_options *o, spx_plan_device *d);
 /* Selection proper (spx_plan_create's, and the re-selection worker's). */
