@@ -6,6 +6,7 @@
 # "spx-tests: N passed, N failed, N skipped". A skip counts as a failure unless it is listed below
 # (skip_allowed_*) for the reason given there.
 # Usage: tests/run.sh [OUTDIR]     Env: SPX_FUZZ_SECONDS (default 60), SPX_TEST_FILTER (glob),
+#   SPX_TEST_SKIP (glob: the matching steps do not run),
 #   SPX_SHARED_MATRICES (default ../shared/matrices, exported as an absolute path when it exists),
 #   SPX_PYTHON (the interpreter the Python package is built and tested with; /usr/bin/python3).
 set -u
@@ -132,6 +133,7 @@ count() { # $1 = label, $2 = exit code, $3 = log file; cmocka lines give the per
 run() { # $1 = label, rest = command
   local label=$1; shift
   case "$label" in ${SPX_TEST_FILTER:-*}) ;; *) return ;; esac
+  if [ -n "${SPX_TEST_SKIP:-}" ]; then case "$label" in ${SPX_TEST_SKIP}) return ;; esac; fi
   local lf="$log/$(echo "$label" | tr '/ ' '__').log"
   local t0=$SECONDS
   "$@" >"$lf" 2>&1; local rc=$?
