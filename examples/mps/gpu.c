@@ -368,8 +368,9 @@ int mps_gpu_download(mps_gpu *g, mps_particles *s, int all) {
          (g->d3 && down(g, s->az, d->az, n * D));
 }
 
-void mps_gpu_times(const mps_gpu *g, double ms[5]) {
-  memcpy(ms, g->ms, 5 * sizeof *ms); /* PH_SORT .. PH_DOWNLOAD, mps.h's order */
+typedef char mps_phases_check[(int)PH_COUNT == (int)MPS_GPU_PHASES ? 1 : -1]; /* mps.h's count and order */
+void mps_gpu_times(const mps_gpu *g, double ms[MPS_GPU_PHASES]) {
+  memcpy(ms, g->ms, MPS_GPU_PHASES * sizeof *ms); /* PH_SORT .. PH_DOWNLOAD, mps.h's order */
 }
 
 /* ---- the twin check ------------------------------------------------------------------------------ */

@@ -460,7 +460,7 @@ typedef struct run {
   phases ph;
   phases ph0;           /* the first step's (one-off costs: the JIT, first touches, the tuner's cache) */
   double wall0;         /* the first step's wall seconds */
-  double gpu0[5];       /* the first step's GPU phase times (mps_gpu_times) */
+  double gpu0[MPS_GPU_PHASES]; /* the first step's GPU phase times (mps_gpu_times) */
   hydro h;
   double *ft, *fz;      /* surge front per step */
   int64_t nf;
@@ -742,7 +742,7 @@ static void print_phases(const run *r, const char *what, const phases *p, double
 }
 
 /* The GPU path's phases (mps_gpu_times' order) over n steps, ms a step. */
-static void print_gpu(const char *what, const double ms[5], double n) {
+static void print_gpu(const char *what, const double ms[MPS_GPU_PHASES], double n) {
   printf("%s: sort %.3f, explicit + collisions %.3f, density + PPE build %.3f, correction %.3f; the CSR to the "
          "host for --check matrix (wall) %.3f\n", what, ms[0] / n, ms[1] / n, ms[2] / n, ms[3] / n, ms[4] / n);
 }
@@ -752,11 +752,11 @@ static void print_times(const run *r, double wall) {
   double n = (double)r->o->steps;
   int split = n > 1 && r->o->particles != PARTICLES_TWIN; /* the first step apart (twin: not timed) */
   if (r->o->particles == PARTICLES_GPU) {
-    double ms[5], m1[5];
+    double ms[MPS_GPU_PHASES], m1[MPS_GPU_PHASES];
     int k;
     mps_gpu_times(r->gpu, ms);
     print_gpu("GPU particle kernels per step (ms, device events; each phase ends in a synchronization)", ms, n);
-    for (k = 0; k < 5; k++) m1[k] = ms[k] - r->gpu0[k];
+    for (k = 0; k < MPS_GPU_PHASES; k++) m1[k] = ms[k] - r->gpu0[k];
     if (split) {
       print_gpu("  the first step", r->gpu0, 1);
       print_gpu("  the others, a step", m1, n - 1);

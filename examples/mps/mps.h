@@ -211,7 +211,8 @@ int mps_gpu_correct(mps_gpu *g, const double *x);
 int mps_gpu_download(mps_gpu *g, mps_particles *s, int all);
 /* milliseconds by phase, summed over the steps: sort, explicit + collisions, density + PPE build,
  * correction (device events), then the CSR's download to the host (wall) */
-void mps_gpu_times(const mps_gpu *g, double ms[5]);
+enum { MPS_GPU_PHASES = 5 };
+void mps_gpu_times(const mps_gpu *g, double ms[MPS_GPU_PHASES]);
 /* Every array against the host's to the bit (grid, e: also the grid and the PPE); tmp: scratch
  * particles of the same n. 0 equal, 1 a difference (printed). */
 int mps_gpu_compare(mps_gpu *g, const mps_particles *s, const mps_grid *grid, const mps_ppe *e, mps_particles *tmp,

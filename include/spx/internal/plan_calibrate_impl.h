@@ -13,18 +13,23 @@
 #include "../loader.h"
 #include "../plan.h"
 
-/* Median microseconds of one candidate (format, engine) on a, built in ctx. */
-static spx_status spx__plan_probe(spx_context *ctx, const spx_csr *a, spx_format f, spx_plan_engine e, double *us) {
-  spx_plan shell, *q = NULL;
-  spx_status s;
+/* A one-candidate plan of a (format f on engine e) on ctx, built as a plan converts: with the
+ * formats' default parameters (zeros are out of range for ELL, SELL, SELL16, SDIA, BSR and SS). */
+static spx_status spx__plan_probe_plan(spx_context *ctx, const spx_csr *a, spx_format f, spx_plan_engine e, spx_plan **q) {
+  spx_plan shell;
   memset(&shell, 0, sizeof shell);
   shell.ctx = ctx; shell.backend = spx_context_backend(ctx); shell.dtype = a->dtype;
   shell.nrows = a->nrows; shell.ncols = a->ncols; shell.ncand = 1;
   shell.cand[0].format = f; shell.cand[0].engine = e;
-  /* the parameters a plan converts with (zeros are out of range for ELL, SELL, SELL16, SDIA, BSR
-   * and SS: their probes would fail and leave those floors unmeasured) */
   spx_format_params_default(&shell.params);
-  if ((s = spx__plan_fixed(&shell, a, 0, &q))) return s;
+  return spx__plan_fixed(&shell, a, 0, q);
+}
+
+/* Median microseconds of one candidate (format, engine) on a, built in ctx. */
+static spx_status spx__plan_probe(spx_context *ctx, const spx_csr *a, spx_format f, spx_plan_engine e, double *us) {
+  spx_plan *q = NULL;
+  spx_status s;
+  if ((s = spx__plan_probe_plan(ctx, a, f, e, &q))) return s;
   s = spx_plan_time(q, 15, us);
   spx_plan_destroy(q);
   return s;
@@ -283,16 +288,12 @@ done:
  * load, and the floors measured first (the launch, cuSPARSE's call) read up to 1.5x high at idle
  * clocks. One build serves the warm-up and the probe. */
 static spx_status spx__plan_probe_warm(spx_context *ctx, const spx_csr *a, double *us) {
-  spx_plan shell, *q = NULL;
+  spx_plan *q = NULL;
   double t0;
   spx_status s;
-  memset(&shell, 0, sizeof shell);
-  shell.ctx = ctx; shell.backend = spx_context_backend(ctx); shell.dtype = a->dtype;
-  shell.nrows = a->nrows; shell.ncols = a->ncols; shell.ncand = 1;
-  shell.cand[0].format = SPX_FORMAT_CSR; shell.cand[0].engine = SPX_PLAN_ENGINE_SPX;
-  if ((s = spx__plan_fixed(&shell, a, 0, &q))) return s;
+  if ((s = spx__plan_probe_plan(ctx, a, SPX_FORMAT_CSR, SPX_PLAN_ENGINE_SPX, &q))) return s;
   t0 = spx__now();
-  while (!(s = spx_plan_time(q, 20, us)) && shell.backend == SPX_BACKEND_CUDA && spx__now() - t0 < 0.1) {}
+  while (!(s = spx_plan_time(q, 20, us)) && spx_context_backend(ctx) == SPX_BACKEND_CUDA && spx__now() - t0 < 0.1) {}
   if (!s) s = spx_plan_time(q, 15, us);
   spx_plan_destroy(q);
   return s;

@@ -428,12 +428,41 @@ static void spx__plan_reprice_csr(spx_plan *p, const spx_plan_device *d, double 
   }
 }
 
+/* The plan's fields from the options, for a matrix of nrows x ncols whose values the plan keeps in
+ * dtype (both entries: spx_plan_create's selection and spx_plan_create_device's). */
+static void spx__plan_take_options(spx_plan *p, const spx_plan_options *o, int64_t nrows, int64_t ncols, spx_dtype dtype) {
+  p->strategy = o->strategy;
+  p->calls = o->expected_calls;
+  p->margin = o->convert_margin;
+  p->tiered = !o->no_tiered_jit && p->backend == SPX_BACKEND_CUDA;
+  p->dtype = dtype;
+  p->nrows = nrows; p->ncols = ncols;
+  spx_format_params_default(&p->params);
+}
+
+/* The memory the matrix (+ x, y) may take: options.memory_limit, else on a GPU its free memory
+ * (0 where the device does not say: no limit). */
+static void spx__plan_take_limit(spx_plan *p, const spx_plan_options *o) {
+  p->limit = o->memory_limit;
+  if (p->limit == 0 && p->backend == SPX_BACKEND_CUDA) {
+    spx_device_info info;
+    if (spx_context_device_info(p->ctx, &info) == SPX_OK && info.free_mem > 0) p->limit = info.free_mem;
+    spx_clear_error();
+  }
+}
+
+/* The chosen candidate (and a deferred choice's staged conversion rate) into the plan's fields. */
+static void spx__plan_take_choice(spx_plan *p, const spx_plan_device *dev) {
+  if (p->pending) p->pend_staged_ns = dev->format_staged_convert_ns[p->cand[p->pend_idx].format];
+  p->format = p->cand[p->chosen].format;
+  p->engine = p->cand[p->chosen].engine;
+}
+
 spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_options *o) {
   spx_plan_device dev;
   spx_csr *a = NULL;
   const spx_csr *use = a0;
   spx__pprof rows, *rowsp = NULL; /* the row profile (the device's when staged) */
-  int64_t limit = o->memory_limit;
   double t0 = spx__now(), tl = t0, host_kms = -1; /* host_kms: spx__plan_csr_kernel_ms of the rows, once */
   const int tr = spx__plan_tracing(); /* per-stage wall times on stderr, to see where selection goes */
   spx_status s;
@@ -443,13 +472,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
     if (tr) fprintf(stderr, "spx plan: %-10s %8.3f ms\n", what, 1e3 * (spx__now() - tl)); \
     tl = spx__now();                                                                       \
   } while (0)
-  p->strategy = o->strategy;
-  p->calls = o->expected_calls;
-  p->margin = o->convert_margin;
-  p->tiered = !o->no_tiered_jit && p->backend == SPX_BACKEND_CUDA;
-  p->dtype = o->dtype == -1 ? a0->dtype : (spx_dtype)o->dtype;
-  p->nrows = a0->nrows; p->ncols = a0->ncols;
-  spx_format_params_default(&p->params);
+  spx__plan_take_options(p, o, a0->nrows, a0->ncols, o->dtype == -1 ? a0->dtype : (spx_dtype)o->dtype);
   /* A copy only to change the value type; a lazy plan copies what it keeps at the end. */
   if (p->dtype != a0->dtype) {
     if ((s = spx_csr_copy(a0, p->dtype, &a))) return s;
@@ -459,12 +482,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
   if ((s = spx__plan_devdesc(p, o, &dev))) goto fail;
   p->launch_us = dev.launch_us;
   SPX__PLAN_TRACE("device");
-  if (limit == 0 && p->backend == SPX_BACKEND_CUDA) {
-    spx_device_info info;
-    if (spx_context_device_info(p->ctx, &info) == SPX_OK && info.free_mem > 0) limit = info.free_mem;
-    spx_clear_error();
-  }
-  p->limit = limit;
+  spx__plan_take_limit(p, o);
   SPX__PLAN_TRACE("memory");
   if ((o->strategy == SPX_PLAN_AUTO || o->strategy == SPX_PLAN_MODEL) && !o->force && spx__plan_has_cusparse(p)) {
     spx_plan_candidate *c = &p->cand[0];
@@ -472,7 +490,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
     spx__pprof q;
     memset(&q, 0, sizeof q);
     q.n = use->nrows; q.ncols = use->ncols; q.nnz = use->nnz;
-    spx__plan_cusparse_cand(&dev, &q, vb, 0, limit, vb * (use->nrows + use->ncols), o->expected_calls, c);
+    spx__plan_cusparse_cand(&dev, &q, vb, 0, p->limit, vb * (use->nrows + use->ncols), o->expected_calls, c);
     host_kms = spx__plan_csr_kernel_ms(p, &dev, use, 0);
     if (c->fits &&
         spx__plan_nothing_pays(use, &dev, &q, o->expected_calls, o->trial_share, c->predicted_us, host_kms)) {
@@ -495,7 +513,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
   if (rowsp && rows.hist && p->dc.rp32)
     p->csr_staged = spx_csr_kernel_options(use->nrows, use->nnz, rows.hist, rows.row_max, &p->csr_opt) == SPX_OK;
   SPX__PLAN_TRACE(p->dc.ci ? "devprofile" : "rowstats");
-  if ((s = spx__plan_candidates(use, rowsp, &dev, o->expected_calls, limit,
+  if ((s = spx__plan_candidates(use, rowsp, &dev, o->expected_calls, p->limit,
                                 spx__plan_has_cusparse(p) ? (spx__plan_names_cusparse(o->force) ? 2 : 1) : 0,
                                 p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand, &p->params,
                                 p->cols_stopped ? 0.0 : spx__plan_cols_share(o)))) /* stopped: not again */
@@ -508,9 +526,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
   if ((s = spx__plan_strategy(p, use, o))) goto fail;
 chosen:
   if (o->defer && !p->built && (s = spx__plan_defer(p, use, use == a0 ? NULL : &a))) goto fail;
-  if (p->pending) p->pend_staged_ns = dev.format_staged_convert_ns[p->cand[p->pend_idx].format];
-  p->format = p->cand[p->chosen].format;
-  p->engine = p->cand[p->chosen].engine;
+  spx__plan_take_choice(p, &dev);
   SPX__PLAN_TRACE("strategy");
 #undef SPX__PLAN_TRACE
   /* the staged arrays (allocated, uploaded) are the build's input (cuSPARSE's arrays, the device
@@ -754,27 +770,15 @@ static spx_status spx__plan_select_dcsr(spx_plan *p, const spx_dcsr *a, const sp
   spx_plan_device dev;
   spx_csr sz, *src = NULL;
   spx__pprof rows;
-  int64_t limit = o->memory_limit;
   double t0 = spx__now();
   spx_status s;
   memset(&rows, 0, sizeof rows);
   memset(&sz, 0, sizeof sz);
   sz.nrows = a->nrows; sz.ncols = a->ncols; sz.nnz = a->nnz; sz.dtype = a->dtype;
-  p->strategy = o->strategy;
-  p->calls = o->expected_calls;
-  p->margin = o->convert_margin;
-  p->tiered = !o->no_tiered_jit;
-  p->dtype = a->dtype;
-  p->nrows = a->nrows; p->ncols = a->ncols;
-  spx_format_params_default(&p->params);
+  spx__plan_take_options(p, o, a->nrows, a->ncols, a->dtype);
   if ((s = spx__plan_devdesc(p, o, &dev))) goto fail;
   p->launch_us = dev.launch_us;
-  if (limit == 0) {
-    spx_device_info info;
-    if (spx_context_device_info(p->ctx, &info) == SPX_OK && info.free_mem > 0) limit = info.free_mem;
-    spx_clear_error();
-  }
-  p->limit = limit;
+  spx__plan_take_limit(p, o);
   if ((s = spx__plan_dcsr_rows(p, a, &sz, &rows))) goto fail;
   /* spx's CSR kernel wraps the arrays, the kernel the host rule picks from the histogram (the mean
    * row's vector kernel where it cannot tell) */
@@ -783,7 +787,7 @@ static spx_status spx__plan_select_dcsr(spx_plan *p, const spx_dcsr *a, const sp
     memset(&p->csr_opt, 0, sizeof p->csr_opt);
     spx_clear_error();
   }
-  if ((s = spx__plan_dcsr_candidates(p, &sz, &rows, &dev, o, limit))) goto fail;
+  if ((s = spx__plan_dcsr_candidates(p, &sz, &rows, &dev, o, p->limit))) goto fail;
   spx__plan_reprice_csr(p, &dev, spx__plan_csr_kernel_ms(p, &dev, &sz, 1), o->expected_calls);
   p->want_ddiag = !o->no_diagonal;
   if ((s = o->force ? spx__plan_dcsr_forced(p, o) : spx__plan_strategy(p, NULL, o))) goto fail;
@@ -792,9 +796,7 @@ static spx_status spx__plan_select_dcsr(spx_plan *p, const spx_dcsr *a, const sp
     *src = sz;
     if ((s = spx__plan_defer(p, src, &src))) goto fail;
   }
-  if (p->pending) p->pend_staged_ns = dev.format_staged_convert_ns[p->cand[p->pend_idx].format];
-  p->format = p->cand[p->chosen].format;
-  p->engine = p->cand[p->chosen].engine;
+  spx__plan_take_choice(p, &dev);
   p->select_ms = 1e3 * (spx__now() - t0);
   if (!p->built && o->eager && (s = spx__plan_eager(p, NULL))) goto fail;
   if (spx__plan_tracing())

@@ -453,9 +453,9 @@ spx_status spx_plan_build(spx_plan *p) {
   double t0, d0;
   if (!p) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_build: NULL plan");
   if (p->built) return SPX_OK;
-  /* a plan on the caller's device arrays, or a lazy one whose staged arrays hold the values, builds
-   * from them (dc), with no host copy */
-  if (!p->a && !p->dc.caller && !(p->dc.ci && p->dc.has_values))
+  /* a plan whose staged arrays hold the values (the caller's device arrays, or a lazy plan's
+   * upload) builds from them (dc), with no host copy */
+  if (!p->a && !(p->dc.ci && p->dc.has_values))
     return spx__fail(SPX_INTERNAL, "spx_plan_build: the plan lost its matrix");
   t0 = spx__now();
   d0 = p->diag_ms;
