@@ -19,11 +19,15 @@ mkdir -p "$dest"
 spx=out/spx
 shared=${SPX_SHARED_MATRICES:-../shared/matrices}
 # The calibration file the tuner priced with (its newest version, as spx finds the cache), beside
-# the evals: bench/model_replay.py sets the model against their times with it, on any machine.
+# the evals as DEVICE.PART.json: bench/model_replay.py sets the model against their times with it,
+# on any machine. Per part: a cache that did not outlive the last part was calibrated again.
 keep_calibration() {
   cache=${SPX_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/spx}
   latest=$(find "$cache/tuner" -mindepth 1 -maxdepth 1 -type d -name 'v*' 2>/dev/null | sort -V | tail -1)
-  if [ -n "$latest" ]; then cp "$latest"/*.json "$dest/" 2>/dev/null || true; fi
+  for f in "${latest:-/nonexistent}"/*.json; do
+    [ -f "$f" ] && cp "$f" "$dest/$(basename "$f" .json).$1.json"
+  done
+  return 0
 }
 for part in "$@"; do
   case $part in
@@ -52,7 +56,7 @@ for part in "$@"; do
       $spx select --eval --set large --json-file "$dest/select-large-$run.json" --svg "$dest/select-large-$run.svg" \
         > "$dest/select-large-$run.txt" 2>&1
     done
-    keep_calibration
+    keep_calibration select
     sed -n '/^summary/,$p' "$dest/select-large-warm.txt" ;;
   shared|replicated)
     # the tuner's eval corpus (bench/corpus/split.tsv), each half apart: the shared matrices as they
@@ -62,7 +66,7 @@ for part in "$@"; do
         > "$dest/select-$part-$half.txt" 2>&1
       sed -n '/^summary/,/^  model/p' "$dest/select-$part-$half.txt"
     done
-    keep_calibration ;;
+    keep_calibration $part ;;
   tiered)
     # the tiered JIT: auto end to end for real (plan + SpMVs, synchronized) against cuSPARSE CSR,
     # with warm JIT caches and with auto's kernels (specialized and generic) removed from them
