@@ -261,8 +261,10 @@ typedef struct spx_format_vtable {
  * format is added in one place (here, plus its predictor in the planner and its device converter,
  * if any); they are plain tokens that only the planner and the device backend expand, so this
  * layer needs none of their types and stays below them (spx.h's order):
- *   predictor  the planner's spx__pb_<predictor>, the format's bytes from the row profile (equal to
- *              spx_fmt_bytes with default parameters; tests check it), or none: converted to learn
+ *   predictor  the planner's spx__po_<predictor>: the format's bytes from the row profile (equal to
+ *              spx_fmt_bytes with default parameters; tests check it), what its kernel reads where
+ *              that is less, when its block factor applies, its padding and the build's parameters
+ *              it picks; or none: converted to learn
  *   lanes      how lanes meet rows, which picks the idle-lane term: FLAT (nonzeros spread evenly),
  *              PADDED (padding already in the bytes), ROW (a thread per row in row order), SORTED
  *              (rows sorted by length), CSR (the vector kernel's lanes per row)

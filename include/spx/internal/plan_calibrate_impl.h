@@ -349,7 +349,7 @@ static spx_status spx__plan_measure(spx_context *ctx, spx_plan_device *d) {
     d->imbalance_weight = 0;
     /* the bytes the model charges ELL-R (its warps' slots, idle ones moved with their neighbours),
      * so the weight is what an idle lane-slot costs beyond them: at most a busy slot's */
-    bal = spx__plan_time_us(d, &pp, 8, spx__plan_row_read(&pp, spx__pb_ell_r, spx__pb_ell_r(&pp, NULL, 8), 8), 0, 1);
+    bal = spx__plan_time_us(d, &pp, 8, spx__pr_ell_r(&pp, 8), 0, 1);
     idle_term = pp.idle_row * 12.0 / bpus;
     d->imbalance_weight = idle_term > 0 ? (t_er - bal) / idle_term : 0;
     d->imbalance_weight = d->imbalance_weight < 0 ? 0 : d->imbalance_weight > 1 ? 1 : d->imbalance_weight;

@@ -17,7 +17,8 @@
 /* ---- Byte predictors ------------------------------------------------------------------------
  * One per format spx knows the layout of, spx__pb_<p> for the predictor p its registry line names:
  * the bytes spx_fmt_bytes would give after conversion with default parameters, from the row
- * structure alone (tests check they are equal). A registered format's comes from the model it
+ * structure alone (tests check they are equal); spx__po_<p> adds what else the model knows of
+ * those formats (what their kernels read, their block factor, padding and build parameters). A registered format's comes from the model it
  * gave (spx_format_set_model, below); a format without one is converted to learn its bytes. The
  * lane mapping (the line's lanes) picks the imbalance term: FLAT (nonzeros spread evenly: COO, SS),
  * PADDED (padding already in the bytes: ELL, SELL), ROW (a thread per row in row order), SORTED
@@ -28,6 +29,19 @@ enum {
 };
 
 typedef spx__plan_pred_fn spx__pred_fn;
+
+/* What the model knows of one predictor's formats, beside their stored bytes; a NULL field takes
+ * the common rule. One per predictor (spx__po_<predictor>), named by the registry line, so that
+ * nothing below asks which format it is looking at. */
+typedef struct spx__plan_ops {
+  spx__pred_fn bytes;                                /* stored bytes, -1 unknown, -2 declines */
+  int64_t (*read)(const spx__pprof *p, int64_t vb);  /* what a ROW-lane kernel moves; NULL: the stored */
+  int (*blocky)(const spx__pprof *p, int64_t vb);    /* whether the block factor applies; NULL: never */
+  double (*padding)(const spx__pprof *p);            /* stored slots per nonzero; NULL: the lanes' rule */
+  void (*choose)(const spx__pprof *p, int64_t vb, spx_format_params *params); /* the build's parameters */
+} spx__plan_ops;
+#define SPX__PLAN_OPS(pb, read, blocky, padding, choose) \
+  static const spx__plan_ops spx__po_##pb = {spx__pb_##pb, read, blocky, padding, choose};
 
 /* A parameter's descriptor default by name (SPX_AUTO when the format decides, or has none). */
 static int64_t spx__plan_pdef(const spx_format_vtable *vt, const char *name) {
@@ -40,19 +54,31 @@ static int64_t spx__plan_pdef(const spx_format_vtable *vt, const char *name) {
 static int64_t spx__pb_coo(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   (void)vt; return p->nnz * (8 + vb);
 }
+SPX__PLAN_OPS(coo, NULL, NULL, NULL, NULL)
 int64_t spx__pb_csr(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   (void)vt; return 4 * (p->n + 1) + p->nnz * (4 + vb);
 }
+SPX__PLAN_OPS(csr, NULL, NULL, NULL, NULL)
 static int64_t spx__pb_ell(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   int64_t k = spx__plan_pdef(vt, "k");
   return p->n * (k == SPX_AUTO ? p->row_max : k) * (4 + vb);
 }
-int64_t spx__pb_ell_r(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
+SPX__PLAN_OPS(ell, NULL, NULL, NULL, NULL)
+/* ROW-lane kernels (ELL-R, RBP-*): a thread walks its own row to its end in lock step with its
+ * warp, so nothing past the warp's longest row is read (the padding the stored bytes hold up to
+ * the matrix's longest), and each step moves the slots of all the warp's lanes, ended rows
+ * included (their sectors come with their neighbours'): nnz + idle_row slots. */
+static int64_t spx__pb_ell_r(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   (void)vt; return p->n * p->row_max * (4 + vb) + 4 * p->n;
 }
+int64_t spx__pr_ell_r(const spx__pprof *p, int64_t vb) {
+  return (int64_t)(((double)p->nnz + p->idle_row) * (double)(4 + vb)) + 4 * p->n;
+}
+SPX__PLAN_OPS(ell_r, spx__pr_ell_r, NULL, NULL, NULL)
 static int64_t spx__pb_jds(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   (void)vt; return 4 * p->n + 4 * (p->row_max + 1) + p->nnz * (4 + vb);
 }
+SPX__PLAN_OPS(jds, NULL, NULL, NULL, NULL)
 /* HYB's ELL width: the parameter, or Bell and Garland's rule as the converter applies it. */
 static int64_t spx__plan_hyb_k(const spx__pprof *p, const spx_format_vtable *vt) {
   int64_t k = spx__plan_pdef(vt, "k"), rows = p->n, i;
@@ -68,6 +94,7 @@ static int64_t spx__pb_hyb(const spx__pprof *p, const spx_format_vtable *vt, int
   for (i = k + 1; i <= p->row_max; i++) ncoo += p->hist[i] * (i - k);
   return p->n * k * (4 + vb) + ncoo * (8 + vb);
 }
+SPX__PLAN_OPS(hyb, NULL, NULL, NULL, NULL)
 /* The atomic adds into y of HYB's COO part: its kernel sums each warp's run of a row's entries
  * and adds the run with one atomicAdd, so one per row past K, and one more where a run crosses a
  * warp's edge (at most one per 32 entries). */
@@ -85,15 +112,33 @@ static int64_t spx__pb_ss(const spx__pprof *p, const spx_format_vtable *vt, int6
   nseg = (p->nnz + seg - 1) / seg;
   return nseg * seg * (8 + vb) + 4 * p->ss_runs + 4 * (nseg + 1);
 }
+SPX__PLAN_OPS(ss, NULL, NULL, NULL, NULL)
+/* RBP's block factor applies where its runs average 4 columns or more. */
+static int spx__plan_rbp_blocky(const spx__pprof *p, int64_t vb) {
+  (void)vb; return p->nblocks > 0 && p->nval >= 4 * p->nblocks;
+}
 static int64_t spx__pb_rbp_csr(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   (void)vt; return vb * p->nval + 8 * p->nblocks + 12 * (p->n + 1) + (vb + 4) * p->nnon;
+}
+SPX__PLAN_OPS(rbp_csr, NULL, spx__plan_rbp_blocky, NULL, NULL)
+/* RBP-ELL(-R)'s rows walk their blocks' values and pairs (RBP-ELL one padding pair more, where its
+ * walk stops; RBP-ELL-R its row length), grown by the share ELL-R's idle lanes add; row pointers
+ * and the isolated nonzeros' CSR as stored. */
+static int64_t spx__plan_rbp_read(const spx__pprof *p, int64_t vb, double per_row) {
+  double grow = p->nnz > 0 ? ((double)p->nnz + p->idle_row) / (double)p->nnz : 1.0;
+  double blocks = (double)(vb * p->nval + 8 * p->nblocks) + per_row * (double)p->n;
+  return (int64_t)(grow * blocks) + 4 * (p->n + 1) + (vb + 4) * p->nnon;
 }
 static int64_t spx__pb_rbp_ell(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   (void)vt; return vb * p->n * p->max_bval + 8 * p->n * p->max_blocks + 4 * (p->n + 1) + (vb + 4) * p->nnon;
 }
+static int64_t spx__pr_rbp_ell(const spx__pprof *p, int64_t vb) { return spx__plan_rbp_read(p, vb, 8.0); }
+SPX__PLAN_OPS(rbp_ell, spx__pr_rbp_ell, spx__plan_rbp_blocky, NULL, NULL)
 static int64_t spx__pb_rbp_ell_r(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   return spx__pb_rbp_ell(p, vt, vb) + 4 * p->n;
 }
+static int64_t spx__pr_rbp_ell_r(const spx__pprof *p, int64_t vb) { return spx__plan_rbp_read(p, vb, 4.0); }
+SPX__PLAN_OPS(rbp_ell_r, spx__pr_rbp_ell_r, spx__plan_rbp_blocky, NULL, NULL)
 
 /* SELL-C-sigma and SELL16 with C = 32 and sigma 1 or 256 (the descriptors' defaults); another C
  * or sigma has no predictor (converted to learn its bytes). */
@@ -102,6 +147,7 @@ static int64_t spx__pb_sell(const spx__pprof *p, const spx_format_vtable *vt, in
   if (c != 32 || (sigma != 1 && sigma != 256)) return -1;
   return (sigma > 1 ? 4 * p->n : 0) + 4 * ((p->n + c - 1) / c + 1) + p->sell_slots[sigma > 1] * (4 + vb);
 }
+SPX__PLAN_OPS(sell, NULL, NULL, NULL, NULL)
 /* -2: the converter would decline (a slice spans more than 16 bits of columns). */
 static int64_t spx__pb_sell16(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   int64_t c = spx__plan_pdef(vt, "c"), sigma = spx__plan_pdef(vt, "sigma"), slot = 2 + vb, ns = (p->n + c - 1) / c;
@@ -115,6 +161,7 @@ static int64_t spx__pb_sell16(const spx__pprof *p, const spx_format_vtable *vt, 
   if (sigma > 1 && p->sell16_wide[1]) return p->sampled ? -2 : -1;
   return (sigma > 1 ? 4 * p->n : 0) + 4 * (ns + 1) + 4 * ns + p->sell_slots[sigma > 1] * slot;
 }
+SPX__PLAN_OPS(sell16, NULL, NULL, NULL, NULL)
 /* BSR's square block of least bytes (ties to the smaller), as the converter picks; its bytes. */
 static int64_t spx__plan_bsr_best(const spx__pprof *p, int64_t vb, int64_t *bytes_out) {
   int64_t b, best = -1, bb = 1;
@@ -131,6 +178,13 @@ static int64_t spx__pb_bsr(const spx__pprof *p, const spx_format_vtable *vt, int
   spx__plan_bsr_best(p, vb, &bytes);
   return bytes;
 }
+/* BSR's block factor applies where its best square block is larger than 1; the build converts
+ * with that block (once, instead of counting blocks for 8 sizes first). */
+static int spx__plan_bsr_blocky(const spx__pprof *p, int64_t vb) { return spx__plan_bsr_best(p, vb, NULL) > 1; }
+static void spx__plan_bsr_choose(const spx__pprof *p, int64_t vb, spx_format_params *params) {
+  params->bsr_r = params->bsr_c = spx__plan_bsr_best(p, vb, NULL);
+}
+SPX__PLAN_OPS(bsr, NULL, spx__plan_bsr_blocky, NULL, spx__plan_bsr_choose)
 
 /* SDIA with C = 32: -2 when the converter would decline (over its fill limit; capped counts are
  * lower bounds, so over stays over), -1 (convert to learn) when a sample lands near the limit or a
@@ -142,6 +196,12 @@ static int64_t spx__pb_sdia(const spx__pprof *p, const spx_format_vtable *vt, in
   if (p->sdia_capped || (p->sampled && 10 * p->sdia_slots > 9 * mf * p->nnz)) return -1;
   return 4 * (ns + 1) + p->sdia_diags * (4 + 32 * vb);
 }
+/* SDIA's slots carry no index: its padding is slots per nonzero, not bytes per CSR slot. */
+static double spx__plan_sdia_padding(const spx__pprof *p) { return p->nnz ? (double)p->sdia_slots / (double)p->nnz : 1.0; }
+SPX__PLAN_OPS(sdia, NULL, NULL, spx__plan_sdia_padding, NULL)
+#undef SPX__PLAN_OPS
+/* A registry line's predictor none, and every registered format's: no stored bytes known. */
+static const spx__plan_ops spx__po_none = {NULL, NULL, NULL, NULL, NULL};
 
 /* The longest serial walk one thread of a format's kernel makes, in steps of the device's chain_ns
  * (the line's walk): NONE (nonzeros spread evenly over threads: COO, SS, cuSPARSE), ROW (a thread
@@ -160,7 +220,7 @@ enum {
  * names it; the predictor none means no predictor. A registered format's model (spx_format_set_model)
  * has the same fields, its predictor in ext. */
 typedef struct spx__plan_model {
-  spx__pred_fn fn;
+  const spx__plan_ops *ops; /* never NULL: spx__po_none for no predictor */
   int map, launches, cols;
   const char *declines;
   int chain;
@@ -168,20 +228,18 @@ typedef struct spx__plan_model {
   spx_format_predict_fn ext;
 } spx__plan_model;
 
-#define spx__pb_none NULL /* a registry line's predictor none */
 #define SPX__PLAN_MODEL(pb, map, launches, cols, chain, cf, note) \
-  {spx__pb_##pb, SPX__MAP_##map, launches, cols, note, SPX__CHAIN_##chain, cf, NULL}
+  {&spx__po_##pb, SPX__MAP_##map, launches, cols, note, SPX__CHAIN_##chain, cf, NULL}
 static const spx__plan_model spx__plan_models[SPX_FORMAT_COUNT] = {
 #define SPX__PLAN_MODEL_ROW(E, n, D, cost, what, model, device) [SPX_FORMAT_##E] = SPX__PLAN_MODEL model,
     SPX_FORMATS(SPX__PLAN_MODEL_ROW)
 #undef SPX__PLAN_MODEL_ROW
 };
 #undef SPX__PLAN_MODEL
-#undef spx__pb_none
 
 /* A registered format without a model: no predictor, one launch, and a thread per row for the
  * walk, the safe guess; its lanes count as flat. */
-static const spx__plan_model spx__plan_model_none = {NULL, SPX__MAP_FLAT, 1, 0, NULL, SPX__CHAIN_ROW, 1.0, NULL};
+static const spx__plan_model spx__plan_model_none = {&spx__po_none, SPX__MAP_FLAT, 1, 0, NULL, SPX__CHAIN_ROW, 1.0, NULL};
 
 /* Registered formats' models (spx_format_set_model), by id - SPX_FORMAT_COUNT; set 0: none given.
  * The note is copied, so the caller's string need not outlive the call. */
@@ -217,7 +275,7 @@ spx_status spx_format_set_model(spx_format f, const spx_format_model *m) {
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_format_set_model: '%s': lanes %d, walk %d, launches %d, cols %d or "
                      "factor %g out of range (or SPX_WALK_STEPS without a predictor)", spx_format_name(f),
                      (int)m->lanes, (int)m->walk, m->launches, m->cols, m->factor);
-  spx__plan_ext_models[e].m.fn = NULL;
+  spx__plan_ext_models[e].m.ops = &spx__po_none;
   spx__plan_ext_models[e].m.ext = m->predict;
   spx__plan_ext_models[e].m.map = (int)m->lanes;
   spx__plan_ext_models[e].m.launches = m->launches;
@@ -388,31 +446,6 @@ static int64_t spx__plan_scatter(const spx__pprof *p, int map) {
   return (int64_t)(SPX__PLAN_SCATTER_WEIGHT * lost * 32.0 * (double)p->nnz);
 }
 
-/* The bytes a ROW-lane kernel moves (ELL-R, RBP-*): a thread walks its own row to its end in lock
- * step with its warp, so nothing past the warp's longest row is read (the padding the stored bytes
- * hold up to the matrix's longest), and each step moves the slots of all the warp's lanes, ended
- * rows included (their sectors come with their neighbours'): nnz + idle_row slots. RBP-ELL(-R)'s
- * rows walk their pairs and runs likewise: their unpadded bytes, grown by the same share. */
-int64_t spx__plan_row_read(const spx__pprof *p, spx__pred_fn fn, int64_t stored, int64_t vb) {
-  double grow = p->nnz > 0 ? ((double)p->nnz + p->idle_row) / (double)p->nnz : 1.0;
-  if (fn == spx__pb_ell_r) return (int64_t)(((double)p->nnz + p->idle_row) * (double)(4 + vb)) + 4 * p->n;
-  if (fn == spx__pb_rbp_ell || fn == spx__pb_rbp_ell_r) {
-    /* per row its blocks' values and pairs, RBP-ELL one padding pair more (where its walk stops),
-     * RBP-ELL-R its row length; row pointers and the isolated nonzeros' CSR as stored */
-    double blocks = (double)(vb * p->nval + 8 * p->nblocks) + (fn == spx__pb_rbp_ell ? 8.0 : 4.0) * (double)p->n;
-    return (int64_t)(grow * blocks) + 4 * (p->n + 1) + (vb + 4) * p->nnon;
-  }
-  return stored;
-}
-
-/* Whether a block format meets blocks in this matrix (its block factor applies): BSR's best square
- * block is larger than 1, RBP's runs average 4 columns or more. */
-static int spx__plan_blocky(const spx__pprof *p, spx__pred_fn fn, int64_t vb) {
-  if (fn == spx__pb_bsr) return spx__plan_bsr_best(p, vb, NULL) > 1;
-  if (fn == spx__pb_rbp_csr || fn == spx__pb_rbp_ell || fn == spx__pb_rbp_ell_r) return p->nblocks > 0 && p->nval >= 4 * p->nblocks;
-  return 0;
-}
-
 /* Fills the candidates of a (dtype of a). cuSPARSE CSR last when with_cusparse.
  * with_cusparse 2: the cuSPARSE candidate alone (a plan forced to it reads no columns: the baseline
  * pays what a cuSPARSE user pays, not our model). */
@@ -466,7 +499,7 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
       continue;
     }
     memset(&est, 0, sizeof est);
-    if (q->fn) c->bytes = q->fn(&p, vt, vb);
+    if (q->ops->bytes) c->bytes = q->ops->bytes(&p, vt, vb);
     else if (q->ext) { /* a registered format's predictor, on the public part of the profile */
       spx_format_profile pub;
       memset(&pub, 0, sizeof pub);
@@ -485,7 +518,7 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
       }
       c->bytes = est.bytes < 0 ? -1 : est.bytes;
     }
-    if (params && q->fn == spx__pb_bsr && c->bytes >= 0) params->bsr_r = params->bsr_c = spx__plan_bsr_best(&p, vb, NULL);
+    if (params && q->ops->choose && c->bytes >= 0) q->ops->choose(&p, vb, params);
     if (c->bytes == -2) { /* the predictor knows the converter declines */
       snprintf(c->note, sizeof c->note, "declined: %s%s", q->declines ? q->declines : "the converter would decline",
                p.sampled ? " (from sampled windows)" : "");
@@ -521,7 +554,7 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
     c->idle = p.nnz ? idle / (double)p.nnz : 0;
     c->padding = 1; /* stored slots / nnz, from the bytes: slots cost 4 + vb each */
     if (q->map == SPX__MAP_PADDED && p.nnz) c->padding = (double)c->bytes / (double)(p.nnz * (4 + vb));
-    if (q->fn == spx__pb_sdia && p.nnz) c->padding = (double)p.sdia_slots / (double)p.nnz; /* slots carry no index */
+    if (q->ops->padding) c->padding = q->ops->padding(&p);
     if (q->ext && est.slots > 0 && p.nnz) c->padding = (double)est.slots / (double)p.nnz;
     c->fits = !(limit > 0 && c->bytes + vec > limit);
     if (!c->fits)
@@ -530,12 +563,12 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
     /* the streaming model (launches + bytes + idle lanes) times the format's calibrated factor,
      * plus its gather cost; at least the longest serial walk and the format's measured floor */
     {
-      int64_t moved = q->map == SPX__MAP_ROW && q->fn && !c->bytes_exact ? spx__plan_row_read(&p, q->fn, c->bytes, vb) : c->bytes;
+      int64_t moved = q->map == SPX__MAP_ROW && q->ops->read && !c->bytes_exact ? q->ops->read(&p, vb) : c->bytes;
       c->predicted_us = spx__plan_time_us(d, &p, vb, moved + spx__plan_scatter(&p, q->map), idle, q->launches);
     }
     if (f < SPX_FORMAT_MAX) {
       double ff = d->format_factor[f];
-      if (d->format_factor_block[f] > 0 && spx__plan_blocky(&p, q->fn, vb)) ff = d->format_factor_block[f];
+      if (d->format_factor_block[f] > 0 && q->ops->blocky && q->ops->blocky(&p, vb)) ff = d->format_factor_block[f];
       if (ff > 0) c->predicted_us *= ff;
       c->predicted_us += (d->format_gather[f] > 0 ? d->format_gather[f] : d->gather_default) * gather;
     }

@@ -76,16 +76,14 @@ void spx__calib_keep(const char *path, const spx_plan_device *d);
 void spx__plan_mkdirs(const char *path);
 
 /* ---- plan_model_impl.h: byte predictors and the cost model ----------------------------------- */
-/* CSR's and ELL-R's bytes from the profile (vt unused; the calibration's references). */
+/* CSR's bytes from the profile (vt unused; the calibration's reference). */
 int64_t spx__pb_csr(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb);
-int64_t spx__pb_ell_r(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb);
 /* Predicted microseconds per SpMV for a format storing `bytes`, with `idle` idle lane-slots. */
 double spx__plan_time_us(const spx_plan_device *d, const spx__pprof *p, int64_t vb, int64_t bytes, double idle,
                          int launches);
-/* The bytes a ROW-lane format of predictor fn (ELL-R, RBP-*) moves on p: its warps' slots, not
- * its stored padding (stored: the predictor's bytes, returned for formats that store none). */
 typedef int64_t (*spx__plan_pred_fn)(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb);
-int64_t spx__plan_row_read(const spx__pprof *p, spx__plan_pred_fn fn, int64_t stored, int64_t vb);
+/* The bytes ELL-R's kernel moves on p: its warps' slots, not its stored padding. */
+int64_t spx__pr_ell_r(const spx__pprof *p, int64_t vb);
 /* HYB's atomic adds into y on p (rows past its K, and runs crossing a warp's edge). */
 double spx__plan_hyb_atomics(const spx__pprof *p, const spx_format_vtable *vt);
 /* Random-gather microseconds of p at d's bandwidth (0 on the host and within the cache). */
