@@ -19,6 +19,9 @@
 #else
 #define SPX__AMG_FOR
 #endif
+/* Row loops whose work is the rows' nonzeros also run in parallel past this many nonzeros: a
+ * coarse level has few rows, each long. */
+#define SPX__AMG_PAR_NNZ 131072
 
 /* Threads per block of every amg kernel (SPX_BLOCK of the template). */
 #define SPX__AMG_BLOCK 256

@@ -277,44 +277,75 @@ spx_status spx__amg_aggregate(const spx_csr *A, const uint8_t *mask, int mis2, i
 /* Entry k of row i is one A_F keeps: the diagonal or a strong off-diagonal. */
 #define SPX__AMG_KEPT(A, mask, k, i) ((A)->col_idx[k] == (i) || (mask)[k])
 
-/* The smallest aggregate above last among row i's kept entries (INT32_MAX: none). */
-static int32_t spx__amg_p_next(const spx_csr *A, const uint8_t *mask, const int32_t *agg, int64_t i, int32_t last) {
-  int32_t next = INT32_MAX;
-  int64_t k;
-  for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++)
-    if (SPX__AMG_KEPT(A, mask, k, i) && agg[A->col_idx[k]] > last && agg[A->col_idx[k]] < next)
-      next = agg[A->col_idx[k]];
-  return next;
+/* Sorts keys ascending (short runs by insertion, long ones by heap sort: no recursion, O(k log k)). */
+static void spx__amg_sift_keys(int64_t *c, int64_t r, int64_t end) {
+  for (;;) {
+    int64_t ch = 2 * r + 1, t;
+    if (ch >= end) return;
+    if (ch + 1 < end && c[ch + 1] > c[ch]) ch++;
+    if (c[r] >= c[ch]) return;
+    t = c[r]; c[r] = c[ch]; c[ch] = t;
+    r = ch;
+  }
+}
+static void spx__amg_sort_keys(int64_t *c, int64_t k) {
+  int64_t i, j, t;
+  if (k <= 32) {
+    for (i = 1; i < k; i++) {
+      int64_t v = c[i];
+      for (j = i; j > 0 && c[j - 1] > v; j--) c[j] = c[j - 1];
+      c[j] = v;
+    }
+    return;
+  }
+  for (i = k / 2 - 1; i >= 0; i--) spx__amg_sift_keys(c, i, k);
+  for (i = k - 1; i > 0; i--) {
+    t = c[0]; c[0] = c[i]; c[i] = t;
+    spx__amg_sift_keys(c, 0, i);
+  }
+}
+
+/* Row i's kept entries as keys (aggregate << 32 | the entry's offset in the row), sorted: P's
+ * columns in increasing order, each column's entries in A's column order. key holds the row. */
+static int64_t spx__amg_p_keys(const spx_csr *A, const uint8_t *mask, const int32_t *agg, int64_t i, int64_t *key) {
+  const int64_t lo = A->row_ptr[i];
+  int64_t k, m = 0;
+  for (k = lo; k < A->row_ptr[i + 1]; k++)
+    if (SPX__AMG_KEPT(A, mask, k, i)) key[m++] = ((int64_t)agg[A->col_idx[k]] << 32) | (k - lo);
+  spx__amg_sort_keys(key, m);
+  return m;
 }
 
 /* P's entries in row i: the distinct aggregates of its kept entries. */
-static int64_t spx__amg_p_count(const spx_csr *A, const uint8_t *mask, const int32_t *agg, int64_t i) {
-  int64_t c = 0;
-  int32_t a = -1;
-  while ((a = spx__amg_p_next(A, mask, agg, i, a)) != INT32_MAX) c++;
+static int64_t spx__amg_p_count(const spx_csr *A, const uint8_t *mask, const int32_t *agg, int64_t i, int64_t *key) {
+  const int64_t m = spx__amg_p_keys(A, mask, agg, i, key);
+  int64_t c = 0, q;
+  for (q = 0; q < m; q++) c += q == 0 || (key[q] >> 32) != (key[q - 1] >> 32);
   return c;
 }
 
 /* Row i of P = F T from P->row_ptr[i]: F = I - s D_F^-1 A_F, T[j][agg[j]] = scale[agg[j]]; each
  * column an aggregate (increasing), its value the sum in A's column order of
- * (delta_ij - (s / dF[i]) a_F,ij) scale: the kernel's order, each step rounded alone. */
+ * (delta_ij - (s / dF[i]) a_F,ij) scale: the kernel's order, each step rounded alone (the kernel
+ * finds each next aggregate by a pass over the row; the host sorts the row once, as coarse rows
+ * are long). */
 static void spx__amg_p_fill(const spx_csr *A, const uint8_t *mask, const double *dF, const int32_t *agg,
-                            const double *scale, double s, int64_t i, spx_csr *P) {
+                            const double *scale, double s, int64_t i, spx_csr *P, int64_t *key) {
   const double sd = s / dF[i];
-  int64_t q = P->row_ptr[i], k;
-  int32_t c = -1;
-  while ((c = spx__amg_p_next(A, mask, agg, i, c)) != INT32_MAX) {
-    double v = 0;
-    int first = 1;
-    for (k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++)
-      if (SPX__AMG_KEPT(A, mask, k, i) && agg[A->col_idx[k]] == c) {
-        const int diag = A->col_idx[k] == i;
-        const double f = (diag ? 1.0 : 0.0) - sd * (diag ? dF[i] : A->val.d[k]), t = f * scale[c];
-        v = first ? t : v + t;
-        first = 0;
-      }
-    P->col_idx[q] = c;
-    P->val.d[q++] = v;
+  const int64_t m = spx__amg_p_keys(A, mask, agg, i, key), lo = A->row_ptr[i];
+  int64_t q = P->row_ptr[i], e;
+  for (e = 0; e < m; e++) {
+    const int32_t c = (int32_t)(key[e] >> 32);
+    const int64_t k = lo + (key[e] & 0xffffffff);
+    const int diag = A->col_idx[k] == i;
+    const double f = (diag ? 1.0 : 0.0) - sd * (diag ? dF[i] : A->val.d[k]), t = f * scale[c];
+    if (e == 0 || (key[e - 1] >> 32) != c) {
+      if (e > 0) q++;
+      P->col_idx[q] = c;
+      P->val.d[q] = t;
+    } else {
+      P->val.d[q] = P->val.d[q] + t;
+    }
   }
 }
 
@@ -330,31 +361,55 @@ static double *spx__amg_agg_scales(int64_t n, const int32_t *agg, int64_t nagg) 
 
 spx_status spx__amg_prolong(const spx_csr *A, const uint8_t *mask, const double *dF, const int32_t *agg, int64_t nagg,
                             double omega, spx_csr **out) {
-  const int64_t n = A->nrows, n_ = n;
+  const int64_t n = A->nrows;
   double *scale = spx__amg_agg_scales(n, agg, nagg);
-  int64_t *cnt = NULL, i;
+  int64_t *cnt = NULL, i, rmax = 0;
   spx_csr *P = NULL;
-  spx_status st;
+  spx_status st = SPX_OK;
+  int pass, fail = 0;
   *out = NULL;
   if (!scale || !(cnt = (int64_t *)spx__calloc((size_t)n + 1, sizeof(int64_t)))) {
     SPX_FREE(scale);
     return SPX_OUT_OF_MEMORY;
   }
-  SPX__AMG_FOR
-  for (i = 0; i < n_; i++) cnt[i + 1] = omega == 0 ? 1 : spx__amg_p_count(A, mask, agg, i);
-  spx__amg_scan(cnt, n);
-  if (!(st = spx_csr_create(n, nagg, cnt[n], SPX_DOUBLE, &P))) {
-    memcpy(P->row_ptr, cnt, ((size_t)n + 1) * sizeof(int64_t));
-    SPX__AMG_FOR
-    for (i = 0; i < n_; i++) {
-      if (omega != 0) spx__amg_p_fill(A, mask, dF, agg, scale, omega, i, P);
-      else {
-        P->col_idx[i] = agg[i];
-        P->val.d[i] = scale[agg[i]];
-      }
+  for (i = 0; i < n; i++) rmax = SPX__MAX(rmax, A->row_ptr[i + 1] - A->row_ptr[i]);
+  for (pass = 0; pass < 2 && !st; pass++) {
+    if (pass == 1) {
+      spx__amg_scan(cnt, n);
+      if ((st = spx_csr_create(n, nagg, cnt[n], SPX_DOUBLE, &P))) break;
+      memcpy(P->row_ptr, cnt, ((size_t)n + 1) * sizeof(int64_t));
     }
-    *out = P;
+    /* rows in parallel where the work is (a coarse level's rows are few and long), each thread
+     * with its own keys */
+#if defined(_OPENMP)
+#pragma omp parallel if (n > 16384 || A->nnz > SPX__AMG_PAR_NNZ)
+#endif
+    {
+      int64_t *key = (int64_t *)spx__alloc((size_t)rmax + 1, sizeof(int64_t)), r;
+      if (!key) {
+#if defined(_OPENMP)
+#pragma omp atomic write
+#endif
+        fail = 1;
+      }
+#if defined(_OPENMP)
+#pragma omp for schedule(static)
+#endif
+      for (r = 0; r < n; r++) {
+        if (!key) continue;
+        if (pass == 0) cnt[r + 1] = omega == 0 ? 1 : spx__amg_p_count(A, mask, agg, r, key);
+        else if (omega != 0) spx__amg_p_fill(A, mask, dF, agg, scale, omega, r, P, key);
+        else {
+          P->col_idx[r] = agg[r];
+          P->val.d[r] = scale[agg[r]];
+        }
+      }
+      SPX_FREE(key);
+    }
+    if (fail) st = SPX_OUT_OF_MEMORY;
   }
+  if (st) spx_csr_destroy(P);
+  else *out = P;
   SPX_FREE(scale);
   SPX_FREE(cnt);
   return st;
@@ -367,8 +422,16 @@ static double spx__amg_hash01(int64_t i) {
 }
 
 /* Rows per chunk of the power iteration's sums: per-chunk partials added in chunk order, so the
- * estimate does not depend on the thread count. */
+ * estimate does not depend on the thread count. SPX__AMG_CHUNK rows, halved (to 64) while a chunk
+ * holds more than SPX__AMG_CHUNK_NNZ nonzeros, so that a coarse level's few long rows still make
+ * chunks enough for the threads; the size comes from the matrix alone. */
 #define SPX__AMG_CHUNK 4096
+#define SPX__AMG_CHUNK_NNZ 32768
+static int64_t spx__amg_chunk_rows(const spx_csr *A) {
+  int64_t c = SPX__AMG_CHUNK;
+  while (c > 64 && A->nrows > 0 && c * A->nnz > SPX__AMG_CHUNK_NNZ * A->nrows) c /= 2;
+  return c;
+}
 
 /* Entry k of row i counts in W: always without a mask, else the diagonal and strong entries. */
 #define SPX__AMG_IN_W(A, mask, k, i) (!(mask) || (A)->col_idx[k] == (i) || (mask)[k])
@@ -387,7 +450,7 @@ static double spx__amg_gershgorin(const spx_csr *A, const uint8_t *mask, const d
   double gersh = 0;
   int64_t i;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static) reduction(max : gersh) if (n > 16384)
+#pragma omp parallel for schedule(static) reduction(max : gersh) if (n > 16384 || A->nnz > SPX__AMG_PAR_NNZ)
 #endif
   for (i = 0; i < n; i++) {
     double s = 0, di = dd[i] < 0 ? -dd[i] : dd[i];
@@ -404,7 +467,7 @@ static double spx__amg_gershgorin(const spx_csr *A, const uint8_t *mask, const d
  * 1.1, capped by the Gershgorin bound. Each step is one pass over the rows (y = W x, the two sums
  * and max |y_i / dd_i| per chunk), then x = D^-1 y scaled by that max. */
 spx_status spx__amg_rho(const spx_csr *A, const uint8_t *mask, const double *dd, int iters, double *rho) {
-  const int64_t n = A->nrows, nc = (n + SPX__AMG_CHUNK - 1) / SPX__AMG_CHUNK, n_ = n;
+  const int64_t n = A->nrows, chunk = spx__amg_chunk_rows(A), nc = (n + chunk - 1) / chunk, n_ = n;
   double gersh = spx__amg_gershgorin(A, mask, dd), lam = 0, *x, *y, *part;
   int64_t i, c;
   int k;
@@ -427,7 +490,7 @@ spx_status spx__amg_rho(const spx_csr *A, const uint8_t *mask, const double *dd,
 #pragma omp parallel for schedule(static) if (nc > 4)
 #endif
     for (c = 0; c < nc; c++) {
-      const int64_t lo = c * SPX__AMG_CHUNK, hi = SPX__MIN(n, lo + SPX__AMG_CHUNK);
+      const int64_t lo = c * chunk, hi = SPX__MIN(n, lo + chunk);
       double p0 = 0, p1 = 0, mx = 0;
       int64_t r, q;
       for (r = lo; r < hi; r++) {
