@@ -345,6 +345,13 @@ static void test_large_uploads(void **state) {
     assert_int_equal(spx_device_download(ctx, back, d, sizes[k] + 1), SPX_OK);
     assert_memory_equal(back, src, sizes[k]);
     assert_int_equal(back[sizes[k]], 0); /* nothing written past the end */
+    /* a large download comes down on the pool's workers too: to an odd address, and nothing
+     * written before it or past its end */
+    memset(back, 0x5a, maxb);
+    assert_int_equal(spx_device_download(ctx, back + 3, d, sizes[k]), SPX_OK);
+    assert_memory_equal(back + 3, src, sizes[k]);
+    assert_int_equal(back[2], 0x5a);
+    assert_int_equal(back[3 + sizes[k]], 0x5a);
   }
   /* on fewer workers than the pool has (a plan's pattern beside its column sample): every chunk
    * still goes up, whichever worker's it is */

@@ -264,8 +264,10 @@ size_t spx__dcache_bytes(const spx_context *ctx) {
  * setup. Large uploads instead go through a pool of pinned buffers, one per device while any
  * spx_context on it lives (spx__h2d_release): T worker threads each copy their chunks (k, k + T,
  * ...) into two buffers of their own and queue them on their own stream, so host copies run in
- * parallel and overlap the DMA (rates: docs/performance.md, "The pool's workers"). The buffers
- * come from spx__pinned_new. SPX_UPLOAD_THREADS sets T (0: the driver's path only). */
+ * parallel and overlap the DMA (rates: docs/performance.md, "The pool's workers"). Large
+ * downloads use the same workers the other way: into fresh pages one thread copies out at a
+ * fraction of the link's rate. The buffers come from spx__pinned_new. SPX_UPLOAD_THREADS sets T
+ * (0: the driver's path only). */
 /* Smaller copies: the context's pinned buffer, a piece at a time; from SPX__H2D_MIN the pool wins
  * even after its threads' start-up. */
 #define SPX__H2D_MIN ((size_t)2 << 20)
@@ -384,8 +386,9 @@ typedef struct spx__h2d_job {
   const spx_context *ctx;
   spx__h2d_pool *pl;
   int id, nw; /* this worker, of the upload's nw (the chunks k = id, id + nw, ...) */
-  spx__CUdeviceptr dst;
+  spx__CUdeviceptr dst;  /* the device side (the source of a download) */
   const char *src;
+  char *down;            /* non-NULL: a download into down, from dst */
   size_t bytes;
   atomic_int *stop; /* set by the first worker that fails: the others stop queueing */
   spx_status s;
@@ -401,7 +404,26 @@ static void *spx__h2d_worker(void *arg) {
   int b = 0, used[2] = {0, 0};
   spx_status s;
   if ((s = spx__ctx_push(j->ctx))) goto out;
-  for (k = (size_t)j->id; k < nch && !s && !atomic_load(j->stop); k += (size_t)j->nw) {
+  if (j->down) { /* chunk k comes down into one buffer while chunk k - nw is copied out of the other */
+    size_t prev = nch;
+    for (k = (size_t)j->id; k < nch + (size_t)j->nw && !s && !atomic_load(j->stop); k += (size_t)j->nw) {
+      if (k < nch) {
+        const size_t off = k * SPX__H2D_CHUNK, n = SPX__MIN(SPX__H2D_CHUNK, j->bytes - off);
+        char *buf = pl->mem + ((size_t)j->id * 2 + (size_t)b) * SPX__H2D_CHUNK;
+        if ((s = spx__cu_check(cu->cuMemcpyDtoHAsync(buf, j->dst + off, n, pl->st[j->id]), "cuMemcpyDtoHAsync")) ||
+            (s = spx__cu_check(cu->cuEventRecord(pl->ev[j->id][b], pl->st[j->id]), "cuEventRecord")))
+          break;
+      }
+      if (prev < nch) {
+        const size_t off = prev * SPX__H2D_CHUNK, n = SPX__MIN(SPX__H2D_CHUNK, j->bytes - off);
+        if ((s = spx__cu_check(cu->cuEventSynchronize(pl->ev[j->id][b ^ 1]), "cuEventSynchronize"))) break;
+        memcpy(j->down + off, pl->mem + ((size_t)j->id * 2 + (size_t)(b ^ 1)) * SPX__H2D_CHUNK, n);
+      }
+      prev = k;
+      b ^= 1;
+    }
+  }
+  for (k = (size_t)j->id; !j->down && k < nch && !s && !atomic_load(j->stop); k += (size_t)j->nw) {
     const size_t off = k * SPX__H2D_CHUNK, n = SPX__MIN(SPX__H2D_CHUNK, j->bytes - off);
     char *buf = pl->mem + ((size_t)j->id * 2 + (size_t)b) * SPX__H2D_CHUNK;
     /* the buffer's previous copy must have left it before it is refilled */
@@ -442,7 +464,7 @@ struct spx__h2d_async {
  * SPX_OK with *out NULL: the pool is not to be had (small, none, or busy with another thread's
  * upload); the caller uploads the driver's way. The context's stream has been synchronized. */
 static spx_status spx__h2d_begin(const spx__cuda_api *cu, const spx_context *ctx, spx_devptr dst, const void *src,
-                                 size_t bytes, int here, int want, spx__h2d_async **out) {
+                                 char *down, size_t bytes, int here, int want, spx__h2d_async **out) {
   spx__h2d_async *a;
   spx__h2d_pool *pl;
   int i;
@@ -461,7 +483,7 @@ static spx_status spx__h2d_begin(const spx__cuda_api *cu, const spx_context *ctx
   for (i = 0; i < a->nw; i++) {
     spx__h2d_job *j = &a->job[i];
     j->ctx = ctx; j->pl = pl; j->id = i; j->nw = a->nw; j->dst = (spx__CUdeviceptr)dst;
-    j->src = (const char *)src; j->bytes = bytes; j->stop = &a->stop;
+    j->src = (const char *)src; j->down = down; j->bytes = bytes; j->stop = &a->stop;
   }
 #if defined(_OPENMP)
   /* An upload the caller waits for runs on OpenMP's threads: right after a parallel loop (the
@@ -506,9 +528,10 @@ size_t spx__h2d_min(void) { return SPX__H2D_MIN; }
  * A copy from or to pageable memory goes through the driver's own staging, and beside a pooled
  * upload that path crawls: a small download (a converter's width and scan copies, run while the
  * values go up) stalls for milliseconds and slows the pool, and a download into fresh pages runs
- * far below the link's rate. Uploads under SPX__H2D_MIN and every download instead go through
- * the context's registered buffer of SPX__PIN_BYTES on the context's stream: uploads a piece at a
- * time, downloads in its two halves in turn; when another thread holds it, the driver's way. */
+ * far below the link's rate. Copies under SPX__H2D_MIN (and larger ones when the pool is busy or
+ * missing) instead go through the context's registered buffer of SPX__PIN_BYTES on the context's
+ * stream: uploads a piece at a time, downloads in its two halves in turn; when another thread
+ * holds it, the driver's way. */
 #define SPX__PIN_BYTES ((size_t)1 << 20)
 
 /* The context's pinned buffer, locked (the context current); NULL: use the driver's way. */
@@ -596,7 +619,7 @@ spx_status spx__h2d_upload(spx_context *ctx, spx_devptr dst, const void *src, si
   if (!src || !dst) return spx__fail(SPX_INVALID_ARGUMENT, "spx_device_upload: NULL pointer");
   if (!(cu = spx__dev_api(ctx, "spx_device_upload"))) return spx_last_status();
   if (bytes >= SPX__H2D_MIN && !(s = spx__cu_check(cu->cuStreamSynchronize(ctx->stream), "cuStreamSynchronize")))
-    s = spx__h2d_begin(cu, ctx, dst, src, bytes, !pending, want, &a);
+    s = spx__h2d_begin(cu, ctx, dst, src, NULL, bytes, !pending, want, &a);
   if (!s && a) {
     if (pending) *pending = a;
     else s = spx__h2d_end(a);
@@ -622,13 +645,23 @@ spx_status spx__h2d_upload_workers(spx_context *ctx, spx_devptr dst, const void 
 
 spx_status spx_device_download(spx_context *ctx, void *dst, spx_devptr src, size_t bytes) {
   const spx__cuda_api *cu;
-  spx_status s;
+  spx_status s = SPX_OK;
   int done = 0;
   if (!bytes) return SPX_OK;
   if (!src || !dst) return spx__fail(SPX_INVALID_ARGUMENT, "spx_device_download: NULL pointer");
   if (!(cu = spx__dev_api(ctx, "spx_device_download"))) return spx_last_status();
+  /* a large one on the pool's workers: copying out of one pinned buffer into fresh pages (page
+   * faults) runs far below the link's rate, so several threads copy out at once */
+  if (bytes >= SPX__H2D_MIN && !(s = spx__cu_check(cu->cuStreamSynchronize(ctx->stream), "cuStreamSynchronize"))) {
+    spx__h2d_async *a = NULL;
+    if (!(s = spx__h2d_begin(cu, ctx, (spx_devptr)src, NULL, (char *)dst, bytes, 1, 0, &a)) && a) {
+      s = spx__h2d_end(a);
+      spx__ctx_pop(ctx);
+      return s;
+    }
+  }
   /* any size: the driver's pageable path is slow into fresh pages (a plan's diagonal) */
-  s = spx__pin_copy(cu, ctx, 0, (spx__CUdeviceptr)src, (char *)dst, bytes, &done);
+  if (!s) s = spx__pin_copy(cu, ctx, 0, (spx__CUdeviceptr)src, (char *)dst, bytes, &done);
   if (!s && !done) {
     s = spx__cu_check(cu->cuMemcpyDtoHAsync(dst, (spx__CUdeviceptr)src, bytes, ctx->stream), "cuMemcpyDtoHAsync");
     if (!s) s = spx__cu_check(cu->cuStreamSynchronize(ctx->stream), "cuStreamSynchronize");
