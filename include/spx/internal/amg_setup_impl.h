@@ -277,33 +277,40 @@ spx_status spx__amg_aggregate(const spx_csr *A, const uint8_t *mask, int mis2, i
 /* Entry k of row i is one A_F keeps: the diagonal or a strong off-diagonal. */
 #define SPX__AMG_KEPT(A, mask, k, i) ((A)->col_idx[k] == (i) || (mask)[k])
 
-/* Sorts keys ascending (short runs by insertion, long ones by heap sort: no recursion, O(k log k)). */
-static void spx__amg_sift_keys(int64_t *c, int64_t r, int64_t end) {
-  for (;;) {
-    int64_t ch = 2 * r + 1, t;
-    if (ch >= end) return;
-    if (ch + 1 < end && c[ch + 1] > c[ch]) ch++;
-    if (c[r] >= c[ch]) return;
-    t = c[r]; c[r] = c[ch]; c[ch] = t;
-    r = ch;
+/* Sorts n values of type T ascending (short runs by insertion, long ones by heap sort: no
+ * recursion, O(k log k)): P's row keys (int64_t) and a product's row columns (int32_t). */
+#define SPX__AMG_SORT(name, T)                                                 \
+  static void name##_sift(T *c, int64_t r, int64_t end) {                      \
+    for (;;) {                                                                 \
+      int64_t ch = 2 * r + 1;                                                  \
+      T t;                                                                     \
+      if (ch >= end) return;                                                   \
+      if (ch + 1 < end && c[ch + 1] > c[ch]) ch++;                             \
+      if (c[r] >= c[ch]) return;                                               \
+      t = c[r]; c[r] = c[ch]; c[ch] = t;                                       \
+      r = ch;                                                                  \
+    }                                                                          \
+  }                                                                            \
+  static void name(T *c, int64_t k) {                                          \
+    int64_t i, j;                                                              \
+    T t;                                                                       \
+    if (k <= 32) {                                                             \
+      for (i = 1; i < k; i++) {                                                \
+        t = c[i];                                                              \
+        for (j = i; j > 0 && c[j - 1] > t; j--) c[j] = c[j - 1];               \
+        c[j] = t;                                                              \
+      }                                                                        \
+      return;                                                                  \
+    }                                                                          \
+    for (i = k / 2 - 1; i >= 0; i--) name##_sift(c, i, k);                     \
+    for (i = k - 1; i > 0; i--) {                                              \
+      t = c[0]; c[0] = c[i]; c[i] = t;                                         \
+      name##_sift(c, 0, i);                                                    \
+    }                                                                          \
   }
-}
-static void spx__amg_sort_keys(int64_t *c, int64_t k) {
-  int64_t i, j, t;
-  if (k <= 32) {
-    for (i = 1; i < k; i++) {
-      int64_t v = c[i];
-      for (j = i; j > 0 && c[j - 1] > v; j--) c[j] = c[j - 1];
-      c[j] = v;
-    }
-    return;
-  }
-  for (i = k / 2 - 1; i >= 0; i--) spx__amg_sift_keys(c, i, k);
-  for (i = k - 1; i > 0; i--) {
-    t = c[0]; c[0] = c[i]; c[i] = t;
-    spx__amg_sift_keys(c, 0, i);
-  }
-}
+SPX__AMG_SORT(spx__amg_sort_keys, int64_t)
+SPX__AMG_SORT(spx__amg_sort_i32, int32_t)
+#undef SPX__AMG_SORT
 
 /* Row i's kept entries as keys (aggregate << 32 | the entry's offset in the row), sorted: P's
  * columns in increasing order, each column's entries in A's column order. key holds the row. */
@@ -525,44 +532,8 @@ spx_status spx__amg_rho(const spx_csr *A, const uint8_t *mask, const double *dd,
   return SPX_OK;
 }
 
-/* Sorts a row's columns ascending (short rows by insertion, long ones by heap sort: no recursion,
- * O(k log k)). */
-void spx__amg_sort_cols(int32_t *c, int64_t k) {
-  int64_t i, j;
-  if (k <= 32) {
-    for (i = 1; i < k; i++) {
-      int32_t v = c[i];
-      for (j = i; j > 0 && c[j - 1] > v; j--) c[j] = c[j - 1];
-      c[j] = v;
-    }
-    return;
-  }
-  for (i = k / 2 - 1; i >= 0; i--) { /* heapify */
-    int64_t r = i;
-    for (;;) {
-      int64_t ch = 2 * r + 1;
-      int32_t t;
-      if (ch >= k) break;
-      if (ch + 1 < k && c[ch + 1] > c[ch]) ch++;
-      if (c[r] >= c[ch]) break;
-      t = c[r]; c[r] = c[ch]; c[ch] = t;
-      r = ch;
-    }
-  }
-  for (i = k - 1; i > 0; i--) {
-    int64_t r = 0;
-    int32_t t = c[0];
-    c[0] = c[i]; c[i] = t;
-    for (;;) {
-      int64_t ch = 2 * r + 1;
-      if (ch >= i) break;
-      if (ch + 1 < i && c[ch + 1] > c[ch]) ch++;
-      if (c[r] >= c[ch]) break;
-      t = c[r]; c[r] = c[ch]; c[ch] = t;
-      r = ch;
-    }
-  }
-}
+/* Sorts a row's columns ascending (spx__amg_sort_i32). */
+void spx__amg_sort_cols(int32_t *c, int64_t k) { spx__amg_sort_i32(c, k); }
 
 /* C = A B (Gustavson, two passes: each row's distinct columns with a marker, then its values in a
  * dense accumulator; columns sorted). Rows in parallel, each thread with its own marker and
