@@ -191,7 +191,9 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
   if (stamp && *gen > INT32_MAX - 1024) { memset(stamp, 0, sizeof *stamp * (size_t)nstamp); *gen = 0; }
   for (b = 1; b <= 8; b++) {
     int64_t bw1 = p->sampled ? SPX__MIN(w1, w0 + 64) : w1, got = 0;
-    for (i = (w0 + b - 1) / b * b; i < bw1; i += b)
+    /* 1 x 1 blocks are the nonzeros (a row's columns are distinct): no pass */
+    if (b == 1 && bw1 > w0) got = a->row_ptr[bw1] - a->row_ptr[w0];
+    for (i = (w0 + b - 1) / b * b; b > 1 && i < bw1; i += b)
       got += spx__plan_blocks(a, i, SPX__MIN(i + b, a->nrows), b, buf, stamp, smax < 0 ? 0 : (uint32_t)(smin / b), gen);
     p->bsr_blocks[b] += p->sampled && bw1 > w0 ? got * (w1 - w0) / (bw1 - w0) : got;
   }
