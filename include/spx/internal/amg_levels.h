@@ -19,6 +19,12 @@
 #else
 #define SPX__AMG_FOR
 #endif
+/* A thread's failure (its scratch not allocated) flagged for the loop's end: flag = v, atomic. */
+#if defined(_OPENMP)
+#define SPX__AMG_FLAG(flag, v) do { _Pragma("omp atomic write") flag = v; } while (0)
+#else
+#define SPX__AMG_FLAG(flag, v) ((flag) = (v))
+#endif
 /* Row loops whose work is the rows' nonzeros also run in parallel past this many nonzeros: a
  * coarse level has few rows, each long. */
 #define SPX__AMG_PAR_NNZ 131072

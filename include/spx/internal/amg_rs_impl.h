@@ -671,12 +671,7 @@ static int spx__amg_rs_ext_rows(const spx__amg_rs_ext *x, spx__amg_rs_ext_work *
 #endif
     for (b = 0; b < nb; b++)
       if (mine) mine = spx__amg_rs_ext_block(x, b, t, w, P);
-    if (!mine) {
-#if defined(_OPENMP)
-#pragma omp atomic write
-#endif
-      ok = 0;
-    }
+    if (!mine) SPX__AMG_FLAG(ok, 0);
     spx__amg_rs_ext_scratch_free(w);
   }
   return ok;

@@ -393,12 +393,7 @@ spx_status spx__amg_prolong(const spx_csr *A, const uint8_t *mask, const double 
 #endif
     {
       int64_t *key = (int64_t *)spx__alloc((size_t)rmax + 1, sizeof(int64_t)), r;
-      if (!key) {
-#if defined(_OPENMP)
-#pragma omp atomic write
-#endif
-        fail = 1;
-      }
+      if (!key) SPX__AMG_FLAG(fail, 1);
 #if defined(_OPENMP)
 #pragma omp for schedule(static)
 #endif
@@ -553,12 +548,8 @@ spx_status spx__amg_spgemm(const spx_csr *A, const spx_csr *B, spx_csr **out) {
 #endif
   {
     int64_t *mark = (int64_t *)SPX_MALLOC(((size_t)m + 1) * sizeof(int64_t)), i;
-    if (!mark) {
-#if defined(_OPENMP)
-#pragma omp atomic write
-#endif
-      fail = 1;
-    } else
+    if (!mark) SPX__AMG_FLAG(fail, 1);
+    else
       for (i = 0; i < m; i++) mark[i] = -1;
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic, 512)
@@ -595,12 +586,8 @@ spx_status spx__amg_spgemm(const spx_csr *A, const spx_csr *B, spx_csr **out) {
   {
     int64_t *mark = (int64_t *)SPX_MALLOC(((size_t)m + 1) * sizeof(int64_t)), i;
     double *acc = (double *)SPX_MALLOC(((size_t)m + 1) * sizeof(double));
-    if (!mark || !acc) {
-#if defined(_OPENMP)
-#pragma omp atomic write
-#endif
-      fail = 1;
-    } else
+    if (!mark || !acc) SPX__AMG_FLAG(fail, 1);
+    else
       for (i = 0; i < m; i++) mark[i] = -1;
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic, 512)
@@ -647,12 +634,7 @@ spx_status spx__amg_spgemm_values(const spx_csr *A, const spx_csr *B, spx_csr *C
   {
     double *acc = (double *)SPX_MALLOC(((size_t)m + 1) * sizeof(double));
     int64_t i;
-    if (!acc) {
-#if defined(_OPENMP)
-#pragma omp atomic write
-#endif
-      fail = 1;
-    }
+    if (!acc) SPX__AMG_FLAG(fail, 1);
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic, 512)
 #endif
