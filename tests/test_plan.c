@@ -502,11 +502,6 @@ static void test_model_row_read(void **state) {
   free(len);
 }
 
-/* HYB's COO part adds each warp's run of a row into y with one atomic: atomic_row_ns per such add
- * beyond the bytes. Rows of 4, 3 in 10 of them 5: K = 4, the fifth entries in the COO part, one
- * atomic per long row plus one per 32 COO entries where runs may cross a warp. Formats without
- * atomics keep their predictions; a matrix whose rows all fit K has no term; the device file keeps
- * the rate. */
 /* The calibration's per-format floors are measured for every format with a kernel: each probe
  * converts with the parameters a plan converts with (zeroed ones are out of range for ELL, SELL,
  * SELL16, SDIA, BSR and SS, whose floors then went unmeasured). On the host backend, whose
@@ -530,6 +525,11 @@ static void test_calibration_floors(void **state) {
   spx_context_destroy(h);
 }
 
+/* HYB's COO part adds each warp's run of a row into y with one atomic: atomic_row_ns per such add
+ * beyond the bytes. Rows of 4, 3 in 10 of them 5: K = 4, the fifth entries in the COO part, one
+ * atomic per long row plus one per 32 COO entries where runs may cross a warp. Formats without
+ * atomics keep their predictions; a matrix whose rows all fit K has no term; the device file keeps
+ * the rate. */
 static void test_model_atomics(void **state) {
   spx_plan_device d = fake_gpu(), back;
   spx_plan_candidate c[SPX_FORMAT_MAX + 1], c0[SPX_FORMAT_MAX + 1];

@@ -422,18 +422,19 @@ static void *spx__h2d_worker(void *arg) {
       prev = k;
       b ^= 1;
     }
-  }
-  for (k = (size_t)j->id; !j->down && k < nch && !s && !atomic_load(j->stop); k += (size_t)j->nw) {
-    const size_t off = k * SPX__H2D_CHUNK, n = SPX__MIN(SPX__H2D_CHUNK, j->bytes - off);
-    char *buf = pl->mem + ((size_t)j->id * 2 + (size_t)b) * SPX__H2D_CHUNK;
-    /* the buffer's previous copy must have left it before it is refilled */
-    if (used[b] && (s = spx__cu_check(cu->cuEventSynchronize(pl->ev[j->id][b]), "cuEventSynchronize"))) break;
-    memcpy(buf, j->src + off, n);
-    if ((s = spx__cu_check(cu->cuMemcpyHtoDAsync(j->dst + off, buf, n, pl->st[j->id]), "cuMemcpyHtoDAsync")) ||
-        (s = spx__cu_check(cu->cuEventRecord(pl->ev[j->id][b], pl->st[j->id]), "cuEventRecord")))
-      break;
-    used[b] = 1;
-    b ^= 1;
+  } else { /* chunk k goes up from one buffer while the other's copy may still be in flight */
+    for (k = (size_t)j->id; k < nch && !s && !atomic_load(j->stop); k += (size_t)j->nw) {
+      const size_t off = k * SPX__H2D_CHUNK, n = SPX__MIN(SPX__H2D_CHUNK, j->bytes - off);
+      char *buf = pl->mem + ((size_t)j->id * 2 + (size_t)b) * SPX__H2D_CHUNK;
+      /* the buffer's previous copy must have left it before it is refilled */
+      if (used[b] && (s = spx__cu_check(cu->cuEventSynchronize(pl->ev[j->id][b]), "cuEventSynchronize"))) break;
+      memcpy(buf, j->src + off, n);
+      if ((s = spx__cu_check(cu->cuMemcpyHtoDAsync(j->dst + off, buf, n, pl->st[j->id]), "cuMemcpyHtoDAsync")) ||
+          (s = spx__cu_check(cu->cuEventRecord(pl->ev[j->id][b], pl->st[j->id]), "cuEventRecord")))
+        break;
+      used[b] = 1;
+      b ^= 1;
+    }
   }
   { /* whatever was queued completes before the pool's buffers can be reused */
     spx_status s2 = spx__cu_check(cu->cuStreamSynchronize(pl->st[j->id]), "cuStreamSynchronize");

@@ -18,8 +18,9 @@
  * One per format spx knows the layout of, spx__pb_<p> for the predictor p its registry line names:
  * the bytes spx_fmt_bytes would give after conversion with default parameters, from the row
  * structure alone (tests check they are equal); spx__po_<p> adds what else the model knows of
- * those formats (what their kernels read, their block factor, padding and build parameters). A registered format's comes from the model it
- * gave (spx_format_set_model, below); a format without one is converted to learn its bytes. The
+ * those formats (what their kernels read, their block factor, padding and build parameters). A
+ * registered format's comes from the model it gave (spx_format_set_model, below); a format without
+ * one is converted to learn its bytes. The
  * lane mapping (the line's lanes) picks the imbalance term: FLAT (nonzeros spread evenly: COO, SS),
  * PADDED (padding already in the bytes: ELL, SELL), ROW (a thread per row in row order), SORTED
  * (rows sorted: JDS), CSR (the vector kernel's lanes per row). */
