@@ -1015,8 +1015,10 @@ int spx__csr_kernels_where(spx_context *ctx, int64_t nrows, int64_t ncols, int64
   spx__csr_header(nrows, ncols, nnz, dtype, &impl, &m);
   o = *opt;
   /* with the rows, the spec reads their lengths as a build of them would; without, the mean row's */
-  if (row_ptr && !(impl.ptr = (int32_t *)spx__alloc((size_t)nrows + 1, sizeof *impl.ptr))) return SPX__JIT_NOWHERE;
-  for (r = 0; row_ptr && r <= nrows; r++) impl.ptr[r] = (int32_t)row_ptr[r];
+  if (row_ptr) {
+    if (!(impl.ptr = (int32_t *)spx__alloc((size_t)nrows + 1, sizeof *impl.ptr))) return SPX__JIT_NOWHERE;
+    for (r = 0; r <= nrows; r++) impl.ptr[r] = (int32_t)row_ptr[r];
+  }
   if (!row_ptr && !o.threads_per_row) o.threads_per_row = spx__tpr(&m, 0);
   memset(&plan, 0, sizeof plan);
   bad = spx__dmatrix_kernel_plan(ctx, &m, spec, &o, &plan) != SPX_OK;

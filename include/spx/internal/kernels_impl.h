@@ -123,30 +123,32 @@ static unsigned spx__kblock(const spx_dmatrix_options *o) {
 
 /* When the vector kernel loses to load balancing: B = longest/mean row > 8 with rows of 64 or more
  * (a few long rows serialize their warps while the others idle), or mean row > 64 with a
- * coefficient of variation > 0.5 (whole-warp rows of very different lengths). O(nrows).
- * Merge-path wins on skewed rows and loses clearly on regular ones, hence vector unless skewed
- * (docs/performance.md, "CSR kernel choice"). */
-
-/* The rule on the row statistics (mean and longest row, variance of the lengths): shared by the row
- * scan below and spx_csr_kernel_options, which has a histogram instead of the rows. */
-static int spx__csr_skewed_stats(double mean, double maxlen, double var) {
-  return (maxlen / mean > 8 && maxlen >= 64) || (mean > 64 && var > 0.25 * mean * mean);
+ * coefficient of variation > 0.5 (whole-warp rows of very different lengths). Merge-path wins on
+ * skewed rows and loses clearly on regular ones, hence vector unless skewed (docs/performance.md,
+ * "CSR kernel choice"). From n rows, nnz nonzeros, the longest row and the sum of the squared row
+ * lengths: integers, so that the row scan below and spx_csr_kernel_options' histogram give the
+ * same numbers to the bit, and so the same kernel. */
+static int spx__csr_skewed_sums(int64_t n, int64_t nnz, int64_t longest, int64_t sq, double *ratio) {
+  const double mean = n > 0 ? (double)nnz / (double)n : 0, var = n > 0 ? (double)sq / (double)n - mean * mean : 0;
+  *ratio = mean > 0 ? (double)longest / mean : 0;
+  if (!(mean > 0)) return 0;
+  return (*ratio > 8 && longest >= 64) || (mean > 64 && var > 0.25 * mean * mean);
 }
 
-static int spx__csr_skewed(const spx_fmt_csr *c, int64_t n, int64_t nnz, double *ratio) {
-  double mean, var = 0, maxlen = 0;
-  int64_t i;
-  *ratio = 0;
-  if (n <= 0 || nnz <= 0 || !c->ptr) return 0;
-  mean = (double)nnz / (double)n;
+/* The longest row and the sum of the squared lengths of c's n rows, in one pass: integer sums, no
+ * chain of dependent floating-point adds (this runs on the planner's path for small matrices). */
+static void spx__csr_row_sums(const spx_fmt_csr *c, int64_t n, int64_t *longest, int64_t *sq) {
+  int64_t i, mx = 0, q = 0;
+#if defined(_OPENMP)
+#pragma omp simd reduction(max : mx) reduction(+ : q)
+#endif
   for (i = 0; i < n; i++) {
-    double len = (double)(c->ptr[i + 1] - c->ptr[i]);
-    var += (len - mean) * (len - mean);
-    if (len > maxlen) maxlen = len;
+    const int64_t len = (int64_t)c->ptr[i + 1] - (int64_t)c->ptr[i];
+    mx = len > mx ? len : mx;
+    q += len * len;
   }
-  var /= (double)n;
-  *ratio = maxlen / mean;
-  return spx__csr_skewed_stats(mean, maxlen, var);
+  *longest = mx;
+  *sq = q;
 }
 
 /* Products a CSR-stream block stages per chunk (2048 * sizeof(T) bytes of shared memory). */
@@ -163,18 +165,17 @@ static int spx__csr_stream_pays_stats(int64_t n, int64_t nnz, int64_t longest) {
   return nnz >= SPX__CSR_SMALL_NNZ && n > 0 && (double)nnz / (double)n <= SPX__STREAM_MEAN_MAX && longest <= SPX__STREAM_ROW_MAX;
 }
 
-static int spx__csr_stream_pays(const spx_fmt *m) {
+/* Whether CSR-stream pays on m, whose longest row is longest (< 0: the rows were not read: no). */
+static int spx__csr_stream_pays(const spx_fmt *m, int64_t longest) {
   const spx_fmt_csr *c = (const spx_fmt_csr *)m->impl;
-  int64_t i, longest = 0;
-  if (!spx__csr_stream_pays_stats(m->nrows, m->nnz, 0) || !c->ptr) return 0; /* before the scan */
-  for (i = 0; i < m->nrows && longest <= SPX__STREAM_ROW_MAX; i++) longest = SPX__MAX(longest, (int64_t)(c->ptr[i + 1] - c->ptr[i]));
+  if (!c->ptr || longest < 0) return 0;
   return spx__csr_stream_pays_stats(m->nrows, m->nnz, longest);
 }
 
 spx_status spx_csr_kernel_options(int64_t nrows, int64_t nnz, const int64_t *row_hist, int64_t row_max,
                                   spx_dmatrix_options *o) {
-  double mean, var = 0;
-  int64_t l, rows = 0, sum = 0;
+  double mean, ratio;
+  int64_t l, rows = 0, sum = 0, sq = 0;
   if (!o || (!row_hist && nrows > 0)) return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_kernel_options: NULL argument");
   memset(o, 0, sizeof *o);
   if (nrows < 0 || nnz < 0 || row_max < 0) return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_kernel_options: negative size");
@@ -182,25 +183,23 @@ spx_status spx_csr_kernel_options(int64_t nrows, int64_t nnz, const int64_t *row
     if (row_hist[l] < 0) return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_kernel_options: negative count of rows of length %lld", (long long)l);
     rows += row_hist[l];
     sum += row_hist[l] * l;
+    sq += row_hist[l] * l * l;
   }
   if (rows != nrows || sum != nnz)
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_kernel_options: the histogram holds %lld rows and %lld nonzeros, "
                      "not %lld and %lld", (long long)rows, (long long)sum, (long long)nrows, (long long)nnz);
   mean = nrows > 0 ? (double)nnz / (double)nrows : 0;
-  for (l = 0; l <= row_max && nrows > 0; l++)
-    if (row_hist[l]) var += (double)row_hist[l] * ((double)l - mean) * ((double)l - mean);
-  var = nrows > 0 ? var / (double)nrows : 0;
   o->threads_per_row = spx__tpr_mean(mean);
   /* the rules of spx__ks_csr below, in its order, on the histogram's statistics (small matrices:
    * see there) */
   if (nnz < SPX__CSR_SMALL_NNZ) return SPX_OK;
   if (spx__csr_stream_pays_stats(nrows, nnz, row_max)) o->stream = 1;
-  else if (spx__csr_skewed_stats(mean, (double)row_max, var)) o->load_balance = 1;
+  else if (spx__csr_skewed_sums(nrows, nnz, row_max, sq, &ratio)) o->load_balance = 1;
   return SPX_OK;
 }
 
 /* CSR: the vector kernel (csr.cu) with threads per row from the mean row length, or, on skewed
- * rows (spx__csr_skewed) and unless threads_per_row is given, the merge-path kernel (csr_lb.cu):
+ * rows (spx__csr_skewed_sums) and unless threads_per_row is given, the merge-path kernel (csr_lb.cu):
  * spx_csr_lb_fix scales the rows that block boundaries cut (when there is more than one block),
  * then spx_csr_lb_spmv. */
 static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, const spx_device_info *dev,
@@ -208,24 +207,27 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
   unsigned b = o->block ? (unsigned)o->block : 256;
   int tpr = spx__tpr(m, o->threads_per_row);
   spx_kernel_launch *l = &p->launch[0];
-  double ratio;
-  int split = 0;
+  const spx_fmt_csr *c = (const spx_fmt_csr *)m->impl;
+  double ratio = 0;
+  int64_t longest = -1, sq = 0; /* longest < 0: the rows were not read (the options decide) */
+  int split = 0, skewed = 0;
   (void)dev;
-  ratio = 0;
-  if (!o->threads_per_row && !o->load_balance && o->stream <= 0 && m->nnz < SPX__CSR_SMALL_NNZ &&
-      spx__csr_skewed((const spx_fmt_csr *)m->impl, m->nrows, m->nnz, &ratio)) {
+  if (c->ptr && m->nrows > 0 && m->nnz > 0 && !o->threads_per_row && !o->load_balance && o->stream <= 0) {
+    spx__csr_row_sums(c, m->nrows, &longest, &sq);
+    skewed = spx__csr_skewed_sums(m->nrows, m->nnz, longest, sq, &ratio);
+  }
+  if (!o->threads_per_row && !o->load_balance && o->stream <= 0 && m->nnz < SPX__CSR_SMALL_NNZ && skewed) {
     /* A small matrix with a few long rows is latency-bound by its longest row, and the merge-path
      * kernel's two launches cost more than the imbalance: one launch of the vector kernel with
      * enough threads per row that the longest row takes at most ~8 steps (bench-small: G51,
      * bcsstk08, bp_*). */
-    int64_t longest = (int64_t)(ratio * (double)m->nnz / (double)m->nrows + 0.5);
     while (tpr < 32 && (longest + tpr - 1) / tpr > 8) tpr *= 2;
     /* Rows longer than 8 steps of a whole warp (hundreds of entries, bench-small: adder_dcop_*,
      * hangGlider_*) are summed by their whole block instead, in the same launch. */
     split = (longest + tpr - 1) / tpr > 8;
   } else if (o->load_balance > 0 ||
-      (!o->threads_per_row && !o->load_balance && o->stream <= 0 && !(o->stream == 0 && spx__csr_stream_pays(m)) &&
-       spx__csr_skewed((const spx_fmt_csr *)m->impl, m->nrows, m->nnz, &ratio))) {
+      (!o->threads_per_row && !o->load_balance && o->stream <= 0 && !(o->stream == 0 && spx__csr_stream_pays(m, longest)) &&
+       skewed)) {
     int64_t ipb, nblk;
     int ipt;
     b = spx__kblock(o);
@@ -251,7 +253,7 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
                 ratio, ipt, b, nblk > 1 ? ", cut rows by atomics" : "");
     return SPX_OK;
   }
-  if (o->stream > 0 || (!o->threads_per_row && !o->stream && !o->load_balance && spx__csr_stream_pays(m))) {
+  if (o->stream > 0 || (!o->threads_per_row && !o->stream && !o->load_balance && spx__csr_stream_pays(m, longest))) {
     /* A chunk of SPX__STREAM_ITEMS products in shared memory whatever the block size. */
     int npt;
     b = spx__kblock(o);

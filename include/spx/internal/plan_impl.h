@@ -441,10 +441,12 @@ static void spx__plan_take_options(spx_plan *p, const spx_plan_options *o, int64
 }
 
 /* The memory the matrix (+ x, y) may take: options.memory_limit, else on a GPU its free memory
- * (0 where the device does not say: no limit). */
-static void spx__plan_take_limit(spx_plan *p, const spx_plan_options *o) {
+ * (0 where the device does not say: no limit): as the device description dev read it just now
+ * where spx made it (spx__plan_devdesc: one query of the driver, not two). */
+static void spx__plan_take_limit(spx_plan *p, const spx_plan_options *o, const spx_plan_device *dev) {
   p->limit = o->memory_limit;
-  if (p->limit == 0 && p->backend == SPX_BACKEND_CUDA) {
+  if (p->limit == 0 && p->backend == SPX_BACKEND_CUDA && !o->device && dev->memory_bytes > 0) p->limit = dev->memory_bytes;
+  else if (p->limit == 0 && p->backend == SPX_BACKEND_CUDA) {
     spx_device_info info;
     if (spx_context_device_info(p->ctx, &info) == SPX_OK && info.free_mem > 0) p->limit = info.free_mem;
     spx_clear_error();
@@ -482,7 +484,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
   if ((s = spx__plan_devdesc(p, o, &dev))) goto fail;
   p->launch_us = dev.launch_us;
   SPX__PLAN_TRACE("device");
-  spx__plan_take_limit(p, o);
+  spx__plan_take_limit(p, o, &dev);
   SPX__PLAN_TRACE("memory");
   if ((o->strategy == SPX_PLAN_AUTO || o->strategy == SPX_PLAN_MODEL) && !o->force && spx__plan_has_cusparse(p)) {
     spx_plan_candidate *c = &p->cand[0];
@@ -778,7 +780,7 @@ static spx_status spx__plan_select_dcsr(spx_plan *p, const spx_dcsr *a, const sp
   spx__plan_take_options(p, o, a->nrows, a->ncols, a->dtype);
   if ((s = spx__plan_devdesc(p, o, &dev))) goto fail;
   p->launch_us = dev.launch_us;
-  spx__plan_take_limit(p, o);
+  spx__plan_take_limit(p, o, &dev);
   if ((s = spx__plan_dcsr_rows(p, a, &sz, &rows))) goto fail;
   /* spx's CSR kernel wraps the arrays, the kernel the host rule picks from the histogram (the mean
    * row's vector kernel where it cannot tell) */

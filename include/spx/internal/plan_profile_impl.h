@@ -470,8 +470,8 @@ void spx__plan_rowstats_of(const spx_csr *a, const spx__pprof *p, spx_analysis *
 /* The part of spx_analyze the strategies read (row lengths: B, R), from row_ptr alone: the full
  * analysis walks every column and the transpose, which costs more than the choice is worth. */
 void spx__plan_rowstats(const spx_csr *a, spx_analysis *an) {
-  double t0 = spx__now(), sq = 0;
-  int64_t i;
+  double t0 = spx__now();
+  int64_t i, sq = 0; /* integer sums: exact, and no chain of dependent floating-point adds */
   memset(an, 0, sizeof *an);
   an->nrows = a->nrows; an->ncols = a->ncols; an->nnz = a->nnz;
   {
@@ -485,10 +485,10 @@ void spx__plan_rowstats(const spx_csr *a, spx_analysis *an) {
       mn = SPX__MIN(mn, l);
       mx = SPX__MAX(mx, l);
       empty += l == 0;
-      sq += (double)l * (double)l;
+      sq += l * l;
     }
     an->row_min = mn; an->row_max = mx; an->empty_rows = empty;
   }
-  spx__plan_rowstats_finish(a, sq, an);
+  spx__plan_rowstats_finish(a, (double)sq, an);
   an->seconds = spx__now() - t0;
 }
