@@ -36,17 +36,20 @@ static void spx__plan_idle(const spx_csr *a, int warp, int tpr, double *one, dou
     num_threads(spx__host_threads_for(a->nrows, SPX__HOST_GRAIN)) if (a->nrows > 65536)
 #endif
   for (i = 0; i < a->nrows; i += warp) {
-    int64_t e = SPX__MIN(a->nrows, i + warp), steps1 = 0, sum = 0, steps = 0, gsum = 0;
-    for (j = i; j < e; j++) {
-      int64_t l = a->row_ptr[j + 1] - a->row_ptr[j];
-      steps1 = SPX__MAX(steps1, l);
-      sum += l;
-      steps = SPX__MAX(steps, (l + tpr - 1) / tpr);
-      gsum += l;
-      if ((j - i + 1) % g == 0 || j + 1 == e) { /* a group of tpr-lane rows ends */
-        im += (double)(steps * tpr * ((j - i) % g + 1) - gsum);
-        steps = gsum = 0;
+    int64_t e = SPX__MIN(a->nrows, i + warp), steps1 = 0, sum = 0, gs;
+    /* a group of tpr-lane rows takes ceil(its longest row / tpr) steps: one division a group, none
+     * a row (this pass is on every small plan's setup) */
+    for (gs = i; gs < e; gs += g) {
+      const int64_t ge = SPX__MIN(e, gs + g);
+      int64_t gmax = 0, gsum = 0;
+      for (j = gs; j < ge; j++) {
+        const int64_t l = a->row_ptr[j + 1] - a->row_ptr[j];
+        gmax = SPX__MAX(gmax, l);
+        gsum += l;
       }
+      im += (double)((gmax + tpr - 1) / tpr * tpr * (ge - gs) - gsum);
+      steps1 = SPX__MAX(steps1, gmax);
+      sum += gsum;
     }
     i1 += (double)(steps1 * (e - i) - sum);
   }
