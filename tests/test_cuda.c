@@ -705,6 +705,70 @@ static void test_device_convert(void **state) {
   assert_true(got > 40);
 }
 
+/* spx_dmatrix_convert to CSR uploads the caller's columns and values without a host copy: the same
+ * kernel plan, bytes, device arrays and y, bit for bit, as spx_fmt_from_csr + spx_dmatrix_create;
+ * the caller's arrays untouched; a CSR that would be read out of bounds refused in the host
+ * converter's words. */
+static void test_csr_direct(void **state) {
+  spx_csr *m[3], *a, *keep;
+  int k, t;
+  (void)state;
+  if (!gpu) skip();
+  assert_int_equal(spx_gen_poisson3d(12, 11, 10, 7, SPX_DOUBLE, &m[0]), SPX_OK);
+  m[1] = long_row(4096, 5000, 300); /* a small matrix with one long row: the split vector kernel */
+  assert_int_equal(spx_gen_powerlaw(20000, 2.0, 2, 3000, 5, SPX_DOUBLE, &m[2]), SPX_OK); /* skewed: merge path */
+  for (k = 0; k < 3; k++)
+    for (t = 0; t < 2; t++) {
+      const spx_dtype dt = t ? SPX_FLOAT : SPX_DOUBLE;
+      const size_t vs = SPX_DTYPE_SIZE(dt);
+      spx_format_params fp;
+      spx_fmt *f = NULL;
+      spx_dmatrix *dd = NULL, *dh = NULL;
+      spx_devptr dx = 0, dy = 0;
+      void *hx, *y1, *y2;
+      int64_t i;
+      assert_int_equal(spx_csr_copy(m[k], dt, &a), SPX_OK);
+      assert_int_equal(spx_csr_copy(a, dt, &keep), SPX_OK);
+      spx_format_params_default(&fp);
+      assert_int_equal(spx_dmatrix_convert(gpu, a, SPX_FORMAT_CSR, NULL, NULL, &dd), SPX_OK);
+      assert_int_equal(spx_fmt_from_csr(a, SPX_FORMAT_CSR, NULL, &f), SPX_OK);
+      assert_int_equal(spx_dmatrix_create(gpu, f, NULL, &dh), SPX_OK);
+      assert_string_equal(spx_dmatrix_describe(dd), spx_dmatrix_describe(dh));
+      assert_int_equal(spx_dmatrix_bytes(dd), spx_dmatrix_bytes(dh));
+      same_arrays(dd, a, SPX_FORMAT_CSR, &fp, "csr direct", "");
+      assert_true(!memcmp(a->row_ptr, keep->row_ptr, (size_t)(a->nrows + 1) * sizeof *a->row_ptr) &&
+                  !memcmp(a->col_idx, keep->col_idx, (size_t)a->nnz * sizeof *a->col_idx) &&
+                  !memcmp(a->val.p, keep->val.p, (size_t)a->nnz * vs));
+      hx = malloc((size_t)(a->ncols + 1) * vs); y1 = malloc((size_t)(a->nrows + 1) * vs); y2 = malloc((size_t)(a->nrows + 1) * vs);
+      assert_true(hx && y1 && y2);
+      for (i = 0; i < a->ncols; i++)
+        if (t) ((float *)hx)[i] = (float)(1.0 + 0.001 * (double)(i % 977));
+        else ((double *)hx)[i] = 1.0 + 0.001 * (double)(i % 977);
+      assert_int_equal(spx_device_alloc(gpu, (size_t)(a->ncols + 1) * vs, &dx), SPX_OK);
+      assert_int_equal(spx_device_alloc(gpu, (size_t)(a->nrows + 1) * vs, &dy), SPX_OK);
+      assert_int_equal(spx_device_upload(gpu, dx, hx, (size_t)a->ncols * vs), SPX_OK);
+      spmv_bytes(dd, dx, dy, a->nrows, vs, y1);
+      spmv_bytes(dh, dx, dy, a->nrows, vs, y2);
+      assert_true(!memcmp(y1, y2, (size_t)a->nrows * vs));
+      spx_device_free(gpu, dx); spx_device_free(gpu, dy);
+      free(hx); free(y1); free(y2);
+      spx_dmatrix_destroy(dd); spx_dmatrix_destroy(dh); spx_fmt_destroy(f);
+      spx_csr_destroy(keep);
+      if (k == 0 && t == 0) { /* a column past ncols: refused as the host converter refuses it */
+        char msg[1024];
+        spx_dmatrix *d = NULL;
+        a->col_idx[a->nnz / 2] = (int32_t)a->ncols;
+        assert_int_equal(spx_fmt_from_csr(a, SPX_FORMAT_CSR, NULL, &f), SPX_INVALID_ARGUMENT);
+        snprintf(msg, sizeof msg, "%s", spx_last_error());
+        assert_int_equal(spx_dmatrix_convert(gpu, a, SPX_FORMAT_CSR, NULL, NULL, &d), SPX_INVALID_ARGUMENT);
+        assert_null(d);
+        assert_string_equal(msg, spx_last_error());
+      }
+      spx_csr_destroy(a);
+    }
+  for (k = 0; k < 3; k++) spx_csr_destroy(m[k]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_host_refuses),
@@ -714,6 +778,7 @@ int main(void) {
       cmocka_unit_test(test_variants),
       cmocka_unit_test(test_shared_matrices),
       cmocka_unit_test(test_device_convert),
+      cmocka_unit_test(test_csr_direct),
   };
   return cmocka_run_group_tests_name("cuda", tests, setup, teardown);
 }

@@ -943,6 +943,9 @@ spx_status spx__dmatrix_convert_device(spx_context *ctx, const spx_csr *a, spx_f
   return spx__dconv[f](ctx, a, f, prm, opt, staged, out);
 }
 
+static spx_status spx__dmatrix_csr_direct(spx_context *ctx, const spx_csr *a, const spx_dmatrix_options *opt,
+                                          spx_dmatrix **out);
+
 spx_status spx_dmatrix_convert(spx_context *ctx, const spx_csr *a, spx_format f, const spx_format_params *params,
                                const spx_dmatrix_options *opt, spx_dmatrix **out) {
   spx_format_params dp;
@@ -954,6 +957,7 @@ spx_status spx_dmatrix_convert(spx_context *ctx, const spx_csr *a, spx_format f,
     return spx__fail(SPX_NOT_AVAILABLE, "spx_dmatrix_convert: the context uses the host backend (no GPU)");
   if (!params) { spx_format_params_default(&dp); params = &dp; }
   if ((s = spx__dmatrix_convert_device(ctx, a, f, params, opt, NULL, out)) || *out) return s;
+  if (f == SPX_FORMAT_CSR) return spx__dmatrix_csr_direct(ctx, a, opt, out);
   { /* no device converter for this format or these parameters: on the host, then upload */
     spx_fmt *m = NULL;
     double tm = spx__now();
@@ -979,6 +983,34 @@ static void spx__csr_header(int64_t nrows, int64_t ncols, int64_t nnz, spx_dtype
   m->format = SPX_FORMAT_CSR; m->dtype = dtype; m->nrows = nrows; m->ncols = ncols; m->nnz = nnz;
   m->vt = spx_format_info(SPX_FORMAT_CSR);
   m->impl = impl;
+}
+
+/* CSR on the host to spx's CSR on the device, with no host copy of the matrix: the 32-bit row
+ * pointers are made here and the columns and values go up from a's own arrays (copying them first
+ * costs about what the upload does, on the setup of every small plan). The checks are
+ * spx_fmt_from_csr's, in its words. */
+static spx_status spx__dmatrix_csr_direct(spx_context *ctx, const spx_csr *a, const spx_dmatrix_options *opt,
+                                          spx_dmatrix **out) {
+  spx_fmt_csr impl;
+  spx_fmt m;
+  spx_status s;
+  int64_t r;
+  int j;
+  if (a->dtype != SPX_DOUBLE && a->dtype != SPX_FLOAT)
+    return spx__fail(SPX_INVALID_ARGUMENT, "spx_fmt_from_csr: unknown dtype %d", (int)a->dtype);
+  if (a->nrows > INT32_MAX || a->ncols > INT32_MAX || a->nnz > INT32_MAX)
+    return spx__fail(SPX_RANGE, "csr: a %lld x %lld matrix with %lld nonzeros passes the 32-bit indices "
+                     "spx formats use", (long long)a->nrows, (long long)a->ncols, (long long)a->nnz);
+  if ((s = spx__csr_verify(a, SPX__CSR_BOUNDS))) return spx__wrap(s, "spx_fmt_from_csr");
+  spx__csr_header(a->nrows, a->ncols, a->nnz, a->dtype, &impl, &m);
+  for (j = 0; j < SPX_FORMAT_MAX_PARAMS; j++) m.params[j] = SPX_AUTO;
+  if (!(impl.ptr = (int32_t *)spx__alloc((size_t)a->nrows + 1, sizeof *impl.ptr))) return SPX_OUT_OF_MEMORY;
+  for (r = 0; r <= a->nrows; r++) impl.ptr[r] = (int32_t)a->row_ptr[r];
+  impl.col = a->col_idx; /* read, never written: the upload's source */
+  impl.val.p = a->val.p;
+  s = spx__dmatrix_build(ctx, &m, opt, NULL, out);
+  SPX_FREE(impl.ptr);
+  return s;
 }
 
 spx_status spx_dmatrix_wrap_csr(spx_context *ctx, int64_t nrows, int64_t ncols, int64_t nnz,
