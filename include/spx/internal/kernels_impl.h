@@ -183,11 +183,14 @@ spx_status spx_csr_kernel_options(int64_t nrows, int64_t nnz, const int64_t *row
     if (row_hist[l] < 0) return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_kernel_options: negative count of rows of length %lld", (long long)l);
     rows += row_hist[l];
     sum += row_hist[l] * l;
-    sq += row_hist[l] * l * l;
   }
   if (rows != nrows || sum != nnz)
     return spx__fail(SPX_INVALID_ARGUMENT, "spx_csr_kernel_options: the histogram holds %lld rows and %lld nonzeros, "
                      "not %lld and %lld", (long long)rows, (long long)sum, (long long)nrows, (long long)nnz);
+  /* each term is at most nnz * row_max once the sums agree: saturated where that would overflow */
+  if (row_max > 0 && nnz > INT64_MAX / row_max) sq = INT64_MAX;
+  else
+    for (l = 0; l <= row_max && nrows > 0; l++) sq += row_hist[l] * l * l;
   mean = nrows > 0 ? (double)nnz / (double)nrows : 0;
   o->threads_per_row = spx__tpr_mean(mean);
   /* the rules of spx__ks_csr below, in its order, on the histogram's statistics (small matrices:
