@@ -67,6 +67,7 @@ skip_allowed_without_gpu=('*:test_gpu_*'
   test_baseline:test_device_csr test_baseline:test_stream test_baseline:test_no_device_leak
   test_baseline:test_trial_times
   test_cuda:test_generated test_cuda:test_variants test_cuda:test_shared_matrices test_cuda:test_device_convert
+  test_cuda:test_csr_direct
   test_device:test_round_trip_and_memset test_device:test_out_of_memory_is_a_status test_device:test_block_cache
   test_device:test_small_copies_pinned test_device:test_timer test_device:test_large_uploads
   interop:-
