@@ -1054,6 +1054,69 @@ static void test_auto_race(void **state) {
   spx_csr_destroy(a);
 }
 
+/* plan_race_impl.h's test hook: microseconds added to a slot's block median (look 0: its first). */
+extern double (*spx__race_test_noise)(int slot, int look);
+static int noise_looks; /* bit k: the model's choice's block in look k reads 10^5 us slow */
+static double slow_model_choice(int slot, int look) { return slot == 0 && (noise_looks >> look & 1) ? 1e5 : 0; }
+
+/* The second look: where the race's leader is not the model's choice, both time another block and
+ * each keeps the lesser median, so one inflated block of the model's choice (noise) cannot switch
+ * the plan, while a model's choice slow in both looks still loses. In the SpMV-driven race and in
+ * spx_plan_wait's; every call gives A x meanwhile. */
+static void test_auto_race_second_look(void **state) {
+  spx_csr *a;
+  spx_plan_device d;
+  int k;
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(12, 12, 12, 7, SPX_DOUBLE, &a), SPX_OK);
+  for (k = 0; k < 3; k++) { /* noise in the first look; in both; the first, ended by spx_plan_wait */
+    spx_plan_options o;
+    spx_plan *p = NULL;
+    spx_plan_race_info r0, ri;
+    spx_format mf;
+    spx_plan_engine me;
+    const spx_plan_candidate *c;
+    int n, i, calls = 0, best = -1, chosen = -1, model = -1;
+    race_options(&o, &d);
+    o.eager = 1;
+    model_choice(a, &o, &mf, &me);
+    noise_looks = k == 1 ? 3 : 1;
+    spx__race_test_noise = slow_model_choice;
+    assert_int_equal(spx_plan_create(NULL, a, &o, &p), SPX_OK);
+    assert_int_equal(spx_plan_racing(p, &r0), 1);
+    if (k == 2) {
+      assert_int_equal(spx_plan_wait(p), SPX_OK);
+    } else {
+      for (; spx_plan_racing(p, &ri) && calls < 100000; calls++) check_host_call(p, a, 0, "during the race");
+      /* every candidate's block, then the second look's two */
+      assert_true(calls >= (r0.candidates + 2) * (o.trial_reps + 1));
+    }
+    spx__race_test_noise = NULL;
+    assert_int_equal(spx_plan_racing(p, NULL), 0);
+    print_message("second look (%d): %d calls, %s\n", k, calls, spx_plan_reason(p));
+    if (!strstr(spx_plan_reason(p), "a second look at the model's choice and the leader") ||
+        (k == 2 && !strstr(spx_plan_reason(p), "ended by spx_plan_wait")))
+      fail_msg("%s", spx_plan_reason(p));
+    c = spx_plan_candidates(p, &n);
+    for (i = 0; i < n; i++) {
+      if (c[i].measured_us > 0 && (best < 0 || c[i].measured_us < c[best].measured_us)) best = i;
+      if (c[i].format == spx_plan_format(p) && c[i].engine == spx_plan_engine_of(p)) chosen = i;
+      if (c[i].format == mf && c[i].engine == me) model = i;
+    }
+    assert_true(chosen >= 0 && model >= 0 && best >= 0);
+    assert_true(c[chosen].measured_us == c[best].measured_us); /* the fastest, after the second look */
+    if (k == 1) { /* slow in both looks: it loses */
+      assert_true(c[model].measured_us >= 1e5);
+      assert_true(chosen != model);
+    } else { /* its first block's noise did not stand */
+      assert_true(c[model].measured_us > 0 && c[model].measured_us < 1e5);
+    }
+    check_host_call(p, a, 0, "after the race");
+    spx_plan_destroy(p);
+  }
+  spx_csr_destroy(a);
+}
+
 /* spx_plan_wait ends a race at once (the rest timed as the trial times; a lazy plan built first),
  * and says so; destroy in the middle of one frees every candidate (the sanitizer build checks for
  * leaks); print tells a running race; no_race keeps the trial in spx_plan_create. */
@@ -2257,6 +2320,7 @@ int main(void) {
     cmocka_unit_test(test_rule_choice),    cmocka_unit_test(test_convert_margin), cmocka_unit_test(test_columns_priced),
       cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_auto_trial_gap),
       cmocka_unit_test(test_auto_latency_trial), cmocka_unit_test(test_auto_race), cmocka_unit_test(test_auto_race_end),
+      cmocka_unit_test(test_auto_race_second_look),
       cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_device_file),      cmocka_unit_test(test_reselect_ordering),
       cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_lazy_staged),        cmocka_unit_test(test_gpu_device_profile), cmocka_unit_test(test_gpu_columns_priced), cmocka_unit_test(test_gpu_tiered_jit), cmocka_unit_test(test_public_getters), cmocka_unit_test(test_gpu_nothing_pays_shortcut),

@@ -11,8 +11,12 @@
  * once the race has served half the plan's expected calls. When every candidate is measured or
  * dropped, the fastest by median (ties to the model's choice) becomes the plan's build and the
  * others are freed: every call computes y = alpha A x + beta y on some candidate, in the stream's
- * order. spx_plan_wait ends a race at once, timing what is left as the trial does. The race's
- * builds and its bookkeeping count as selection time (select_ms), not the SpMVs it serves.
+ * order. A leader other than the model's choice gets a second look first: both time another
+ * block, and each keeps the lesser of its two medians. Noise only ever makes a block slower (a
+ * busy GPU or CPU, another process), so one slow block of the model's choice cannot switch the
+ * plan to a candidate that is not faster; slot 0's build stays until the end for it.
+ * spx_plan_wait ends a race at once, timing what is left as the trial does. The race's builds and
+ * its bookkeeping count as selection time (select_ms), not the SpMVs it serves.
  * Where the CSR as it is can run with nothing converted (the staged arrays on a GPU, the race's
  * copy on the host), spx_plan_create does not build the model's choice either: the plan starts on
  * that CSR, and the model's choice builds at its turn like the other candidates (same candidates,
@@ -189,18 +193,53 @@ static void spx__race_drop(spx_plan *p, int i, const char *why) {
   spx__race_unbuild(p, i);
 }
 
-/* Slot i measured us per SpMV: it leads, or its build goes (the leader's goes when it leads). */
+/* Tests only: microseconds added to slot i's median (look: 0 the first block, 1 the second look's),
+ * to make a block look slow as noise would. NULL: none. */
+double (*spx__race_test_noise)(int slot, int look) = NULL;
+
+/* Slot i measured us per SpMV: it leads, or its build goes (the leader's goes when it leads; slot
+ * 0's stays for the second look). In the second look it keeps the lesser of its two medians. */
 static void spx__race_result(spx_plan *p, int i, double us) {
   spx__race *r = p->race;
   const int l = r->lead;
   const double lead_us = l >= 0 ? p->cand[r->slot[l].cand].measured_us : 0;
-  p->cand[r->slot[i].cand].measured_us = us;
+  double *m = &p->cand[r->slot[i].cand].measured_us;
+  if (spx__race_test_noise) us += spx__race_test_noise(i, r->looked);
   r->slot[i].state = SPX__RACE_DONE;
+  if (r->looked) {
+    *m = SPX__MIN(*m, us);
+    return;
+  }
+  *m = us;
   if (l < 0 || us < lead_us || (i == 0 && us <= lead_us)) { /* ties go to the model's choice */
-    if (l >= 0) spx__race_unbuild(p, l);
+    if (l > 0) spx__race_unbuild(p, l);
     r->lead = i;
-  } else {
+  } else if (i > 0) {
     spx__race_unbuild(p, i);
+  }
+}
+
+/* Where the leader is not the model's choice (both measured, slot 0 still built): both to be timed
+ * again; 1 when that starts. */
+static int spx__race_second_look(spx_plan *p) {
+  spx__race *r = p->race;
+  if (r->looked || r->lead <= 0 || r->slot[0].state != SPX__RACE_DONE || !spx__race_plan(p, 0)) return 0;
+  r->looked = 1;
+  r->slot[0].state = r->slot[r->lead].state = SPX__RACE_WAIT;
+  return 1;
+}
+
+/* After the second look: the lesser time of the two leads (ties to the model's choice); one that
+ * failed in it left the race, and the other leads (neither: none). */
+static void spx__race_settle(spx_plan *p) {
+  spx__race *r = p->race;
+  const int l = r->lead, ok0 = r->slot[0].state == SPX__RACE_DONE;
+  if (!r->looked || l <= 0) return;
+  if (r->slot[l].state != SPX__RACE_DONE) {
+    r->lead = ok0 ? 0 : -1;
+  } else if (ok0 && p->cand[r->slot[0].cand].measured_us <= p->cand[r->slot[l].cand].measured_us) {
+    spx__race_unbuild(p, l);
+    r->lead = 0;
   }
 }
 
@@ -336,8 +375,9 @@ static void spx__race_finish(spx_plan *p, const char *tail) {
     snprintf(v, sizeof v, "nothing timed; the model's choice failed (%.40s): %.40s stays", why, name);
   }
   if (w < 0 && r->started) tail = NULL; /* not the model's choice: what stays says why */
-  snprintf(p->reason, sizeof p->reason, "%.420srace %.120s over the first SpMVs: %.120s%s%s", r->head, r->what,
-           tail ? tail : v, r->by_wait && !tail ? " (ended by spx_plan_wait)" : "",
+  snprintf(p->reason, sizeof p->reason, "%.360srace %.120s over the first SpMVs: %.120s%s%s%s", r->head, r->what,
+           tail ? tail : v, r->looked && !tail ? " (a second look at the model's choice and the leader)" : "",
+           r->by_wait && !tail ? " (ended by spx_plan_wait)" : "",
            r->lead < 0 && !tail && w >= 0 ? "; nothing timed, the model's choice stands" : "");
   if (spx__plan_tracing())
     fprintf(stderr, "spx plan: race ended after %lld calls, %d of %d built: %s; select_ms %.3f so far\n",
@@ -376,7 +416,13 @@ static void spx__race_next(spx_plan *p) {
     if (i && r->served > r->drop_after) { spx__race_drop(p, i, "dropped: still compiling at half the expected calls"); continue; }
     left++;
   }
-  if (!left) spx__race_finish(p, NULL);
+  if (left) return;
+  if (spx__race_second_look(p)) {
+    spx__race_next(p); /* slot 0 and the leader are built and run their own kernels */
+    return;
+  }
+  spx__race_settle(p);
+  spx__race_finish(p, NULL);
 }
 
 /* Reads a finished block's samples, then starts the next block (or ends the race). */
@@ -470,19 +516,22 @@ spx_status spx__race_end(spx_plan *p) {
     r->pending = -1;
   }
   r->cur = -1; /* a block under way is timed again below */
-  for (i = 0; i < r->n; i++) {
-    double us;
-    if (r->slot[i].state != SPX__RACE_WAIT || (!spx__race_own(r, i) && !r->slot[i].q && spx__race_build(p, i)))
-      continue;
-    if (spx__plan_time_sampled(spx__race_plan(p, i), r->reps, r->sample_ms, &us)) {
-      char why[128];
-      snprintf(why, sizeof why, "failed: %.100s", spx_last_error());
-      spx_clear_error();
-      spx__race_drop(p, i, why);
-      continue;
+  do
+    for (i = 0; i < r->n; i++) {
+      double us;
+      if (r->slot[i].state != SPX__RACE_WAIT || (!spx__race_own(r, i) && !r->slot[i].q && spx__race_build(p, i)))
+        continue;
+      if (spx__plan_time_sampled(spx__race_plan(p, i), r->reps, r->sample_ms, &us)) {
+        char why[128];
+        snprintf(why, sizeof why, "failed: %.100s", spx_last_error());
+        spx_clear_error();
+        spx__race_drop(p, i, why);
+        continue;
+      }
+      spx__race_result(p, i, us);
     }
-    spx__race_result(p, i, us);
-  }
+  while (spx__race_second_look(p));
+  spx__race_settle(p);
   spx__race_finish(p, NULL);
 done:
   /* the timings and builds: selection; a lazy plan's own build and the diagonal: neither */

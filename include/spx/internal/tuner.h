@@ -212,6 +212,9 @@ void spx__plan_unbuild(spx_plan *p);
 int spx__plan_staged(const spx_plan *p);
 /* Whether the plan keeps a host copy of the matrix (a lazy plan's, a race's): a test hook. */
 int spx__plan_keeps_copy(const spx_plan *p);
+/* Tests only (plan_race_impl.h): microseconds added to race slot `slot`'s block median in look
+ * `look` (0: its first block, 1: the second look), as noise would; NULL: none. */
+extern double (*spx__race_test_noise)(int slot, int look);
 /* Whether the plan's context has cuSPARSE. */
 int spx__plan_has_cusparse(const spx_plan *p);
 /* Converts a to the plan's choice and makes it runnable on the backend; a NULL: the staged arrays
@@ -270,7 +273,8 @@ enum { SPX__RACE_WAIT, SPX__RACE_DONE, SPX__RACE_DROPPED };
 typedef struct spx__race_slot {
   int cand;                 /* index into the plan's cand[] */
   int state;                /* SPX__RACE_WAIT: to be timed; DONE: measured (cand's measured_us); DROPPED */
-  spx_plan *q;              /* its build (slot 0's only where started), NULL before its turn and once it lost */
+  spx_plan *q;              /* its build (slot 0's only where started), NULL before its turn and once it lost
+                             * (slot 0's kept to the end, for the second look) */
 } spx__race_slot;
 struct spx__race {
   spx__race_slot slot[SPX_FORMAT_MAX + 1];
@@ -284,6 +288,7 @@ struct spx__race {
   int start_cand;           /* the start's candidate (cuSPARSE or spx's CSR; -1 on the host: race_csr) */
   int sync;                 /* spx_plan_wait is ending it: the plan runs as if there were none */
   int by_wait;              /* spx_plan_wait ended it */
+  int looked;               /* the second look: 1 once the model's choice and the leader are timed again */
   int64_t served, drop_after; /* calls served; a slot still compiling past drop_after is dropped */
   double sample_ms;         /* spx_plan_wait's timings' samples, as the trial's */
   double us[SPX__RACE_REPS_MAX];           /* the block's samples, us */
