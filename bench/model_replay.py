@@ -93,6 +93,34 @@ def report(path, evald, preds):
             print(f"    {name}: {low} {s:.2f}x (oracle {orc})")
 
 
+# Matrices this small move no bytes worth counting: their times are each format's floor.
+FLOOR_NNZ = 20000
+
+
+def floors(evald, device_file):
+    """Each format's calibrated floor (floor_NAME in the device file; cuSPARSE's: cusparse_call_us)
+    against its measured times on the eval's matrices under FLOOR_NNZ nonzeros: where the floors are
+    off, the model is off on every small matrix by that much."""
+    with open(device_file) as f:
+        dev = json.load(f)
+    times = {}
+    for row in evald["rows"]:
+        if row["nnz"] >= FLOOR_NNZ:
+            continue
+        for c in row["candidates"]:
+            if c.get("measured_us") and c["measured_us"] > 0:
+                times.setdefault(c["format"], []).append(c["measured_us"])
+    if not times:
+        return
+    print(f"  floors against the measured times of matrices under {FLOOR_NNZ} nonzeros (us):")
+    for fmt, v in sorted(times.items()):
+        v.sort()
+        fl = dev.get("cusparse_call_us" if fmt == "cusparse_csr" else "floor_" + fmt)
+        fl = "-" if fl is None else f"{fl:.2f}"
+        print(f"    {fmt:13s} floor {fl:>5}  measured least {v[0]:.2f}, "
+              f"median {statistics.median(v):.2f} ({len(v)})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device-file", required=True)
@@ -108,6 +136,7 @@ def main():
         with open(path) as f:
             evald = json.load(f)
         report(path, evald, predictions(a.spx, a.device_file, s, h, a.calls))
+        floors(evald, a.device_file)
 
 
 if __name__ == "__main__":
