@@ -338,6 +338,13 @@ if [ -x "$out/clang_fuzz/fuzz_tuner" ]; then
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$log/" "$log/corpus_tuner" tests/data/tuner_seeds
 fi
 
+# The parsers of short user strings: format parameters, names, count knobs.
+if [ -x "$out/clang_fuzz/fuzz_text" ]; then
+  mkdir -p "$log/corpus_text"
+  run "fuzz_text (${SPX_FUZZ_TEXT_SECONDS:-10}s)" "$out/clang_fuzz/fuzz_text" -max_total_time="${SPX_FUZZ_TEXT_SECONDS:-10}" \
+    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$log/" "$log/corpus_text" tests/data/text_seeds
+fi
+
 [ ${#failed[@]} -eq 0 ] || echo "failed: ${failed[*]}"
 echo "spx-tests: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libFuzzer target for the tuner's calibration file (<cache>/tuner/v11/NAME.json, which anything on
+/* libFuzzer target for the tuner's calibration file (<cache>/tuner/vN/NAME.json, which anything on
  * the machine may have written or cut short): any bytes must give a device description or a clean
  * SPX_PARSE, without undefined behaviour (out-of-range integers were a cast before this target). */
 #include <spx/spx.h>
