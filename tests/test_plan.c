@@ -1401,7 +1401,7 @@ static void test_device_file(void **state) {
     const char *p = spx_plan_device_path("NVIDIA H100 80GB");
     if (spx_jit_cache_dir()) {
       assert_non_null(p);
-      assert_non_null(strstr(p, "/tuner/v16/NVIDIA_H100_80GB.json"));
+      assert_non_null(strstr(p, "/tuner/v17/NVIDIA_H100_80GB.json"));
     }
   }
 }
