@@ -215,6 +215,9 @@ int spx__plan_keeps_copy(const spx_plan *p);
 /* Tests only (plan_race_impl.h): microseconds added to race slot `slot`'s block median in look
  * `look` (0: its first block, 1: the second look), as noise would; NULL: none. */
 extern double (*spx__race_test_noise)(int slot, int look);
+/* Tests only (plan_calibrate_impl.h): microseconds added to format f's floor probe in round
+ * `round`, as a transient would; NULL: none. */
+extern double (*spx__cal_test_noise)(int f, int round);
 /* Whether the plan's context has cuSPARSE. */
 int spx__plan_has_cusparse(const spx_plan *p);
 /* Converts a to the plan's choice and makes it runnable on the backend; a NULL: the staged arrays
