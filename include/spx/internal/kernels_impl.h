@@ -138,14 +138,15 @@ static int spx__csr_skewed_sums(int64_t n, int64_t nnz, int64_t longest, int64_t
 /* The longest row and the sum of the squared lengths of c's n rows, in one pass: integer sums, no
  * chain of dependent floating-point adds (this runs on the planner's path for small matrices). */
 static void spx__csr_row_sums(const spx_fmt_csr *c, int64_t n, int64_t *longest, int64_t *sq) {
-  int64_t i, mx = 0, q = 0;
+  int64_t i, q = 0;
+  int32_t mx = 0; /* 32-bit pointers, 32-bit lengths: their max vectorizes */
 #if defined(_OPENMP)
 #pragma omp simd reduction(max : mx) reduction(+ : q)
 #endif
   for (i = 0; i < n; i++) {
-    const int64_t len = (int64_t)c->ptr[i + 1] - (int64_t)c->ptr[i];
+    const int32_t len = c->ptr[i + 1] - c->ptr[i];
     mx = len > mx ? len : mx;
-    q += len * len;
+    q += (int64_t)len * len;
   }
   *longest = mx;
   *sq = q;
