@@ -985,6 +985,15 @@ static void spx__csr_header(int64_t nrows, int64_t ncols, int64_t nnz, spx_dtype
   m->impl = impl;
 }
 
+/* row_ptr[0..n] as the 32-bit row pointers of spx's CSR (its values checked to fit by the caller),
+ * in a new allocation; NULL when out of memory. */
+static int32_t *spx__csr_ptr32(const int64_t *row_ptr, int64_t n) {
+  int32_t *p = (int32_t *)spx__alloc((size_t)n + 1, sizeof *p);
+  int64_t r;
+  for (r = 0; p && r <= n; r++) p[r] = (int32_t)row_ptr[r];
+  return p;
+}
+
 /* CSR on the host to spx's CSR on the device, with no host copy of the matrix: the 32-bit row
  * pointers are made here and the columns and values go up from a's own arrays (copying them first
  * costs about what the upload does, on the setup of every small plan). The checks are
@@ -994,18 +1003,11 @@ static spx_status spx__dmatrix_csr_direct(spx_context *ctx, const spx_csr *a, co
   spx_fmt_csr impl;
   spx_fmt m;
   spx_status s;
-  int64_t r;
   int j;
-  if (a->dtype != SPX_DOUBLE && a->dtype != SPX_FLOAT)
-    return spx__fail(SPX_INVALID_ARGUMENT, "spx_fmt_from_csr: unknown dtype %d", (int)a->dtype);
-  if (a->nrows > INT32_MAX || a->ncols > INT32_MAX || a->nnz > INT32_MAX)
-    return spx__fail(SPX_RANGE, "csr: a %lld x %lld matrix with %lld nonzeros passes the 32-bit indices "
-                     "spx formats use", (long long)a->nrows, (long long)a->ncols, (long long)a->nnz);
-  if ((s = spx__csr_verify(a, SPX__CSR_BOUNDS))) return spx__wrap(s, "spx_fmt_from_csr");
+  if ((s = spx__fmt_from_csr_check(a, SPX_FORMAT_CSR))) return s;
   spx__csr_header(a->nrows, a->ncols, a->nnz, a->dtype, &impl, &m);
   for (j = 0; j < SPX_FORMAT_MAX_PARAMS; j++) m.params[j] = SPX_AUTO;
-  if (!(impl.ptr = (int32_t *)spx__alloc((size_t)a->nrows + 1, sizeof *impl.ptr))) return SPX_OUT_OF_MEMORY;
-  for (r = 0; r <= a->nrows; r++) impl.ptr[r] = (int32_t)a->row_ptr[r];
+  if (!(impl.ptr = spx__csr_ptr32(a->row_ptr, a->nrows))) return SPX_OUT_OF_MEMORY;
   impl.col = a->col_idx; /* read, never written: the upload's source */
   impl.val.p = a->val.p;
   s = spx__dmatrix_build(ctx, &m, opt, NULL, out);
@@ -1041,16 +1043,12 @@ int spx__csr_kernels_where(spx_context *ctx, int64_t nrows, int64_t ncols, int64
   spx_dmatrix_options o;
   spx_kernel_plan plan;
   spx_kernel_spec_fn spec;
-  int64_t r;
   int i, where = SPX__JIT_LOADED, bad;
   if (!ctx || !opt || !(spec = spx__kernel_spec(SPX_FORMAT_CSR)) || nnz > INT32_MAX) return SPX__JIT_NOWHERE;
   spx__csr_header(nrows, ncols, nnz, dtype, &impl, &m);
   o = *opt;
   /* with the rows, the spec reads their lengths as a build of them would; without, the mean row's */
-  if (row_ptr) {
-    if (!(impl.ptr = (int32_t *)spx__alloc((size_t)nrows + 1, sizeof *impl.ptr))) return SPX__JIT_NOWHERE;
-    for (r = 0; r <= nrows; r++) impl.ptr[r] = (int32_t)row_ptr[r];
-  }
+  if (row_ptr && !(impl.ptr = spx__csr_ptr32(row_ptr, nrows))) return SPX__JIT_NOWHERE;
   if (!row_ptr && !o.threads_per_row) o.threads_per_row = spx__tpr(&m, 0);
   memset(&plan, 0, sizeof plan);
   bad = spx__dmatrix_kernel_plan(ctx, &m, spec, &o, &plan) != SPX_OK;

@@ -444,15 +444,9 @@ void spx_fmt_destroy(spx_fmt *m) {
   SPX_FREE(m);
 }
 
-spx_status spx_fmt_from_csr(const spx_csr *a, spx_format f, const spx_format_params *params, spx_fmt **out) {
+spx_status spx__fmt_from_csr_check(const spx_csr *a, spx_format f) {
   const spx_format_vtable *vt = spx_format_info(f);
-  const spx_format_layout *L;
-  spx_fmt *m;
   spx_status s;
-  int j;
-  double t0;
-  if (!out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_fmt_from_csr: out is NULL");
-  *out = NULL;
   if (!a) return spx__fail(SPX_INVALID_ARGUMENT, "spx_fmt_from_csr: matrix is NULL");
   if (!vt) return spx__fail(SPX_INVALID_ARGUMENT, "spx_fmt_from_csr: unknown format id %d", (int)f);
   if (a->dtype != SPX_DOUBLE && a->dtype != SPX_FLOAT)
@@ -466,6 +460,19 @@ spx_status spx_fmt_from_csr(const spx_csr *a, spx_format f, const spx_format_par
    * which sees no host check: the two must fail alike, so only the pointers are checked for it. */
   if ((s = spx__csr_verify(a, f == SPX_FORMAT_BSR ? SPX__CSR_PTRS : SPX__CSR_BOUNDS)))
     return spx__wrap(s, "spx_fmt_from_csr");
+  return SPX_OK;
+}
+
+spx_status spx_fmt_from_csr(const spx_csr *a, spx_format f, const spx_format_params *params, spx_fmt **out) {
+  const spx_format_vtable *vt = spx_format_info(f);
+  const spx_format_layout *L;
+  spx_fmt *m;
+  spx_status s;
+  int j;
+  double t0;
+  if (!out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_fmt_from_csr: out is NULL");
+  *out = NULL;
+  if ((s = spx__fmt_from_csr_check(a, f))) return s;
   L = vt->layout;
   if (!(m = (spx_fmt *)spx__calloc(1, sizeof *m))) return SPX_OUT_OF_MEMORY;
   for (j = 0; j < SPX_FORMAT_MAX_PARAMS; j++) m->params[j] = SPX_AUTO;

@@ -20,6 +20,9 @@ spx_status spx__csr_verify(const spx_csr *a, int level);
 /* What reading a CSR through its row pointers and columns needs: spx_csr_validate less the column
  * order (the converters take rows unsorted and with duplicates). */
 spx_status spx__csr_in_bounds(const spx_csr *a);
+/* spx_fmt_from_csr's checks of a for format f, in its words (a converter that reads a's arrays
+ * without it, as the device's CSR upload does, fails as it would). */
+spx_status spx__fmt_from_csr_check(const spx_csr *a, spx_format f);
 /* 1 when building a CSR of nrows rows from nnz triplets (extra: bytes the caller holds on top)
  * needs more memory than the machine has available, with the sentence saying so in msg. */
 int spx__coo_short(int64_t nrows, int64_t nnz, spx_dtype dtype, double extra, char *msg, size_t len);

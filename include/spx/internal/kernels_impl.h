@@ -166,13 +166,6 @@ static int spx__csr_stream_pays_stats(int64_t n, int64_t nnz, int64_t longest) {
   return nnz >= SPX__CSR_SMALL_NNZ && n > 0 && (double)nnz / (double)n <= SPX__STREAM_MEAN_MAX && longest <= SPX__STREAM_ROW_MAX;
 }
 
-/* Whether CSR-stream pays on m, whose longest row is longest (< 0: the rows were not read: no). */
-static int spx__csr_stream_pays(const spx_fmt *m, int64_t longest) {
-  const spx_fmt_csr *c = (const spx_fmt_csr *)m->impl;
-  if (!c->ptr || longest < 0) return 0;
-  return spx__csr_stream_pays_stats(m->nrows, m->nnz, longest);
-}
-
 spx_status spx_csr_kernel_options(int64_t nrows, int64_t nnz, const int64_t *row_hist, int64_t row_max,
                                   spx_dmatrix_options *o) {
   double mean, ratio;
@@ -213,14 +206,16 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
   spx_kernel_launch *l = &p->launch[0];
   const spx_fmt_csr *c = (const spx_fmt_csr *)m->impl;
   double ratio = 0;
-  int64_t longest = -1, sq = 0; /* longest < 0: the rows were not read (the options decide) */
-  int split = 0, skewed = 0;
+  int64_t longest = 0, sq = 0;
+  int split = 0, skewed = 0, pays = 0;
   (void)dev;
+  /* the rows decide only where the options leave it open (none fixed, streaming not refused) */
   if (c->ptr && m->nrows > 0 && m->nnz > 0 && !o->threads_per_row && !o->load_balance && o->stream <= 0) {
     spx__csr_row_sums(c, m->nrows, &longest, &sq);
     skewed = spx__csr_skewed_sums(m->nrows, m->nnz, longest, sq, &ratio);
+    pays = o->stream == 0 && spx__csr_stream_pays_stats(m->nrows, m->nnz, longest);
   }
-  if (!o->threads_per_row && !o->load_balance && o->stream <= 0 && m->nnz < SPX__CSR_SMALL_NNZ && skewed) {
+  if (skewed && m->nnz < SPX__CSR_SMALL_NNZ) {
     /* A small matrix with a few long rows is latency-bound by its longest row, and the merge-path
      * kernel's two launches cost more than the imbalance: one launch of the vector kernel with
      * enough threads per row that the longest row takes at most ~8 steps (bench-small: G51,
@@ -229,9 +224,7 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
     /* Rows longer than 8 steps of a whole warp (hundreds of entries, bench-small: adder_dcop_*,
      * hangGlider_*) are summed by their whole block instead, in the same launch. */
     split = (longest + tpr - 1) / tpr > 8;
-  } else if (o->load_balance > 0 ||
-      (!o->threads_per_row && !o->load_balance && o->stream <= 0 && !(o->stream == 0 && spx__csr_stream_pays(m, longest)) &&
-       skewed)) {
+  } else if (o->load_balance > 0 || (skewed && !pays)) {
     int64_t ipb, nblk;
     int ipt;
     b = spx__kblock(o);
@@ -257,7 +250,7 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
                 ratio, ipt, b, nblk > 1 ? ", cut rows by atomics" : "");
     return SPX_OK;
   }
-  if (o->stream > 0 || (!o->threads_per_row && !o->stream && !o->load_balance && spx__csr_stream_pays(m, longest))) {
+  if (o->stream > 0 || pays) {
     /* A chunk of SPX__STREAM_ITEMS products in shared memory whatever the block size. */
     int npt;
     b = spx__kblock(o);

@@ -445,8 +445,10 @@ static void spx__plan_take_options(spx_plan *p, const spx_plan_options *o, int64
  * where spx made it (spx__plan_devdesc: one query of the driver, not two). */
 static void spx__plan_take_limit(spx_plan *p, const spx_plan_options *o, const spx_plan_device *dev) {
   p->limit = o->memory_limit;
-  if (p->limit == 0 && p->backend == SPX_BACKEND_CUDA && !o->device && dev->memory_bytes > 0) p->limit = dev->memory_bytes;
-  else if (p->limit == 0 && p->backend == SPX_BACKEND_CUDA) {
+  if (p->limit || p->backend != SPX_BACKEND_CUDA) return;
+  if (!o->device && dev->memory_bytes > 0) {
+    p->limit = dev->memory_bytes;
+  } else {
     spx_device_info info;
     if (spx_context_device_info(p->ctx, &info) == SPX_OK && info.free_mem > 0) p->limit = info.free_mem;
     spx_clear_error();

@@ -471,15 +471,16 @@ void spx__plan_rowstats_of(const spx_csr *a, const spx__pprof *p, spx_analysis *
 }
 
 /* The part of spx_analyze the strategies read (row lengths: B, R), from row_ptr alone: the full
- * analysis walks every column and the transpose, which costs more than the choice is worth. */
+ * analysis walks every column and the transpose, which costs more than the choice is worth. a is
+ * validated (spx_csr_validate). */
 void spx__plan_rowstats(const spx_csr *a, spx_analysis *an) {
   double t0 = spx__now();
   int64_t i, sq = 0; /* integer sums: exact, and no chain of dependent floating-point adds */
   memset(an, 0, sizeof *an);
   an->nrows = a->nrows; an->ncols = a->ncols; an->nnz = a->nnz;
-  if (a->nnz <= INT32_MAX) {
-    /* every length fits 32 bits: 32-bit lanes, whose min and max vectorize where 64-bit ones do
-     * not (x86-64's baseline); this pass is on every small plan's setup */
+  { /* a validated row (strictly increasing columns in [0, ncols), ncols < 2^31) has fewer than 2^31
+     * entries: 32-bit lanes, whose min and max vectorize where 64-bit ones do not (x86-64's
+     * baseline); this pass is on every small plan's setup */
     const int64_t nb = (a->nrows + 4095) / 4096, *ptr = a->row_ptr;
     int32_t mn = a->nrows ? INT32_MAX : 0, mx = 0;
     int64_t empty = 0;
@@ -500,20 +501,6 @@ void spx__plan_rowstats(const spx_csr *a, spx_analysis *an) {
         empty += l == 0;
         sq += (int64_t)l * l;
       }
-    }
-    an->row_min = mn; an->row_max = mx; an->empty_rows = empty;
-  } else {
-    int64_t mn = a->nrows ? INT64_MAX : 0, mx = 0, empty = 0;
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 4096) reduction(min : mn) reduction(max : mx) reduction(+ : empty, sq) \
-    num_threads(spx__host_threads_for(a->nrows, SPX__HOST_GRAIN)) if (a->nrows > 16384)
-#endif
-    for (i = 0; i < a->nrows; i++) {
-      int64_t l = a->row_ptr[i + 1] - a->row_ptr[i];
-      mn = SPX__MIN(mn, l);
-      mx = SPX__MAX(mx, l);
-      empty += l == 0;
-      sq += l * l;
     }
     an->row_min = mn; an->row_max = mx; an->empty_rows = empty;
   }

@@ -57,8 +57,9 @@ int spx__pprof_beside_threads(void);
 int spx__plan_tpr(const spx_csr *a);
 /* full 0: row lengths; 1: everything; 2: all but the column counts. given: the device's part. */
 spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const spx__pprof *given, spx__pprof *p);
-/* spx_analysis's row statistics (sizes, row lengths, B, R) from row_ptr alone; _finish completes
- * them from the sum of squared row lengths sq (the device profile's counters give it too). */
+/* spx_analysis's row statistics (sizes, row lengths, B, R) from row_ptr alone, of a validated CSR;
+ * _finish completes them from the sum of squared row lengths sq (the device profile's counters
+ * give it too). */
 void spx__plan_rowstats(const spx_csr *a, spx_analysis *an);
 void spx__plan_rowstats_of(const spx_csr *a, const spx__pprof *p, spx_analysis *an);
 void spx__plan_rowstats_finish(const spx_csr *a, double sq, spx_analysis *an);
