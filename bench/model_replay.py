@@ -80,6 +80,8 @@ def report(path, evald, preds):
         print(f"  model error |predicted/measured - 1|: median {100 * statistics.median(errs):.1f}%, "
               f"{100 * sum(e <= 0.2 for e in errs) / len(errs):.0f}% within 20%, "
               f"90th pct {100 * errs[int(0.9 * (len(errs) - 1))]:.1f}%; off by more than 3x: {off3}")
+        for r, fmt, name in sorted(x for x in ratios if x[0] > 3 or x[0] < 1 / 3):
+            print(f"      off by more than 3x: {name} {fmt} predicted/measured {r:.2f}")
         for f, v in sorted(by_fmt.items()):
             v.sort()
             print(f"    {f:13s} predicted/measured median {statistics.median(v):.3f}, "

@@ -414,12 +414,22 @@ static void test_model_fake_device(void **state) {
 }
 
 /* Formats that would not fit are excluded; a heuristic's ELL that does not fit falls back. */
+/* Each format's walk factor, as its SPX_FORMATS line gives it. */
+#define WALK_FACTOR(pb, map, launches, cols, walk, factor, note) factor
+static const double walk_factor[SPX_FORMAT_COUNT] = {
+#define WALK_FACTOR_ROW(E, n, D, cost, what, model, device) [SPX_FORMAT_##E] = WALK_FACTOR model,
+    SPX_FORMATS(WALK_FACTOR_ROW)
+#undef WALK_FACTOR_ROW
+};
+#undef WALK_FACTOR
+
 /* The latency terms (issue 29): a format that gives a row to one thread walks it in chain_ns
- * steps. One dense row: ELL-R, JDS and SELL predict at least its length x chain_ns (x their
- * factors), CSR (lanes per row, at most ~8 steps on a small matrix) and COO do not, and the
- * model's choice is neither of the row formats; the long rows' blocks take the device's block
- * slots in rounds (more copies of the long row, fewer SMs: longer); a tiny matrix has no floor
- * above its own short rows. */
+ * steps. One dense row: ELL-R, JDS and SELL walk its length x chain_ns x their factors, and
+ * predict at least the launch and that walk after it (no floor measured); CSR (lanes per row, at
+ * most ~8 steps on a small matrix) and COO do not, and the model's choice is neither of the row
+ * formats; the long rows' blocks take the device's block slots in rounds (more copies of the long
+ * row, fewer SMs: longer); a tiny matrix has no floor above its own short rows. A measured floor
+ * holds the floor probe's walk (rows of 7): only the steps beyond it add to the floor. */
 static void test_model_latency(void **state) {
   spx_plan_device d = fake_gpu();
   spx_plan_candidate c[SPX_FORMAT_MAX + 1];
@@ -437,8 +447,21 @@ static void test_model_latency(void **state) {
   assert_int_equal(spx_plan_model(a, &d, 1000000, 0, 1, c, SPX_FORMAT_MAX + 1, &nc), SPX_OK);
   for (k = 0; k < 4; k++) {
     const spx_plan_candidate *r = cand(c, nc, row_formats[k], 0);
-    if (r->chain_us < 0.1 * (double)dense - 1e-9 || r->predicted_us < r->chain_us)
-      fail_msg("%s: chain %.2f us, predicted %.2f us, want >= %.1f", row_formats[k], r->chain_us, r->predicted_us, 0.1 * (double)dense);
+    const double walk = 0.1 * (double)dense * walk_factor[r->format];
+    if (fabs(r->chain_us - walk) > 1e-9 * walk || r->predicted_us < d.launch_us + r->chain_us - 1e-9)
+      fail_msg("%s: chain %.2f us, predicted %.2f us, want %.2f and at least %.2f more", row_formats[k], r->chain_us,
+               r->predicted_us, walk, d.launch_us);
+  }
+  {
+    /* a measured floor: the walk beyond the probe's rows of 7 adds to it */
+    const spx_plan_candidate *r;
+    d.format_floor_us[SPX_FORMAT_ELL_R] = 3;
+    assert_int_equal(spx_plan_model(a, &d, 1000000, 0, 1, c, SPX_FORMAT_MAX + 1, &nc), SPX_OK);
+    r = cand(c, nc, "ell_r", 0);
+    assert_true(fabs(r->predicted_us - fmax(r->stream_us, 3 + 0.1 * (double)(dense - 7) * walk_factor[SPX_FORMAT_ELL_R])) <
+                1e-9 * r->predicted_us);
+    d.format_floor_us[SPX_FORMAT_ELL_R] = 0;
+    assert_int_equal(spx_plan_model(a, &d, 1000000, 0, 1, c, SPX_FORMAT_MAX + 1, &nc), SPX_OK);
   }
   assert_true(cand(c, nc, "csr", 0)->chain_us <= 8 * 0.1 + 1e-9);
   assert_true(cand(c, nc, "coo", 0)->chain_us == 0 && cand(c, nc, "csr", 1)->chain_us == 0);

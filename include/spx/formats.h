@@ -273,8 +273,9 @@ typedef struct spx_format_vtable {
  *              the format is not modelled where reading them does not pay
  *   walk       the longest serial walk of one thread: NONE (nonzeros spread evenly), ROW (factor x the
  *              longest row), HYB (its ELL part's width), CSR (the vector kernel's lanes per row)
- *   factor     a walk step's cost against ELL-R's, fitted with the planner's step time on the fit
- *              half of the shared matrices (bench/corpus/split.tsv); 0 where there is no walk
+ *   factor     a walk step's cost in the planner's step time (chain_ns), fitted on the fit halves of
+ *              the shared and replicated matrices (bench/corpus/split.tsv) as the steps beyond the
+ *              floor probe's; 0 where there is no walk
  *   note       why the converter declines when the predictor says -2, or NULL
  *   device     the device converter spx__dmatrix_<device>_device, which converts a CSR (host or
  *              staged on the device) on the GPU; none: converted on the host, then uploaded
@@ -288,29 +289,29 @@ typedef struct spx_format_vtable {
   _(CSR,       csr,       SPX_DESC_CSR,       "O(nnz + n)",             "compressed sparse row, 32-bit row pointers",                       \
     (csr,       CSR,    1, 0, CSR,  1.0,  NULL), none)                                                                                      \
   _(ELL,       ell,       SPX_DESC_ELL,       "O(n K)",                 "ELLPACK: n x K, column-major, padded",                             \
-    (ell,       PADDED, 1, 0, ROW,  1.0,  NULL), ell)                                                                                       \
+    (ell,       PADDED, 1, 0, ROW,  0.88, NULL), ell)                                                                                       \
   _(ELL_R,     ell_r,     SPX_DESC_ELL_R,     "O(n K)",                 "ELL plus row lengths (ELL-R)",                                     \
     (ell_r,     ROW,    1, 0, ROW,  1.0,  NULL), ell)                                                                                       \
   _(JDS,       jds,       SPX_DESC_JDS,       "O(nnz + n)",             "jagged diagonals, rows sorted by length",                          \
-    (jds,       SORTED, 1, 0, ROW,  1.05, NULL), jds)                                                                                       \
+    (jds,       SORTED, 1, 0, ROW,  2.23, NULL), jds)                                                                                       \
   _(SELL,      sell,      SPX_DESC_SELL,      "O(slots + n log sigma)", "SELL-C-sigma: C-row slices, sigma-row sort windows",               \
-    (sell,      PADDED, 1, 1, ROW,  1.0,  NULL), sell)                                                                                      \
+    (sell,      PADDED, 1, 1, ROW,  0.89, NULL), sell)                                                                                      \
   _(HYB,       hyb,       SPX_DESC_HYB,       "O(n K + nnz)",           "ELL of width K plus a COO remainder",                              \
-    (hyb,       PADDED, 2, 0, HYB,  1.0,  NULL), none)                                                                                      \
+    (hyb,       PADDED, 2, 0, HYB,  0.47, NULL), none)                                                                                      \
   _(RBP_CSR,   rbp_csr,   SPX_DESC_RBP_CSR,   "O(nnz + n)",             "row block packing (column runs) on CSR",                           \
-    (rbp_csr,   ROW,    1, 1, ROW,  0.6,  NULL), none)                                                                                      \
+    (rbp_csr,   ROW,    1, 1, ROW,  0.57, NULL), none)                                                                                      \
   _(RBP_ELL,   rbp_ell,   SPX_DESC_RBP_ELL,   "O(n (Kv + Kc) + nnz)",   "row block packing on ELL",                                         \
-    (rbp_ell,   ROW,    1, 1, ROW,  1.7,  NULL), none)                                                                                      \
+    (rbp_ell,   ROW,    1, 1, ROW,  3.3,  NULL), none)                                                                                      \
   _(RBP_ELL_R, rbp_ell_r, SPX_DESC_RBP_ELL_R, "O(n (Kv + Kc) + nnz)",   "row block packing on ELL-R",                                       \
-    (rbp_ell_r, ROW,    1, 1, ROW,  1.75, NULL), none)                                                                                      \
+    (rbp_ell_r, ROW,    1, 1, ROW,  3.23, NULL), none)                                                                                      \
   _(SS,        ss,        SPX_DESC_SS,        "O(nnz + n)",             "segmented scan with a per-element index",                          \
     (ss,        FLAT,   2, 0, NONE, 0.0,  NULL), none)                                                                                      \
   _(BSR,       bsr,       SPX_DESC_BSR,       "O(nnz + nblocks r)",     "r x c blocks (auto: square, least bytes)",                         \
-    (bsr,       FLAT,   1, 1, ROW,  0.48, NULL), bsr)                                                                                       \
+    (bsr,       FLAT,   1, 1, ROW,  0.45, NULL), bsr)                                                                                       \
   _(SELL16,    sell16,    SPX_DESC_SELL16,    "O(slots + n log sigma)", "SELL-C-sigma with 16-bit column offsets per slice",                \
-    (sell16,    PADDED, 1, 1, ROW,  1.45, "a slice spans more than 65536 columns"), sell)                                                   \
+    (sell16,    PADDED, 1, 1, ROW,  1.42, "a slice spans more than 65536 columns"), sell)                                                   \
   _(SDIA,      sdia,      SPX_DESC_SDIA,      "O(nnz + slots)",         "sliced diagonals: per C-row slice its offsets, no column indices", \
-    (sdia,      PADDED, 1, 1, ROW,  1.0,  "the slices' diagonals exceed sdia_max_fill slots per nonzero"), sdia)
+    (sdia,      PADDED, 1, 1, ROW,  1.86, "the slices' diagonals exceed sdia_max_fill slots per nonzero"), sdia)
 
 typedef enum spx_format {
 #define SPX__FORMAT_ENUM(E, n, D, cost, what, model, device) SPX_FORMAT_##E,

@@ -17,8 +17,9 @@
  *           (B 2.3 / 2.7, R 0.005455 as a fraction); see internal/plan_strategy_impl.h for the
  *           two printing slips.
  *   trial   the papers' "exam": convert, run and time every candidate, keep the fastest.
- *   model   predicted time = bytes / bandwidth + launch + imbalance, at least the longest serial
- *           walk one thread of the format's kernel makes (spx_plan_device.chain_ns a step), plus
+ *   model   predicted time = bytes / bandwidth + launch + imbalance, at least the format's floor
+ *           and the longest serial walk one thread of its kernel makes after it
+ *           (spx_plan_device.chain_ns a step), plus
  *           conversion / expected_calls; a converted format must score convert_margin below the
  *           CSR baseline.
  *   auto    model, then a trial of the model's best two when that trial costs little next to the
@@ -175,8 +176,10 @@ typedef struct spx_plan_device {
   double gather_default;
   /* Latency. A format that gives a whole row (or a slice's widest row) to one thread walks it in
    * dependent steps of about chain_ns each however idle the device is; the long rows' blocks take
-   * the device's block slots (sms x 8 blocks of 256 threads) in rounds. The prediction is at least
-   * rounds x (the format's steps) x chain_ns. 0: the default (chain_ns) or the context's count. */
+   * the device's block slots (sms x 8 blocks of 256 threads) in rounds. The walk takes rounds x (the
+   * format's steps) x its factor x chain_ns, after the launch: the prediction is at least the
+   * format's floor plus the walk beyond the floor probe's own (without a floor: launches x
+   * launch_us plus the walk). 0: the default (chain_ns) or the context's count. */
   double chain_ns;
   int sms;
   /* A kernel that adds a remainder into y with atomics (HYB's COO part: one atomicAdd per row run
@@ -251,7 +254,7 @@ typedef struct spx_plan_candidate {
   double convert_ms;          /* the model's conversion (+ upload + compile) time */
   double score_us;            /* predicted_us + convert / expected_calls */
   double measured_us;         /* a trial's time per SpMV (-1: not timed) */
-  double chain_us;            /* the longest serial walk of one thread: a floor of predicted_us */
+  double chain_us;            /* the longest serial walk of one thread, after the floor (see chain_ns) */
   double stream_us;           /* the streaming part (launches, bytes, idle lanes, gather) */
   char note[96];              /* why excluded, or what was notable */
 } spx_plan_candidate;

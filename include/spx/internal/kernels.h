@@ -19,5 +19,9 @@ spx_kernel_spec_fn spx__kernel_spec(spx_format f);
 void spx__kdef(spx_kernel_launch *l, const char *fmt, ...) SPX__PRINTF(2, 3);
 /* Threads per row of the CSR vector kernel for m (`want` when it is a power of two within 1..32). */
 int spx__tpr(const spx_fmt *m, int want);
+/* The steps of the longest row's walk in the CSR vector kernel on a small matrix (below
+ * SPX__CSR_SMALL_NNZ) whose rows decide its lanes per row, from n rows, nnz nonzeros, the longest
+ * row and the sum of the squared row lengths: what the tuner's model prices. */
+double spx__csr_small_steps(int64_t n, int64_t nnz, int64_t longest, int64_t sq);
 
 #endif /* SPX_INTERNAL_KERNELS_H */

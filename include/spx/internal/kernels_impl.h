@@ -166,6 +166,23 @@ static int spx__csr_stream_pays_stats(int64_t n, int64_t nnz, int64_t longest) {
   return nnz >= SPX__CSR_SMALL_NNZ && n > 0 && (double)nnz / (double)n <= SPX__STREAM_MEAN_MAX && longest <= SPX__STREAM_ROW_MAX;
 }
 
+/* A small matrix with a few long rows is latency-bound by its longest row, and the merge-path
+ * kernel's two launches cost more than the imbalance: one launch of the vector kernel with enough
+ * threads per row that the longest row takes at most ~8 steps (bench-small: G51, bcsstk08, bp_*).
+ * Rows longer than 8 steps of a whole warp (hundreds of entries, bench-small: adder_dcop_*,
+ * hangGlider_*) are summed by their whole block instead, in the same launch: returns 1 then. */
+static int spx__csr_widen(int64_t longest, int *tpr) {
+  while (*tpr < 32 && (longest + *tpr - 1) / *tpr > 8) *tpr *= 2;
+  return (longest + *tpr - 1) / *tpr > 8;
+}
+
+double spx__csr_small_steps(int64_t n, int64_t nnz, int64_t longest, int64_t sq) {
+  double ratio;
+  int tpr = spx__tpr_mean(n > 0 ? (double)nnz / (double)n : 0);
+  if (spx__csr_skewed_sums(n, nnz, longest, sq, &ratio) && spx__csr_widen(longest, &tpr)) return 8;
+  return (double)((longest + tpr - 1) / tpr);
+}
+
 spx_status spx_csr_kernel_options(int64_t nrows, int64_t nnz, const int64_t *row_hist, int64_t row_max,
                                   spx_dmatrix_options *o) {
   double mean, ratio;
@@ -216,14 +233,7 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
     pays = o->stream == 0 && spx__csr_stream_pays_stats(m->nrows, m->nnz, longest);
   }
   if (skewed && m->nnz < SPX__CSR_SMALL_NNZ) {
-    /* A small matrix with a few long rows is latency-bound by its longest row, and the merge-path
-     * kernel's two launches cost more than the imbalance: one launch of the vector kernel with
-     * enough threads per row that the longest row takes at most ~8 steps (bench-small: G51,
-     * bcsstk08, bp_*). */
-    while (tpr < 32 && (longest + tpr - 1) / tpr > 8) tpr *= 2;
-    /* Rows longer than 8 steps of a whole warp (hundreds of entries, bench-small: adder_dcop_*,
-     * hangGlider_*) are summed by their whole block instead, in the same launch. */
-    split = (longest + tpr - 1) / tpr > 8;
+    split = spx__csr_widen(longest, &tpr);
   } else if (o->load_balance > 0 || (skewed && !pays)) {
     int64_t ipb, nblk;
     int ipt;

@@ -214,7 +214,8 @@ spx_status spx__plan_cal_floors(spx_context *ctx, spx_plan_device *d) {
   double least[SPX_FORMAT_MAX];
   spx_status s;
   int f, round;
-  if ((s = spx_gen_poisson3d(8, 8, 8, 7, SPX_DOUBLE, &tiny))) return s;
+  const int side = SPX__PLAN_FLOOR_PROBE_SIDE;
+  if ((s = spx_gen_poisson3d(side, side, side, 7, SPX_DOUBLE, &tiny))) return s;
   spx__cal_jobs_idle(10.0);
   for (f = 0; f < SPX_FORMAT_MAX; f++) least[f] = 0;
   for (round = 0; round < SPX__CAL_FLOOR_ROUNDS; round++)

@@ -208,9 +208,9 @@ static const spx__plan_ops spx__po_none = {NULL, NULL, NULL, NULL, NULL};
  * (the line's walk): NONE (nonzeros spread evenly over threads: COO, SS, cuSPARSE), ROW (a thread
  * walks a whole row, or its slice's widest: factor x the longest row), HYB (its ELL part's width
  * K), CSR (the vector kernel's lanes per row; none where the kernel balances by nonzeros). The
- * factors (a step's cost against ELL-R's: SELL16 decodes offsets, RBP-ELL reads two arrays a step,
- * RBP-CSR walks runs, BSR blocks) were fitted on the fit half of the shared matrices
- * (bench/corpus/split.tsv). */
+ * factors (a step's cost in chain_ns: JDS reads its diagonal's start first, SELL16 decodes
+ * offsets, RBP-ELL reads two arrays a step, RBP-CSR walks runs, BSR blocks) were fitted on the fit
+ * halves of the shared and replicated matrices (bench/corpus/split.tsv). */
 enum {
   SPX__CHAIN_NONE = SPX_WALK_NONE, SPX__CHAIN_ROW = SPX_WALK_ROW, SPX__CHAIN_HYB = SPX_WALK_HYB,
   SPX__CHAIN_CSR = SPX_WALK_CSR, SPX__CHAIN_STEPS = SPX_WALK_STEPS /* registered formats: their predictor's */
@@ -299,24 +299,55 @@ typedef struct spx__plan_walk {
   int64_t rounds;
   double csr_steps;
   int csr_balanced;
+  double probe_row, probe_csr; /* the floor probe's own walk: its longest row, CSR's steps */
 } spx__plan_walk;
 
-static void spx__plan_walk_make(const spx_plan_device *d, const spx__pprof *p, spx__plan_walk *w) {
+/* The steps of CSR's kernel on p (0 where it balances by nonzeros; spx_csr_kernel_options' choice,
+ * and on a small matrix the kernel's own rule for its lanes per row). */
+static double spx__plan_csr_steps(const spx__pprof *p, int *balanced) {
   spx_dmatrix_options o;
-  int64_t l, nlong = 0, blocks, slots;
-  memset(w, 0, sizeof *w);
-  w->rounds = 1;
-  if (d->warp <= 1 || !p->hist || p->n == 0) return;
+  double steps = 0;
+  *balanced = 0;
+  if (p->nnz < SPX__CSR_SMALL_NNZ) {
+    int64_t l, sq = 0;
+    for (l = 1; l <= p->row_max; l++) sq += p->hist[l] * l * l; /* below SPX__CSR_SMALL_NNZ^2: no overflow */
+    return spx__csr_small_steps(p->n, p->nnz, p->row_max, sq);
+  }
   if (spx_csr_kernel_options(p->n, p->nnz, p->hist, p->row_max, &o) == SPX_OK) {
-    w->csr_balanced = o.stream || o.load_balance;
-    if (!w->csr_balanced) {
+    *balanced = o.stream || o.load_balance;
+    if (!*balanced) {
       int tpr = o.threads_per_row > 0 ? o.threads_per_row : 1;
-      w->csr_steps = (double)((p->row_max + tpr - 1) / tpr);
-      /* a small matrix's kernel widens its lanes per row until the longest takes ~8 steps (kernels_impl.h) */
-      if (p->nnz < SPX__CSR_SMALL_NNZ && w->csr_steps > 8) w->csr_steps = 8;
+      steps = (double)((p->row_max + tpr - 1) / tpr);
     }
   }
   spx_clear_error();
+  return steps;
+}
+
+/* The floor probe's row profile (a side^3 7-point Poisson: corners 4 nonzeros, edges 5, faces 6,
+ * the inside 7), into hist[0 .. 7]. */
+static void spx__plan_probe_profile(spx__pprof *q, int64_t hist[8]) {
+  const int64_t s = SPX__PLAN_FLOOR_PROBE_SIDE, e = s - 2;
+  memset(q, 0, sizeof *q);
+  memset(hist, 0, 8 * sizeof *hist);
+  hist[4] = 8; hist[5] = 12 * e; hist[6] = 6 * e * e; hist[7] = e * e * e;
+  q->n = q->ncols = s * s * s;
+  q->nnz = 4 * hist[4] + 5 * hist[5] + 6 * hist[6] + 7 * hist[7];
+  q->row_max = 7;
+  q->hist = hist;
+}
+
+static void spx__plan_walk_make(const spx_plan_device *d, const spx__pprof *p, spx__plan_walk *w) {
+  int64_t l, nlong = 0, blocks, slots, ph[8];
+  spx__pprof probe;
+  int balanced;
+  memset(w, 0, sizeof *w);
+  w->rounds = 1;
+  if (d->warp <= 1 || !p->hist || p->n == 0) return;
+  w->csr_steps = spx__plan_csr_steps(p, &w->csr_balanced);
+  spx__plan_probe_profile(&probe, ph);
+  w->probe_row = (double)probe.row_max;
+  w->probe_csr = spx__plan_csr_steps(&probe, &balanced);
   for (l = p->row_max / 2 + 1; l <= p->row_max; l++) nlong += p->hist[l];
   blocks = SPX__MIN(nlong, (p->n + 255) / 256);
   slots = (int64_t)d->sms * SPX__PLAN_BLOCK_SLOTS;
@@ -325,18 +356,29 @@ static void spx__plan_walk_make(const spx_plan_device *d, const spx__pprof *p, s
 
 /* Microseconds of the longest serial walk of format q's kernel on p (0 on the host, and for
  * formats that spread nonzeros evenly): rounds x its steps x chain_ns. given: a registered
- * format's steps (its predictor's, for SPX__CHAIN_STEPS). */
+ * format's steps (its predictor's, for SPX__CHAIN_STEPS). *probe_us: the same walk on the floor
+ * probe (0 for SPX__CHAIN_STEPS: the predictor is not asked about the probe). */
 static double spx__plan_chain_us(const spx_plan_device *d, const spx__pprof *p, const spx__plan_walk *w,
-                                 const spx__plan_model *q, const spx_format_vtable *vt, int64_t given) {
-  double steps = 0, ns = d->chain_ns > 0 ? d->chain_ns : SPX__PLAN_CHAIN_NS;
+                                 const spx__plan_model *q, const spx_format_vtable *vt, int64_t given,
+                                 double *probe_us) {
+  double steps = 0, probe = 0, ns = d->chain_ns > 0 ? d->chain_ns : SPX__PLAN_CHAIN_NS;
+  *probe_us = 0;
   if (d->warp <= 1 || !p->hist || p->n == 0) return 0;
   switch (q->chain) {
-  case SPX__CHAIN_ROW: steps = (double)p->row_max; break;
-  case SPX__CHAIN_HYB: steps = (double)spx__plan_hyb_k(p, vt); break;
-  case SPX__CHAIN_CSR: steps = w->csr_steps; break;
+  case SPX__CHAIN_ROW: steps = (double)p->row_max; probe = w->probe_row; break;
+  case SPX__CHAIN_HYB: {
+    spx__pprof pr;
+    int64_t ph[8];
+    spx__plan_probe_profile(&pr, ph);
+    steps = (double)spx__plan_hyb_k(p, vt);
+    probe = (double)spx__plan_hyb_k(&pr, vt);
+    break;
+  }
+  case SPX__CHAIN_CSR: steps = w->csr_steps; probe = w->probe_csr; break;
   case SPX__CHAIN_STEPS: steps = (double)given; break;
   default: return 0;
   }
+  *probe_us = 1e-3 * probe * q->chain_factor * ns;
   return 1e-3 * (double)w->rounds * steps * q->chain_factor * ns;
 }
 
@@ -577,9 +619,17 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
     if (q->chain == SPX__CHAIN_HYB && p.hist && d->atomic_row_ns > 0)
       c->predicted_us += 1e-3 * d->atomic_row_ns * spx__plan_hyb_atomics(&p, vt);
     c->stream_us = c->predicted_us;
-    c->chain_us = spx__plan_chain_us(d, &p, &walk, q, vt, est.steps);
-    if (c->chain_us > c->predicted_us) c->predicted_us = c->chain_us;
-    if (f < SPX_FORMAT_MAX && d->format_floor_us[f] > c->predicted_us) c->predicted_us = d->format_floor_us[f];
+    /* at least the floor and the walk after it: a thread's chain of dependent loads starts once its
+     * launch is paid. A measured floor (the probe's) holds the probe's own walk: only the rest adds. */
+    {
+      double probe_us, floor_us = 0;
+      c->chain_us = spx__plan_chain_us(d, &p, &walk, q, vt, est.steps, &probe_us);
+      if (f < SPX_FORMAT_MAX && d->format_floor_us[f] > 0)
+        floor_us = d->format_floor_us[f] + SPX__MAX(0.0, c->chain_us - probe_us);
+      else if (c->chain_us > 0)
+        floor_us = d->launch_us * q->launches + c->chain_us;
+      if (floor_us > c->predicted_us) c->predicted_us = floor_us;
+    }
     c->convert_ms = spx__plan_conv_ms(d, &p, c->bytes, cuda, f);
     if (rows && cuda && f == SPX_FORMAT_CSR && a->nnz <= INT32_MAX) /* wraps the staged arrays, as cuSPARSE does */
       c->convert_ms = spx__plan_wrap_ms(d, &p, c->bytes, d->jit_ms);

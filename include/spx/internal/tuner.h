@@ -66,9 +66,12 @@ void spx__plan_rowstats_finish(const spx_csr *a, double sq, spx_analysis *an);
 
 /* ---- plan_device_impl.h: the device description and its file --------------------------------- */
 /* The step of a serial walk in ns where the description leaves chain_ns 0 (a thread walking a row
- * of L nonzeros adds about L steps): fitted with the formats' chain factors on the fit half of the
- * shared matrices (bench/corpus/split.tsv). */
+ * of L nonzeros adds about L steps): the unit of the formats' walk factors (formats.h), which are
+ * fitted in it. */
 #define SPX__PLAN_CHAIN_NS 90.0
+/* The floor probe: a 3-D Poisson (7-point) matrix of this many rows a side. Its floor holds its
+ * own walk (rows of up to 7 nonzeros), so a walk adds to a floor only what it takes beyond. */
+#define SPX__PLAN_FLOOR_PROBE_SIDE 8
 /* This process's copy of the calibration file: 1 with *d when the file at path was last read or
  * written here and describes the device named name; _keep records d as path's contents. */
 int spx__calib_get(const char *path, const char *name, spx_plan_device *d);
