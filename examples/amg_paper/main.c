@@ -25,7 +25,6 @@
  * iterations' time (ms). The paper's times (Table 4-5, a Tesla C2050 of 2011) are printed once at
  * the end for reference. --host runs on the host backend (all cores), else the GPU when there is
  * one: run both to compare the device with its host. The program uses the public headers only. */
-#define SPX_IMPLEMENTATION
 #include <spx/spx.h>
 
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* spx: the command-line face of the library. `spx` alone runs the main job (spx run). */
-#define SPX_IMPLEMENTATION
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <spx/spx.h>
 #if defined(SPX_CLI_MPI)
 #include <spx/dist.h> /* the distributed part, for spx solve and spx stencil under mpirun */
