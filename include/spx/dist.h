@@ -11,6 +11,13 @@
  *     #define SPX_IMPLEMENTATION             (spx_impl.c: the core and the distributed part)
  *     #include <spx/dist.h>
  *
+ *   Or the core in spx_impl.c as for any program (SPX_IMPLEMENTATION, <spx/spx.h>, no MPI) and the
+ *   distributed part alone in a second file compiled with the MPI wrapper (POSIX, as spx.h asks):
+ *
+ *     #define _POSIX_C_SOURCE 200809L
+ *     #define SPX_DIST_IMPLEMENTATION        (spx_dist_impl.c: the distributed part only)
+ *     #include <spx/dist.h>
+ *
  *   Files that only call spx_dist_* include <spx/dist.h>; the others keep <spx/spx.h>.
  *
  *     spx_dist_matrix *A;
@@ -414,8 +421,9 @@ spx_status spx_dist_stencil_run(MPI_Comm comm, spx_context *ctx, const spx_stenc
 #endif /* SPX_DIST_H */
 
 /* The implementation: in the file that defines SPX_IMPLEMENTATION (spx.h, included above, has
- * compiled the core there already). */
-#if defined(SPX_IMPLEMENTATION) && !defined(SPX__DIST_IMPLEMENTATION_DONE)
+ * compiled the core there already), or the distributed part alone in a file that defines
+ * SPX_DIST_IMPLEMENTATION, for a program whose core is compiled in another file (USE). */
+#if (defined(SPX_IMPLEMENTATION) || defined(SPX_DIST_IMPLEMENTATION)) && !defined(SPX__DIST_IMPLEMENTATION_DONE)
 #define SPX__DIST_IMPLEMENTATION_DONE
 #include "internal/dist_part_impl.h"
 #include "internal/dist_impl.h"
