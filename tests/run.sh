@@ -5,7 +5,7 @@
 # builds, the Python package and the fuzzer for a bounded time. Prints one summary line
 # "spx-tests: N passed, N failed, N skipped". A skip counts as a failure unless it is listed below
 # (skip_allowed_*) for the reason given there.
-# Usage: tests/run.sh [OUTDIR]     Env: SPX_FUZZ_SECONDS (default 60), SPX_TEST_FILTER (glob),
+# Usage: tests/run.sh [OUTDIR]     Env: SPX_FUZZ_SECONDS (default 30), SPX_TEST_FILTER (glob),
 #   SPX_TEST_SKIP (glob: the matching steps do not run),
 #   SPX_SHARED_MATRICES (default ../shared/matrices, exported as an absolute path when it exists),
 #   SPX_PYTHON (the interpreter the Python package is built and tested with; /usr/bin/python3).
@@ -328,7 +328,7 @@ run "python: package built by pip, tested against SciPy" python_tests
 
 if [ -x "$out/clang_fuzz/fuzz_mm" ]; then
   mkdir -p "$log/corpus"
-  run "fuzz_mm (${SPX_FUZZ_SECONDS:-60}s)" "$out/clang_fuzz/fuzz_mm" -max_total_time="${SPX_FUZZ_SECONDS:-60}" \
+  run "fuzz_mm (${SPX_FUZZ_SECONDS:-30}s)" "$out/clang_fuzz/fuzz_mm" -max_total_time="${SPX_FUZZ_SECONDS:-30}" \
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$log/" "$log/corpus" tests/data/mm_seeds
 fi
 
