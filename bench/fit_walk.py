@@ -26,7 +26,7 @@ from model_replay import predictions, set_of  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 PROBE_STEPS = 7  # the floor probe's longest row (and CSR's steps there: one lane per row)
-CHAIN_NS = 90.0  # SPX__PLAN_CHAIN_NS: the unit of the factors
+CHAIN_NS = 90.0  # SPX__PLAN_CHAIN_NS: the unit of the factors where a device file gives no chain_ns
 
 
 def factors():
@@ -64,13 +64,14 @@ def main():
                 if fmt not in fac or not m or c.get("chain_us", 0) <= 0 or fac[fmt][1] <= 0:
                     continue
                 walk, f0 = fac[fmt]
-                steps = c["chain_us"] / (f0 * CHAIN_NS * 1e-3)
+                ns = dev.get("chain_ns") or CHAIN_NS
+                steps = c["chain_us"] / (f0 * ns * 1e-3)
                 probe = 0 if walk == "HYB" else PROBE_STEPS  # HYB's K is 0 on the probe
                 floor = dev.get("floor_" + fmt, 0)
-                samples.setdefault(fmt, []).append((c["stream_us"], floor, max(0.0, steps - probe), m))
+                samples.setdefault(fmt, []).append((c["stream_us"], floor, max(0.0, steps - probe) * ns, m))
 
-    def pred(t, f):
-        return max(t[0], t[1] + t[2] * f * CHAIN_NS * 1e-3)
+    def pred(t, f):  # t: stream us, floor us, ns of steps beyond the probe's at factor 1, measured us
+        return max(t[0], t[1] + t[2] * f * 1e-3)
 
     print(f"{'format':10s} {'now':>5s} {'fitted':>6s}  candidates  mean |log err| now -> fitted")
     for fmt, ts in sorted(samples.items()):

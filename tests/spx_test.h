@@ -16,6 +16,18 @@
 
 #include <spx/spx.h>
 
+/* In-tree format f's walk factor, as its SPX_FORMATS line gives it (the tuner's model tests). */
+#define SPX_TEST_WALK_FACTOR(pb, map, launches, cols, walk, factor, note) factor
+static inline double spx_test_walk_factor(spx_format f) {
+  static const double w[SPX_FORMAT_COUNT] = {
+#define SPX_TEST_WALK_ROW(E, n, D, cost, what, model, device) [SPX_FORMAT_##E] = SPX_TEST_WALK_FACTOR model,
+      SPX_FORMATS(SPX_TEST_WALK_ROW)
+#undef SPX_TEST_WALK_ROW
+  };
+  return (int)f >= 0 && (int)f < SPX_FORMAT_COUNT ? w[f] : 0;
+}
+#undef SPX_TEST_WALK_FACTOR
+
 /* NVRTC loads (no GPU needed): the compile-only tests run where it does and skip elsewhere. */
 static inline int spx_test_have_nvrtc(void) {
   int maj, mnr;

@@ -753,18 +753,6 @@ static void gpu_like_device(spx_plan_device *d) {
   d->sms = 1;
 }
 
-/* ELL's walk factor, as its SPX_FORMATS line gives it. */
-#define WALK_FACTOR(pb, map, launches, cols, walk, factor, note) factor
-static double ell_walk_factor(void) {
-  static const double f[SPX_FORMAT_COUNT] = {
-#define WALK_FACTOR_ROW(E, n, D, cost, what, model, device) [SPX_FORMAT_##E] = WALK_FACTOR model,
-      SPX_FORMATS(WALK_FACTOR_ROW)
-#undef WALK_FACTOR_ROW
-  };
-  return f[SPX_FORMAT_ELL];
-}
-#undef WALK_FACTOR
-
 /* The candidate of format f among c[0 .. n), or NULL. */
 static const spx_plan_candidate *cand_of(const spx_plan_candidate *c, int n, spx_format f) {
   int k;
@@ -815,7 +803,7 @@ static void test_dia_tuner(void **state) {
   /* the walk: ndiag = 4 steps of 100 ns (ELL walks its longest row, 3, at its registry line's
    * factor); no floor measured, so the prediction is the launch and the walk after it */
   assert_true(fabs(cd->chain_us - 0.4) < 1e-12);
-  assert_true(fabs(ce->chain_us - 0.3 * ell_walk_factor()) < 1e-12);
+  assert_true(fabs(ce->chain_us - 0.3 * spx_test_walk_factor(SPX_FORMAT_ELL)) < 1e-12);
   assert_true(fabs(cd->predicted_us - (dev.launch_us + cd->chain_us)) < 1e-12 && cd->predicted_us > cd->stream_us);
   assert_true(cd->score_us > cd->predicted_us);
   /* float: 4-byte slots */

@@ -414,15 +414,6 @@ static void test_model_fake_device(void **state) {
 }
 
 /* Formats that would not fit are excluded; a heuristic's ELL that does not fit falls back. */
-/* Each format's walk factor, as its SPX_FORMATS line gives it. */
-#define WALK_FACTOR(pb, map, launches, cols, walk, factor, note) factor
-static const double walk_factor[SPX_FORMAT_COUNT] = {
-#define WALK_FACTOR_ROW(E, n, D, cost, what, model, device) [SPX_FORMAT_##E] = WALK_FACTOR model,
-    SPX_FORMATS(WALK_FACTOR_ROW)
-#undef WALK_FACTOR_ROW
-};
-#undef WALK_FACTOR
-
 /* The latency terms (issue 29): a format that gives a row to one thread walks it in chain_ns
  * steps. One dense row: ELL-R, JDS and SELL walk its length x chain_ns x their factors, and
  * predict at least the launch and that walk after it (no floor measured); CSR (lanes per row, at
@@ -447,7 +438,7 @@ static void test_model_latency(void **state) {
   assert_int_equal(spx_plan_model(a, &d, 1000000, 0, 1, c, SPX_FORMAT_MAX + 1, &nc), SPX_OK);
   for (k = 0; k < 4; k++) {
     const spx_plan_candidate *r = cand(c, nc, row_formats[k], 0);
-    const double walk = 0.1 * (double)dense * walk_factor[r->format];
+    const double walk = 0.1 * (double)dense * spx_test_walk_factor(r->format);
     if (fabs(r->chain_us - walk) > 1e-9 * walk || r->predicted_us < d.launch_us + r->chain_us - 1e-9)
       fail_msg("%s: chain %.2f us, predicted %.2f us, want %.2f and at least %.2f more", row_formats[k], r->chain_us,
                r->predicted_us, walk, d.launch_us);
@@ -458,7 +449,7 @@ static void test_model_latency(void **state) {
     d.format_floor_us[SPX_FORMAT_ELL_R] = 3;
     assert_int_equal(spx_plan_model(a, &d, 1000000, 0, 1, c, SPX_FORMAT_MAX + 1, &nc), SPX_OK);
     r = cand(c, nc, "ell_r", 0);
-    assert_true(fabs(r->predicted_us - fmax(r->stream_us, 3 + 0.1 * (double)(dense - 7) * walk_factor[SPX_FORMAT_ELL_R])) <
+    assert_true(fabs(r->predicted_us - fmax(r->stream_us, 3 + 0.1 * (double)(dense - 7) * spx_test_walk_factor(SPX_FORMAT_ELL_R))) <
                 1e-9 * r->predicted_us);
     d.format_floor_us[SPX_FORMAT_ELL_R] = 0;
     assert_int_equal(spx_plan_model(a, &d, 1000000, 0, 1, c, SPX_FORMAT_MAX + 1, &nc), SPX_OK);

@@ -299,7 +299,9 @@ typedef struct spx__plan_walk {
   int64_t rounds;
   double csr_steps;
   int csr_balanced;
-  double probe_row, probe_csr; /* the floor probe's own walk: its longest row, CSR's steps */
+  spx__pprof probe;        /* the floor probe's row profile, its hist in probe_hist (the walk is never copied) */
+  int64_t probe_hist[8];
+  double probe_csr;        /* CSR's steps on the probe */
 } spx__plan_walk;
 
 /* The steps of CSR's kernel on p (0 where it balances by nonzeros; spx_csr_kernel_options' choice,
@@ -338,16 +340,14 @@ static void spx__plan_probe_profile(spx__pprof *q, int64_t hist[8]) {
 }
 
 static void spx__plan_walk_make(const spx_plan_device *d, const spx__pprof *p, spx__plan_walk *w) {
-  int64_t l, nlong = 0, blocks, slots, ph[8];
-  spx__pprof probe;
+  int64_t l, nlong = 0, blocks, slots;
   int balanced;
   memset(w, 0, sizeof *w);
   w->rounds = 1;
   if (d->warp <= 1 || !p->hist || p->n == 0) return;
   w->csr_steps = spx__plan_csr_steps(p, &w->csr_balanced);
-  spx__plan_probe_profile(&probe, ph);
-  w->probe_row = (double)probe.row_max;
-  w->probe_csr = spx__plan_csr_steps(&probe, &balanced);
+  spx__plan_probe_profile(&w->probe, w->probe_hist);
+  w->probe_csr = spx__plan_csr_steps(&w->probe, &balanced);
   for (l = p->row_max / 2 + 1; l <= p->row_max; l++) nlong += p->hist[l];
   blocks = SPX__MIN(nlong, (p->n + 255) / 256);
   slots = (int64_t)d->sms * SPX__PLAN_BLOCK_SLOTS;
@@ -365,15 +365,8 @@ static double spx__plan_chain_us(const spx_plan_device *d, const spx__pprof *p, 
   *probe_us = 0;
   if (d->warp <= 1 || !p->hist || p->n == 0) return 0;
   switch (q->chain) {
-  case SPX__CHAIN_ROW: steps = (double)p->row_max; probe = w->probe_row; break;
-  case SPX__CHAIN_HYB: {
-    spx__pprof pr;
-    int64_t ph[8];
-    spx__plan_probe_profile(&pr, ph);
-    steps = (double)spx__plan_hyb_k(p, vt);
-    probe = (double)spx__plan_hyb_k(&pr, vt);
-    break;
-  }
+  case SPX__CHAIN_ROW: steps = (double)p->row_max; probe = (double)w->probe.row_max; break;
+  case SPX__CHAIN_HYB: steps = (double)spx__plan_hyb_k(p, vt); probe = (double)spx__plan_hyb_k(&w->probe, vt); break;
   case SPX__CHAIN_CSR: steps = w->csr_steps; probe = w->probe_csr; break;
   case SPX__CHAIN_STEPS: steps = (double)given; break;
   default: return 0;
