@@ -92,13 +92,17 @@ spx_csr_spmv(long long nrows, long long ncols, long long nnz, const int *__restr
  *          thread t computes the products val[q]*x[col[q]] of q = chunk + t + k*SPX_BLOCK
  *          (coalesced loads, SPX_NPT independent ones in flight per thread) into shared memory,
  *          then each thread adds the products of its own row that fall in the chunk. Rows up to
- *          a few hundred long cost a few chunks; much longer rows serialize one thread (the spec
- *          uses this kernel only where rows are short and not skewed).
+ *          a few hundred long cost a few chunks; a piece of a row much longer than the rest of its
+ *          warp's is added by the whole warp (below), so one long row does not hold its block up.
  * BYTES    per nonzero: 4 (col) + sizeof(T) (val) + x gathered; per row: 4 (ptr), y written (read
  *          when beta != 0). Shared: SPX_BLOCK*SPX_NPT*sizeof(T) + 4*(SPX_BLOCK+1).
  *
  * CONSTANTS  SPX_VALUE_T, SPX_BLOCK (the launch must use exactly this many threads), SPX_NPT
- *            (nonzeros per thread per chunk; absent: 2048 / SPX_BLOCK). */
+ *            (nonzeros per thread per chunk; absent: 2048 / SPX_BLOCK), SPX_STREAM_LONG. */
+#ifndef SPX_STREAM_LONG
+/* A piece of a row (in one chunk) longer than this is a candidate for its warp's joint sum. */
+#define SPX_STREAM_LONG 128
+#endif
 #ifndef SPX_NPT
 /* 2048 products per chunk whatever the block: a fixed 8 put 64 KiB of static shared memory in every
  * module of this file at 1024 threads (double), and ptxas refused the vector kernel's module too */
@@ -129,18 +133,54 @@ spx_csr_stream_spmv(long long nrows, long long ncols, long long nnz, const int *
     }
     __syncthreads();
     const int lo = mb > c0 ? mb : c0, hi = me < c1 ? me : c1;
-    /* Four independent sums: a long row's thread keeps four shared-memory loads in flight instead
-     * of waiting out each one's latency (power-law blocks wait on their longest row). */
-    spx_value_t s1 = 0, s2 = 0, s3 = 0;
-    int q = lo;
-    for (; q + 4 <= hi; q += 4) {
-      sum += prod[q - c0];
-      s1 += prod[q + 1 - c0];
-      s2 += prod[q + 2 - c0];
-      s3 += prod[q + 3 - c0];
+#if SPX_BLOCK % 32 == 0
+    /* A warp whose longest piece of a row in this chunk would keep one thread adding far longer
+     * than the warp's 32 lanes take to add its long pieces together (a strided sum each, then a
+     * butterfly: a fixed order) adds those together: one long row in a block of short ones costs
+     * len/32 steps, not len/4 (the block waited on it). Many long pieces in a warp stay serial. */
+    const unsigned longs = __ballot_sync(0xffffffffu, hi - lo > SPX_STREAM_LONG);
+    int coop = 0;
+    if (longs) {
+      int most = hi - lo;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        const int w = __shfl_xor_sync(0xffffffffu, most, o);
+        most = w > most ? w : most;
+      }
+      coop = __popc(longs) * (most / 32 + 8) < most / 4;
     }
-    for (; q < hi; q++) sum += prod[q - c0];
-    sum += (s1 + s2) + s3;
+    if (!(coop && hi - lo > SPX_STREAM_LONG))
+#endif
+    {
+      /* Four independent sums: a long row's thread keeps four shared-memory loads in flight
+       * instead of waiting out each one's latency. */
+      spx_value_t s1 = 0, s2 = 0, s3 = 0;
+      int q = lo;
+      for (; q + 4 <= hi; q += 4) {
+        sum += prod[q - c0];
+        s1 += prod[q + 1 - c0];
+        s2 += prod[q + 2 - c0];
+        s3 += prod[q + 3 - c0];
+      }
+      for (; q < hi; q++) sum += prod[q - c0];
+      sum += (s1 + s2) + s3;
+    }
+#if SPX_BLOCK % 32 == 0
+    if (coop) { /* coop is the warp's: every lane is here */
+      const int lane = t & 31;
+      unsigned m = longs;
+      while (m) {
+        const int j = __ffs(m) - 1;
+        const int jlo = __shfl_sync(0xffffffffu, lo, j), jhi = __shfl_sync(0xffffffffu, hi, j);
+        spx_value_t part = 0;
+        m &= m - 1;
+        for (int q = jlo + lane; q < jhi; q += 32) part += prod[q - c0];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+        if (lane == j) sum += part;
+      }
+    }
+#endif
     __syncthreads(); /* the next chunk overwrites prod */
   }
   if (t < nr) {

@@ -341,6 +341,13 @@ static void test_shared_matrices(void **state) {
   assert_true(checked > 100);
 }
 
+/* Row i's length in test_variants' CSR-stream matrix: per 256 rows, one of 1500, two of 900 in one
+ * warp, twenty of 150 in another, the rest 6 (30 on average: CSR-stream). */
+static int stream_row_len(int i) {
+  const int b = i % 256;
+  return b == 7 ? 1500 : (b == 40 || b == 45) ? 900 : (b >= 64 && b < 84) ? 150 : 6;
+}
+
 /* The generic (unspecialized) kernels and every CSR threads-per-row choice give the same result. */
 static void test_variants(void **state) {
   spx_csr *a;
@@ -402,6 +409,43 @@ static void test_variants(void **state) {
       o.block = 0;
       o.generic = 1;
       check_one(a, SPX_FORMAT_CSR, SPX_DOUBLE, &o, "csr split generic");
+    }
+    spx_csr_destroy(a);
+  }
+  { /* CSR-stream's warp-joint sums of long row pieces: rows of 6 with, per 256 rows, one of 1500
+     * (a warp sums it), two of 900 in one warp (summed jointly), and twenty of 150 in another (too
+     * many to share: serial); rows cross the chunks of 2048 products. At 64, 256 and 1024 threads
+     * and a block of 48 (no warp sums), in both value types, and the auto rule picks CSR-stream. */
+    const int n = 20000;
+    int64_t k = 0, cap = 0;
+    int32_t *r, *c;
+    int i, j, len;
+    spx_kernel_plan p;
+    spx_fmt *m;
+    for (i = 0; i < n; i++) cap += stream_row_len(i);
+    r = malloc(sizeof(int32_t) * (size_t)cap);
+    c = malloc(sizeof(int32_t) * (size_t)cap);
+    assert_true(r && c);
+    for (i = 0; i < n; i++) {
+      len = stream_row_len(i);
+      for (j = 0; j < len; j++) { r[k] = i; c[k++] = (int32_t)(((int64_t)i * 131 + (int64_t)j * 17) % n); }
+    }
+    assert_int_equal(spx_csr_from_coo(n, n, k, r, c, NULL, SPX_DOUBLE, &a), SPX_OK);
+    free(r); free(c);
+    assert_int_equal(spx_fmt_from_csr(a, SPX_FORMAT_CSR, NULL, &m), SPX_OK);
+    assert_int_equal(spx_dmatrix_plan(m, NULL, &p), SPX_OK);
+    assert_string_equal(p.launch[0].kernel, "spx_csr_stream_spmv");
+    spx_fmt_destroy(m);
+    if (gpu) {
+      memset(&o, 0, sizeof o);
+      check_one(a, SPX_FORMAT_CSR, SPX_DOUBLE, &o, "csr stream long");
+      check_one(a, SPX_FORMAT_CSR, SPX_FLOAT, &o, "csr stream long");
+      o.stream = 1;
+      for (tpr = 48; tpr <= 1024; tpr = tpr == 48 ? 64 : tpr * 4) {
+        o.block = tpr;
+        check_one(a, SPX_FORMAT_CSR, SPX_DOUBLE, &o, "csr stream long");
+        check_one(a, SPX_FORMAT_CSR, SPX_FLOAT, &o, "csr stream long");
+      }
     }
     spx_csr_destroy(a);
   }
