@@ -236,6 +236,22 @@ static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, int columns, do
   return SPX_OK;
 }
 
+/* Whether a staged plan's values go up beside its pattern: unless it is forced to a format converted
+ * on the host, its build (a wrap, a device conversion), a race's start and its candidates read them
+ * from the staged arrays, and one upload beside the pattern's (the profile's kernel runs while it
+ * goes on) costs the caller what cuSPARSE's own upload does, where two in turn cost a pageable
+ * upload's fixed part twice and the kernel's wait. A host-converted choice that auto makes lets
+ * the arrays go before its upload (no peak of both), having paid one upload more. */
+static int spx__plan_stage_values(const spx_plan_options *o) {
+  spx_format f;
+  if (!o->force || spx__plan_names_cusparse(o->force)) return 1;
+  if (spx_format_from_name(o->force, &f) != SPX_OK) {
+    spx_clear_error();
+    return 0; /* not a format: spx__plan_forced names the problem */
+  }
+  return f == SPX_FORMAT_CSR || spx__plan_on_device(1, (int)f);
+}
+
 /* The share of the work the column counts may cost (< 0: read them always). The trial times every
  * candidate, so it reads them; a forced format whose prediction needs them reads them; the papers'
  * rules (ELL, JDS, CSR: row lengths alone) and a forced format that needs none read them only where
@@ -512,7 +528,9 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
       goto chosen;
     }
   }
-  if ((s = spx__plan_rows(p, a0, use, o, &dev, !spx__plan_names_cusparse(o->force), 0, &rows, &rowsp))) goto fail;
+  if ((s = spx__plan_rows(p, a0, use, o, &dev, !spx__plan_names_cusparse(o->force), spx__plan_stage_values(o), &rows,
+                          &rowsp)))
+    goto fail;
   /* a CSR plan can run spx's kernel on the staged arrays: the kernel choice from the histogram */
   if (rowsp && rows.hist && p->dc.rp32)
     p->csr_staged = spx_csr_kernel_options(use->nrows, use->nnz, rows.hist, rows.row_max, &p->csr_opt) == SPX_OK;

@@ -26,9 +26,8 @@ void spx__dcsr_free(spx__dcsr *d) {
   memset(d, 0, sizeof *d);
 }
 
-/* The values, allocated and uploaded when a build takes the staged arrays (a format converted on
- * the host does not: the pattern alone is what its profile cost, and the selection allocates no
- * value array it may not use). */
+/* The values, allocated and their upload started: beside the pattern's where the plan stages them
+ * (spx__plan_stage_values), else when a build takes the staged arrays. */
 spx_status spx__dcsr_values_begin(spx__dcsr *d, const spx_csr *a) {
   size_t vb;
   spx_status s;
