@@ -1563,7 +1563,7 @@ static void test_gpu_plans(void **state) {
  * A x is still the matrix's. On a staged matrix whose choice builds from the staged arrays (a wrap:
  * csr, cusparse; a device conversion) the plan keeps no host copy: the values went up in
  * spx_plan_create instead; a choice converted on the host keeps one. Every forced candidate and
- * auto, lazy. */
+ * auto, lazy; then the staging size moved by SPX_PLAN_DEVICE_PROFILE. */
 int spx__plan_keeps_copy(const spx_plan *p); /* test hook (plan_object_impl.h) */
 int spx__device_converts(int f);             /* test hook (dmatrix.h) */
 static void test_gpu_lazy_staged(void **state) {
@@ -1605,6 +1605,29 @@ static void test_gpu_lazy_staged(void **state) {
   assert_true(tested >= 4);
   spx_csr_destroy(a);
   spx_csr_destroy(keep);
+  { /* SPX_PLAN_DEVICE_PROFILE=N stages from N nonzeros (a 12^3 Poisson, 1e4, stays on the host by
+     * default: a lazy auto plan keeps a copy), 0 never (the 32^3 one then keeps a copy too); the
+     * plans compute A x either way */
+    static const struct { int side; const char *env; int staged; } cases[4] = {
+        {12, NULL, 0}, {12, "4096", 1}, {32, "0", 0}, {32, "not a number", 1}};
+    int k;
+    for (k = 0; k < 4; k++) {
+      spx_plan_options o;
+      spx_plan *p = NULL;
+      char what[64];
+      assert_int_equal(spx_gen_poisson3d(cases[k].side, cases[k].side, cases[k].side, 7, SPX_DOUBLE, &a), SPX_OK);
+      spx_plan_options_default(&o);
+      o.force = "cusparse"; /* wraps the staged arrays: no copy where staged */
+      env_put("SPX_PLAN_DEVICE_PROFILE", cases[k].env);
+      snprintf(what, sizeof what, "%d^3, SPX_PLAN_DEVICE_PROFILE=%s", cases[k].side, cases[k].env ? cases[k].env : "(unset)");
+      if (spx_plan_create(g, a, &o, &p)) fail_msg("%s: %s", what, spx_last_error());
+      env_put("SPX_PLAN_DEVICE_PROFILE", NULL);
+      if (spx__plan_keeps_copy(p) == cases[k].staged) fail_msg("%s: staged %d expected", what, cases[k].staged);
+      check_plan_spmv(g, p, a, what);
+      spx_plan_destroy(p);
+      spx_csr_destroy(a);
+    }
+  }
   spx_context_destroy(g);
 }
 

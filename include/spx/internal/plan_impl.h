@@ -26,10 +26,21 @@
  * (docs/performance.md: the crossover on the eval corpus's fit half). SPX_PLAN_DEVICE_PROFILE=0
  * keeps it all on the host. */
 #define SPX__PLAN_STAGE_NNZ ((int64_t)1 << 17)
-static int spx__plan_stage_wanted(const spx_csr *a, const spx_plan_options *o) {
+/* The staging size: SPX_PLAN_DEVICE_PROFILE=N (a whole number) moves it to N nonzeros, 0 turns the
+ * device profile off (-1); anything else leaves the default (measuring the crossover needs both). */
+static int64_t spx__plan_stage_nnz(void) {
   const char *e = spx__cfg()->plan_device_profile;
-  return a && a->nnz >= SPX__PLAN_STAGE_NNZ && o->backend != SPX_BACKEND_HOST && !o->device &&
-         o->strategy != SPX_PLAN_TRIAL && !(e && *e == '0');
+  char *end = NULL;
+  long long v;
+  if (!e || !*e) return SPX__PLAN_STAGE_NNZ;
+  v = strtoll(e, &end, 10);
+  if (*end || v < 0) return SPX__PLAN_STAGE_NNZ;
+  return v == 0 ? -1 : (int64_t)v;
+}
+static int spx__plan_stage_wanted(const spx_csr *a, const spx_plan_options *o) {
+  const int64_t from = spx__plan_stage_nnz();
+  return a && from >= 0 && a->nnz >= from && o->backend != SPX_BACKEND_HOST && !o->device &&
+         o->strategy != SPX_PLAN_TRIAL;
 }
 
 /* The options, for the entry fn names in its messages. */
