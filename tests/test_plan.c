@@ -287,7 +287,7 @@ static void test_model_gather(void **state) {
  * specialization constants as the host rule picks from the rows themselves; a histogram that does
  * not add up is refused. */
 static void test_csr_staged_options(void **state) {
-  spx_csr *m[6];
+  spx_csr *m[9];
   int k;
   (void)state;
   assert_int_equal(spx_gen_poisson3d(48, 48, 48, 7, SPX_DOUBLE, &m[0]), SPX_OK);    /* short rows: stream */
@@ -296,13 +296,17 @@ static void test_csr_staged_options(void **state) {
   assert_int_equal(spx_gen_powerlaw(200000, 2.0, 2, 6000, 5, SPX_DOUBLE, &m[3]), SPX_OK); /* rows past 2048: merge path */
   m[4] = pattern(20000, 100, 0, 0);      /* 100 a row, uniform: vector, 16 lanes */
   m[5] = pattern(20000, 40, 3000, 997);  /* mean > 32, skewed: merge path */
-  for (k = 0; k < 6; k++) {
+  /* under 100000 nonzeros, where the host rule reads the longest row and the squares too */
+  m[6] = pattern(3000, 6, 0, 0);         /* uniform: lanes from the mean */
+  m[7] = pattern(3000, 6, 150, 499);     /* a few rows of 150: widened */
+  m[8] = pattern(3000, 6, 2500, 1499);   /* rows of 2500: widened to a warp, then split */
+  for (k = 0; k < 9; k++) {
     spx_fmt *f = NULL;
     spx_kernel_plan want, got;
     spx_dmatrix_options o;
     int64_t *hist, rmax = 0, i, j;
     const spx_csr *a = m[k];
-    assert_true(a->nnz >= 100000);
+    assert_true(k < 6 ? a->nnz >= 100000 : a->nnz < 100000);
     for (i = 0; i < a->nrows; i++) rmax = a->row_ptr[i + 1] - a->row_ptr[i] > rmax ? a->row_ptr[i + 1] - a->row_ptr[i] : rmax;
     hist = calloc((size_t)rmax + 1, sizeof *hist);
     assert_non_null(hist);
@@ -320,6 +324,10 @@ static void test_csr_staged_options(void **state) {
       assert_int_equal(want.launch[i].block[0], got.launch[i].block[0]);
     }
     print_message("%d: %s\n", k, want.summary);
+    if (k >= 6) { /* one lane a row from the mean; 32 for the long rows, whose 2500 then split */
+      assert_int_equal(o.threads_per_row, k == 6 ? 1 : 32);
+      assert_int_equal(o.split, k == 8);
+    }
     hist[0]++;
     assert_int_equal(spx_csr_kernel_options(a->nrows, a->nnz, hist, rmax, &o), SPX_INVALID_ARGUMENT);
     assert_non_null(strstr(spx_last_error(), "histogram"));

@@ -39,6 +39,9 @@ typedef struct spx_dmatrix_options {
                         * new shape); the first SpMV after the compile ended switches (results may
                         * differ in rounding). spx_dmatrix_wait ends it early. 2: the same without
                         * the generic kernel (the caller has a stand-in of its own). */
+  int split;           /* CSR's vector kernel: 1 = rows longer than 8 steps of their lanes summed by
+                        * the whole block (small matrices with a few long rows); 0 = where the host
+                        * rows say so (spx_csr_kernel_options sets it for a device-only CSR) */
 } spx_dmatrix_options;
 
 /* One kernel launch of an SpMV. Every kernel of a format takes the same arguments: the format's
@@ -96,8 +99,8 @@ typedef struct spx_dcsr {
  * (CSR-stream for short rows, merge path for skewed ones, else the vector kernel with lanes per row
  * from the mean), from the row-length histogram alone (row_hist[len]: rows of length len, 0 ..
  * row_max), for a CSR that lives on the device only. Matrices under 100000 nonzeros get the vector
- * kernel (the host rule also looks at their longest rows one by one). SPX_INVALID_ARGUMENT when
- * the histogram does not sum to nrows rows and nnz nonzeros. */
+ * kernel, widened (and split) where a few long rows would hold it up, as the host rule does.
+ * SPX_INVALID_ARGUMENT when the histogram does not sum to nrows rows and nnz nonzeros. */
 spx_status spx_csr_kernel_options(int64_t nrows, int64_t nnz, const int64_t *row_hist, int64_t row_max,
                                   spx_dmatrix_options *out);
 /* A host CSR (valid, spx_csr_validate) converted to format f for ctx's device: SELL, SELL16, SDIA,

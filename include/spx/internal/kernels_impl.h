@@ -204,9 +204,12 @@ spx_status spx_csr_kernel_options(int64_t nrows, int64_t nnz, const int64_t *row
     for (l = 0; l <= row_max && nrows > 0; l++) sq += row_hist[l] * l * l;
   mean = nrows > 0 ? (double)nnz / (double)nrows : 0;
   o->threads_per_row = spx__tpr_mean(mean);
-  /* the rules of spx__ks_csr below, in its order, on the histogram's statistics (small matrices:
-   * see there) */
-  if (nnz < SPX__CSR_SMALL_NNZ) return SPX_OK;
+  /* the rules of spx__ks_csr below, in its order, on the histogram's statistics (the same longest
+   * row and sum of squares as its row scan) */
+  if (nnz < SPX__CSR_SMALL_NNZ) {
+    if (spx__csr_skewed_sums(nrows, nnz, row_max, sq, &ratio)) o->split = spx__csr_widen(row_max, &o->threads_per_row);
+    return SPX_OK;
+  }
   if (spx__csr_stream_pays_stats(nrows, nnz, row_max)) o->stream = 1;
   else if (spx__csr_skewed_sums(nrows, nnz, row_max, sq, &ratio)) o->load_balance = 1;
   return SPX_OK;
@@ -273,6 +276,7 @@ static spx_status spx__ks_csr(const spx_fmt *m, const spx_dmatrix_options *o, co
               npt, b);
     return SPX_OK;
   }
+  if (o->split > 0) split = 1;
   if (b % (unsigned)tpr || (split && (b % 32 || b > 1024))) b = 256;
   p->nlaunch = 1;
   spx__klaunch(l, "csr", "spx_csr_spmv", m->nrows, b, b / (unsigned)tpr);
