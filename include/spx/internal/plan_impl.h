@@ -251,10 +251,13 @@ static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, int columns, do
  * on the host, its build (a wrap, a device conversion), a race's start and its candidates read them
  * from the staged arrays, and one upload beside the pattern's (the profile's kernel runs while it
  * goes on) costs the caller what cuSPARSE's own upload does, where two in turn cost a pageable
- * upload's fixed part twice and the kernel's wait. A host-converted choice that auto makes lets
- * the arrays go before its upload (no peak of both), having paid one upload more. */
-static int spx__plan_stage_values(const spx_plan_options *o) {
+ * upload's fixed part twice and the kernel's wait. Only while the pattern's arrays are small enough
+ * for the context's pinned buffer: larger ones take the upload pool, which the values would hold,
+ * and beside it they crawl through that buffer (a 20M-nonzero matrix's setup took 13 ms more). A
+ * host-converted choice that auto makes lets the arrays go before its upload, having paid one more. */
+static int spx__plan_stage_values(const spx_plan_options *o, const spx_csr *a) {
   spx_format f;
+  if ((size_t)a->nnz * 4 >= spx__h2d_min() || (size_t)(a->nrows + 1) * 8 >= spx__h2d_min()) return 0;
   if (!o->force || spx__plan_names_cusparse(o->force)) return 1;
   if (spx_format_from_name(o->force, &f) != SPX_OK) {
     spx_clear_error();
@@ -539,7 +542,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
       goto chosen;
     }
   }
-  if ((s = spx__plan_rows(p, a0, use, o, &dev, !spx__plan_names_cusparse(o->force), spx__plan_stage_values(o), &rows,
+  if ((s = spx__plan_rows(p, a0, use, o, &dev, !spx__plan_names_cusparse(o->force), spx__plan_stage_values(o, use), &rows,
                           &rowsp)))
     goto fail;
   /* a CSR plan can run spx's kernel on the staged arrays: the kernel choice from the histogram */
