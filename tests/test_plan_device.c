@@ -2,7 +2,8 @@
 /* Tests of spx_plan_create_device (spx/plan.h): plans made from a CSR that already lives on the
  * device. On the host: the argument checks and the host backend's SPX_NOT_AVAILABLE. On a GPU
  * (skipped without one): on generated and shared matrices, auto, every strategy and every forced
- * format with a device converter, csr and cusparse compute A x as the host CSR does; the formats
+ * format with a device converter, csr and cusparse compute A x as the host CSR does (csr on the
+ * kernel the host rule picks from the rows); the formats
  * converted on the host only are refused; Jacobi PCG takes as many iterations as on a plan made
  * from the host CSR forced to the same format; the caller's arrays are never written, and may be
  * freed once spx_plan_holds_dcsr says so; a malformed CSR is named. */
@@ -116,6 +117,19 @@ static void check_diag(const spx_plan *p, const spx_csr *a, const char *what) {
   if (spx_plan_diagonal(p, d)) fail_msg("%s: diagonal: %s", what, spx_last_error());
   if (memcmp(d, want, (size_t)n * 8)) fail_msg("%s: the diagonal differs from the host's", what);
   free(d); free(want);
+}
+
+/* spx's CSR kernel on the caller's arrays is the one the host rule picks from the rows (lanes per
+ * row widened, and long rows split, on a small matrix with a few long rows: lp_e226). */
+static void check_csr_kernel(const spx_plan *p, const spx_csr *a, const char *what) {
+  spx_fmt *m = NULL;
+  spx_kernel_plan want;
+  const char *got = spx_dmatrix_describe(spx_plan_dmatrix(p));
+  assert_int_equal(spx_fmt_from_csr(a, SPX_FORMAT_CSR, NULL, &m), SPX_OK);
+  assert_int_equal(spx_dmatrix_plan(m, NULL, &want), SPX_OK);
+  if (strncmp(got, want.summary, strlen(want.summary)))
+    fail_msg("%s: runs \"%s\", the host rule picks \"%s\"", what, got, want.summary);
+  spx_fmt_destroy(m);
 }
 
 /* A plan of c (options o, force name or NULL), built and its compile waited for. */
@@ -257,8 +271,10 @@ static void test_gpu_forced_and_strategies(void **state) {
       check_spmv(g, p, a, what);
       /* csr runs the arrays as they are; a conversion is done with them once built and waited for */
       assert_int_equal(spx_plan_holds_dcsr(p), f == SPX_FORMAT_CSR);
-      if (f == SPX_FORMAT_CSR)
+      if (f == SPX_FORMAT_CSR) {
         assert_int_equal(spx_plan_bytes(p), 4 * (a->nrows + 1) + (4 + (int64_t)SPX_DTYPE_SIZE(a->dtype)) * a->nnz);
+        check_csr_kernel(p, a, what);
+      }
       check_diag(p, a, what);
       spx_plan_destroy(p);
       check_intact(g, &c, what);
