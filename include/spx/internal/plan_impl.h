@@ -253,8 +253,8 @@ static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, int columns, do
  * goes on) costs the caller what cuSPARSE's own upload does, where two in turn cost a pageable
  * upload's fixed part twice and the kernel's wait. Only while the pattern's arrays are small enough
  * for the context's pinned buffer: larger ones take the upload pool, which the values would hold,
- * and beside it they crawl through that buffer (a 20M-nonzero matrix's setup took 13 ms more). A
- * host-converted choice that auto makes lets the arrays go before its upload, having paid one more. */
+ * and beside it they crawl through that buffer (docs/performance.md). A host-converted choice that
+ * auto makes lets the arrays go before its upload, having paid one more. */
 static int spx__plan_stage_values(const spx_plan_options *o, const spx_csr *a) {
   spx_format f;
   if ((size_t)a->nnz * 4 >= spx__h2d_min() || (size_t)(a->nrows + 1) * 8 >= spx__h2d_min()) return 0;
