@@ -421,6 +421,49 @@ static const int all_specs = 0;
 static const int all_specs = 1;
 #endif
 
+/* One compile of test_every_template_compiles, and how it went. */
+typedef struct jit_compile_job {
+  const char *tmpl, *arch;
+  const char *const *defs;
+  int ndefs, origin;
+  spx_status s;
+  char err[300];
+} jit_compile_job;
+typedef struct jit_compile_queue {
+  jit_compile_job *jobs;
+  int njobs;
+  atomic_int next;
+} jit_compile_queue;
+
+/* Takes compiles off the queue until it is empty (the JIT is thread-safe: spx's own background
+ * compiles run so; the messages are per thread). */
+static void *jit_compile_worker(void *arg) {
+  jit_compile_queue *q = (jit_compile_queue *)arg;
+  int i;
+  while ((i = atomic_fetch_add(&q->next, 1)) < q->njobs) {
+    jit_compile_job *j = &q->jobs[i];
+    j->s = spx_jit_compile_only(j->tmpl, j->ndefs, j->defs, j->arch, &j->origin);
+    if (j->s) snprintf(j->err, sizeof j->err, "%s", spx_last_error());
+  }
+  return NULL;
+}
+
+/* Runs the n compiles on a thread per CPU (up to 4: NVRTC is single-threaded, and a compile takes
+ * about a second); each job keeps its status and message. */
+static void jit_compile_all(jit_compile_job *jobs, int n) {
+  jit_compile_queue q;
+  pthread_t th[3];
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const int nth = cpus < 1 ? 1 : cpus > 4 ? 4 : (int)cpus;
+  int k, started = 0;
+  q.jobs = jobs;
+  q.njobs = n;
+  atomic_init(&q.next, 0);
+  for (k = 1; k < nth; k++) started += pthread_create(&th[started], NULL, jit_compile_worker, &q) == 0;
+  jit_compile_worker(&q);
+  for (k = 0; k < started; k++) pthread_join(th[k], NULL);
+}
+
 /* Every template compiles for sm_80 and sm_90 with a spread of specializations. */
 static void test_every_template_compiles(void **state) {
   /* sm_90 gets every spec, sm_80 the first two (double and float). */
@@ -433,22 +476,36 @@ static void test_every_template_compiles(void **state) {
       {"SPX_VALUE_T=double", "SPX_BLOCK=1024", NULL},
   };
   static const char *const archs[] = {"sm_90", "sm_80"};
+  const int nspecs = (int)(sizeof specs / sizeof specs[0]);
   spx_jit_stats s0, s1;
-  int t, a, k, n, origin, ncomp = 0;
+  jit_compile_job *jobs;
+  int t, a, k, n, origin, ncomp = 0, njobs = 0;
   (void)state;
   if (!spx_test_have_nvrtc()) skip();
   env_put("SPX_CACHE", "off");
-  spx_jit_stats_get(&s0);
+  jobs = calloc((size_t)spx_jit_template_count() * 2 * (size_t)nspecs, sizeof *jobs);
+  assert_non_null(jobs);
   for (t = 0; t < spx_jit_template_count(); t++)
     for (a = 0; a < 2; a++)
-      for (k = 0; k < (!all_specs ? !a : a ? 2 : (int)(sizeof specs / sizeof specs[0])); k++) {
+      for (k = 0; k < (!all_specs ? !a : a ? 2 : nspecs); k++) {
+        jit_compile_job *j = &jobs[njobs++];
         for (n = 0; n < 3 && specs[k][n]; n++) {}
-        if (spx_jit_compile_only(spx_jit_template_name(t), n, specs[k], archs[a], &origin) != SPX_OK)
-          fail_msg("%s for %s (%s %s): %s", spx_jit_template_name(t), archs[a], specs[k][0] ? specs[k][0] : "",
-                   specs[k][1] ? specs[k][1] : "", spx_last_error());
-        assert_int_equal(origin, SPX_JIT_COMPILED);
-        ncomp++;
+        j->tmpl = spx_jit_template_name(t);
+        j->arch = archs[a];
+        j->defs = specs[k];
+        j->ndefs = n;
       }
+  spx_jit_stats_get(&s0);
+  jit_compile_all(jobs, njobs);
+  for (k = 0; k < njobs; k++) {
+    const jit_compile_job *j = &jobs[k];
+    if (j->s != SPX_OK)
+      fail_msg("%s for %s (%s %s): %s", j->tmpl, j->arch, j->defs[0] ? j->defs[0] : "", j->defs[1] ? j->defs[1] : "",
+               j->err);
+    assert_int_equal(j->origin, SPX_JIT_COMPILED);
+    ncomp++;
+  }
+  free(jobs);
   spx_jit_stats_get(&s1);
   assert_int_equal(s1.compiles - s0.compiles, ncomp);
   assert_int_equal(s1.compile_failures, s0.compile_failures);
@@ -471,15 +528,24 @@ static void test_convert_kernels_compile(void **state) {
                                         "spx_rows_max", "spx_ell_fill", "spx_jds_count", "spx_jds_scatter",
                                         "spx_jds_diags", "spx_jds_fill"};
   fixture *f = (fixture *)*state;
-  int k, j, origin;
+  jit_compile_job jobs[4];
+  const int nk = all_specs ? (int)(sizeof specs / sizeof specs[0]) : 1;
+  int k, j;
   if (!spx_test_have_nvrtc()) skip();
-  for (k = 0; k < (all_specs ? (int)(sizeof specs / sizeof specs[0]) : 1); k++) {
-    int nd = specs[k][1] ? 2 : 1;
+  memset(jobs, 0, sizeof jobs);
+  for (k = 0; k < nk; k++) {
+    jobs[k].tmpl = "convert";
+    jobs[k].arch = "sm_90";
+    jobs[k].defs = specs[k];
+    jobs[k].ndefs = specs[k][1] ? 2 : 1;
+  }
+  jit_compile_all(jobs, nk); /* the compiles at once; the cubins read below are on disk after */
+  for (k = 0; k < nk; k++) {
+    int nd = jobs[k].ndefs;
     char hex[33], path[600];
     size_t n = 0;
     char *bin;
-    if (spx_jit_compile_only("convert", nd, specs[k], "sm_90", &origin) != SPX_OK)
-      fail_msg("convert.cu (%s %s): %s", specs[k][0], specs[k][1] ? specs[k][1] : "", spx_last_error());
+    if (jobs[k].s != SPX_OK) fail_msg("convert.cu (%s %s): %s", specs[k][0], specs[k][1] ? specs[k][1] : "", jobs[k].err);
     key_of("convert", nd, specs[k], "sm_90", hex);
     entry_path(f, hex, path, sizeof path);
     assert_non_null(bin = slurp(path, &n));
