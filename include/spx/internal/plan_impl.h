@@ -27,15 +27,11 @@
  * keeps it all on the host. */
 #define SPX__PLAN_STAGE_NNZ ((int64_t)1 << 17)
 /* The staging size: SPX_PLAN_DEVICE_PROFILE=N (a whole number) moves it to N nonzeros, 0 turns the
- * device profile off (-1); anything else leaves the default (measuring the crossover needs both). */
+ * device profile off (-1); unset or malformed leaves the default (measuring the crossover needs both). */
 static int64_t spx__plan_stage_nnz(void) {
-  const char *e = spx__cfg()->plan_device_profile;
-  char *end = NULL;
-  long long v;
-  if (!e || !*e) return SPX__PLAN_STAGE_NNZ;
-  v = strtoll(e, &end, 10);
-  if (*end || v < 0) return SPX__PLAN_STAGE_NNZ;
-  return v == 0 ? -1 : (int64_t)v;
+  const spx__env_num *e = &spx__cfg()->plan_device_profile;
+  if (e->set != 1) return SPX__PLAN_STAGE_NNZ;
+  return e->n == 0 ? -1 : (int64_t)e->n;
 }
 static int spx__plan_stage_wanted(const spx_csr *a, const spx_plan_options *o) {
   const int64_t from = spx__plan_stage_nnz();
