@@ -524,6 +524,68 @@ static void test_model_row_read(void **state) {
   free(len);
 }
 
+/* Rows of k nonzeros at columns i, i + stride, ... (stride 1: one block of k; 2: k isolated). */
+static spx_csr *strided_rows(int64_t n, int64_t k, int64_t stride) {
+  int64_t i, j, q = 0;
+  int32_t *r = malloc((size_t)(n * k) * sizeof *r), *c = malloc((size_t)(n * k) * sizeof *c);
+  double *v = malloc((size_t)(n * k) * sizeof *v);
+  spx_csr *a = NULL;
+  assert_true(r && c && v);
+  for (i = 0; i < n; i++)
+    for (j = 0; j < k; j++, q++) {
+      r[q] = (int32_t)i;
+      c[q] = (int32_t)(i + stride * j);
+      v[q] = 1.0 + (double)j;
+    }
+  assert_int_equal(spx_csr_from_coo(n, n + stride * k, n * k, r, c, v, SPX_DOUBLE, &a), SPX_OK);
+  free(r); free(c); free(v);
+  return a;
+}
+
+/* A format's streaming prediction on the fake device for `moved` bytes (no factor, no idle term). */
+static double fake_stream_us(const spx_plan_device *d, const spx_csr *a, double moved) {
+  return d->launch_us + (moved + 8.0 * (double)(a->nrows + a->ncols)) / (d->bandwidth_gbs * 1e3);
+}
+
+/* Walks of their own (issue 29): a thread that walks its own stretch of memory alone reads a whole
+ * 32-byte sector per value and per index once its walk is long (28 entries and more), the share
+ * (run / 28)^2 of that below. RBP-CSR on rows of one block of 64 runs one lane per row: each value
+ * moves a sector (24 bytes more in double); RBP-ELL(-R)'s isolated nonzeros (every other column),
+ * 40 a row, move a sector of value and one of index each (52 more). Rows of 4 add 1/49 of that. */
+static void test_model_own_walks(void **state) {
+  spx_plan_device d = fake_gpu();
+  spx_plan_candidate c[SPX_FORMAT_MAX + 1];
+  const int64_t n = 20000;
+  spx_csr *a;
+  const spx_plan_candidate *r;
+  int nc;
+  double want;
+  (void)state;
+  d.chain_ns = 1e-6; d.imbalance_weight = 0;
+  a = strided_rows(n, 64, 1);
+  assert_int_equal(spx_plan_model(a, &d, 100, 0, 1, c, SPX_FORMAT_MAX + 1, &nc), SPX_OK);
+  r = cand(c, nc, "rbp_csr", 0);
+  want = fake_stream_us(&d, a, (double)r->bytes + 24.0 * (double)a->nnz);
+  if (fabs(r->stream_us - want) > 1e-9 * want) fail_msg("rbp_csr, blocks of 64: %.4f us, want %.4f", r->stream_us, want);
+  spx_csr_destroy(a);
+  a = strided_rows(n, 4, 1);
+  assert_int_equal(spx_plan_model(a, &d, 100, 0, 1, c, SPX_FORMAT_MAX + 1, &nc), SPX_OK);
+  r = cand(c, nc, "rbp_csr", 0);
+  want = fake_stream_us(&d, a, (double)r->bytes + 24.0 * (double)a->nnz / 49.0);
+  if (fabs(r->stream_us - want) > 1e-6 * want) fail_msg("rbp_csr, blocks of 4: %.4f us, want %.4f", r->stream_us, want);
+  spx_csr_destroy(a);
+  a = strided_rows(n, 40, 2);
+  assert_int_equal(spx_plan_model(a, &d, 100, 0, 1, c, SPX_FORMAT_MAX + 1, &nc), SPX_OK);
+  /* no blocks: RBP-ELL walks one padding pair (8 bytes) a row, RBP-ELL-R its row length (4) */
+  want = fake_stream_us(&d, a, 8.0 * (double)n + 4.0 * (double)(n + 1) + (12.0 + 52.0) * (double)a->nnz);
+  r = cand(c, nc, "rbp_ell", 0);
+  if (fabs(r->stream_us - want) > 1e-9 * want) fail_msg("rbp_ell, 40 isolated: %.4f us, want %.4f", r->stream_us, want);
+  want -= 4.0 * (double)n / (d.bandwidth_gbs * 1e3);
+  r = cand(c, nc, "rbp_ell_r", 0);
+  if (fabs(r->stream_us - want) > 1e-9 * want) fail_msg("rbp_ell_r, 40 isolated: %.4f us, want %.4f", r->stream_us, want);
+  spx_csr_destroy(a);
+}
+
 /* The calibration's per-format floors are measured for every format with a kernel: each probe
  * converts with the parameters a plan converts with (zeroed ones are out of range for ELL, SELL,
  * SELL16, SDIA, BSR and SS, whose floors then went unmeasured), in rounds, each floor the least of
@@ -1438,7 +1500,7 @@ static void test_device_file(void **state) {
     const char *p = spx_plan_device_path("NVIDIA H100 80GB");
     if (spx_jit_cache_dir()) {
       assert_non_null(p);
-      assert_non_null(strstr(p, "/tuner/v17/NVIDIA_H100_80GB.json"));
+      assert_non_null(strstr(p, "/tuner/v18/NVIDIA_H100_80GB.json"));
     }
   }
 }
@@ -2377,6 +2439,7 @@ int main(void) {
       cmocka_unit_test(test_model_latency),
     cmocka_unit_test(test_model_atomics), cmocka_unit_test(test_calibration_floors),
     cmocka_unit_test(test_model_row_read),
+    cmocka_unit_test(test_model_own_walks),
     cmocka_unit_test(test_rule_choice),    cmocka_unit_test(test_convert_margin), cmocka_unit_test(test_columns_priced),
       cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_auto_trial_gap),
       cmocka_unit_test(test_auto_latency_trial), cmocka_unit_test(test_auto_race), cmocka_unit_test(test_auto_race_end),

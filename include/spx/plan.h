@@ -65,7 +65,7 @@
  *
  * THE DEVICE DESCRIPTION  spx_plan_device holds the constants the model uses. On the CUDA backend
  *   they are measured once per device by spx_plan_calibrate (copy bandwidth, launch latency, probe
- *   SpMVs, host conversion rates) and kept in <cache>/tuner/v17/<device>.json (cache as for the JIT:
+ *   SpMVs, host conversion rates) and kept in <cache>/tuner/v18/<device>.json (cache as for the JIT:
  *   $SPX_CACHE_DIR, $XDG_CACHE_HOME/spx, ~/.cache/spx); spx_plan_device_default gives unmeasured
  *   defaults. A test may fill one by hand (options.device) and needs no GPU.
  *

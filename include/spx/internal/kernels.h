@@ -17,6 +17,9 @@
 spx_kernel_spec_fn spx__kernel_spec(spx_format f);
 /* printf into the next define slot of a launch (ignored past SPX_KERNEL_DEFINES_MAX). */
 void spx__kdef(spx_kernel_launch *l, const char *fmt, ...) SPX__PRINTF(2, 3);
+/* The power of two within 1..32 nearest a mean amount of work per row (RBP-CSR's lanes per row from
+ * its blocks and isolated nonzeros per row), or `want` when it is one. */
+int spx__tpr_of(double mean, int want);
 /* Threads per row of the CSR vector kernel for m (`want` when it is a power of two within 1..32). */
 int spx__tpr(const spx_fmt *m, int want);
 /* The steps of the longest row's walk in the CSR vector kernel on a small matrix (below

@@ -90,8 +90,7 @@ static spx_status spx__ks_ell_r(const spx_fmt *m, const spx_dmatrix_options *o, 
   return SPX_OK;
 }
 
-/* The power of two within 1..32 nearest a mean amount of work per row, or `want` when it is one. */
-static int spx__tpr_of(double mean, int want) {
+int spx__tpr_of(double mean, int want) {
   int t = 1;
   if (want >= 1 && want <= 32 && !(want & (want - 1))) return want;
   while (t < 32 && 2.0 * t <= mean * 1.5) t *= 2;

@@ -216,7 +216,7 @@ const char *spx_plan_device_path(const char *device_name) {
   name[i] = 0;
   /* The version goes up whenever the fields or what a rate measures change: an older file is then
    * not read (the device is calibrated again), never misread. Its history: docs/performance.md. */
-  if (snprintf(path, sizeof path, "%s/tuner/v17/%s.json", root, name) >= (int)sizeof path) return NULL;
+  if (snprintf(path, sizeof path, "%s/tuner/v18/%s.json", root, name) >= (int)sizeof path) return NULL;
   return path;
 }
 

@@ -118,17 +118,40 @@ SPX__PLAN_OPS(ss, NULL, NULL, NULL, NULL)
 static int spx__plan_rbp_blocky(const spx__pprof *p, int64_t vb) {
   (void)vb; return p->nblocks > 0 && p->nval >= 4 * p->nblocks;
 }
+/* A thread that walks its own stretch of memory alone (RBP-ELL(-R)'s isolated nonzeros, a row's
+ * CSR; RBP-CSR at one lane per row) reads a whole 32-byte sector per value and per index where its
+ * walk outlasts what L1 keeps of the warp's 32 stretches: `count` entries of `bytes` stored in
+ * `sectors` arrays move 32 * sectors each, by the share min(1, run / SPX__PLAN_WALK_RUN)^2 of walks
+ * of `run` entries. The sector is the hardware's; the run was fitted on the replicated fit half
+ * (bench/corpus/split.tsv; docs/performance.md, "Walks of their own"). */
+#define SPX__PLAN_WALK_RUN 28.0
+static double spx__plan_walk_bytes(int64_t count, int64_t bytes, int sectors, double run) {
+  double h = run > 0 ? run / SPX__PLAN_WALK_RUN : 0;
+  if (h > 1) h = 1;
+  return (double)count * (double)(32 * sectors - bytes) * h * h;
+}
 static int64_t spx__pb_rbp_csr(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   (void)vt; return vb * p->nval + 8 * p->nblocks + 12 * (p->n + 1) + (vb + 4) * p->nnon;
 }
-SPX__PLAN_OPS(rbp_csr, NULL, spx__plan_rbp_blocky, NULL, NULL)
+/* RBP-CSR's lanes per row (the kernel's rule, spx__ks_rbp_csr) read neighbouring blocks of a row
+ * together; at one lane per row the lane walks its row alone. */
+static int64_t spx__pr_rbp_csr(const spx__pprof *p, int64_t vb) {
+  const double n = p->n > 0 ? (double)p->n : 1.0;
+  double extra = 0;
+  if (spx__tpr_of((double)(p->nblocks + p->nnon) / n, 0) == 1)
+    extra = spx__plan_walk_bytes(p->nval, vb, 1, (double)p->nnz / n) +
+            spx__plan_walk_bytes(p->nnon, vb + 4, 2, (double)p->nnz / n);
+  return spx__pb_rbp_csr(p, NULL, vb) + (int64_t)extra;
+}
+SPX__PLAN_OPS(rbp_csr, spx__pr_rbp_csr, spx__plan_rbp_blocky, NULL, NULL)
 /* RBP-ELL(-R)'s rows walk their blocks' values and pairs (RBP-ELL one padding pair more, where its
  * walk stops; RBP-ELL-R its row length), grown by the share ELL-R's idle lanes add; row pointers
- * and the isolated nonzeros' CSR as stored. */
+ * and the isolated nonzeros' CSR as stored, each row's a thread's own walk. */
 static int64_t spx__plan_rbp_read(const spx__pprof *p, int64_t vb, double per_row) {
   double grow = p->nnz > 0 ? ((double)p->nnz + p->idle_row) / (double)p->nnz : 1.0;
   double blocks = (double)(vb * p->nval + 8 * p->nblocks) + per_row * (double)p->n;
-  return (int64_t)(grow * blocks) + 4 * (p->n + 1) + (vb + 4) * p->nnon;
+  return (int64_t)(grow * blocks) + 4 * (p->n + 1) + (vb + 4) * p->nnon +
+         (int64_t)spx__plan_walk_bytes(p->nnon, vb + 4, 2, p->n > 0 ? (double)p->nnon / (double)p->n : 0);
 }
 static int64_t spx__pb_rbp_ell(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   (void)vt; return vb * p->n * p->max_bval + 8 * p->n * p->max_blocks + 4 * (p->n + 1) + (vb + 4) * p->nnon;
