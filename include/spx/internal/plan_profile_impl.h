@@ -22,39 +22,106 @@
  * its own sector (random columns), about 1/(row length) or less on a stencil. */
 double spx__pprof_xsec(const spx__pprof *p) { return p->x_nnz > 0 ? (double)p->x_sectors / (double)p->x_nnz : 0; }
 
-/* Idle lane-slots when `warp` lanes run consecutive rows in lock step: *one, a thread per row (warp
- * rows a group); *many, tpr lanes per row (warp / tpr rows a group, tpr a power of two <= warp, so
- * a warp of rows holds whole groups of both). One pass over the row lengths for both; the sums are
- * of integers, exact in double whatever the threads' order. */
-static void spx__plan_idle(const spx_csr *a, int warp, int tpr, double *one, double *many) {
-  int64_t g = warp / tpr > 0 ? warp / tpr : 1, i, j;
+/* Rows a pass over row lengths takes at a time: their 32-bit lengths (a validated row has fewer
+ * than 2^31 entries) sit in a buffer on the stack, and the loops over them vectorize where loops
+ * over 64-bit row pointers do not; a multiple of the warp, so that no warp spans two. */
+#define SPX__PPROF_CHUNK 4096
+
+/* The row-length part of the profile from row_ptr: row_max, hist, ss_runs (SS's segments of 256),
+ * sorted_kept and, with idle, the idle lane-slots when `warp` lanes run consecutive rows in lock
+ * step: idle_row, a thread per row (warp rows a group); idle_csr, tpr lanes per row (warp / tpr
+ * rows a group, tpr a power of two <= warp). Two passes, the longest row first (the histogram's
+ * size); the histogram counts into four copies in turn, so that rows of one length do not each
+ * wait for the previous count. Integer sums, exact in double whatever the threads' order. */
+static spx_status spx__pprof_rows(const spx_csr *a, int warp, int tpr, int idle, spx__pprof *p) {
+  const int64_t n = a->nrows, *ptr = a->row_ptr, nch = (n + SPX__PPROF_CHUNK - 1) / SPX__PPROF_CHUNK;
+  const int64_t g = tpr > 0 && warp / tpr > 0 ? warp / tpr : 1, t = tpr > 0 ? tpr : 1;
+  int64_t c, i, kept = 0, ends = 0, hn, ways, *h;
+  int32_t rmax = 0;
   double i1 = 0, im = 0;
-  *one = *many = 0;
-  if (warp <= 1) return;
+  idle = idle && warp > 1;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 64) private(j) reduction(+ : i1, im) \
-    num_threads(spx__host_threads_for(a->nrows, SPX__HOST_GRAIN)) if (a->nrows > 65536)
+#pragma omp parallel for schedule(static) reduction(max : rmax) \
+    num_threads(spx__host_threads_for(n, SPX__HOST_GRAIN)) if (n > 65536)
 #endif
-  for (i = 0; i < a->nrows; i += warp) {
-    int64_t e = SPX__MIN(a->nrows, i + warp), steps1 = 0, sum = 0, gs;
-    /* a group of tpr-lane rows takes ceil(its longest row / tpr) steps: one division a group, none
-     * a row (this pass is on every small plan's setup) */
-    for (gs = i; gs < e; gs += g) {
-      const int64_t ge = SPX__MIN(e, gs + g);
-      int64_t gmax = 0, gsum = 0;
-      for (j = gs; j < ge; j++) {
-        const int64_t l = a->row_ptr[j + 1] - a->row_ptr[j];
-        gmax = SPX__MAX(gmax, l);
-        gsum += l;
-      }
-      im += (double)((gmax + tpr - 1) / tpr * tpr * (ge - gs) - gsum);
-      steps1 = SPX__MAX(steps1, gmax);
-      sum += gsum;
+  for (c = 0; c < nch; c++) {
+    const int64_t r1 = SPX__MIN(n, (c + 1) * SPX__PPROF_CHUNK);
+    int64_t r;
+    int32_t mx = 0;
+#if defined(_OPENMP)
+#pragma omp simd reduction(max : mx)
+#endif
+    for (r = c * SPX__PPROF_CHUNK; r < r1; r++) {
+      const int32_t l = (int32_t)(ptr[r + 1] - ptr[r]);
+      mx = l > mx ? l : mx;
     }
-    i1 += (double)(steps1 * (e - i) - sum);
+    rmax = mx > rmax ? mx : rmax;
   }
-  *one = i1;
-  *many = im;
+  p->row_max = rmax;
+  hn = (int64_t)rmax + 1;
+  ways = hn <= 65536 ? 4 : 1; /* beyond that many lengths, rarely one length after another */
+  if (!(h = p->hist = (int64_t *)spx__calloc((size_t)(ways * hn), sizeof *h))) return SPX_OUT_OF_MEMORY;
+  /* per-thread histograms (an array-section reduction) while they stay small */
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) reduction(+ : kept, ends, i1, im, h[:ways * hn]) \
+    num_threads(spx__host_threads_for(n, SPX__HOST_GRAIN)) if (n > 65536 && ways * hn <= 65536)
+#endif
+  for (c = 0; c < nch; c++) {
+    int32_t l[SPX__PPROF_CHUNK + 1];
+    const int64_t r0 = c * SPX__PPROF_CHUNK, r1 = SPX__MIN(n, r0 + SPX__PPROF_CHUNK), m = r1 - r0;
+    const int64_t m1 = r1 < n ? m + 1 : m; /* one row past the chunk: its neighbour */
+    int64_t r, q;
+#if defined(_OPENMP)
+#pragma omp simd
+#endif
+    for (r = 0; r < m1; r++) l[r] = (int32_t)(ptr[r0 + r + 1] - ptr[r0 + r]);
+    if (ways == 4) {
+      for (r = 0; r + 4 <= m; r += 4) {
+        h[l[r]]++; h[hn + l[r + 1]]++; h[2 * hn + l[r + 2]]++; h[3 * hn + l[r + 3]]++;
+      }
+    } else {
+      r = 0;
+    }
+    for (; r < m; r++) h[l[r]]++;
+#if defined(_OPENMP)
+#pragma omp simd reduction(+ : kept)
+#endif
+    for (r = 0; r < m1 - 1; r++) kept += l[r] == l[r + 1];
+    /* a nonempty row's segments are ((e - 1) >> 8) - (b >> 8) + 1 = (e >> 8) - (b >> 8) + 1, less
+     * one where e is a multiple of 256; the (e >> 8) - (b >> 8) of all rows sum to nnz >> 8 */
+#if defined(_OPENMP)
+#pragma omp simd reduction(+ : ends)
+#endif
+    for (r = 0; r < m; r++) ends += (l[r] > 0) & (((uint32_t)ptr[r0 + r + 1] & 255u) == 0);
+    for (q = 0; idle && q < m; q += warp) {
+      const int64_t qe = SPX__MIN(m, q + warp);
+      int64_t gs, wsum = 0;
+      int32_t wmax = 0;
+      /* a group of tpr-lane rows takes ceil(its longest row / tpr) steps: one division a group */
+      for (gs = q; gs < qe; gs += g) {
+        const int64_t ge = SPX__MIN(qe, gs + g);
+        int64_t gsum = 0;
+        int32_t gmax = 0;
+#if defined(_OPENMP)
+#pragma omp simd reduction(max : gmax) reduction(+ : gsum)
+#endif
+        for (r = gs; r < ge; r++) {
+          gmax = l[r] > gmax ? l[r] : gmax;
+          gsum += l[r];
+        }
+        im += (double)(((int64_t)gmax + t - 1) / t * t * (ge - gs) - gsum);
+        wmax = gmax > wmax ? gmax : wmax;
+        wsum += gsum;
+      }
+      i1 += (double)((int64_t)wmax * (qe - q) - wsum);
+    }
+  }
+  for (i = 0; ways == 4 && i < hn; i++) h[i] += h[hn + i] + h[2 * hn + i] + h[3 * hn + i];
+  p->ss_runs = n ? (ptr[n] >> 8) - (ptr[0] >> 8) + (n - h[0]) - ends : 0;
+  p->sorted_kept = kept;
+  p->idle_row = i1;
+  p->idle_csr = im;
+  return SPX_OK;
 }
 
 void spx__pprof_free(spx__pprof *p) { SPX_FREE(p->hist); p->hist = NULL; }
@@ -369,7 +436,6 @@ int spx__plan_tpr(const spx_csr *a) {
  * row-length part already measured on the device (row_max, hist, ss_runs, sorted_kept, idle_row,
  * idle_csr), and the column counts when given->cols_done. */
 spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const spx__pprof *given, spx__pprof *p) {
-  int64_t i;
   spx_status s;
   const int tr = spx__plan_tracing(); /* the model's passes, under the plan's trace */
   double tl = spx__now();
@@ -378,7 +444,6 @@ spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const spx__ppro
     if (tr) fprintf(stderr, "spx plan:   %-8s %8.3f ms\n", what, 1e3 * (spx__now() - tl)); \
     tl = spx__now();                                                                                   \
   } while (0)
-  enum { seg = 256 }; /* SS's default segment; a constant, so the per-row divisions are shifts */
   memset(p, 0, sizeof *p);
   p->n = a->nrows; p->ncols = a->ncols; p->nnz = a->nnz;
   if (given) { /* everything it holds; the histogram is the caller's, so copied */
@@ -387,28 +452,8 @@ spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const spx__ppro
     if (!(p->hist = (int64_t *)spx__alloc((size_t)given->row_max + 1, sizeof *p->hist))) return SPX_OUT_OF_MEMORY;
     memcpy(p->hist, given->hist, ((size_t)given->row_max + 1) * sizeof *p->hist);
   } else {
-    int64_t rmax = 0, runs = 0, kept = 0, *h;
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 8192) reduction(max : rmax) \
-    num_threads(spx__host_threads_for(a->nrows, SPX__HOST_GRAIN)) if (a->nrows > 65536)
-#endif
-    for (i = 0; i < a->nrows; i++) rmax = SPX__MAX(rmax, a->row_ptr[i + 1] - a->row_ptr[i]);
-    p->row_max = rmax;
-    if (!(h = p->hist = (int64_t *)spx__calloc((size_t)rmax + 1, sizeof *p->hist))) return SPX_OUT_OF_MEMORY;
-    /* Per-thread histograms (an array-section reduction) while they stay small. */
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 8192) reduction(+ : runs, kept, h[:rmax + 1]) \
-    num_threads(spx__host_threads_for(a->nrows, SPX__HOST_GRAIN)) \
-    if (a->nrows > 65536 && rmax < 65536)
-#endif
-    for (i = 0; i < a->nrows; i++) {
-      int64_t b = a->row_ptr[i], e = a->row_ptr[i + 1];
-      h[e - b]++;
-      if (e > b) runs += ((e - 1) >> 8) - (b >> 8) + 1; /* / seg, for the non-negative offsets */
-      kept += i + 1 < a->nrows && a->row_ptr[i + 2] - e == e - b;
-    }
-    p->ss_runs = runs;
-    p->sorted_kept = kept;
+    p->tpr = spx__plan_tpr(a);
+    if ((s = spx__pprof_rows(a, warp, p->tpr, full != 0, p))) return s;
   }
   SPX__PPROF_TRACE("rows");
   if (!full) return SPX_OK;
@@ -434,10 +479,7 @@ spx_status spx__pprof_make(const spx_csr *a, int warp, int full, const spx__ppro
     }
     if (in) p->idle_sorted += (double)(mx * in - sum);
   }
-  p->tpr = spx__plan_tpr(a);
-  if (!given) {
-    spx__plan_idle(a, warp, p->tpr, &p->idle_row, &p->idle_csr);
-  }
+  if (given) p->tpr = spx__plan_tpr(a);
   SPX__PPROF_TRACE("idle");
 #undef SPX__PPROF_TRACE
   return SPX_OK;
