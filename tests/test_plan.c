@@ -423,7 +423,8 @@ static void test_model_fake_device(void **state) {
 
 /* Formats that would not fit are excluded; a heuristic's ELL that does not fit falls back. */
 /* The latency terms (issue 29): a format that gives a row to one thread walks it in chain_ns
- * steps. One dense row: ELL-R, JDS and SELL walk its length x chain_ns x their factors, and
+ * steps. One dense row: ELL-R, JDS and SELL walk its length x chain_ns x their factors (RBP-ELL(-R)
+ * its one block, four values a step), and
  * predict at least the launch and that walk after it (no floor measured); CSR (lanes per row, at
  * most ~8 steps on a small matrix) and COO do not, and the model's choice is neither of the row
  * formats; the long rows' blocks take the device's block slots in rounds (more copies of the long
@@ -450,6 +451,15 @@ static void test_model_latency(void **state) {
     if (fabs(r->chain_us - walk) > 1e-9 * walk || r->predicted_us < d.launch_us + r->chain_us - 1e-9)
       fail_msg("%s: chain %.2f us, predicted %.2f us, want %.2f and at least %.2f more", row_formats[k], r->chain_us,
                r->predicted_us, walk, d.launch_us);
+  }
+  for (k = 0; k < 2; k++) {
+    /* RBP-ELL(-R) walk a row's block pairs and isolated nonzeros a step each and a block's values
+     * four to a step, the most of each a row holds: the dense row is one block of 4000 (1 + 1000
+     * steps), the last row wraps to columns n - 1 and 0 (two isolated nonzeros) */
+    const spx_plan_candidate *r = cand(c, nc, k ? "rbp_ell_r" : "rbp_ell", 0);
+    const double walk = 0.1 * (1.0 + 2.0 + (double)dense / 4.0) * spx_test_walk_factor(r->format);
+    if (fabs(r->chain_us - walk) > 1e-9 * walk)
+      fail_msg("%s: chain %.2f us, want %.2f", spx_format_name(r->format), r->chain_us, walk);
   }
   {
     /* a measured floor: the walk beyond the probe's rows of 7 adds to it */

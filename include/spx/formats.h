@@ -301,9 +301,9 @@ typedef struct spx_format_vtable {
   _(RBP_CSR,   rbp_csr,   SPX_DESC_RBP_CSR,   "O(nnz + n)",             "row block packing (column runs) on CSR",                           \
     (rbp_csr,   ROW,    1, 1, ROW,  0.57, NULL), none)                                                                                      \
   _(RBP_ELL,   rbp_ell,   SPX_DESC_RBP_ELL,   "O(n (Kv + Kc) + nnz)",   "row block packing on ELL",                                         \
-    (rbp_ell,   ROW,    1, 1, ROW,  3.3,  NULL), none)                                                                                      \
+    (rbp_ell,   ROW,    1, 1, ROW,  4.62, NULL), none)                                                                                      \
   _(RBP_ELL_R, rbp_ell_r, SPX_DESC_RBP_ELL_R, "O(n (Kv + Kc) + nnz)",   "row block packing on ELL-R",                                       \
-    (rbp_ell_r, ROW,    1, 1, ROW,  3.23, NULL), none)                                                                                      \
+    (rbp_ell_r, ROW,    1, 1, ROW,  4.65, NULL), none)                                                                                      \
   _(SS,        ss,        SPX_DESC_SS,        "O(nnz + n)",             "segmented scan with a per-element index",                          \
     (ss,        FLAT,   2, 0, NONE, 0.0,  NULL), none)                                                                                      \
   _(BSR,       bsr,       SPX_DESC_BSR,       "O(nnz + nblocks r)",     "r x c blocks (auto: square, least bytes)",                         \

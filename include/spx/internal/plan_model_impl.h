@@ -40,9 +40,11 @@ typedef struct spx__plan_ops {
   int (*blocky)(const spx__pprof *p, int64_t vb);    /* whether the block factor applies; NULL: never */
   double (*padding)(const spx__pprof *p);            /* stored slots per nonzero; NULL: the lanes' rule */
   void (*choose)(const spx__pprof *p, int64_t vb, spx_format_params *params); /* the build's parameters */
+  double (*walk)(const spx__pprof *p);               /* a ROW walk's steps; NULL: the longest row */
 } spx__plan_ops;
-#define SPX__PLAN_OPS(pb, read, blocky, padding, choose) \
-  static const spx__plan_ops spx__po_##pb = {spx__pb_##pb, read, blocky, padding, choose};
+#define SPX__PLAN_OPS(pb, read, blocky, padding, choose) SPX__PLAN_OPS_W(pb, read, blocky, padding, choose, NULL)
+#define SPX__PLAN_OPS_W(pb, read, blocky, padding, choose, walk) \
+  static const spx__plan_ops spx__po_##pb = {spx__pb_##pb, read, blocky, padding, choose, walk};
 
 /* A parameter's descriptor default by name (SPX_AUTO when the format decides, or has none). */
 static int64_t spx__plan_pdef(const spx_format_vtable *vt, const char *name) {
@@ -157,12 +159,22 @@ static int64_t spx__pb_rbp_ell(const spx__pprof *p, const spx_format_vtable *vt,
   (void)vt; return vb * p->n * p->max_bval + 8 * p->n * p->max_blocks + 4 * (p->n + 1) + (vb + 4) * p->nnon;
 }
 static int64_t spx__pr_rbp_ell(const spx__pprof *p, int64_t vb) { return spx__plan_rbp_read(p, vb, 8.0); }
-SPX__PLAN_OPS(rbp_ell, spx__pr_rbp_ell, spx__plan_rbp_blocky, NULL, NULL)
+/* RBP-ELL(-R)'s thread walks a row's block pairs and isolated nonzeros a step each, and a block's
+ * values SPX__PLAN_RBP_VALUES to a step (the compiler unrolls a block's loop by 4 where its length
+ * is not the unrolled common one): the most of each a row holds (maybe from different rows: an
+ * upper bound), at most the longest row. Without the column counts (the floor probe's profile),
+ * the longest row. */
+#define SPX__PLAN_RBP_VALUES 4.0
+static double spx__plan_rbp_walk(const spx__pprof *p) {
+  const double w = (double)(p->max_blocks + p->max_iso) + (double)p->max_bval / SPX__PLAN_RBP_VALUES;
+  return p->cols_done && w < (double)p->row_max ? w : (double)p->row_max;
+}
+SPX__PLAN_OPS_W(rbp_ell, spx__pr_rbp_ell, spx__plan_rbp_blocky, NULL, NULL, spx__plan_rbp_walk)
 static int64_t spx__pb_rbp_ell_r(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   return spx__pb_rbp_ell(p, vt, vb) + 4 * p->n;
 }
 static int64_t spx__pr_rbp_ell_r(const spx__pprof *p, int64_t vb) { return spx__plan_rbp_read(p, vb, 4.0); }
-SPX__PLAN_OPS(rbp_ell_r, spx__pr_rbp_ell_r, spx__plan_rbp_blocky, NULL, NULL)
+SPX__PLAN_OPS_W(rbp_ell_r, spx__pr_rbp_ell_r, spx__plan_rbp_blocky, NULL, NULL, spx__plan_rbp_walk)
 
 /* SELL-C-sigma and SELL16 with C = 32 and sigma 1 or 256 (the descriptors' defaults); another C
  * or sigma has no predictor (converted to learn its bytes). */
@@ -224,8 +236,9 @@ static int64_t spx__pb_sdia(const spx__pprof *p, const spx_format_vtable *vt, in
 static double spx__plan_sdia_padding(const spx__pprof *p) { return p->nnz ? (double)p->sdia_slots / (double)p->nnz : 1.0; }
 SPX__PLAN_OPS(sdia, NULL, NULL, spx__plan_sdia_padding, NULL)
 #undef SPX__PLAN_OPS
+#undef SPX__PLAN_OPS_W
 /* A registry line's predictor none, and every registered format's: no stored bytes known. */
-static const spx__plan_ops spx__po_none = {NULL, NULL, NULL, NULL, NULL};
+static const spx__plan_ops spx__po_none = {NULL, NULL, NULL, NULL, NULL, NULL};
 
 /* The longest serial walk one thread of a format's kernel makes, in steps of the device's chain_ns
  * (the line's walk): NONE (nonzeros spread evenly over threads: COO, SS, cuSPARSE), ROW (a thread
@@ -388,7 +401,10 @@ static double spx__plan_chain_us(const spx_plan_device *d, const spx__pprof *p, 
   *probe_us = 0;
   if (d->warp <= 1 || !p->hist || p->n == 0) return 0;
   switch (q->chain) {
-  case SPX__CHAIN_ROW: steps = (double)p->row_max; probe = (double)w->probe.row_max; break;
+  case SPX__CHAIN_ROW:
+    steps = q->ops->walk ? q->ops->walk(p) : (double)p->row_max;
+    probe = q->ops->walk ? q->ops->walk(&w->probe) : (double)w->probe.row_max;
+    break;
   case SPX__CHAIN_HYB: steps = (double)spx__plan_hyb_k(p, vt); probe = (double)spx__plan_hyb_k(&w->probe, vt); break;
   case SPX__CHAIN_CSR: steps = w->csr_steps; probe = w->probe_csr; break;
   case SPX__CHAIN_STEPS: steps = (double)given; break;

@@ -228,6 +228,7 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
     p->nblocks += blocks; p->nval += bval;
     p->max_blocks = SPX__MAX(p->max_blocks, blocks);
     p->max_bval = SPX__MAX(p->max_bval, bval);
+    p->max_iso = SPX__MAX(p->max_iso, e - rb - bval);
     len[i - w0] = e - rb;
     /* columns are sorted within a row; an empty row's padding sits on its diagonal (ELL's rule) */
     lo[i - w0] = e > rb ? a->col_idx[rb] : (i < a->ncols ? i : a->ncols - 1);
@@ -394,6 +395,7 @@ spx_status spx__pprof_columns(const spx_csr *a, int beside_upload, spx__pprof *p
           p->nnon += loc.nnon; p->nblocks += loc.nblocks; p->nval += loc.nval;
           p->max_blocks = SPX__MAX(p->max_blocks, loc.max_blocks);
           p->max_bval = SPX__MAX(p->max_bval, loc.max_bval);
+          p->max_iso = SPX__MAX(p->max_iso, loc.max_iso);
           for (b = 1; b <= 8; b++) p->bsr_blocks[b] += loc.bsr_blocks[b];
           p->sell_slots[0] += loc.sell_slots[0]; p->sell_slots[1] += loc.sell_slots[1];
           p->sell16_wide[0] |= loc.sell16_wide[0]; p->sell16_wide[1] |= loc.sell16_wide[1];

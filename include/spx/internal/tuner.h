@@ -20,7 +20,7 @@
 typedef struct spx__pprof {
   int64_t n, ncols, nnz, row_max;
   int64_t *hist;       /* hist[len]: rows of length len, 0 .. row_max */
-  int64_t nblocks, nval, nnon, max_blocks, max_bval; /* column runs (RBP) */
+  int64_t nblocks, nval, nnon, max_blocks, max_bval, max_iso; /* column runs (RBP): totals, most in a row */
   int64_t ss_runs;     /* row pieces of SS with its default segment */
   double idle_row;     /* idle lane-slots of one thread per row, warps of consecutive rows */
   double idle_sorted;  /* the same with rows sorted by length (JDS) */
