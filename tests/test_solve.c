@@ -921,6 +921,77 @@ static void test_gpu_solvers(void **state) {
   spx_context_destroy(g);
 }
 
+/* One CG-family solve on the GPU with a forced plan and device vectors: x (malloc'd), the report and
+ * the residual history (hist: 4096). */
+static double *gpu_run(spx_context *g, const spx_csr *a, const char *force, solve_fn fn, const double *b,
+                       int no_graph, int64_t maxit, spx_solve_report *r, double *hist) {
+  spx_plan_options po;
+  spx_plan *p = NULL;
+  spx_solve_options o;
+  int64_t n = a->nrows;
+  double *x = calloc((size_t)n, 8);
+  spx_devptr db = 0, dx = 0;
+  spx_status s;
+  spx_plan_options_default(&po);
+  po.force = force;
+  if (spx_plan_create(g, a, &po, &p) != SPX_OK) fail_msg("%s: %s", force, spx_last_error());
+  spx_solve_options_default(&o);
+  o.maxit = maxit;
+  o.history = hist;
+  o.history_len = 4096;
+  o.no_graph = no_graph;
+  assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &db), SPX_OK);
+  assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dx), SPX_OK);
+  assert_int_equal(spx_device_upload(g, db, b, (size_t)n * 8), SPX_OK);
+  assert_int_equal(spx_device_memset(g, dx, 0, (size_t)n * 8), SPX_OK);
+  s = fn(p, (const void *)(uintptr_t)db, (void *)(uintptr_t)dx, &o, r);
+  if (s != SPX_OK && s != SPX_NOT_CONVERGED) fail_msg("%s %s: %s", force, r->method, spx_last_error());
+  assert_int_equal(spx_device_download(g, x, dx, (size_t)n * 8), SPX_OK);
+  spx_device_free(g, db);
+  spx_device_free(g, dx);
+  spx_plan_destroy(p);
+  return x;
+}
+
+/* CG and Jacobi PCG replay the iterations between state reads (poll, 8) as one CUDA graph: the same
+ * kernels in the same order as launching them, so the same iterations, residual history and x to
+ * the bit, for spx's kernels and cuSPARSE's product; a graph ran (and none with no_graph). A maxit
+ * that is not a multiple of poll ends on launched iterations (13: one graph, then five). */
+static void test_gpu_cg_graph(void **state) {
+  static const char *const plans[] = {"csr", "sell", "cusparse"};
+  static const solve_fn fns[] = {spx_solve_cg, spx_solve_pcg_jacobi};
+  spx_context *g = gpu_ctx();
+  spx_csr *a;
+  double *b, h1[4096], h2[4096];
+  int k, m, t;
+  (void)state;
+  if (!g) skip();
+  assert_int_equal(spx_gen_elasticity3d(6, 5, 5, SPX_DOUBLE, &a), SPX_OK);
+  b = malloc((size_t)a->nrows * 8);
+  spx_test_fill(b, a->nrows);
+  for (m = 0; m < 2; m++)
+    for (k = 0; k < 3; k++)
+      for (t = 0; t < 2; t++) {
+        const int64_t maxit = t ? 13 : 3000;
+        spx_solve_report r1, r2;
+        double *x1 = gpu_run(g, a, plans[k], fns[m], b, 0, maxit, &r1, h1);
+        double *x2 = gpu_run(g, a, plans[k], fns[m], b, 1, maxit, &r2, h2);
+        if (r1.iterations != r2.iterations || r1.spmvs != r2.spmvs || r1.status != r2.status ||
+            memcmp(x1, x2, (size_t)a->nrows * 8) || memcmp(h1, h2, (size_t)(r1.iterations + 1) * 8))
+          fail_msg("%s %s maxit %lld: graph %lld iterations, %lld SpMVs; launched %lld, %lld; x or the history differ",
+                   plans[k], r1.method, (long long)maxit, (long long)r1.iterations, (long long)r1.spmvs,
+                   (long long)r2.iterations, (long long)r2.spmvs);
+        if (r1.graph_launches < 1 || r2.graph_launches != 0 || (t && r1.graph_launches != 1))
+          fail_msg("%s %s maxit %lld: %lld graphs (launched: %lld)", plans[k], r1.method, (long long)maxit,
+                   (long long)r1.graph_launches, (long long)r2.graph_launches);
+        if (t) assert_int_equal(r1.status, SPX_NOT_CONVERGED);
+        free(x1); free(x2);
+      }
+  free(b);
+  spx_csr_destroy(a);
+  spx_context_destroy(g);
+}
+
 /* On the GPU, a deferred plan starts on the staged CSR (spx's kernel or cuSPARSE, nothing converted)
  * and the solvers upgrade it on the device from the staged arrays (upgrade_at 8: the first state
  * read at or after it), converging like the plan chosen from the start (+-3 iterations); and a
@@ -1055,7 +1126,7 @@ int main(void) {
       cmocka_unit_test(test_bad_arguments),       cmocka_unit_test(test_preconditioner_callback),
       cmocka_unit_test(test_any_plan),            cmocka_unit_test(test_deferred_plan), cmocka_unit_test(test_report_print),
       cmocka_unit_test(test_kernels_compile),     cmocka_unit_test(test_gpu_solvers),
-      cmocka_unit_test(test_gpu_deferred), cmocka_unit_test(test_gpu_endings),
+      cmocka_unit_test(test_gpu_deferred), cmocka_unit_test(test_gpu_endings), cmocka_unit_test(test_gpu_cg_graph),
       cmocka_unit_test(test_badly_scaled_b), cmocka_unit_test(test_gpu_badly_scaled_b),
   };
   setenv("SPX_QUIET", "1", 0);

@@ -286,6 +286,8 @@ const char *const spx_cli_solve_help[] = {
     "never (accepted for scripts; default: on with a GPU)",
     "--defer\tspx's plan starts on the CSR as it is and converts once the residual says it pays "
     "(default off)",
+    "--no-graph\ton a GPU, launch each iteration's kernels instead of replaying the iterations "
+    "between state reads as one CUDA graph (default: graphs where the plan allows)",
     "--reps N\tside by side: runs per side, alternating, each reporting its median run, 1 to 9 "
     "(default 3)",
     "$ spx solve gen:poisson7:100 --precond amg --smoother gs --ones",
@@ -293,7 +295,7 @@ const char *const spx_cli_solve_help[] = {
 
 int spx_cli_solve(int argc, char **argv) {
   const char *file = NULL, *rhs = NULL, *method = "cg", *v, *strategy_name = "auto", *format = NULL, *precond = "none";
-  int json = 0, host = 0, compare = 0, k, ones = 0, bad = 0, reps = 3, nrun = 0;
+  int json = 0, host = 0, compare = 0, k, ones = 0, bad = 0, reps = 3, nrun = 0, no_graph = 0;
   double tol = 1e-8, gbs = 0;
   int64_t maxit = 10000, i;
   spx_plan_strategy strategy;
@@ -329,6 +331,7 @@ int spx_cli_solve(int argc, char **argv) {
     else if (!strcmp(argv[k], "--json")) json = 1;
     else if (!strcmp(argv[k], "--compare-cusparse")) compare = 1;
     else if (!strcmp(argv[k], "--defer")) solve_defer = 1;
+    else if (!strcmp(argv[k], "--no-graph")) no_graph = 1;
     else if ((v = spx_cli_opt(argc, argv, &k, "--reps"))) {
       int64_t r;
       if (!spx_cli_int("solve", "--reps", v, &r)) return 2;
@@ -394,6 +397,7 @@ int spx_cli_solve(int argc, char **argv) {
   o.rtol = tol;
   o.maxit = maxit;
   o.host_vectors = 1;
+  o.no_graph = no_graph;
   if (compare) {
     /* One-time process costs (driver, NVRTC and cuSPARSE loading, every kernel's compile or cache
      * load, the tuner's calibration file, the OpenMP threads) and the driver's first mapping of

@@ -87,6 +87,11 @@ typedef struct spx_solve_options {
                             * conversion (checked after 4, 8, 16, ... iterations; on a GPU at the
                             * next state read); 0: never; k > 0: at iteration k (or the first state
                             * read after it) */
+  int no_graph;            /* CUDA: 1 launches every kernel of every iteration; 0 [default] CG
+                            * replays poll iterations as one CUDA graph once the plan is settled
+                            * (no race, compile or pending choice), without a preconditioner
+                            * callback or other ranks: the same kernels in the same order, fewer
+                            * launches (the same x to the bit) */
 } spx_solve_options;
 
 void spx_solve_options_default(spx_solve_options *o);
@@ -120,6 +125,7 @@ typedef struct spx_solve_report {
   int spmvs_per_iter;      /* 1 (CG) or 2 (BiCGSTAB) */
   int64_t upgraded_at;     /* a deferred plan upgraded after this many iterations (-1: not) */
   double upgrade_ms;       /* what the upgrade took (inside solve_ms) */
+  int64_t graph_launches;  /* CUDA graphs of poll iterations launched (options.no_graph) */
   char message[256];       /* a sentence on how it ended */
 } spx_solve_report;
 

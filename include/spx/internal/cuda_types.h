@@ -27,6 +27,8 @@ typedef struct spx__CUmod_st *spx__CUmodule;
 typedef struct spx__CUfunc_st *spx__CUfunction;
 typedef struct spx__CUstream_st *spx__CUstream; /* also cudaStream_t, as cuSPARSE takes it */
 typedef struct spx__CUevent_st *spx__CUevent;
+typedef struct spx__CUgraph_st *spx__CUgraph;
+typedef struct spx__CUgraphExec_st *spx__CUgraphExec;
 typedef struct spx__CUipcMemHandle { char reserved[64]; } spx__CUipcMemHandle; /* CUipcMemHandle */
 typedef size_t (*spx__CUoccupancyB2DSize)(int block_size);
 
@@ -233,6 +235,12 @@ enum {
   _(1, spx__CUresult, cuFuncGetAttribute,                cuFuncGetAttribute,                (int *v, spx__CUfunction_attribute a, spx__CUfunction f)) \
   _(1, spx__CUresult, cuFuncSetAttribute,                cuFuncSetAttribute,                (spx__CUfunction f, spx__CUfunction_attribute a, int v)) \
   _(0, spx__CUresult, cuLaunchHostFunc,                  cuLaunchHostFunc,                  (spx__CUstream s, void (*fn)(void *), void *data)) \
+  _(0, spx__CUresult, cuStreamBeginCapture,              cuStreamBeginCapture_v2,           (spx__CUstream s, int mode)) \
+  _(0, spx__CUresult, cuStreamEndCapture,                cuStreamEndCapture,                (spx__CUstream s, spx__CUgraph *g)) \
+  _(0, spx__CUresult, cuGraphInstantiate,                cuGraphInstantiateWithFlags,       (spx__CUgraphExec *e, spx__CUgraph g, unsigned long long flags)) \
+  _(0, spx__CUresult, cuGraphLaunch,                     cuGraphLaunch,                     (spx__CUgraphExec e, spx__CUstream s)) \
+  _(0, spx__CUresult, cuGraphExecDestroy,                cuGraphExecDestroy,                (spx__CUgraphExec e)) \
+  _(0, spx__CUresult, cuGraphDestroy,                    cuGraphDestroy,                    (spx__CUgraph g)) \
   _(1, spx__CUresult, cuLaunchKernel,                    cuLaunchKernel,                    (spx__CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem, spx__CUstream s, void **args, void **extra)) \
   _(0, spx__CUresult, cuOccupancyMaxPotentialBlockSize,  cuOccupancyMaxPotentialBlockSize,  (int *min_grid, int *block, spx__CUfunction f, spx__CUoccupancyB2DSize smem_of_block, size_t smem, int block_limit)) \
   _(0, spx__CUresult, cuOccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor, (int *blocks, spx__CUfunction f, int block, size_t smem))
@@ -427,6 +435,14 @@ spx_status spx__event_sync(const spx__cuda_api *cu, spx__CUevent ev);
  * message as spx__cu_check gives it). */
 int spx__event_done(const spx__cuda_api *cu, spx__CUevent ev);
 spx_status spx__event_ms(const spx__cuda_api *cu, float *ms, spx__CUevent from, spx__CUevent to);
+/* CUDA graphs of a stream's work: whether the driver has them; capture begins on st (this thread's
+ * calls only: another thread's work goes on) and ends into an executable graph (*out NULL and a
+ * status where the capture failed: something in it cannot be captured); launch and release. */
+int spx__graph_usable(const spx__cuda_api *cu);
+spx_status spx__graph_begin(const spx__cuda_api *cu, spx__CUstream st);
+spx_status spx__graph_end(const spx__cuda_api *cu, spx__CUstream st, spx__CUgraphExec *out);
+spx_status spx__graph_launch(const spx__cuda_api *cu, spx__CUgraphExec e, spx__CUstream st);
+void spx__graph_free(const spx__cuda_api *cu, spx__CUgraphExec e);
 spx_status spx__copy_h2d_async(const spx__cuda_api *cu, spx_devptr dst, const void *src, size_t bytes,
                                spx__CUstream st);
 spx_status spx__copy_d2h_async(const spx__cuda_api *cu, void *dst, spx_devptr src, size_t bytes, spx__CUstream st);

@@ -831,6 +831,31 @@ spx_status spx__event_ms(const spx__cuda_api *cu, float *ms, spx__CUevent from, 
   return spx__cu_check(cu->cuEventElapsedTime(ms, from, to), "cuEventElapsedTime");
 }
 
+int spx__graph_usable(const spx__cuda_api *cu) {
+  return cu && cu->cuStreamBeginCapture && cu->cuStreamEndCapture && cu->cuGraphInstantiate && cu->cuGraphLaunch &&
+         cu->cuGraphExecDestroy && cu->cuGraphDestroy;
+}
+/* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: only this thread's unsafe calls end the capture */
+#define SPX__CU_CAPTURE_THREAD_LOCAL 1
+spx_status spx__graph_begin(const spx__cuda_api *cu, spx__CUstream st) {
+  return spx__cu_check(cu->cuStreamBeginCapture(st, SPX__CU_CAPTURE_THREAD_LOCAL), "cuStreamBeginCapture");
+}
+spx_status spx__graph_end(const spx__cuda_api *cu, spx__CUstream st, spx__CUgraphExec *out) {
+  spx__CUgraph g = NULL;
+  spx_status s = spx__cu_check(cu->cuStreamEndCapture(st, &g), "cuStreamEndCapture");
+  *out = NULL;
+  if (!s && g) s = spx__cu_check(cu->cuGraphInstantiate(out, g, 0), "cuGraphInstantiate");
+  if (g) (void)cu->cuGraphDestroy(g);
+  if (s) *out = NULL;
+  return s;
+}
+spx_status spx__graph_launch(const spx__cuda_api *cu, spx__CUgraphExec e, spx__CUstream st) {
+  return spx__cu_check(cu->cuGraphLaunch(e, st), "cuGraphLaunch");
+}
+void spx__graph_free(const spx__cuda_api *cu, spx__CUgraphExec e) {
+  if (e) (void)cu->cuGraphExecDestroy(e);
+}
+
 spx_status spx__copy_h2d_async(const spx__cuda_api *cu, spx_devptr dst, const void *src, size_t bytes,
                                spx__CUstream st) {
   return spx__cu_check(cu->cuMemcpyHtoDAsync((spx__CUdeviceptr)dst, src, bytes, st), "cuMemcpyHtoDAsync");

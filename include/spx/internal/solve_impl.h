@@ -635,47 +635,143 @@ static spx_status spx__g_adapt_start(spx__solver *s) {
   return SPX_OK;
 }
 
+/* CG's vectors and the scalar kernels' arguments, for its iterations. */
+typedef struct spx__g_cgv {
+  spx_devptr x, r, p, q, z, dinv, hist;
+  long long n, hcap;
+  int g, have_rz;
+} spx__g_cgv;
+
+/* One CG iteration without a preconditioner callback: the product, p.Ap, alpha, r and ||r||^2,
+ * beta, x and p. */
+static spx_status spx__g_cg_step(spx__solver *s, spx__g_cgv *v) {
+  void *aa[] = {&v->g, &s->tpart, &s->st};
+  void *ar[] = {&v->n, &v->q, &v->r, &v->dinv, &s->part, &s->st};
+  void *ab[] = {&v->g, &s->tpart, &s->st, &v->hist, &v->hcap, &v->have_rz};
+  void *ax[] = {&v->n, &v->x, &v->p, &v->r, &v->dinv, &v->z, &s->st};
+  spx_devptr none = 0;
+  spx_status st;
+  if ((st = spx__g_spmv(s, v->p, v->q)) || (st = spx__g_dot2(s, v->p, v->q, none)) || (st = spx__g_total(s, &v->g)) ||
+      (st = spx__k(s, SPX__K_CG_ALPHA, 1, aa)) || (st = spx__k(s, SPX__K_CG_R, s->grid, ar)) ||
+      (st = spx__g_total(s, &v->g)) || (st = spx__k(s, SPX__K_CG_BETA, 1, ab)))
+    return st;
+  return spx__k(s, SPX__K_CG_XP, s->grid, ax);
+}
+
+/* Whether this run's CG iterations may be one graph: no callback, no other ranks, a plan that runs
+ * the same kernels from call to call (no race, compile or pending choice), a driver with graphs. */
+static int spx__g_graphable(const spx__solver *s) {
+  return !s->o.no_graph && !s->gno && !s->o.precond && !s->ops && s->A && !spx_plan_racing(s->A, NULL) &&
+         !spx_plan_compiling(s->A) && !spx_plan_pending(s->A, NULL) && spx__graph_usable(spx__cuda());
+}
+
+static void spx__g_graph_free(spx__solver *s) {
+  const spx__cuda_api *cu = spx__cuda();
+  if (!cu || (!s->gexec && !s->gstream) || spx__ctx_push(s->ctx)) return;
+  spx__graph_free(cu, (spx__CUgraphExec)s->gexec);
+  if (s->gstream) spx__stream_free(cu, (spx__CUstream)s->gstream);
+  spx__ctx_pop(s->ctx);
+  s->gexec = s->gstream = NULL;
+}
+
+/* poll CG iterations as one graph on the context's stream: captured at the first call of a run
+ * (the steps' launches on a stream of the solver's own), launched at each. *ran 0: not this time
+ * (the caller launches them), and where the capture failed not this run. */
+static spx_status spx__g_cg_graph(spx__solver *s, spx__g_cgv *v, int *ran) {
+  const spx__cuda_api *cu = spx__cuda();
+  spx_status st = SPX_OK;
+  *ran = 0;
+  if (!s->gexec) {
+    spx__CUstream keep = s->ctx->stream, gs = (spx__CUstream)s->gstream;
+    const int64_t spmvs = s->rep->spmvs;
+    spx__g_cgv w = *v;
+    int k;
+    if (!spx__g_graphable(s)) return SPX_OK; /* maybe later: a compile or race may end */
+    if ((st = spx__ctx_push(s->ctx))) return st;
+    if (!gs && !(st = spx__stream_new(cu, &gs))) s->gstream = gs;
+    if (!st) st = spx__graph_begin(cu, gs);
+    if (!st) {
+      spx__CUgraphExec e = NULL;
+      s->ctx->stream = gs; /* every launch below, the plan's product's included, into the capture */
+      for (k = 0; k < s->o.poll && !st; k++) st = spx__g_cg_step(s, &w);
+      s->ctx->stream = keep;
+      if (!spx__graph_end(cu, gs, &e) && !st) s->gexec = e;
+      else spx__graph_free(cu, e);
+    }
+    spx__ctx_pop(s->ctx);
+    s->rep->spmvs = spmvs; /* captured, not run */
+    if (!s->gexec) { /* something in the steps would not be captured: launched as they are */
+      spx_clear_error();
+      s->gno = 1;
+      return SPX_OK;
+    }
+  }
+  if ((st = spx__ctx_push(s->ctx))) return st;
+  st = spx__graph_launch(cu, (spx__CUgraphExec)s->gexec, s->ctx->stream);
+  spx__ctx_pop(s->ctx);
+  if (st) return spx__g_kept(s, st);
+  s->rep->spmvs += s->o.poll;
+  s->rep->graph_launches++;
+  *ran = 1;
+  return SPX_OK;
+}
+
 static spx_status spx__g_cg(spx__solver *s, spx_devptr b, spx_devptr x) {
   const int cb = s->o.precond != NULL, jac = s->jacobi;
-  spx_devptr r = s->dv[0], p = s->dv[1], q = s->dv[2], z = cb ? s->dv[3] : 0, dinv = jac ? s->dv[4] : 0;
+  spx__g_cgv v;
   spx_devptr none = 0;
-  long long n = s->n, hcap = s->hcap > s->it0 ? s->hcap - s->it0 : 0;
-  spx_devptr hist = hcap ? s->hist + (spx_devptr)s->it0 * sizeof(double) : 0;
-  int g, have_rz = !cb, one = 1, zero = 0, skipped; /* g: the partials the next scalar kernel reads */
+  int one = 1, zero = 0, skipped; /* v.g: the partials the next scalar kernel reads */
   double rtol2 = s->o.rtol * s->o.rtol, atol2 = s->o.atol * s->o.atol;
   int64_t it;
   spx_status st;
-  if ((st = spx__g_spmv(s, x, q))) return st;
+  memset(&v, 0, sizeof v);
+  v.x = x; v.r = s->dv[0]; v.p = s->dv[1]; v.q = s->dv[2]; v.z = cb ? s->dv[3] : 0; v.dinv = jac ? s->dv[4] : 0;
+  v.n = s->n;
+  v.hcap = s->hcap > s->it0 ? s->hcap - s->it0 : 0;
+  v.hist = v.hcap ? s->hist + (spx_devptr)s->it0 * sizeof(double) : 0;
+  v.have_rz = !cb;
+  spx__g_graph_free(s); /* a run's graph holds its history's offset: captured anew */
+  s->gno = 0;
+  if ((st = spx__g_spmv(s, x, v.q))) return st;
   {
-    spx_devptr pp = cb ? none : p;
-    void *a1[] = {&n, &b, &q, &r, &dinv, &pp, &s->part};
-    void *a2[] = {&g, &s->tpart, &s->st, &hist, &hcap, &rtol2, &atol2, &have_rz};
-    if ((st = spx__k(s, SPX__K_CG_INIT, s->grid, a1)) || (st = spx__g_total(s, &g)) ||
+    spx_devptr pp = cb ? none : v.p;
+    void *a1[] = {&v.n, &b, &v.q, &v.r, &v.dinv, &pp, &s->part};
+    void *a2[] = {&v.g, &s->tpart, &s->st, &v.hist, &v.hcap, &rtol2, &atol2, &v.have_rz};
+    if ((st = spx__k(s, SPX__K_CG_INIT, s->grid, a1)) || (st = spx__g_total(s, &v.g)) ||
         (st = spx__k(s, SPX__K_CG_START, 1, a2)))
       return st;
   }
   if ((st = spx__g_adapt_start(s))) return st;
   if (cb) {
-    void *a3[] = {&g, &s->tpart, &s->st, &one};
-    void *a4[] = {&n, &z, &p};
-    if ((st = spx__g_precond(s, r, z, &skipped)) || (st = spx__g_dot2(s, r, z, none)) || (st = spx__g_total(s, &g)) ||
-        (st = spx__k(s, SPX__K_CG_RZ, 1, a3)) || (st = spx__k(s, SPX__K_COPY, s->grid, a4)))
+    void *a3[] = {&v.g, &s->tpart, &s->st, &one};
+    void *a4[] = {&v.n, &v.z, &v.p};
+    if ((st = spx__g_precond(s, v.r, v.z, &skipped)) || (st = spx__g_dot2(s, v.r, v.z, none)) ||
+        (st = spx__g_total(s, &v.g)) || (st = spx__k(s, SPX__K_CG_RZ, 1, a3)) || (st = spx__k(s, SPX__K_COPY, s->grid, a4)))
       return st;
   }
   for (it = s->it0; it < s->o.maxit; it++) {
-    void *aa[] = {&g, &s->tpart, &s->st};
-    void *ar[] = {&n, &q, &r, &dinv, &s->part, &s->st};
-    void *ab[] = {&g, &s->tpart, &s->st, &hist, &hcap, &have_rz};
-    void *az[] = {&g, &s->tpart, &s->st, &zero};
-    void *ax[] = {&n, &x, &p, &r, &dinv, &z, &s->st};
-    if ((st = spx__g_spmv(s, p, q)) || (st = spx__g_dot2(s, p, q, none)) || (st = spx__g_total(s, &g)) ||
-        (st = spx__k(s, SPX__K_CG_ALPHA, 1, aa)) || (st = spx__k(s, SPX__K_CG_R, s->grid, ar)) ||
-        (st = spx__g_total(s, &g)) || (st = spx__k(s, SPX__K_CG_BETA, 1, ab)))
-      return st;
-    if (cb && ((st = spx__g_precond(s, r, z, &skipped)) || (st = spx__g_dot2(s, r, z, none)) ||
-               (st = spx__g_total(s, &g)) || (st = spx__k(s, SPX__K_CG_RZ, 1, az))))
-      return st;
-    if ((st = spx__k(s, SPX__K_CG_XP, s->grid, ax))) return st;
+    int ran = 0;
+    /* whole batches of poll iterations, each ending at a state read, may run as one graph */
+    if (!cb && it % s->o.poll == 0 && it + s->o.poll <= s->o.maxit && (st = spx__g_cg_graph(s, &v, &ran))) return st;
+    if (ran) {
+      it += s->o.poll - 1;
+    } else if (!cb) {
+      if ((st = spx__g_cg_step(s, &v))) return st;
+    } else {
+      void *aa[] = {&v.g, &s->tpart, &s->st};
+      void *ar[] = {&v.n, &v.q, &v.r, &v.dinv, &s->part, &s->st};
+      void *ab[] = {&v.g, &s->tpart, &s->st, &v.hist, &v.hcap, &v.have_rz};
+      void *az[] = {&v.g, &s->tpart, &s->st, &zero};
+      void *ax[] = {&v.n, &v.x, &v.p, &v.r, &v.dinv, &v.z, &s->st};
+      if ((st = spx__g_spmv(s, v.p, v.q)) || (st = spx__g_dot2(s, v.p, v.q, none)) || (st = spx__g_total(s, &v.g)) ||
+          (st = spx__k(s, SPX__K_CG_ALPHA, 1, aa)) || (st = spx__k(s, SPX__K_CG_R, s->grid, ar)) ||
+          (st = spx__g_total(s, &v.g)) || (st = spx__k(s, SPX__K_CG_BETA, 1, ab)))
+        return st;
+      if ((st = spx__g_precond(s, v.r, v.z, &skipped)) || (st = spx__g_dot2(s, v.r, v.z, none)) ||
+          (st = spx__g_total(s, &v.g)) || (st = spx__k(s, SPX__K_CG_RZ, 1, az)))
+        return st;
+      if ((st = spx__k(s, SPX__K_CG_XP, s->grid, ax))) return st;
+    }
     if ((it + 1) % s->o.poll == 0 || it + 1 == s->o.maxit) {
       if ((st = spx__g_state(s))) return st;
       if (s->hst[SPX__ST_DONE] != 0) break;
@@ -832,6 +928,7 @@ void spx__g_free(spx__solver *s) {
   spx_device_free(s->ctx, s->xd);
   spx_device_free(s->ctx, s->sb);
   spx_device_free(s->ctx, s->sx);
+  spx__g_graph_free(s);
   if (s->hmap && !spx__ctx_push(s->ctx)) {
     spx__host_free(spx__cuda(), s->hmap);
     spx__ctx_pop(s->ctx);
@@ -1106,11 +1203,12 @@ spx_status spx_solve_report_print(const spx_solve_report *r, FILE *f, int json) 
                "\"true_resid\": %.17g, \"true_rel_resid\": %.17g, \"analysis_ms\": %.6g, \"build_ms\": %.6g, "
                "\"setup_ms\": %.6g, \"jit_ms\": %.6g, \"solve_ms\": %.6g, \"per_iter_us\": %.6g, \"check_ms\": %.6g, "
                "\"vector_bytes_per_iter\": %lld, \"spmvs_per_iter\": %d, \"upgraded_at\": %lld, \"upgrade_ms\": %.6g, "
-               "\"message\": \"",
+               "\"graph_launches\": %lld, \"message\": \"",
             r->method ? r->method : "", spx_status_string(r->status), (long long)r->n, (long long)r->iterations,
             (long long)r->spmvs, (long long)r->precond_calls, r->bnorm, r->tol, r->resid, r->rel_resid, r->true_resid,
             r->true_rel_resid, r->analysis_ms, r->build_ms, r->setup_ms, r->jit_ms, r->solve_ms, r->per_iter_us,
-            r->check_ms, (long long)r->vector_bytes_per_iter, r->spmvs_per_iter, (long long)r->upgraded_at, r->upgrade_ms);
+            r->check_ms, (long long)r->vector_bytes_per_iter, r->spmvs_per_iter, (long long)r->upgraded_at, r->upgrade_ms,
+            (long long)r->graph_launches);
     for (c = r->message; *c; c++) {
       if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
       else if ((unsigned char)*c >= 0x20) fputc(*c, f);
@@ -1127,6 +1225,8 @@ spx_status spx_solve_report_print(const spx_solve_report *r, FILE *f, int json) 
   fprintf(f, "time              setup %.3f ms (plan analysis %.3f ms before, build %.3f ms, solver kernels %.3f ms), "
              "iterations %.3f ms = %.2f us/iteration, check %.3f ms\n",
           r->setup_ms, r->analysis_ms, r->build_ms, r->jit_ms, r->solve_ms, r->per_iter_us, r->check_ms);
+  if (r->graph_launches)
+    fprintf(f, "graphs            %lld CUDA graphs of the iterations between state reads\n", (long long)r->graph_launches);
   if (r->upgraded_at >= 0)
     fprintf(f, "upgrade           the deferred plan converted after %lld iterations (%.3f ms, in the iterations' time)\n",
             (long long)r->upgraded_at, r->upgrade_ms);
