@@ -953,13 +953,13 @@ static double *gpu_run(spx_context *g, const spx_csr *a, const char *force, solv
   return x;
 }
 
-/* CG and Jacobi PCG replay the iterations between state reads (poll, 8) as one CUDA graph: the same
+/* CG, Jacobi PCG and BiCGSTAB replay the iterations between state reads (poll, 8) as one CUDA graph: the same
  * kernels in the same order as launching them, so the same iterations, residual history and x to
  * the bit, for spx's kernels and cuSPARSE's product; a graph ran (and none with no_graph). A maxit
  * that is not a multiple of poll ends on launched iterations (13: one graph, then five). */
-static void test_gpu_cg_graph(void **state) {
+static void test_gpu_solve_graph(void **state) {
   static const char *const plans[] = {"csr", "sell", "cusparse"};
-  static const solve_fn fns[] = {spx_solve_cg, spx_solve_pcg_jacobi};
+  static const solve_fn fns[] = {spx_solve_cg, spx_solve_pcg_jacobi, spx_solve_bicgstab};
   spx_context *g = gpu_ctx();
   spx_csr *a;
   double *b, h1[4096], h2[4096];
@@ -969,7 +969,7 @@ static void test_gpu_cg_graph(void **state) {
   assert_int_equal(spx_gen_elasticity3d(6, 5, 5, SPX_DOUBLE, &a), SPX_OK);
   b = malloc((size_t)a->nrows * 8);
   spx_test_fill(b, a->nrows);
-  for (m = 0; m < 2; m++)
+  for (m = 0; m < 3; m++)
     for (k = 0; k < 3; k++)
       for (t = 0; t < 2; t++) {
         const int64_t maxit = t ? 13 : 3000;
@@ -1126,7 +1126,7 @@ int main(void) {
       cmocka_unit_test(test_bad_arguments),       cmocka_unit_test(test_preconditioner_callback),
       cmocka_unit_test(test_any_plan),            cmocka_unit_test(test_deferred_plan), cmocka_unit_test(test_report_print),
       cmocka_unit_test(test_kernels_compile),     cmocka_unit_test(test_gpu_solvers),
-      cmocka_unit_test(test_gpu_deferred), cmocka_unit_test(test_gpu_endings), cmocka_unit_test(test_gpu_cg_graph),
+      cmocka_unit_test(test_gpu_deferred), cmocka_unit_test(test_gpu_endings), cmocka_unit_test(test_gpu_solve_graph),
       cmocka_unit_test(test_badly_scaled_b), cmocka_unit_test(test_gpu_badly_scaled_b),
   };
   setenv("SPX_QUIET", "1", 0);

@@ -644,7 +644,8 @@ typedef struct spx__g_cgv {
 
 /* One CG iteration without a preconditioner callback: the product, p.Ap, alpha, r and ||r||^2,
  * beta, x and p. */
-static spx_status spx__g_cg_step(spx__solver *s, spx__g_cgv *v) {
+static spx_status spx__g_cg_step(spx__solver *s, void *vv) {
+  spx__g_cgv *v = (spx__g_cgv *)vv;
   void *aa[] = {&v->g, &s->tpart, &s->st};
   void *ar[] = {&v->n, &v->q, &v->r, &v->dinv, &s->part, &s->st};
   void *ab[] = {&v->g, &s->tpart, &s->st, &v->hist, &v->hcap, &v->have_rz};
@@ -658,7 +659,7 @@ static spx_status spx__g_cg_step(spx__solver *s, spx__g_cgv *v) {
   return spx__k(s, SPX__K_CG_XP, s->grid, ax);
 }
 
-/* Whether this run's CG iterations may be one graph: no callback, no other ranks, a plan that runs
+/* Whether this run's iterations may be one graph: no callback, no other ranks, a plan that runs
  * the same kernels from call to call (no race, compile or pending choice), a driver with graphs. */
 static int spx__g_graphable(const spx__solver *s) {
   return !s->o.no_graph && !s->gno && !s->o.precond && !s->ops && s->A && !spx_plan_racing(s->A, NULL) &&
@@ -674,18 +675,23 @@ static void spx__g_graph_free(spx__solver *s) {
   s->gexec = s->gstream = NULL;
 }
 
-/* poll CG iterations as one graph on the context's stream: captured at the first call of a run
- * (the steps' launches on a stream of the solver's own), launched at each. *ran 0: not this time
- * (the caller launches them), and where the capture failed not this run. */
-static spx_status spx__g_cg_graph(spx__solver *s, spx__g_cgv *v, int *ran) {
+/* One iteration's launches (CG's or BiCGSTAB's, without a callback) on its vectors v. */
+typedef spx_status (*spx__g_step_fn)(spx__solver *s, void *v);
+
+/* poll iterations as one graph on the context's stream: captured at the first call of a run (the
+ * steps' launches on a stream of the solver's own, from a copy of v), launched at each. *ran 0: not
+ * this time (the caller launches them), and where the capture failed not this run. */
+static spx_status spx__g_graph(spx__solver *s, spx__g_step_fn step, const void *v, size_t vsize, int *ran) {
   const spx__cuda_api *cu = spx__cuda();
   spx_status st = SPX_OK;
   *ran = 0;
   if (!s->gexec) {
     spx__CUstream keep = s->ctx->stream, gs = (spx__CUstream)s->gstream;
     const int64_t spmvs = s->rep->spmvs;
-    spx__g_cgv w = *v;
+    double w[16]; /* the vectors' struct, copied (aligned as its fields): a capture changes nothing of the caller's */
     int k;
+    if (vsize > sizeof w) return SPX_OK;
+    memcpy(w, v, vsize);
     if (!spx__g_graphable(s)) return SPX_OK; /* maybe later: a compile or race may end */
     if ((st = spx__ctx_push(s->ctx))) return st;
     if (!gs && !(st = spx__stream_new(cu, &gs))) s->gstream = gs;
@@ -693,7 +699,7 @@ static spx_status spx__g_cg_graph(spx__solver *s, spx__g_cgv *v, int *ran) {
     if (!st) {
       spx__CUgraphExec e = NULL;
       s->ctx->stream = gs; /* every launch below, the plan's product's included, into the capture */
-      for (k = 0; k < s->o.poll && !st; k++) st = spx__g_cg_step(s, &w);
+      for (k = 0; k < s->o.poll && !st; k++) st = step(s, w);
       s->ctx->stream = keep;
       if (!spx__graph_end(cu, gs, &e) && !st) s->gexec = e;
       else spx__graph_free(cu, e);
@@ -710,7 +716,7 @@ static spx_status spx__g_cg_graph(spx__solver *s, spx__g_cgv *v, int *ran) {
   st = spx__graph_launch(cu, (spx__CUgraphExec)s->gexec, s->ctx->stream);
   spx__ctx_pop(s->ctx);
   if (st) return spx__g_kept(s, st);
-  s->rep->spmvs += s->o.poll;
+  s->rep->spmvs += (int64_t)s->o.poll * s->rep->spmvs_per_iter;
   s->rep->graph_launches++;
   *ran = 1;
   return SPX_OK;
@@ -752,7 +758,9 @@ static spx_status spx__g_cg(spx__solver *s, spx_devptr b, spx_devptr x) {
   for (it = s->it0; it < s->o.maxit; it++) {
     int ran = 0;
     /* whole batches of poll iterations, each ending at a state read, may run as one graph */
-    if (!cb && it % s->o.poll == 0 && it + s->o.poll <= s->o.maxit && (st = spx__g_cg_graph(s, &v, &ran))) return st;
+    if (!cb && it % s->o.poll == 0 && it + s->o.poll <= s->o.maxit &&
+        (st = spx__g_graph(s, spx__g_cg_step, &v, sizeof v, &ran)))
+      return st;
     if (ran) {
       it += s->o.poll - 1;
     } else if (!cb) {
@@ -781,44 +789,88 @@ static spx_status spx__g_cg(spx__solver *s, spx_devptr b, spx_devptr x) {
   return SPX_OK;
 }
 
+/* BiCGSTAB's vectors and the scalar kernels' arguments, for its iterations. */
+typedef struct spx__g_biv {
+  spx_devptr x, r, r0, p, v, t, ph, sh, hist;
+  long long n, hcap;
+  int g;
+} spx__g_biv;
+
+/* One BiCGSTAB iteration without a preconditioner callback: the two products, alpha and the half
+ * step, omega, x and r, the residual and p. */
+static spx_status spx__g_bi_step(spx__solver *s, void *vv) {
+  spx__g_biv *b = (spx__g_biv *)vv;
+  void *aa[] = {&b->g, &s->tpart, &s->st};
+  void *as[] = {&b->n, &b->v, &b->r, &s->part, &s->st};
+  void *ah[] = {&b->g, &s->tpart, &s->st, &b->hist, &b->hcap};
+  void *ax[] = {&b->n, &b->x, &b->ph, &b->sh, &b->t, &b->r, &b->r0, &s->part, &s->st};
+  void *ap[] = {&b->n, &b->r, &b->p, &b->v, &s->st};
+  spx_status st;
+  if ((st = spx__g_spmv(s, b->ph, b->v)) || (st = spx__g_dot2(s, b->r0, b->v, b->v)) || (st = spx__g_total(s, &b->g)) ||
+      (st = spx__k(s, SPX__K_BI_ALPHA, 1, aa)) || (st = spx__k(s, SPX__K_BI_S, s->grid, as)) ||
+      (st = spx__g_total(s, &b->g)) || (st = spx__k(s, SPX__K_BI_HALF, 1, ah)))
+    return st;
+  if ((st = spx__g_spmv(s, b->sh, b->t)) || (st = spx__g_dot2(s, b->r, b->t, b->t)) || (st = spx__g_total(s, &b->g)) ||
+      (st = spx__k(s, SPX__K_BI_OMEGA, 1, aa)) || (st = spx__k(s, SPX__K_BI_XR, s->grid, ax)) ||
+      (st = spx__g_total(s, &b->g)) || (st = spx__k(s, SPX__K_BI_R, 1, ah)))
+    return st;
+  return spx__k(s, SPX__K_BI_P, s->grid, ap);
+}
+
 static spx_status spx__g_bicgstab(spx__solver *s, spx_devptr b, spx_devptr x) {
   const int cb = s->o.precond != NULL;
-  spx_devptr r = s->dv[0], r0 = s->dv[1], p = s->dv[2], v = s->dv[3], t = s->dv[4];
-  spx_devptr ph = cb ? s->dv[5] : p, sh = cb ? s->dv[6] : r;
-  long long n = s->n, hcap = s->hcap > s->it0 ? s->hcap - s->it0 : 0;
-  spx_devptr hist = hcap ? s->hist + (spx_devptr)s->it0 * sizeof(double) : 0;
-  int g, skipped; /* g: the partials the next scalar kernel reads */
+  spx__g_biv w;
+  int skipped; /* w.g: the partials the next scalar kernel reads */
   double rtol2 = s->o.rtol * s->o.rtol, atol2 = s->o.atol * s->o.atol;
   int64_t it;
   spx_status st;
-  if ((st = spx__g_spmv(s, x, v))) return st;
+  memset(&w, 0, sizeof w);
+  w.x = x; w.r = s->dv[0]; w.r0 = s->dv[1]; w.p = s->dv[2]; w.v = s->dv[3]; w.t = s->dv[4];
+  w.ph = cb ? s->dv[5] : w.p;
+  w.sh = cb ? s->dv[6] : w.r;
+  w.n = s->n;
+  w.hcap = s->hcap > s->it0 ? s->hcap - s->it0 : 0;
+  w.hist = w.hcap ? s->hist + (spx_devptr)s->it0 * sizeof(double) : 0;
+  spx__g_graph_free(s); /* a run's graph holds its history's offset: captured anew */
+  s->gno = 0;
+  if ((st = spx__g_spmv(s, x, w.v))) return st;
   {
-    void *a1[] = {&n, &b, &v, &r, &r0, &p, &s->part};
-    void *a2[] = {&g, &s->tpart, &s->st, &hist, &hcap, &rtol2, &atol2};
-    if ((st = spx__k(s, SPX__K_BI_INIT, s->grid, a1)) || (st = spx__g_total(s, &g)) ||
+    void *a1[] = {&w.n, &b, &w.v, &w.r, &w.r0, &w.p, &s->part};
+    void *a2[] = {&w.g, &s->tpart, &s->st, &w.hist, &w.hcap, &rtol2, &atol2};
+    if ((st = spx__k(s, SPX__K_BI_INIT, s->grid, a1)) || (st = spx__g_total(s, &w.g)) ||
         (st = spx__k(s, SPX__K_BI_START, 1, a2)))
       return st;
   }
   if ((st = spx__g_adapt_start(s))) return st;
   for (it = s->it0; it < s->o.maxit; it++) {
-    void *aa[] = {&g, &s->tpart, &s->st};
-    void *as[] = {&n, &v, &r, &s->part, &s->st};
-    void *ah[] = {&g, &s->tpart, &s->st, &hist, &hcap};
-    void *ax[] = {&n, &x, &ph, &sh, &t, &r, &r0, &s->part, &s->st};
-    void *ap[] = {&n, &r, &p, &v, &s->st};
-    if (cb) {
-      if ((st = spx__g_precond(s, p, ph, &skipped))) return st;
+    int ran = 0;
+    /* whole batches of poll iterations, each ending at a state read, may run as one graph */
+    if (!cb && it % s->o.poll == 0 && it + s->o.poll <= s->o.maxit &&
+        (st = spx__g_graph(s, spx__g_bi_step, &w, sizeof w, &ran)))
+      return st;
+    if (ran) {
+      it += s->o.poll - 1;
+    } else if (!cb) {
+      if ((st = spx__g_bi_step(s, &w))) return st;
+    } else {
+      void *aa[] = {&w.g, &s->tpart, &s->st};
+      void *as[] = {&w.n, &w.v, &w.r, &s->part, &s->st};
+      void *ah[] = {&w.g, &s->tpart, &s->st, &w.hist, &w.hcap};
+      void *ax[] = {&w.n, &w.x, &w.ph, &w.sh, &w.t, &w.r, &w.r0, &s->part, &s->st};
+      void *ap[] = {&w.n, &w.r, &w.p, &w.v, &s->st};
+      if ((st = spx__g_precond(s, w.p, w.ph, &skipped))) return st;
       if (skipped) break; /* stopped at the end of the last iteration: nothing is pending */
+      if ((st = spx__g_spmv(s, w.ph, w.v)) || (st = spx__g_dot2(s, w.r0, w.v, w.v)) || (st = spx__g_total(s, &w.g)) ||
+          (st = spx__k(s, SPX__K_BI_ALPHA, 1, aa)) || (st = spx__k(s, SPX__K_BI_S, s->grid, as)) ||
+          (st = spx__g_total(s, &w.g)) || (st = spx__k(s, SPX__K_BI_HALF, 1, ah)))
+        return st;
+      if ((st = spx__g_precond(s, w.r, w.sh, &skipped))) return st;
+      if ((st = spx__g_spmv(s, w.sh, w.t)) || (st = spx__g_dot2(s, w.r, w.t, w.t)) || (st = spx__g_total(s, &w.g)) ||
+          (st = spx__k(s, SPX__K_BI_OMEGA, 1, aa)) || (st = spx__k(s, SPX__K_BI_XR, s->grid, ax)) ||
+          (st = spx__g_total(s, &w.g)) || (st = spx__k(s, SPX__K_BI_R, 1, ah)) ||
+          (st = spx__k(s, SPX__K_BI_P, s->grid, ap)))
+        return st;
     }
-    if ((st = spx__g_spmv(s, ph, v)) || (st = spx__g_dot2(s, r0, v, v)) || (st = spx__g_total(s, &g)) ||
-        (st = spx__k(s, SPX__K_BI_ALPHA, 1, aa)) || (st = spx__k(s, SPX__K_BI_S, s->grid, as)) ||
-        (st = spx__g_total(s, &g)) || (st = spx__k(s, SPX__K_BI_HALF, 1, ah)))
-      return st;
-    if (cb && (st = spx__g_precond(s, r, sh, &skipped))) return st;
-    if ((st = spx__g_spmv(s, sh, t)) || (st = spx__g_dot2(s, r, t, t)) || (st = spx__g_total(s, &g)) ||
-        (st = spx__k(s, SPX__K_BI_OMEGA, 1, aa)) || (st = spx__k(s, SPX__K_BI_XR, s->grid, ax)) ||
-        (st = spx__g_total(s, &g)) || (st = spx__k(s, SPX__K_BI_R, 1, ah)) || (st = spx__k(s, SPX__K_BI_P, s->grid, ap)))
-      return st;
     if ((it + 1) % s->o.poll == 0 || it + 1 == s->o.maxit) {
       if ((st = spx__g_state(s))) return st;
       if (s->hst[SPX__ST_DONE] != 0) break;
