@@ -10,7 +10,7 @@
  *       [--select csr|ell|jds|cusparse|lagged|auto] [--snap N] [--out DIR] [--front FILE]
  *       [--log FILE] [--dump FILE] [--check mass,hydro,front,matrix] [--every N] [--quiet]
  *       [--source mixed|density] [--relax G] [--front-shift T0] [--particles host|gpu|twin]
- *       [--compare FILE [--tolerance M]] [--jit-check ARCH[,ARCH...]]
+ *       [--compare FILE [--tolerance M]] [--jit-check ARCH[,ARCH...]] [--no-graph]
  *
  * Exit status: 0 done (and every --check passed), 1 a failure or a check that did not pass,
  * 2 a usage error. */
@@ -52,7 +52,7 @@ typedef struct options {
   int64_t snap, every;
   int64_t frame;        /* --frame N: a PNG every N steps (0: none) */
   int frame_width;      /* --frame-width [800] */
-  int checks, quiet, relax_set;
+  int checks, quiet, relax_set, no_graph;
   double front_shift;
   mps_params p;
 } options;
@@ -79,7 +79,7 @@ static void usage(FILE *f) {
           "           [--select csr|ell|jds|cusparse|lagged|auto] [--snap N] [--out DIR] [--front FILE]\n"
           "           [--log FILE] [--dump FILE] [--check mass,hydro,front,matrix] [--every N] [--quiet]\n"
           "           [--source mixed|density] [--relax G] [--front-shift T0] [--particles host|gpu|twin]\n"
-          "           [--compare FILE [--tolerance M]] [--jit-check ARCH[,ARCH...]]\n"
+          "           [--compare FILE [--tolerance M]] [--jit-check ARCH[,ARCH...]] [--no-graph]\n"
           "  --layout   papers/002 Figure 5-5 (default dambreak); --tank/--water (metres) define others:\n"
           "             the tank's inside from (0,0), water blocks from its lower-left corner\n"
           "  --dim 3    the 3-D model (y up, z the depth): --layout dambreak3d\n"
@@ -103,7 +103,9 @@ static void usage(FILE *f) {
           "  --compare FILE  final positions against a --dump FILE: exit 1 when one differs by more than\n"
           "             --tolerance metres [0: to the bit]\n"
           "  --jit-check sm_80,sm_90  compile the GPU kernels with NVRTC for these architectures and exit\n"
-          "             (no GPU needed; exit 77 without NVRTC)\n");
+          "             (no GPU needed; exit 77 without NVRTC)\n"
+          "  --no-graph the pressure solves launch each CG iteration's kernels (default: the iterations\n"
+          "             between state reads as one CUDA graph where the plan allows)\n");
 }
 
 static int cells(double m, double l0) { return (int)floor(m / l0 + 0.5); }
@@ -287,6 +289,10 @@ static int parse_options(int argc, char **argv, options *o) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return usage(stdout), 3;
     if (!strcmp(argv[i], "--quiet")) {
       o->quiet = 1;
+      continue;
+    }
+    if (!strcmp(argv[i], "--no-graph")) {
+      o->no_graph = 1;
       continue;
     }
     if (i + 1 >= argc || (r = parse_one(o, argv[i], argv[i + 1])) != 0) {
@@ -869,6 +875,7 @@ int main(int argc, char **argv) {
   if (run_init(&r, &o)) return fprintf(stderr, "mps: out of memory or an unwritable --log\n"), run_free(&r), 1;
   if ((st = mps_solver_init(&r.m, o.backend, o.select))) return run_free(&r), st;
   r.m.rtol = o.p.rtol;
+  r.m.no_graph = o.no_graph;
   if (o.particles != PARTICLES_HOST) {
     if ((st = mps_gpu_init(&r.gpu, r.m.ctx, &r.s, &r.g, &o.p))) return run_free(&r), st;
     if (o.particles == PARTICLES_TWIN &&

@@ -165,6 +165,7 @@ typedef struct mps_solver {
   int64_t uses_other;    /* ... in another format (auto) */
   int64_t last_iters, unconverged;
   double rtol;           /* CG relative tolerance */
+  int no_graph;          /* the solves' options.no_graph (mps --no-graph) */
   double last_B, last_R, last_resid; /* the last step's matrix features (4-1, 4-2), true residual */
   char next[16];         /* lagged: step k+1's format, chosen from step k's B and R */
   int64_t fallbacks;     /* lagged: steps whose chosen format could not be planned (jds, then csr) */

@@ -292,6 +292,7 @@ static int solve_step(mps_solver *m, const spx_csr *a, const spx_dcsr *da, int64
   so.maxit = 20000;
   so.host_vectors = host_vectors;
   so.rtol = m->rtol;
+  so.no_graph = m->no_graph;
   st = spx_solve_pcg_jacobi(plan, b, x, &so, &rep);
   m->t_solve += mps_now() - t1;
   spx_plan_destroy(plan);

@@ -50,10 +50,10 @@
  *   device and are updated there by one-block kernels; the host reads that small state back every
  *   options.poll iterations (default 8; 1 with a preconditioner callback), and once the device has
  *   stopped, the kernels queued behind the stop do nothing (only their SpMVs run), so iteration
- *   counts and x are exactly those of checking every iteration. The poll iterations between two
- *   reads run as one CUDA graph (captured once per run, the plan's SpMV included) where nothing in
- *   them can change from batch to batch: no callback, one rank, a plan that no longer races,
- *   compiles or waits to upgrade (options.no_graph turns it off). Reductions are deterministic:
+ *   counts and x are exactly those of checking every iteration. Each iteration runs as one CUDA
+ *   graph (captured once per run, the plan's SpMV included) where nothing in it can change from
+ *   iteration to iteration: no callback, one rank, a plan that no longer races, compiles or waits
+ *   to upgrade (options.no_graph turns it off). Reductions are deterministic:
  *   double accumulators (float vectors too), a fixed grid per device, per-block tree sums in
  *   shared memory, then one block summing the partials in a fixed order: the same x bit for bit on
  *   every run on the same device. The host twin runs the same algorithm with the same stopping
@@ -91,10 +91,10 @@ typedef struct spx_solve_options {
                             * next state read); 0: never; k > 0: at iteration k (or the first state
                             * read after it) */
   int no_graph;            /* CUDA: 1 launches every kernel of every iteration; 0 [default] the
-                            * solvers replay poll iterations as one CUDA graph once the plan is settled
+                            * solvers run each iteration as one CUDA graph once the plan is settled
                             * (no race, compile or pending choice), without a preconditioner
-                            * callback or other ranks: the same kernels in the same order, fewer
-                            * launches (the same x to the bit) */
+                            * callback or other ranks: the same kernels in the same order, one
+                            * launch (the same x to the bit) */
 } spx_solve_options;
 
 void spx_solve_options_default(spx_solve_options *o);
@@ -128,7 +128,7 @@ typedef struct spx_solve_report {
   int spmvs_per_iter;      /* 1 (CG) or 2 (BiCGSTAB) */
   int64_t upgraded_at;     /* a deferred plan upgraded after this many iterations (-1: not) */
   double upgrade_ms;       /* what the upgrade took (inside solve_ms) */
-  int64_t graph_launches;  /* CUDA graphs of poll iterations launched (options.no_graph) */
+  int64_t graph_launches;  /* iterations run as one CUDA graph launch (options.no_graph) */
   char message[256];       /* a sentence on how it ended */
 } spx_solve_report;
 

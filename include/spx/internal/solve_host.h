@@ -133,8 +133,8 @@ typedef struct spx__solver {
   int restarts, why;
   double r0;                 /* ||r|| at the start of this run (the deferred plan's rate) */
   int64_t next_check;        /* the deferred plan's next look at the rate */
-  /* CUDA graph of poll CG iterations (options.no_graph 0): captured on gstream once per run,
-   * launched on the context's stream; gno: not this run (not capturable, or it failed) */
+  /* CUDA graph of one iteration (options.no_graph 0): captured on gstream once per run, launched
+   * on the context's stream; gno: not this run (not capturable, or it failed) */
   void *gexec, *gstream;
   int gno;
 } spx__solver;

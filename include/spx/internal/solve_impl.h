@@ -678,9 +678,11 @@ static void spx__g_graph_free(spx__solver *s) {
 /* One iteration's launches (CG's or BiCGSTAB's, without a callback) on its vectors v. */
 typedef spx_status (*spx__g_step_fn)(spx__solver *s, void *v);
 
-/* poll iterations as one graph on the context's stream: captured at the first call of a run (the
- * steps' launches on a stream of the solver's own, from a copy of v), launched at each. *ran 0: not
- * this time (the caller launches them), and where the capture failed not this run. */
+/* One iteration as a graph on the context's stream: captured at the first call of a run (its
+ * launches on a stream of the solver's own, from a copy of v), launched at each. One iteration, not
+ * the poll iterations between state reads: a graph's instantiation grows with its nodes, and one
+ * graph launch an iteration already keeps the device ahead of the host. *ran 0: not this time (the
+ * caller launches the kernels), and where the capture failed not this run. */
 static spx_status spx__g_graph(spx__solver *s, spx__g_step_fn step, const void *v, size_t vsize, int *ran) {
   const spx__cuda_api *cu = spx__cuda();
   spx_status st = SPX_OK;
@@ -689,7 +691,6 @@ static spx_status spx__g_graph(spx__solver *s, spx__g_step_fn step, const void *
     spx__CUstream keep = s->ctx->stream, gs = (spx__CUstream)s->gstream;
     const int64_t spmvs = s->rep->spmvs;
     double w[16]; /* the vectors' struct, copied (aligned as its fields): a capture changes nothing of the caller's */
-    int k;
     if (vsize > sizeof w) return SPX_OK;
     memcpy(w, v, vsize);
     if (!spx__g_graphable(s)) return SPX_OK; /* maybe later: a compile or race may end */
@@ -699,7 +700,7 @@ static spx_status spx__g_graph(spx__solver *s, spx__g_step_fn step, const void *
     if (!st) {
       spx__CUgraphExec e = NULL;
       s->ctx->stream = gs; /* every launch below, the plan's product's included, into the capture */
-      for (k = 0; k < s->o.poll && !st; k++) st = step(s, w);
+      st = step(s, w);
       s->ctx->stream = keep;
       if (!spx__graph_end(cu, gs, &e) && !st) s->gexec = e;
       else spx__graph_free(cu, e);
@@ -716,7 +717,7 @@ static spx_status spx__g_graph(spx__solver *s, spx__g_step_fn step, const void *
   st = spx__graph_launch(cu, (spx__CUgraphExec)s->gexec, s->ctx->stream);
   spx__ctx_pop(s->ctx);
   if (st) return spx__g_kept(s, st);
-  s->rep->spmvs += (int64_t)s->o.poll * s->rep->spmvs_per_iter;
+  s->rep->spmvs += s->rep->spmvs_per_iter;
   s->rep->graph_launches++;
   *ran = 1;
   return SPX_OK;
@@ -757,12 +758,9 @@ static spx_status spx__g_cg(spx__solver *s, spx_devptr b, spx_devptr x) {
   }
   for (it = s->it0; it < s->o.maxit; it++) {
     int ran = 0;
-    /* whole batches of poll iterations, each ending at a state read, may run as one graph */
-    if (!cb && it % s->o.poll == 0 && it + s->o.poll <= s->o.maxit &&
-        (st = spx__g_graph(s, spx__g_cg_step, &v, sizeof v, &ran)))
-      return st;
+    if (!cb && (st = spx__g_graph(s, spx__g_cg_step, &v, sizeof v, &ran))) return st;
     if (ran) {
-      it += s->o.poll - 1;
+      /* the graph ran the iteration */
     } else if (!cb) {
       if ((st = spx__g_cg_step(s, &v))) return st;
     } else {
@@ -844,12 +842,9 @@ static spx_status spx__g_bicgstab(spx__solver *s, spx_devptr b, spx_devptr x) {
   if ((st = spx__g_adapt_start(s))) return st;
   for (it = s->it0; it < s->o.maxit; it++) {
     int ran = 0;
-    /* whole batches of poll iterations, each ending at a state read, may run as one graph */
-    if (!cb && it % s->o.poll == 0 && it + s->o.poll <= s->o.maxit &&
-        (st = spx__g_graph(s, spx__g_bi_step, &w, sizeof w, &ran)))
-      return st;
+    if (!cb && (st = spx__g_graph(s, spx__g_bi_step, &w, sizeof w, &ran))) return st;
     if (ran) {
-      it += s->o.poll - 1;
+      /* the graph ran the iteration */
     } else if (!cb) {
       if ((st = spx__g_bi_step(s, &w))) return st;
     } else {
