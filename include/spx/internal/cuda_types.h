@@ -237,7 +237,7 @@ enum {
   _(0, spx__CUresult, cuLaunchHostFunc,                  cuLaunchHostFunc,                  (spx__CUstream s, void (*fn)(void *), void *data)) \
   _(0, spx__CUresult, cuStreamBeginCapture,              cuStreamBeginCapture_v2,           (spx__CUstream s, int mode)) \
   _(0, spx__CUresult, cuStreamEndCapture,                cuStreamEndCapture,                (spx__CUstream s, spx__CUgraph *g)) \
-  _(0, spx__CUresult, cuGraphInstantiate,                cuGraphInstantiateWithFlags,       (spx__CUgraphExec *e, spx__CUgraph g, unsigned long long flags)) \
+  _(0, spx__CUresult, cuGraphInstantiateWithFlags,       cuGraphInstantiateWithFlags,       (spx__CUgraphExec *e, spx__CUgraph g, unsigned long long flags)) \
   _(0, spx__CUresult, cuGraphLaunch,                     cuGraphLaunch,                     (spx__CUgraphExec e, spx__CUstream s)) \
   _(0, spx__CUresult, cuGraphExecDestroy,                cuGraphExecDestroy,                (spx__CUgraphExec e)) \
   _(0, spx__CUresult, cuGraphDestroy,                    cuGraphDestroy,                    (spx__CUgraph g)) \

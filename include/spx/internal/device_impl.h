@@ -832,7 +832,7 @@ spx_status spx__event_ms(const spx__cuda_api *cu, float *ms, spx__CUevent from, 
 }
 
 int spx__graph_usable(const spx__cuda_api *cu) {
-  return cu && cu->cuStreamBeginCapture && cu->cuStreamEndCapture && cu->cuGraphInstantiate && cu->cuGraphLaunch &&
+  return cu && cu->cuStreamBeginCapture && cu->cuStreamEndCapture && cu->cuGraphInstantiateWithFlags && cu->cuGraphLaunch &&
          cu->cuGraphExecDestroy && cu->cuGraphDestroy;
 }
 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: only this thread's unsafe calls end the capture */
@@ -844,7 +844,7 @@ spx_status spx__graph_end(const spx__cuda_api *cu, spx__CUstream st, spx__CUgrap
   spx__CUgraph g = NULL;
   spx_status s = spx__cu_check(cu->cuStreamEndCapture(st, &g), "cuStreamEndCapture");
   *out = NULL;
-  if (!s && g) s = spx__cu_check(cu->cuGraphInstantiate(out, g, 0), "cuGraphInstantiate");
+  if (!s && g) s = spx__cu_check(cu->cuGraphInstantiateWithFlags(out, g, 0), "cuGraphInstantiateWithFlags");
   if (g) (void)cu->cuGraphDestroy(g);
   if (s) *out = NULL;
   return s;
