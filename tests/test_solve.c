@@ -673,40 +673,50 @@ static spx_context *gpu_ctx(void) {
   return g;
 }
 
+/* One solve on the GPU with a forced plan and options o: b and x device vectors, or host arrays with
+ * o->host_vectors; *st its status; x (malloc'd). */
+static double *gpu_run(spx_context *g, const spx_csr *a, const char *force, solve_fn fn, const double *b,
+                       const spx_solve_options *o, spx_solve_report *r, spx_status *st) {
+  spx_plan_options po;
+  spx_plan *p = NULL;
+  int64_t n = a->nrows;
+  double *x = calloc((size_t)n, 8);
+  spx_devptr db = 0, dx = 0;
+  spx_plan_options_default(&po);
+  po.force = force;
+  if (spx_plan_create(g, a, &po, &p) != SPX_OK) fail_msg("%s: %s", force, spx_last_error());
+  if (o->host_vectors) {
+    *st = fn(p, b, x, o, r);
+  } else {
+    assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &db), SPX_OK);
+    assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dx), SPX_OK);
+    assert_int_equal(spx_device_upload(g, db, b, (size_t)n * 8), SPX_OK);
+    assert_int_equal(spx_device_memset(g, dx, 0, (size_t)n * 8), SPX_OK);
+    *st = fn(p, (const void *)(uintptr_t)db, (void *)(uintptr_t)dx, o, r);
+    assert_int_equal(spx_device_download(g, x, dx, (size_t)n * 8), SPX_OK);
+    spx_device_free(g, db);
+    spx_device_free(g, dx);
+  }
+  spx_plan_destroy(p);
+  return x;
+}
+
 /* Solves on the GPU with a forced plan (device vectors), checks the true residual and the host's
  * iteration counts [host_lo, host_hi] (+-3); returns x (malloc'd) for the determinism check. */
 static double *gpu_solve(spx_context *g, const spx_csr *a, const char *force, solve_fn fn, const double *b,
                          int64_t host_lo, int64_t host_hi, double rtol, int host_vectors, int poll) {
-  spx_plan_options po;
-  spx_plan *p = NULL;
   spx_solve_options o;
   spx_solve_report r;
-  int64_t n = a->nrows;
-  double *x = calloc((size_t)n, 8), rel, hist[4096];
-  spx_devptr db = 0, dx = 0;
+  double *x, rel, hist[4096];
   spx_status s;
-  spx_plan_options_default(&po);
-  po.force = force;
-  if (spx_plan_create(g, a, &po, &p) != SPX_OK) fail_msg("%s: %s", force, spx_last_error());
   spx_solve_options_default(&o);
   o.rtol = rtol;
   o.maxit = 3000;
   o.history = hist;
   o.history_len = 4096;
   o.poll = poll;
-  if (host_vectors) {
-    o.host_vectors = 1;
-    s = fn(p, b, x, &o, &r);
-  } else {
-    assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &db), SPX_OK);
-    assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dx), SPX_OK);
-    assert_int_equal(spx_device_upload(g, db, b, (size_t)n * 8), SPX_OK);
-    assert_int_equal(spx_device_memset(g, dx, 0, (size_t)n * 8), SPX_OK);
-    s = fn(p, (const void *)(uintptr_t)db, (void *)(uintptr_t)dx, &o, &r);
-    assert_int_equal(spx_device_download(g, x, dx, (size_t)n * 8), SPX_OK);
-    spx_device_free(g, db);
-    spx_device_free(g, dx);
-  }
+  o.host_vectors = host_vectors;
+  x = gpu_run(g, a, force, fn, b, &o, &r, &s);
   if (s != SPX_OK) fail_msg("%s %s: %s", force, r.method, spx_last_error());
   rel = true_rel(a, b, x);
   if (!(rel <= 3 * rtol) || !(r.true_rel_resid <= 3 * rtol) || r.iterations < host_lo - 3 || r.iterations > host_hi + 3)
@@ -714,7 +724,6 @@ static double *gpu_solve(spx_context *g, const spx_csr *a, const char *force, so
              (long long)r.iterations, (long long)host_lo, (long long)host_hi, rel, r.true_rel_resid);
   assert_int_equal(r.history_count, r.iterations + 1);
   assert_true(__builtin_fabs(hist[r.iterations] - r.resid) <= 1e-12 * r.resid);
-  spx_plan_destroy(p);
   return x;
 }
 
@@ -921,38 +930,6 @@ static void test_gpu_solvers(void **state) {
   spx_context_destroy(g);
 }
 
-/* One CG-family solve on the GPU with a forced plan and device vectors: x (malloc'd), the report and
- * the residual history (hist: 4096). */
-static double *gpu_run(spx_context *g, const spx_csr *a, const char *force, solve_fn fn, const double *b,
-                       int no_graph, int64_t maxit, spx_solve_report *r, double *hist) {
-  spx_plan_options po;
-  spx_plan *p = NULL;
-  spx_solve_options o;
-  int64_t n = a->nrows;
-  double *x = calloc((size_t)n, 8);
-  spx_devptr db = 0, dx = 0;
-  spx_status s;
-  spx_plan_options_default(&po);
-  po.force = force;
-  if (spx_plan_create(g, a, &po, &p) != SPX_OK) fail_msg("%s: %s", force, spx_last_error());
-  spx_solve_options_default(&o);
-  o.maxit = maxit;
-  o.history = hist;
-  o.history_len = 4096;
-  o.no_graph = no_graph;
-  assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &db), SPX_OK);
-  assert_int_equal(spx_device_alloc(g, (size_t)n * 8, &dx), SPX_OK);
-  assert_int_equal(spx_device_upload(g, db, b, (size_t)n * 8), SPX_OK);
-  assert_int_equal(spx_device_memset(g, dx, 0, (size_t)n * 8), SPX_OK);
-  s = fn(p, (const void *)(uintptr_t)db, (void *)(uintptr_t)dx, &o, r);
-  if (s != SPX_OK && s != SPX_NOT_CONVERGED) fail_msg("%s %s: %s", force, r->method, spx_last_error());
-  assert_int_equal(spx_device_download(g, x, dx, (size_t)n * 8), SPX_OK);
-  spx_device_free(g, db);
-  spx_device_free(g, dx);
-  spx_plan_destroy(p);
-  return x;
-}
-
 /* CG, Jacobi PCG and BiCGSTAB run each iteration as one CUDA graph: the same kernels in the same
  * order as launching them, so the same iterations, residual history and x to the bit, for spx's
  * kernels and cuSPARSE's product; every iteration a graph (none with no_graph), also past a stop
@@ -974,8 +951,20 @@ static void test_gpu_solve_graph(void **state) {
       for (t = 0; t < 2; t++) {
         const int64_t maxit = t ? 13 : 3000;
         spx_solve_report r1, r2;
-        double *x1 = gpu_run(g, a, plans[k], fns[m], b, 0, maxit, &r1, h1);
-        double *x2 = gpu_run(g, a, plans[k], fns[m], b, 1, maxit, &r2, h2);
+        spx_solve_options o1, o2;
+        spx_status s1, s2;
+        double *x1, *x2;
+        spx_solve_options_default(&o1);
+        o1.maxit = maxit;
+        o1.history_len = 4096;
+        o2 = o1;
+        o1.history = h1;
+        o2.history = h2;
+        o2.no_graph = 1;
+        x1 = gpu_run(g, a, plans[k], fns[m], b, &o1, &r1, &s1);
+        x2 = gpu_run(g, a, plans[k], fns[m], b, &o2, &r2, &s2);
+        if ((s1 != SPX_OK && s1 != SPX_NOT_CONVERGED) || s2 != s1)
+          fail_msg("%s %s: %s", plans[k], r1.method, spx_last_error());
         if (r1.iterations != r2.iterations || r1.spmvs != r2.spmvs || r1.status != r2.status ||
             memcmp(x1, x2, (size_t)a->nrows * 8) || memcmp(h1, h2, (size_t)(r1.iterations + 1) * 8))
           fail_msg("%s %s maxit %lld: graph %lld iterations, %lld SpMVs; launched %lld, %lld; x or the history differ",
