@@ -94,7 +94,9 @@ typedef struct spx_solve_options {
                             * solvers run each iteration as one CUDA graph once the plan is settled
                             * (no race, compile or pending choice), without a preconditioner
                             * callback or other ranks: the same kernels in the same order, one
-                            * launch (the same x to the bit) */
+                            * launch (the same x to the bit). The capture points the context's
+                            * stream at the solver's own for one iteration's launches: no other
+                            * thread may use the context meanwhile (docs/runtime.md, Threads) */
 } spx_solve_options;
 
 void spx_solve_options_default(spx_solve_options *o);
