@@ -42,8 +42,7 @@ typedef struct spx__plan_ops {
   void (*choose)(const spx__pprof *p, int64_t vb, spx_format_params *params); /* the build's parameters */
   double (*walk)(const spx__pprof *p);               /* a ROW walk's steps; NULL: the longest row */
 } spx__plan_ops;
-#define SPX__PLAN_OPS(pb, read, blocky, padding, choose) SPX__PLAN_OPS_W(pb, read, blocky, padding, choose, NULL)
-#define SPX__PLAN_OPS_W(pb, read, blocky, padding, choose, walk) \
+#define SPX__PLAN_OPS(pb, read, blocky, padding, choose, walk) \
   static const spx__plan_ops spx__po_##pb = {spx__pb_##pb, read, blocky, padding, choose, walk};
 
 /* A parameter's descriptor default by name (SPX_AUTO when the format decides, or has none). */
@@ -57,16 +56,16 @@ static int64_t spx__plan_pdef(const spx_format_vtable *vt, const char *name) {
 static int64_t spx__pb_coo(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   (void)vt; return p->nnz * (8 + vb);
 }
-SPX__PLAN_OPS(coo, NULL, NULL, NULL, NULL)
+SPX__PLAN_OPS(coo, NULL, NULL, NULL, NULL, NULL)
 int64_t spx__pb_csr(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   (void)vt; return 4 * (p->n + 1) + p->nnz * (4 + vb);
 }
-SPX__PLAN_OPS(csr, NULL, NULL, NULL, NULL)
+SPX__PLAN_OPS(csr, NULL, NULL, NULL, NULL, NULL)
 static int64_t spx__pb_ell(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   int64_t k = spx__plan_pdef(vt, "k");
   return p->n * (k == SPX_AUTO ? p->row_max : k) * (4 + vb);
 }
-SPX__PLAN_OPS(ell, NULL, NULL, NULL, NULL)
+SPX__PLAN_OPS(ell, NULL, NULL, NULL, NULL, NULL)
 /* ROW-lane kernels (ELL-R, RBP-*): a thread walks its own row to its end in lock step with its
  * warp, so nothing past the warp's longest row is read (the padding the stored bytes hold up to
  * the matrix's longest), and each step moves the slots of all the warp's lanes, ended rows
@@ -77,11 +76,11 @@ static int64_t spx__pb_ell_r(const spx__pprof *p, const spx_format_vtable *vt, i
 int64_t spx__pr_ell_r(const spx__pprof *p, int64_t vb) {
   return (int64_t)(((double)p->nnz + p->idle_row) * (double)(4 + vb)) + 4 * p->n;
 }
-SPX__PLAN_OPS(ell_r, spx__pr_ell_r, NULL, NULL, NULL)
+SPX__PLAN_OPS(ell_r, spx__pr_ell_r, NULL, NULL, NULL, NULL)
 static int64_t spx__pb_jds(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   (void)vt; return 4 * p->n + 4 * (p->row_max + 1) + p->nnz * (4 + vb);
 }
-SPX__PLAN_OPS(jds, NULL, NULL, NULL, NULL)
+SPX__PLAN_OPS(jds, NULL, NULL, NULL, NULL, NULL)
 /* HYB's ELL width: the parameter, or Bell and Garland's rule as the converter applies it. */
 static int64_t spx__plan_hyb_k(const spx__pprof *p, const spx_format_vtable *vt) {
   int64_t k = spx__plan_pdef(vt, "k"), rows = p->n, i;
@@ -97,7 +96,7 @@ static int64_t spx__pb_hyb(const spx__pprof *p, const spx_format_vtable *vt, int
   for (i = k + 1; i <= p->row_max; i++) ncoo += p->hist[i] * (i - k);
   return p->n * k * (4 + vb) + ncoo * (8 + vb);
 }
-SPX__PLAN_OPS(hyb, NULL, NULL, NULL, NULL)
+SPX__PLAN_OPS(hyb, NULL, NULL, NULL, NULL, NULL)
 /* The atomic adds into y of HYB's COO part: its kernel sums each warp's run of a row's entries
  * and adds the run with one atomicAdd, so one per row past K, and one more where a run crosses a
  * warp's edge (at most one per 32 entries). */
@@ -115,7 +114,7 @@ static int64_t spx__pb_ss(const spx__pprof *p, const spx_format_vtable *vt, int6
   nseg = (p->nnz + seg - 1) / seg;
   return nseg * seg * (8 + vb) + 4 * p->ss_runs + 4 * (nseg + 1);
 }
-SPX__PLAN_OPS(ss, NULL, NULL, NULL, NULL)
+SPX__PLAN_OPS(ss, NULL, NULL, NULL, NULL, NULL)
 /* RBP's block factor applies where its runs average 4 columns or more. */
 static int spx__plan_rbp_blocky(const spx__pprof *p, int64_t vb) {
   (void)vb; return p->nblocks > 0 && p->nval >= 4 * p->nblocks;
@@ -145,7 +144,7 @@ static int64_t spx__pr_rbp_csr(const spx__pprof *p, int64_t vb) {
             spx__plan_walk_bytes(p->nnon, vb + 4, 2, (double)p->nnz / n);
   return spx__pb_rbp_csr(p, NULL, vb) + (int64_t)extra;
 }
-SPX__PLAN_OPS(rbp_csr, spx__pr_rbp_csr, spx__plan_rbp_blocky, NULL, NULL)
+SPX__PLAN_OPS(rbp_csr, spx__pr_rbp_csr, spx__plan_rbp_blocky, NULL, NULL, NULL)
 /* RBP-ELL(-R)'s rows walk their blocks' values and pairs (RBP-ELL one padding pair more, where its
  * walk stops; RBP-ELL-R its row length), grown by the share ELL-R's idle lanes add; row pointers
  * and the isolated nonzeros' CSR as stored, each row's a thread's own walk. */
@@ -169,12 +168,12 @@ static double spx__plan_rbp_walk(const spx__pprof *p) {
   const double w = (double)(p->max_blocks + p->max_iso) + (double)p->max_bval / SPX__PLAN_RBP_VALUES;
   return p->cols_done && w < (double)p->row_max ? w : (double)p->row_max;
 }
-SPX__PLAN_OPS_W(rbp_ell, spx__pr_rbp_ell, spx__plan_rbp_blocky, NULL, NULL, spx__plan_rbp_walk)
+SPX__PLAN_OPS(rbp_ell, spx__pr_rbp_ell, spx__plan_rbp_blocky, NULL, NULL, spx__plan_rbp_walk)
 static int64_t spx__pb_rbp_ell_r(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   return spx__pb_rbp_ell(p, vt, vb) + 4 * p->n;
 }
 static int64_t spx__pr_rbp_ell_r(const spx__pprof *p, int64_t vb) { return spx__plan_rbp_read(p, vb, 4.0); }
-SPX__PLAN_OPS_W(rbp_ell_r, spx__pr_rbp_ell_r, spx__plan_rbp_blocky, NULL, NULL, spx__plan_rbp_walk)
+SPX__PLAN_OPS(rbp_ell_r, spx__pr_rbp_ell_r, spx__plan_rbp_blocky, NULL, NULL, spx__plan_rbp_walk)
 
 /* SELL-C-sigma and SELL16 with C = 32 and sigma 1 or 256 (the descriptors' defaults); another C
  * or sigma has no predictor (converted to learn its bytes). */
@@ -183,7 +182,7 @@ static int64_t spx__pb_sell(const spx__pprof *p, const spx_format_vtable *vt, in
   if (c != 32 || (sigma != 1 && sigma != 256)) return -1;
   return (sigma > 1 ? 4 * p->n : 0) + 4 * ((p->n + c - 1) / c + 1) + p->sell_slots[sigma > 1] * (4 + vb);
 }
-SPX__PLAN_OPS(sell, NULL, NULL, NULL, NULL)
+SPX__PLAN_OPS(sell, NULL, NULL, NULL, NULL, NULL)
 /* -2: the converter would decline (a slice spans more than 16 bits of columns). */
 static int64_t spx__pb_sell16(const spx__pprof *p, const spx_format_vtable *vt, int64_t vb) {
   int64_t c = spx__plan_pdef(vt, "c"), sigma = spx__plan_pdef(vt, "sigma"), slot = 2 + vb, ns = (p->n + c - 1) / c;
@@ -197,7 +196,7 @@ static int64_t spx__pb_sell16(const spx__pprof *p, const spx_format_vtable *vt, 
   if (sigma > 1 && p->sell16_wide[1]) return p->sampled ? -2 : -1;
   return (sigma > 1 ? 4 * p->n : 0) + 4 * (ns + 1) + 4 * ns + p->sell_slots[sigma > 1] * slot;
 }
-SPX__PLAN_OPS(sell16, NULL, NULL, NULL, NULL)
+SPX__PLAN_OPS(sell16, NULL, NULL, NULL, NULL, NULL)
 /* BSR's square block of least bytes (ties to the smaller), as the converter picks; its bytes. */
 static int64_t spx__plan_bsr_best(const spx__pprof *p, int64_t vb, int64_t *bytes_out) {
   int64_t b, best = -1, bb = 1;
@@ -220,7 +219,7 @@ static int spx__plan_bsr_blocky(const spx__pprof *p, int64_t vb) { return spx__p
 static void spx__plan_bsr_choose(const spx__pprof *p, int64_t vb, spx_format_params *params) {
   params->bsr_r = params->bsr_c = spx__plan_bsr_best(p, vb, NULL);
 }
-SPX__PLAN_OPS(bsr, NULL, spx__plan_bsr_blocky, NULL, spx__plan_bsr_choose)
+SPX__PLAN_OPS(bsr, NULL, spx__plan_bsr_blocky, NULL, spx__plan_bsr_choose, NULL)
 
 /* SDIA with C = 32: -2 when the converter would decline (over its fill limit; capped counts are
  * lower bounds, so over stays over), -1 (convert to learn) when a sample lands near the limit or a
@@ -234,9 +233,8 @@ static int64_t spx__pb_sdia(const spx__pprof *p, const spx_format_vtable *vt, in
 }
 /* SDIA's slots carry no index: its padding is slots per nonzero, not bytes per CSR slot. */
 static double spx__plan_sdia_padding(const spx__pprof *p) { return p->nnz ? (double)p->sdia_slots / (double)p->nnz : 1.0; }
-SPX__PLAN_OPS(sdia, NULL, NULL, spx__plan_sdia_padding, NULL)
+SPX__PLAN_OPS(sdia, NULL, NULL, spx__plan_sdia_padding, NULL, NULL)
 #undef SPX__PLAN_OPS
-#undef SPX__PLAN_OPS_W
 /* A registry line's predictor none, and every registered format's: no stored bytes known. */
 static const spx__plan_ops spx__po_none = {NULL, NULL, NULL, NULL, NULL, NULL};
 

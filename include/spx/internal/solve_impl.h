@@ -1273,7 +1273,7 @@ spx_status spx_solve_report_print(const spx_solve_report *r, FILE *f, int json) 
              "iterations %.3f ms = %.2f us/iteration, check %.3f ms\n",
           r->setup_ms, r->analysis_ms, r->build_ms, r->jit_ms, r->solve_ms, r->per_iter_us, r->check_ms);
   if (r->graph_launches)
-    fprintf(f, "graphs            %lld CUDA graphs of the iterations between state reads\n", (long long)r->graph_launches);
+    fprintf(f, "graphs            %lld iterations ran as one CUDA graph launch each\n", (long long)r->graph_launches);
   if (r->upgraded_at >= 0)
     fprintf(f, "upgrade           the deferred plan converted after %lld iterations (%.3f ms, in the iterations' time)\n",
             (long long)r->upgraded_at, r->upgrade_ms);
