@@ -84,6 +84,9 @@ int spx__host_threads(void);
  * over every core waits for the slowest of them, and each more thread is one more chance to meet a
  * core that is busy (a spinning thread of another parallel region, a driver's wait). */
 int spx__host_threads_for(int64_t work, int64_t grain);
+/* The online CPUs, read once per process: sysconf reads /sys each call (microseconds), and the
+ * upload pool asks on every staging. */
+long spx__cpus(void);
 /* Items per thread of spx's light host loops (a few ns each): tens of microseconds of work. */
 #define SPX__HOST_GRAIN ((int64_t)1 << 15)
 int spx__jobs_busy(void); /* jobs running now */

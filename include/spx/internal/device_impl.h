@@ -293,7 +293,7 @@ static spx__h2d_pool *spx__h2d_pools[64]; /* by device ordinal; made at the firs
 static int spx__h2d_workers(void) {
   const spx__env_num *k = &spx__cfg()->upload_threads;
   long long n = k->n;
-  if (!k->set) n = SPX__MIN(sysconf(_SC_NPROCESSORS_ONLN) * 3 / 4, 12);
+  if (!k->set) n = SPX__MIN(spx__cpus() * 3 / 4, 12);
   else if (k->set < 0) n = 0; /* a bad value: none, as 0 */
   if (n > SPX__H2D_MAXW) n = SPX__H2D_MAXW;
   return n < 2 ? 0 : (int)n;
@@ -305,7 +305,7 @@ static int spx__h2d_workers(void) {
 int spx__h2d_workers_beside(void) {
   const int n = spx__h2d_workers();
   if (spx__cfg()->upload_threads.set || n == 0) return n;
-  return (int)SPX__MAX(1, SPX__MIN((long)n, SPX__MIN(sysconf(_SC_NPROCESSORS_ONLN) / 2, 8L)));
+  return (int)SPX__MAX(1, SPX__MIN((long)n, SPX__MIN(spx__cpus() / 2, 8L)));
 }
 
 /* Lets go of what the pool made (its context current): streams, events, the buffers. */
@@ -478,7 +478,7 @@ static spx_status spx__h2d_begin(const spx__cuda_api *cu, const spx_context *ctx
   a->nw = (int)SPX__MIN((size_t)(want > 0 ? SPX__MIN(want, pl->nw) : pl->nw), (bytes + SPX__H2D_CHUNK - 1) / SPX__H2D_CHUNK);
   { /* the chunks go round-robin, so the upload waits for its slowest worker: leave the cores of
      * running jobs (NVRTC compiles) to them */
-    const long free_cpus = sysconf(_SC_NPROCESSORS_ONLN) - 1 - (long)spx__jobs_busy();
+    const long free_cpus = spx__cpus() - 1 - (long)spx__jobs_busy();
     if (a->nw > 1 && free_cpus < a->nw) a->nw = (int)SPX__MAX(1L, free_cpus);
   }
   for (i = 0; i < a->nw; i++) {

@@ -10,6 +10,7 @@
  * for a compile. The job's inputs live in its own allocation (data), never in the owner's. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
@@ -26,6 +27,16 @@ int spx__host_threads(void) {
 #else
   return 1;
 #endif
+}
+
+long spx__cpus(void) {
+  static atomic_long n; /* 0 until read: a race reads the same number twice */
+  long c = atomic_load(&n);
+  if (c > 0) return c;
+  c = sysconf(_SC_NPROCESSORS_ONLN);
+  if (c < 1) c = 1;
+  atomic_store(&n, c);
+  return c;
 }
 
 int spx__host_threads_for(int64_t work, int64_t grain) {

@@ -334,7 +334,7 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
  * outlast it. 1 without OpenMP. */
 int spx__pprof_beside_threads(void) {
 #if defined(_OPENMP)
-  const long spare = sysconf(_SC_NPROCESSORS_ONLN) - spx__h2d_workers_beside() - 1;
+  const long spare = spx__cpus() - spx__h2d_workers_beside() - 1;
   return (int)SPX__MAX(1, SPX__MIN((long)spx__host_threads(), SPX__MIN(spare, 8)));
 #else
   return 1;
