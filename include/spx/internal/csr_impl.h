@@ -454,12 +454,20 @@ spx_status spx__csr_verify(const spx_csr *a, int level) {
   int64_t i, k, bad = a ? a->nrows : 0, nchunk;
   spx_status s;
   if ((s = spx__csr_validate_head(a))) return s;
+  { /* whether any pointer goes back, in vector lanes; the first that does only then. The head
+     * checked row_ptr[0] = 0 and row_ptr[n] = nnz, so rising pointers stay within [0, nnz]. */
+    const int64_t *rp = a->row_ptr;
+    int back = 0;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static, 4096) reduction(min : bad) \
-    num_threads(spx__host_threads_for(a->nrows, SPX__HOST_GRAIN)) if (a->nrows > 16384)
+#pragma omp simd reduction(| : back)
 #endif
-  for (i = 0; i < a->nrows; i++)
-    if (a->row_ptr[i + 1] < a->row_ptr[i] || a->row_ptr[i + 1] > a->nnz) bad = SPX__MIN(bad, i);
+    for (i = 0; i < a->nrows; i++) back |= rp[i + 1] < rp[i];
+    for (i = 0; back && i < a->nrows; i++)
+      if (rp[i + 1] < rp[i] || rp[i + 1] > a->nnz) {
+        bad = i;
+        break;
+      }
+  }
   if (bad < a->nrows)
     return spx__fail(SPX_INVALID_ARGUMENT, "CSR: row_ptr[%lld] = %lld is out of order or past nnz",
                      (long long)bad + 1, (long long)a->row_ptr[bad + 1]);
