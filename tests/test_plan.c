@@ -1688,20 +1688,26 @@ static void test_gpu_lazy_staged(void **state) {
   { /* SPX_PLAN_DEVICE_PROFILE=N stages from N nonzeros (a 12^3 Poisson, 1e4, stays on the host by
      * default: a lazy auto plan keeps a copy), 0 never (the 32^3 one then keeps a copy too); the
      * plans compute A x either way */
-    static const struct { int side; const char *env; int staged; } cases[4] = {
-        {12, NULL, 0}, {12, "4096", 1}, {32, "0", 0}, {32, "not a number", 1}};
+    static const struct { int side; const char *env, *beside; int staged; } cases[7] = {
+        {12, NULL, NULL, 0}, {12, "4096", NULL, 1}, {32, "0", "0", 0}, {32, "not a number", NULL, 1},
+        /* 20^3, 5e4: below the staging size, staged beside the host's passes unless told not to;
+         * with no device profile every size from SPX_PLAN_UPLOAD_BESIDE is */
+        {20, NULL, NULL, 1}, {20, NULL, "0", 0}, {32, "0", NULL, 1}};
     int k;
-    for (k = 0; k < 4; k++) {
+    for (k = 0; k < 7; k++) {
       spx_plan_options o;
       spx_plan *p = NULL;
-      char what[64];
+      char what[128];
       assert_int_equal(spx_gen_poisson3d(cases[k].side, cases[k].side, cases[k].side, 7, SPX_DOUBLE, &a), SPX_OK);
       spx_plan_options_default(&o);
       o.force = "cusparse"; /* wraps the staged arrays: no copy where staged */
       env_put("SPX_PLAN_DEVICE_PROFILE", cases[k].env);
-      snprintf(what, sizeof what, "%d^3, SPX_PLAN_DEVICE_PROFILE=%s", cases[k].side, cases[k].env ? cases[k].env : "(unset)");
+      env_put("SPX_PLAN_UPLOAD_BESIDE", cases[k].beside);
+      snprintf(what, sizeof what, "%d^3, SPX_PLAN_DEVICE_PROFILE=%s, SPX_PLAN_UPLOAD_BESIDE=%s", cases[k].side,
+               cases[k].env ? cases[k].env : "(unset)", cases[k].beside ? cases[k].beside : "(unset)");
       if (spx_plan_create(g, a, &o, &p)) fail_msg("%s: %s", what, spx_last_error());
       env_put("SPX_PLAN_DEVICE_PROFILE", NULL);
+      env_put("SPX_PLAN_UPLOAD_BESIDE", NULL);
       if (spx__plan_keeps_copy(p) == cases[k].staged) fail_msg("%s: staged %d expected", what, cases[k].staged);
       check_plan_spmv(g, p, a, what);
       spx_plan_destroy(p);
@@ -1725,11 +1731,109 @@ static spx_plan *dev_plan(spx_context *g, const spx_csr *a, int host_profile, co
   o.force = force;
   /* enough calls that both profiles read the columns: the two are compared whole */
   o.expected_calls = 1000000000;
-  if (host_profile) env_put("SPX_PLAN_DEVICE_PROFILE", "0");
+  if (host_profile) { /* on the host, the upload after it: nothing staged */
+    env_put("SPX_PLAN_DEVICE_PROFILE", "0");
+    env_put("SPX_PLAN_UPLOAD_BESIDE", "0");
+  }
   if (spx_plan_create(g, a, &o, &p)) fail_msg("%s plan (%s profile): %s", force ? force : "model",
                                               host_profile ? "host" : "device", spx_last_error());
   env_put("SPX_PLAN_DEVICE_PROFILE", NULL);
+  env_put("SPX_PLAN_UPLOAD_BESIDE", NULL);
   return p;
+}
+
+/* Below the staging size a CUDA plan validates and profiles on the host while a thread uploads the
+ * matrix (SPX_PLAN_UPLOAD_BESIDE): the same analysis and the same candidates' SpMV predictions, to
+ * the bit, as the plain host profile (upload after, nothing staged), the same choice unless the
+ * staged conversion's lower price moves it to a device-converted format; plans from the staged
+ * arrays compute A x (auto eager and lazy, at 100 calls (the shortcut's) and 10^9, cuSPARSE, csr,
+ * sell); a malformed CSR gets the host validation's message and no plan. */
+static void test_gpu_beside(void **state) {
+  spx_context *g = spx_test_gpu_context();
+  spx_csr *m[3];
+  const char *names[3] = {"poisson7 20^3", "power-law 20k", "elasticity 7^3"};
+  int k, i;
+  (void)state;
+  if (!g) skip();
+  assert_int_equal(spx_gen_poisson3d(20, 20, 20, 7, SPX_DOUBLE, &m[0]), SPX_OK);
+  assert_int_equal(spx_gen_powerlaw(20000, 2.0, 1, 900, 11, SPX_DOUBLE, &m[1]), SPX_OK);
+  assert_int_equal(spx_gen_elasticity3d(7, 7, 7, SPX_DOUBLE, &m[2]), SPX_OK);
+  for (k = 0; k < 3; k++) {
+    static const char *const force[4] = {NULL, "cusparse", "csr", "sell"};
+    spx_plan *ph, *pb;
+    const spx_analysis *ah, *ab;
+    const spx_plan_candidate *ch, *cb;
+    int nh, nb, f, c;
+    if (m[k]->nnz < (1 << 14) || m[k]->nnz >= (1 << 17)) fail_msg("%s: %lld nonzeros, not between 2^14 and 2^17", names[k], (long long)m[k]->nnz);
+    ph = dev_plan(g, m[k], 1, NULL);
+    pb = dev_plan(g, m[k], 0, NULL);
+    ah = spx_plan_analysis(ph); ab = spx_plan_analysis(pb);
+    assert_int_equal(ab->row_min, ah->row_min);
+    assert_int_equal(ab->row_max, ah->row_max);
+    assert_int_equal(ab->empty_rows, ah->empty_rows);
+    assert_true(ab->row_stddev == ah->row_stddev && ab->B == ah->B && ab->R == ah->R);
+    ch = spx_plan_candidates(ph, &nh); cb = spx_plan_candidates(pb, &nb);
+    assert_int_equal(nb, nh);
+    for (i = 0; i < nh; i++) {
+      assert_int_equal(cb[i].format, ch[i].format);
+      assert_int_equal(cb[i].engine, ch[i].engine);
+      assert_int_equal(cb[i].bytes, ch[i].bytes);
+      if (cb[i].predicted_us != ch[i].predicted_us)
+        fail_msg("%s candidate %d: predicted %.17g us beside the upload, %.17g after it", names[k], i,
+                 cb[i].predicted_us, ch[i].predicted_us);
+    }
+    if (spx_plan_format(pb) != spx_plan_format(ph) || spx_plan_engine_of(pb) != spx_plan_engine_of(ph)) {
+      const spx_format fb = spx_plan_format(pb);
+      print_message("%s: beside %s, after %s\n", names[k], spx_format_name(fb), spx_format_name(spx_plan_format(ph)));
+      assert_true(spx__device_converts((int)fb) || fb == SPX_FORMAT_CSR);
+    }
+    check_plan_spmv(g, ph, m[k], names[k]);
+    check_plan_spmv(g, pb, m[k], names[k]);
+    spx_plan_destroy(ph);
+    spx_plan_destroy(pb);
+    for (f = 0; f < 4; f++)
+      for (c = 0; c < 3; c++) { /* eager at 100 and 10^9 calls, lazy at 1000 */
+        spx_plan_options o;
+        spx_plan *p = NULL;
+        char what[96];
+        spx_plan_options_default(&o);
+        o.force = force[f];
+        o.eager = c < 2;
+        o.expected_calls = c == 0 ? 100 : c == 1 ? 1000000000 : 1000;
+        snprintf(what, sizeof what, "%s %s %s %lld calls", names[k], force[f] ? force[f] : "auto", c < 2 ? "eager" : "lazy",
+                 (long long)o.expected_calls);
+        if (spx_plan_create(g, m[k], &o, &p)) fail_msg("%s: %s", what, spx_last_error());
+        if (c == 2 && (f == 1 || f == 2) && spx__plan_keeps_copy(p)) fail_msg("%s: a copy of the staged matrix kept", what);
+        check_plan_spmv(g, p, m[k], what);
+        spx_plan_destroy(p);
+      }
+  }
+  /* malformed: two columns swapped in row 5, a column past the last in row 3000, a row pointer
+   * going back at row 7000 */
+  for (k = 0; k < 3; k++) {
+    spx_csr *b = NULL;
+    spx_plan_options o;
+    spx_plan *p = NULL;
+    char host_msg[512];
+    int c;
+    assert_int_equal(spx_csr_copy(m[0], SPX_DOUBLE, &b), SPX_OK);
+    if (k == 0) { int64_t q = b->row_ptr[5]; int32_t t = b->col_idx[q]; b->col_idx[q] = b->col_idx[q + 1]; b->col_idx[q + 1] = t; }
+    else if (k == 1) b->col_idx[b->row_ptr[3001] - 1] = (int32_t)b->ncols;
+    else b->row_ptr[7000] = b->row_ptr[6999] - 1;
+    assert_int_equal(spx_csr_validate(b), SPX_INVALID_ARGUMENT);
+    snprintf(host_msg, sizeof host_msg, "%s", spx_last_error());
+    for (c = 0; c < 2; c++) {
+      spx_plan_options_default(&o);
+      o.expected_calls = c ? 1000000 : 100;
+      o.eager = 1;
+      assert_int_equal(spx_plan_create(g, b, &o, &p), SPX_INVALID_ARGUMENT);
+      assert_null(p);
+      assert_string_equal(spx_last_error(), host_msg);
+    }
+    spx_csr_destroy(b);
+  }
+  for (k = 0; k < 3; k++) spx_csr_destroy(m[k]);
+  spx_context_destroy(g);
 }
 
 
@@ -2456,7 +2560,7 @@ int main(void) {
       cmocka_unit_test(test_auto_race_second_look),
       cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_device_file),      cmocka_unit_test(test_reselect_ordering),
-      cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_lazy_staged),        cmocka_unit_test(test_gpu_device_profile), cmocka_unit_test(test_gpu_columns_priced), cmocka_unit_test(test_gpu_tiered_jit), cmocka_unit_test(test_public_getters), cmocka_unit_test(test_gpu_nothing_pays_shortcut),
+      cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_lazy_staged),        cmocka_unit_test(test_gpu_device_profile), cmocka_unit_test(test_gpu_beside), cmocka_unit_test(test_gpu_columns_priced), cmocka_unit_test(test_gpu_tiered_jit), cmocka_unit_test(test_public_getters), cmocka_unit_test(test_gpu_nothing_pays_shortcut),
       cmocka_unit_test(test_gpu_race),
   };
   setenv("SPX_QUIET", "1", 0);

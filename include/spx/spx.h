@@ -31,6 +31,8 @@
  *   SPX_DEVICE_CONVERT=0  convert SELL, SELL16, SDIA, BSR, ELL, ELL-R and JDS on the host, not the device
  *   SPX_PLAN_DEVICE_PROFILE=0|N  profile a plan's matrix on the host (0), or on the device from N
  *                         nonzeros (default 2^17)
+ *   SPX_PLAN_UPLOAD_BESIDE=0|N  below that size, upload a plan's matrix after the host's validation
+ *                         and profile (0), or from N nonzeros on a thread beside them (default 2^14)
  *   SPX_PLAN_TRACE=1      the time of every selection stage and build step on stderr
  *   SPX_STENCIL_XV=1|2    x cells per thread of the one-step stencil kernel
  *   SPX_STENCIL_TB_PF=0..8  prefetch distance of the temporal-blocking stencil kernel

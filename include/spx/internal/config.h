@@ -30,6 +30,7 @@
   _(SPX_UPLOAD_THREADS,      upload_threads,      COUNT, "workers of the pinned upload pool (3/4 of the CPUs, at most 12; 0 none)") \
   _(SPX_DEVICE_CONVERT,      device_convert,      STR,   "0: SELL, SELL16, SDIA, BSR, ELL, ELL-R and JDS converted on the host (on the device)") \
   _(SPX_PLAN_DEVICE_PROFILE, plan_device_profile, COUNT, "0: a plan's matrix profiled on the host; N: on the device from N nonzeros (on the device from 2^17 nonzeros)") \
+  _(SPX_PLAN_UPLOAD_BESIDE,  plan_upload_beside,  COUNT, "0: a plan the host profiles uploads its matrix after the host's passes; N: from N nonzeros beside them, on a thread (from 2^14 nonzeros)") \
   _(SPX_PLAN_TRACE,          plan_trace,          STR,   "set, not 0: selection stages and build steps timed on stderr") \
   _(SPX_STENCIL_XV,          stencil_xv,          STR,   "1 | 2: x cells per thread of the one-step stencil kernel") \
   _(SPX_STENCIL_TB_PF,       stencil_tb_pf,       STR,   "0..8: prefetch distance of the temporal-blocking stencil kernel") \

@@ -51,7 +51,9 @@ spx_status spx__dmatrix_convert_device(spx_context *ctx, const spx_csr *a, spx_f
 
 /* ---- stage_impl.h: a host CSR staged on the device for the planner ----------------------------- */
 /* Uploads a's pattern into d and profiles its rows on the device: r[9] as analyze.cu's out[] (r[0]
- * the first bad row, ~0 when none), *hist the row-length histogram (the caller frees it). */
+ * the first bad row, ~0 when none), *hist the row-length histogram (the caller frees it). hist
+ * NULL: the upload alone (the row pointers narrowed on the device), for a caller that validates
+ * and profiles on the host. */
 spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, int values, spx__dcsr *d, uint64_t r[9], int64_t **hist,
                            double *upload_s);
 /* The values: their upload started (_begin), or done on return. */

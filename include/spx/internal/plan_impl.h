@@ -33,9 +33,26 @@ static int64_t spx__plan_stage_nnz(void) {
   if (e->set != 1) return SPX__PLAN_STAGE_NNZ;
   return e->n == 0 ? -1 : (int64_t)e->n;
 }
+/* Below the staging size the host validates and profiles; from this many nonzeros a second thread
+ * makes those passes while this one uploads the matrix (the upload every plan pays): under it
+ * handing them over costs more than they do (docs/performance.md, "Host passes beside the
+ * upload"). SPX_PLAN_UPLOAD_BESIDE=N moves it, 0 uploads after the passes (-1), in the build. */
+#define SPX__PLAN_BESIDE_NNZ ((int64_t)1 << 14)
+static int64_t spx__plan_beside_nnz(void) {
+  const spx__env_num *e = &spx__cfg()->plan_upload_beside;
+  if (e->set != 1) return SPX__PLAN_BESIDE_NNZ;
+  return e->n == 0 ? -1 : (int64_t)e->n;
+}
+/* Whether a is profiled on the host beside its upload rather than on the device after it. */
+static int spx__plan_beside(const spx_csr *a) {
+  const int64_t from = spx__plan_stage_nnz(), lo = spx__plan_beside_nnz();
+  return lo >= 0 && a->nnz >= lo && (from < 0 || a->nnz < from);
+}
+/* Whether a plan of a stages it on the device before choosing (the device profile, or the host's
+ * beside the upload); the CUDA backend and the staging's own needs are spx__plan_rows's to check. */
 static int spx__plan_stage_wanted(const spx_csr *a, const spx_plan_options *o) {
   const int64_t from = spx__plan_stage_nnz();
-  return a && from >= 0 && a->nnz >= from && o->backend != SPX_BACKEND_HOST && !o->device &&
+  return a && ((from >= 0 && a->nnz >= from) || spx__plan_beside(a)) && o->backend != SPX_BACKEND_HOST && !o->device &&
          o->strategy != SPX_PLAN_TRIAL;
 }
 
@@ -243,6 +260,70 @@ static spx_status spx__plan_stage(spx_plan *p, const spx_csr *a, int columns, do
   return SPX_OK;
 }
 
+#if defined(_OPENMP)
+/* The host's passes of spx__plan_stage_beside: validation, then the row profile (the idle lanes
+ * with idle); the status only, since a message would be the calling thread's. */
+static spx_status spx__plan_beside_passes(const spx_csr *a, int warp, int idle, spx__pprof *rows, double *seconds) {
+  double t0 = spx__now();
+  spx_status s = spx_csr_validate(a);
+  if (!s) s = spx__pprof_make(a, warp, idle ? 2 : 0, NULL, rows);
+  if (s) spx_clear_error();
+  *seconds = spx__now() - t0;
+  return s;
+}
+#endif
+
+/* Stages a (p->dc) while another thread validates it and profiles its rows on the host: the passes
+ * a host-profiled plan makes, hidden behind the upload its build would make after them. Two of
+ * OpenMP's threads, whose pool outlives the call (a thread started per plan takes longer to come
+ * up than the passes take); the upload stays on this thread, whose CUDA context is set up, and the
+ * passes' own loops run on their one thread (no nested team). A malformed CSR fails with
+ * spx_csr_validate's message, nothing staged. SPX_OK with *done 0: not staged (no second thread, or
+ * the staging failed: the caller profiles on the host, as without it). */
+static spx_status spx__plan_stage_beside(spx_plan *p, const spx_csr *a, int warp, int idle, int values,
+                                         spx__pprof *rows, int *done) {
+  spx_status s = SPX_OK, sp = SPX_OK;
+  double t0 = spx__now(), tu = 0, tp = 0;
+  int two = 0;
+  *done = 0;
+  memset(rows, 0, sizeof *rows);
+#if defined(_OPENMP)
+  if (!omp_in_parallel() && omp_get_max_threads() >= 2) {
+#pragma omp parallel num_threads(2)
+    {
+      if (omp_get_num_threads() == 2) {
+        if (omp_get_thread_num() == 0) {
+          two = 1;
+          s = spx__dcsr_stage(p->ctx, a, spx__plan_tpr(a), values, &p->dc, NULL, NULL, &p->stage_upload_s);
+          if (s) spx_clear_error(); /* no memory for the staging, say: the host path does the same job */
+          tu = spx__now() - t0;
+        } else {
+          sp = spx__plan_beside_passes(a, warp, idle, rows, &tp);
+        }
+      }
+    }
+  }
+#else
+  (void)a; (void)warp; (void)idle; (void)values;
+#endif
+  if (!two) return SPX_OK;
+  if (spx__plan_tracing())
+    fprintf(stderr, "spx plan:   beside: upload %.3f ms, validate + rows (other thread) %.3f ms, both %.3f ms\n",
+            1e3 * tu, 1e3 * tp, 1e3 * (spx__now() - t0));
+  if (s || sp) {
+    spx__dcsr_free(&p->dc);
+    p->stage_upload_s = 0;
+    spx__pprof_free(rows);
+    memset(rows, 0, sizeof *rows);
+    /* malformed: the message, made on this thread (else no memory for the profile: the host path) */
+    return sp ? spx_csr_validate(a) : SPX_OK;
+  }
+  spx__plan_rowstats_of(a, rows, &p->an);
+  p->an.seconds = tp;
+  *done = 1;
+  return SPX_OK;
+}
+
 /* Whether a staged plan's values go up beside its pattern: unless it is forced to a format converted
  * on the host, its build (a wrap, a device conversion), a race's start and its candidates read them
  * from the staged arrays, and one upload beside the pattern's (the profile's kernel runs while it
@@ -291,7 +372,10 @@ static spx_status spx__plan_rows(spx_plan *p, const spx_csr *a0, const spx_csr *
   int done = 0;
   spx_status s;
   if (profiled) *profiled = NULL;
-  if (p->stage && p->backend == SPX_BACKEND_CUDA && dev->warp == 32 && want) {
+  if (p->stage && p->backend == SPX_BACKEND_CUDA && dev->warp == 32 && want && spx__plan_beside(use)) {
+    /* the idle lanes only where the model will price formats, as on the host below */
+    if ((s = spx__plan_stage_beside(p, use, dev->warp, columns, values, rows, &done))) return s;
+  } else if (p->stage && p->backend == SPX_BACKEND_CUDA && dev->warp == 32 && want) {
     /* the column counts may outlast the upload by what they may cost: beside a long upload they
      * come free, beside a short one they take at most that share of the work */
     const double share = spx__plan_cols_share(o);
@@ -514,6 +598,16 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
   SPX__PLAN_TRACE("device");
   spx__plan_take_limit(p, o, &dev);
   SPX__PLAN_TRACE("memory");
+  /* profiled on the host beside the upload: first, so that the shortcut below prices spx's CSR
+   * kernel from the rows, as the build will run it (the upload is the shortcut's too) */
+  if (spx__plan_stage_wanted(use, o) && spx__plan_beside(use)) {
+    if ((s = spx__plan_rows(p, a0, use, o, &dev, !spx__plan_names_cusparse(o->force), spx__plan_stage_values(o, use),
+                            &rows, &rowsp)))
+      goto fail;
+    if (rowsp && rows.hist && p->dc.rp32)
+      p->csr_staged = spx_csr_kernel_options(use->nrows, use->nnz, rows.hist, rows.row_max, &p->csr_opt) == SPX_OK;
+    SPX__PLAN_TRACE(p->dc.ci ? "beside" : "rowstats");
+  }
   if ((o->strategy == SPX_PLAN_AUTO || o->strategy == SPX_PLAN_MODEL) && !o->force && spx__plan_has_cusparse(p)) {
     spx_plan_candidate *c = &p->cand[0];
     int64_t vb = (int64_t)SPX_DTYPE_SIZE(p->dtype);
@@ -521,13 +615,13 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
     memset(&q, 0, sizeof q);
     q.n = use->nrows; q.ncols = use->ncols; q.nnz = use->nnz;
     spx__plan_cusparse_cand(&dev, &q, vb, 0, p->limit, vb * (use->nrows + use->ncols), o->expected_calls, c);
-    host_kms = spx__plan_csr_kernel_ms(p, &dev, use, 0);
+    host_kms = spx__plan_csr_kernel_ms(p, &dev, use, p->csr_staged);
     if (c->fits &&
         spx__plan_nothing_pays(use, &dev, &q, o->expected_calls, o->trial_share, c->predicted_us, host_kms)) {
       const double cs_us = c->predicted_us;
       /* cuSPARSE's arrays staged as a plan that profiles would (no columns: nothing else is priced):
-       * the device validates them and the build wraps them */
-      if ((s = spx__plan_rows(p, a0, use, o, &dev, 0, 1, &rows, NULL))) goto fail;
+       * the device validates them and the build wraps them (profiled beside the upload: done) */
+      if (!rowsp && (s = spx__plan_rows(p, a0, use, o, &dev, 0, 1, &rows, NULL))) goto fail;
       p->ncand = 1;
       p->chosen = 0;
       snprintf(p->reason, sizeof p->reason,
@@ -538,13 +632,15 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
       goto chosen;
     }
   }
-  if ((s = spx__plan_rows(p, a0, use, o, &dev, !spx__plan_names_cusparse(o->force), spx__plan_stage_values(o, use), &rows,
-                          &rowsp)))
-    goto fail;
-  /* a CSR plan can run spx's kernel on the staged arrays: the kernel choice from the histogram */
-  if (rowsp && rows.hist && p->dc.rp32)
-    p->csr_staged = spx_csr_kernel_options(use->nrows, use->nnz, rows.hist, rows.row_max, &p->csr_opt) == SPX_OK;
-  SPX__PLAN_TRACE(p->dc.ci ? "devprofile" : "rowstats");
+  if (!rowsp) {
+    if ((s = spx__plan_rows(p, a0, use, o, &dev, !spx__plan_names_cusparse(o->force), spx__plan_stage_values(o, use),
+                            &rows, &rowsp)))
+      goto fail;
+    /* a CSR plan can run spx's kernel on the staged arrays: the kernel choice from the histogram */
+    if (rowsp && rows.hist && p->dc.rp32)
+      p->csr_staged = spx_csr_kernel_options(use->nrows, use->nnz, rows.hist, rows.row_max, &p->csr_opt) == SPX_OK;
+    SPX__PLAN_TRACE(p->dc.ci ? "devprofile" : "rowstats");
+  }
   if ((s = spx__plan_candidates(use, rowsp, &dev, o->expected_calls, p->limit,
                                 spx__plan_has_cusparse(p) ? (spx__plan_names_cusparse(o->force) ? 2 : 1) : 0,
                                 p->backend == SPX_BACKEND_CUDA, p->cand, SPX_FORMAT_MAX + 1, &p->ncand, &p->params,

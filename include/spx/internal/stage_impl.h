@@ -113,14 +113,15 @@ static spx_status spx__dcsr_kernels(spx_context *ctx, void **frow, void **fhist,
 }
 
 /* The rows kernel over d's pattern (rp, ci up; its counters zeroed at out, past rp's end), writing
- * rp32 on the way where given (0: not), and the counters down into o (9 + SPX__ANALYZE_HIST words). */
+ * rp32 on the way where given (0: not), and the counters down into o (9 + SPX__ANALYZE_HIST words;
+ * NULL: not read, the launch queued and not waited for). */
 static spx_status spx__dcsr_rows(spx__dcsr *d, void *frow, int tpr, spx_devptr rp32, spx_devptr out, uint64_t *o) {
   long long n = d->nrows, ncols = d->ncols, nnz = d->nnz;
   void *pr[8] = {&n, &ncols, &nnz, &d->rp, &d->ci, &rp32, &tpr, &out};
   spx_status s;
   /* grid-stride: a few blocks per SM, each one atomic per counter */
   if ((s = spx__launch256(d->ctx, frow, SPX__MIN((n + 255) / 256, 1024), pr, "spx_analyze_rows"))) return s;
-  return spx_device_download(d->ctx, o, out, (9 + SPX__ANALYZE_HIST) * 8);
+  return o ? spx_device_download(d->ctx, o, out, (9 + SPX__ANALYZE_HIST) * 8) : SPX_OK;
 }
 
 /* The row-length histogram (r[1] + 1 entries, the caller frees it) from the counters o, the rows
@@ -174,8 +175,10 @@ static spx_status spx__dcsr_end(spx__dcsr *d, void *fhist, uint64_t *o, uint64_t
  * analyze.cu's out[] (r[0] the first bad row, ~0 when none), *hist the row-length histogram
  * (r[1] + 1 entries, the caller frees it). tpr: the CSR kernel's lanes per row for r[8]. values:
  * the values' upload starts first and runs beside the pattern's and the profile (a caller that
- * will wrap the arrays whatever the profile says; spx__dcsr_values_wait before they are read). On
- * failure nothing stays allocated. */
+ * will wrap the arrays whatever the profile says; spx__dcsr_values_wait before they are read). hist
+ * NULL: a caller that validates and profiles on the host (beside this upload, on another thread):
+ * the rows kernel only narrows the row pointers, nothing is downloaded or waited for, r is not
+ * written. On failure nothing stays allocated. */
 spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, int values, spx__dcsr *d, uint64_t r[9],
                            int64_t **hist, double *upload_s) {
   enum { hs = SPX__ANALYZE_HIST }; /* the histogram's bins the rows kernel fills */
@@ -186,11 +189,11 @@ spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, int valu
   spx_status s;
   double t0, ta = spx__now();
   memset(d, 0, sizeof *d);
-  *hist = NULL;
+  if (hist) *hist = NULL;
   if (ctx->backend != SPX_BACKEND_CUDA) return spx__fail(SPX_NOT_AVAILABLE, "staging a CSR needs the CUDA backend");
   d->ctx = ctx; d->nrows = n; d->ncols = a->ncols; d->nnz = nnz; d->dtype = a->dtype;
   if ((s = spx__dcsr_kernels(ctx, &frow, &fhist, NULL))) goto fail;
-  if (!(o = (uint64_t *)spx__alloc(9 + hs, sizeof *o))) { s = SPX_OUT_OF_MEMORY; goto fail; }
+  if (hist && !(o = (uint64_t *)spx__alloc(9 + hs, sizeof *o))) { s = SPX_OUT_OF_MEMORY; goto fail; }
   /* The counters live past row_ptr's end, in its allocation: a cuMemAlloc and a cuMemFree less */
   if ((s = spx_device_alloc(ctx, (size_t)(n + 1 + 9 + hs) * 8, &d->rp)) || (s = spx_device_alloc(ctx, (size_t)nnz * 4 + 4, &d->ci)) ||
       (nnz <= INT32_MAX && (s = spx_device_alloc(ctx, (size_t)(n + 1) * 4, &d->rp32))))
@@ -198,7 +201,8 @@ spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, int valu
   out = d->rp + (spx_devptr)((n + 1) * 8);
   t0 = spx__now();
   d->stage_s[0] = t0 - ta;
-  if ((s = spx_device_memset(ctx, out, 0, (9 + hs) * 8)) || (values && (s = spx__dcsr_values_begin(d, a)))) goto fail;
+  if ((hist && (s = spx_device_memset(ctx, out, 0, (9 + hs) * 8))) || (values && (s = spx__dcsr_values_begin(d, a))))
+    goto fail;
   /* the column sample's thread runs beside: the workers leave it its CPUs */
   if ((s = spx__h2d_upload(ctx, d->rp, a->row_ptr, (size_t)(n + 1) * 8, spx__h2d_workers_beside(), NULL)) ||
       (s = spx__h2d_upload(ctx, d->ci, a->col_idx, (size_t)nnz * 4, spx__h2d_workers_beside(), NULL)))
@@ -210,7 +214,9 @@ spx_status spx__dcsr_stage(spx_context *ctx, const spx_csr *a, int tpr, int valu
   s = spx__dcsr_rows(d, frow, tpr, d->rp32, out, o);
   d->stage_s[2] = spx__now() - t0;
 fail:
-  return spx__dcsr_end(d, fhist, o, r, hist, s);
+  if (hist) return spx__dcsr_end(d, fhist, o, r, hist, s);
+  if (s) spx__dcsr_free(d); /* no profile to read back: the host's stands */
+  return s;
 }
 
 /* The caller's arrays adopted: rp (with the counters past its end) is the only allocation; the
