@@ -3,11 +3,11 @@
 # The GPU batch behind bench/results and tests/results: run from the repository root on the device
 # machine after `gn gen out && ninja -C out`. Each part writes its files into DEST and prints a short
 # summary. Where they are kept (bench/results/README.md, tests/results/README.md): bench, buckets ->
-# bench/results/bench/; select, shared, replicated, tiered -> bench/results/select/; solve,
+# bench/results/bench/; select, shared, replicated, tiered, beside -> bench/results/select/; solve,
 # solve-defer, trace -> bench/results/solve/; stencil-ab, fig11, stencil-trace, stencil-2800, tb-pf
 # -> bench/results/stencil/; upload -> bench/results/upload/; tests, memcheck -> tests/results/
 # (amg, amg-paper and dist-stencil have no stored run yet).
-# Usage: bench/device.sh DEST PART...   PART: tests | tests-c | tests-rest | select | shared | replicated | tiered | buckets | solve | solve-defer | upload | bench | stencil-ab |
+# Usage: bench/device.sh DEST PART...   PART: tests | tests-c | tests-rest | select | shared | replicated | tiered | beside | buckets | solve | solve-defer | upload | bench | stencil-ab |
 #                                       memcheck | trace | fig11 | stencil-trace | stencil-2800 | tb-pf | amg |
 #                                       amg-paper | dist | dist-stencil
 # select runs the large-set eval twice in one cache directory and keeps both: the first pays every
@@ -58,6 +58,19 @@ for part in "$@"; do
     done
     keep_calibration select
     sed -n '/^summary/,$p' "$dest/select-large-warm.txt" ;;
+  beside)
+    # plan creation with the host's passes beside the upload (SPX_PLAN_UPLOAD_BESIDE=1: every size
+    # below the staging one) against after it (=0), per shared matrix, each half apart: the fit half
+    # sets SPX__PLAN_BESIDE_NNZ (bench/create_ab.c, built here)
+    cc -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -O2 -Iinclude bench/create_ab.c -o "$dest/create_ab" -ldl -lz -lpthread -lm \
+      || { echo "== beside: create_ab did not build"; continue; }
+    for half in fit validation; do
+      # shellcheck disable=SC2046 # one matrix per word
+      "$dest/create_ab" SPX_PLAN_UPLOAD_BESIDE 0 1 $($spx select --list --set shared --half $half | awk '{print $3}') \
+        > "$dest/beside-$half.txt" 2>&1
+      tail -n +3 "$dest/beside-$half.txt" | sort -k2,2n | tail -12
+    done
+    rm -f "$dest/create_ab" ;;
   shared|replicated)
     # the tuner's eval corpus (bench/corpus/split.tsv), each half apart: the shared matrices as they
     # are, or each replicated block-diagonally to 20M nonzeros (about 3 minutes a half on an H100)
