@@ -642,21 +642,31 @@ typedef struct spx__g_cgv {
   int g, have_rz;
 } spx__g_cgv;
 
-/* One CG iteration without a preconditioner callback: the product, p.Ap, alpha, r and ||r||^2,
- * beta, x and p. */
-static spx_status spx__g_cg_step(spx__solver *s, void *vv) {
-  spx__g_cgv *v = (spx__g_cgv *)vv;
+/* CG's iteration up to beta: the product, p.Ap, alpha, r and ||r||^2, beta (which, with a
+ * callback, the caller's r.z completes before x and p). */
+static spx_status spx__g_cg_head(spx__solver *s, spx__g_cgv *v) {
   void *aa[] = {&v->g, &s->tpart, &s->st};
   void *ar[] = {&v->n, &v->q, &v->r, &v->dinv, &s->part, &s->st};
   void *ab[] = {&v->g, &s->tpart, &s->st, &v->hist, &v->hcap, &v->have_rz};
-  void *ax[] = {&v->n, &v->x, &v->p, &v->r, &v->dinv, &v->z, &s->st};
   spx_devptr none = 0;
   spx_status st;
   if ((st = spx__g_spmv(s, v->p, v->q)) || (st = spx__g_dot2(s, v->p, v->q, none)) || (st = spx__g_total(s, &v->g)) ||
       (st = spx__k(s, SPX__K_CG_ALPHA, 1, aa)) || (st = spx__k(s, SPX__K_CG_R, s->grid, ar)) ||
-      (st = spx__g_total(s, &v->g)) || (st = spx__k(s, SPX__K_CG_BETA, 1, ab)))
+      (st = spx__g_total(s, &v->g)))
     return st;
+  return spx__k(s, SPX__K_CG_BETA, 1, ab);
+}
+
+/* CG's iteration's end: x and p. */
+static spx_status spx__g_cg_xp(spx__solver *s, spx__g_cgv *v) {
+  void *ax[] = {&v->n, &v->x, &v->p, &v->r, &v->dinv, &v->z, &s->st};
   return spx__k(s, SPX__K_CG_XP, s->grid, ax);
+}
+
+/* One CG iteration without a preconditioner callback. */
+static spx_status spx__g_cg_step(spx__solver *s, void *vv) {
+  spx_status st = spx__g_cg_head(s, (spx__g_cgv *)vv);
+  return st ? st : spx__g_cg_xp(s, (spx__g_cgv *)vv);
 }
 
 /* Whether this run's iterations may be one graph: no callback, no other ranks, a plan that runs
@@ -691,9 +701,8 @@ static spx_status spx__g_graph(spx__solver *s, spx__g_step_fn step, const void *
     spx__CUstream keep = s->ctx->stream, gs = (spx__CUstream)s->gstream;
     const int64_t spmvs = s->rep->spmvs;
     double w[16]; /* the vectors' struct, copied (aligned as its fields): a capture changes nothing of the caller's */
-    if (vsize > sizeof w) return SPX_OK;
+    if (vsize > sizeof w || !spx__g_graphable(s)) return SPX_OK; /* maybe later: a compile or race may end */
     memcpy(w, v, vsize);
-    if (!spx__g_graphable(s)) return SPX_OK; /* maybe later: a compile or race may end */
     if ((st = spx__ctx_push(s->ctx))) return st;
     if (!gs && !(st = spx__stream_new(cu, &gs))) s->gstream = gs;
     if (!st) st = spx__graph_begin(cu, gs);
@@ -721,6 +730,13 @@ static spx_status spx__g_graph(spx__solver *s, spx__g_step_fn step, const void *
   s->rep->graph_launches++;
   *ran = 1;
   return SPX_OK;
+}
+
+/* One iteration without a callback: its graph where it can be one, else its launches. */
+static spx_status spx__g_step(spx__solver *s, spx__g_step_fn step, void *v, size_t vsize) {
+  int ran = 0;
+  spx_status st = spx__g_graph(s, step, v, vsize, &ran);
+  return st || ran ? st : step(s, v);
 }
 
 static spx_status spx__g_cg(spx__solver *s, spx_devptr b, spx_devptr x) {
@@ -757,26 +773,14 @@ static spx_status spx__g_cg(spx__solver *s, spx_devptr b, spx_devptr x) {
       return st;
   }
   for (it = s->it0; it < s->o.maxit; it++) {
-    int ran = 0;
-    if (!cb && (st = spx__g_graph(s, spx__g_cg_step, &v, sizeof v, &ran))) return st;
-    if (ran) {
-      /* the graph ran the iteration */
-    } else if (!cb) {
-      if ((st = spx__g_cg_step(s, &v))) return st;
-    } else {
-      void *aa[] = {&v.g, &s->tpart, &s->st};
-      void *ar[] = {&v.n, &v.q, &v.r, &v.dinv, &s->part, &s->st};
-      void *ab[] = {&v.g, &s->tpart, &s->st, &v.hist, &v.hcap, &v.have_rz};
+    if (!cb) {
+      if ((st = spx__g_step(s, spx__g_cg_step, &v, sizeof v))) return st;
+    } else { /* r.z from the callback's z between beta's kernel and x and p */
       void *az[] = {&v.g, &s->tpart, &s->st, &zero};
-      void *ax[] = {&v.n, &v.x, &v.p, &v.r, &v.dinv, &v.z, &s->st};
-      if ((st = spx__g_spmv(s, v.p, v.q)) || (st = spx__g_dot2(s, v.p, v.q, none)) || (st = spx__g_total(s, &v.g)) ||
-          (st = spx__k(s, SPX__K_CG_ALPHA, 1, aa)) || (st = spx__k(s, SPX__K_CG_R, s->grid, ar)) ||
-          (st = spx__g_total(s, &v.g)) || (st = spx__k(s, SPX__K_CG_BETA, 1, ab)))
+      if ((st = spx__g_cg_head(s, &v)) || (st = spx__g_precond(s, v.r, v.z, &skipped)) ||
+          (st = spx__g_dot2(s, v.r, v.z, none)) || (st = spx__g_total(s, &v.g)) || (st = spx__k(s, SPX__K_CG_RZ, 1, az)) ||
+          (st = spx__g_cg_xp(s, &v)))
         return st;
-      if ((st = spx__g_precond(s, v.r, v.z, &skipped)) || (st = spx__g_dot2(s, v.r, v.z, none)) ||
-          (st = spx__g_total(s, &v.g)) || (st = spx__k(s, SPX__K_CG_RZ, 1, az)))
-        return st;
-      if ((st = spx__k(s, SPX__K_CG_XP, s->grid, ax))) return st;
     }
     if ((it + 1) % s->o.poll == 0 || it + 1 == s->o.maxit) {
       if ((st = spx__g_state(s))) return st;
@@ -794,25 +798,38 @@ typedef struct spx__g_biv {
   int g;
 } spx__g_biv;
 
-/* One BiCGSTAB iteration without a preconditioner callback: the two products, alpha and the half
- * step, omega, x and r, the residual and p. */
-static spx_status spx__g_bi_step(spx__solver *s, void *vv) {
-  spx__g_biv *b = (spx__g_biv *)vv;
+/* BiCGSTAB's first half step: the product of p^ (p, or the callback's M^-1 p), alpha, s = r - alpha
+ * v in r and its norm. */
+static spx_status spx__g_bi_first(spx__solver *s, spx__g_biv *b) {
   void *aa[] = {&b->g, &s->tpart, &s->st};
   void *as[] = {&b->n, &b->v, &b->r, &s->part, &s->st};
+  void *ah[] = {&b->g, &s->tpart, &s->st, &b->hist, &b->hcap};
+  spx_status st;
+  if ((st = spx__g_spmv(s, b->ph, b->v)) || (st = spx__g_dot2(s, b->r0, b->v, b->v)) || (st = spx__g_total(s, &b->g)) ||
+      (st = spx__k(s, SPX__K_BI_ALPHA, 1, aa)) || (st = spx__k(s, SPX__K_BI_S, s->grid, as)) ||
+      (st = spx__g_total(s, &b->g)))
+    return st;
+  return spx__k(s, SPX__K_BI_HALF, 1, ah);
+}
+
+/* The second: the product of s^, omega, x and r, the residual, and p. */
+static spx_status spx__g_bi_second(spx__solver *s, spx__g_biv *b) {
+  void *aa[] = {&b->g, &s->tpart, &s->st};
   void *ah[] = {&b->g, &s->tpart, &s->st, &b->hist, &b->hcap};
   void *ax[] = {&b->n, &b->x, &b->ph, &b->sh, &b->t, &b->r, &b->r0, &s->part, &s->st};
   void *ap[] = {&b->n, &b->r, &b->p, &b->v, &s->st};
   spx_status st;
-  if ((st = spx__g_spmv(s, b->ph, b->v)) || (st = spx__g_dot2(s, b->r0, b->v, b->v)) || (st = spx__g_total(s, &b->g)) ||
-      (st = spx__k(s, SPX__K_BI_ALPHA, 1, aa)) || (st = spx__k(s, SPX__K_BI_S, s->grid, as)) ||
-      (st = spx__g_total(s, &b->g)) || (st = spx__k(s, SPX__K_BI_HALF, 1, ah)))
-    return st;
   if ((st = spx__g_spmv(s, b->sh, b->t)) || (st = spx__g_dot2(s, b->r, b->t, b->t)) || (st = spx__g_total(s, &b->g)) ||
       (st = spx__k(s, SPX__K_BI_OMEGA, 1, aa)) || (st = spx__k(s, SPX__K_BI_XR, s->grid, ax)) ||
       (st = spx__g_total(s, &b->g)) || (st = spx__k(s, SPX__K_BI_R, 1, ah)))
     return st;
   return spx__k(s, SPX__K_BI_P, s->grid, ap);
+}
+
+/* One BiCGSTAB iteration without a preconditioner callback. */
+static spx_status spx__g_bi_step(spx__solver *s, void *vv) {
+  spx_status st = spx__g_bi_first(s, (spx__g_biv *)vv);
+  return st ? st : spx__g_bi_second(s, (spx__g_biv *)vv);
 }
 
 static spx_status spx__g_bicgstab(spx__solver *s, spx_devptr b, spx_devptr x) {
@@ -841,29 +858,13 @@ static spx_status spx__g_bicgstab(spx__solver *s, spx_devptr b, spx_devptr x) {
   }
   if ((st = spx__g_adapt_start(s))) return st;
   for (it = s->it0; it < s->o.maxit; it++) {
-    int ran = 0;
-    if (!cb && (st = spx__g_graph(s, spx__g_bi_step, &w, sizeof w, &ran))) return st;
-    if (ran) {
-      /* the graph ran the iteration */
-    } else if (!cb) {
-      if ((st = spx__g_bi_step(s, &w))) return st;
-    } else {
-      void *aa[] = {&w.g, &s->tpart, &s->st};
-      void *as[] = {&w.n, &w.v, &w.r, &s->part, &s->st};
-      void *ah[] = {&w.g, &s->tpart, &s->st, &w.hist, &w.hcap};
-      void *ax[] = {&w.n, &w.x, &w.ph, &w.sh, &w.t, &w.r, &w.r0, &s->part, &s->st};
-      void *ap[] = {&w.n, &w.r, &w.p, &w.v, &s->st};
+    if (!cb) {
+      if ((st = spx__g_step(s, spx__g_bi_step, &w, sizeof w))) return st;
+    } else { /* the callback before each half step's product */
       if ((st = spx__g_precond(s, w.p, w.ph, &skipped))) return st;
       if (skipped) break; /* stopped at the end of the last iteration: nothing is pending */
-      if ((st = spx__g_spmv(s, w.ph, w.v)) || (st = spx__g_dot2(s, w.r0, w.v, w.v)) || (st = spx__g_total(s, &w.g)) ||
-          (st = spx__k(s, SPX__K_BI_ALPHA, 1, aa)) || (st = spx__k(s, SPX__K_BI_S, s->grid, as)) ||
-          (st = spx__g_total(s, &w.g)) || (st = spx__k(s, SPX__K_BI_HALF, 1, ah)))
-        return st;
-      if ((st = spx__g_precond(s, w.r, w.sh, &skipped))) return st;
-      if ((st = spx__g_spmv(s, w.sh, w.t)) || (st = spx__g_dot2(s, w.r, w.t, w.t)) || (st = spx__g_total(s, &w.g)) ||
-          (st = spx__k(s, SPX__K_BI_OMEGA, 1, aa)) || (st = spx__k(s, SPX__K_BI_XR, s->grid, ax)) ||
-          (st = spx__g_total(s, &w.g)) || (st = spx__k(s, SPX__K_BI_R, 1, ah)) ||
-          (st = spx__k(s, SPX__K_BI_P, s->grid, ap)))
+      if ((st = spx__g_bi_first(s, &w)) || (st = spx__g_precond(s, w.r, w.sh, &skipped)) ||
+          (st = spx__g_bi_second(s, &w)))
         return st;
     }
     if ((it + 1) % s->o.poll == 0 || it + 1 == s->o.maxit) {
