@@ -1742,6 +1742,51 @@ static spx_plan *dev_plan(spx_context *g, const spx_csr *a, int host_profile, co
   return p;
 }
 
+/* Plan q's analysis and candidates as plan h's (the host profile's, nothing staged): the row
+ * statistics, each candidate's format, engine, bytes and predicted time, the last two within a
+ * relative tol (0: to the bit). how says where q's profile came from. */
+static void check_same_profile(const spx_plan *h, const spx_plan *q, const char *name, const char *how, double tol) {
+  const spx_analysis *ah = spx_plan_analysis(h), *aq = spx_plan_analysis(q);
+  const spx_plan_candidate *ch, *cq;
+  int nh, nq, i;
+  assert_int_equal(aq->row_min, ah->row_min);
+  assert_int_equal(aq->row_max, ah->row_max);
+  assert_int_equal(aq->empty_rows, ah->empty_rows);
+  assert_true(fabs(aq->row_stddev - ah->row_stddev) <= tol * (1 + ah->row_stddev));
+  assert_true(aq->B == ah->B && aq->R == ah->R);
+  ch = spx_plan_candidates(h, &nh); cq = spx_plan_candidates(q, &nq);
+  assert_int_equal(nq, nh);
+  for (i = 0; i < nh; i++) {
+    assert_int_equal(cq[i].format, ch[i].format);
+    assert_int_equal(cq[i].engine, ch[i].engine);
+    assert_int_equal(cq[i].bytes, ch[i].bytes);
+    if (fabs(cq[i].predicted_us - ch[i].predicted_us) > tol * fabs(ch[i].predicted_us))
+      fail_msg("%s candidate %d: predicted %.17g us %s, %.17g from the host's", name, i, cq[i].predicted_us, how,
+               ch[i].predicted_us);
+  }
+}
+
+/* A malformed CSR b is refused by spx_plan_create (strategy st, eager or lazy, each of the
+ * expected-call counts) with the host validation's message, and no plan; b is destroyed. */
+static void check_refused(spx_context *g, spx_csr *b, spx_plan_strategy st, int eager, const int64_t *calls, int ncalls) {
+  spx_plan_options o;
+  spx_plan *p = NULL;
+  char host_msg[512];
+  int c;
+  assert_int_equal(spx_csr_validate(b), SPX_INVALID_ARGUMENT);
+  snprintf(host_msg, sizeof host_msg, "%s", spx_last_error());
+  for (c = 0; c < ncalls; c++) {
+    spx_plan_options_default(&o);
+    o.strategy = st;
+    o.expected_calls = calls[c];
+    o.eager = eager;
+    assert_int_equal(spx_plan_create(g, b, &o, &p), SPX_INVALID_ARGUMENT);
+    assert_null(p);
+    assert_string_equal(spx_last_error(), host_msg);
+  }
+  spx_csr_destroy(b);
+}
+
 /* Below the staging size a CUDA plan validates and profiles on the host while a thread uploads the
  * matrix (SPX_PLAN_UPLOAD_BESIDE): the same analysis and the same candidates' SpMV predictions, to
  * the bit, as the plain host profile (upload after, nothing staged), the same choice unless the
@@ -1752,7 +1797,7 @@ static void test_gpu_beside(void **state) {
   spx_context *g = spx_test_gpu_context();
   spx_csr *m[3];
   const char *names[3] = {"poisson7 20^3", "power-law 20k", "elasticity 7^3"};
-  int k, i;
+  int k;
   (void)state;
   if (!g) skip();
   assert_int_equal(spx_gen_poisson3d(20, 20, 20, 7, SPX_DOUBLE, &m[0]), SPX_OK);
@@ -1761,27 +1806,11 @@ static void test_gpu_beside(void **state) {
   for (k = 0; k < 3; k++) {
     static const char *const force[4] = {NULL, "cusparse", "csr", "sell"};
     spx_plan *ph, *pb;
-    const spx_analysis *ah, *ab;
-    const spx_plan_candidate *ch, *cb;
-    int nh, nb, f, c;
+    int f, c;
     if (m[k]->nnz < (1 << 14) || m[k]->nnz >= (1 << 17)) fail_msg("%s: %lld nonzeros, not between 2^14 and 2^17", names[k], (long long)m[k]->nnz);
     ph = dev_plan(g, m[k], 1, NULL);
     pb = dev_plan(g, m[k], 0, NULL);
-    ah = spx_plan_analysis(ph); ab = spx_plan_analysis(pb);
-    assert_int_equal(ab->row_min, ah->row_min);
-    assert_int_equal(ab->row_max, ah->row_max);
-    assert_int_equal(ab->empty_rows, ah->empty_rows);
-    assert_true(ab->row_stddev == ah->row_stddev && ab->B == ah->B && ab->R == ah->R);
-    ch = spx_plan_candidates(ph, &nh); cb = spx_plan_candidates(pb, &nb);
-    assert_int_equal(nb, nh);
-    for (i = 0; i < nh; i++) {
-      assert_int_equal(cb[i].format, ch[i].format);
-      assert_int_equal(cb[i].engine, ch[i].engine);
-      assert_int_equal(cb[i].bytes, ch[i].bytes);
-      if (cb[i].predicted_us != ch[i].predicted_us)
-        fail_msg("%s candidate %d: predicted %.17g us beside the upload, %.17g after it", names[k], i,
-                 cb[i].predicted_us, ch[i].predicted_us);
-    }
+    check_same_profile(ph, pb, names[k], "beside the upload", 0);
     if (spx_plan_format(pb) != spx_plan_format(ph) || spx_plan_engine_of(pb) != spx_plan_engine_of(ph)) {
       const spx_format fb = spx_plan_format(pb);
       print_message("%s: beside %s, after %s\n", names[k], spx_format_name(fb), spx_format_name(spx_plan_format(ph)));
@@ -1811,26 +1840,13 @@ static void test_gpu_beside(void **state) {
   /* malformed: two columns swapped in row 5, a column past the last in row 3000, a row pointer
    * going back at row 7000 */
   for (k = 0; k < 3; k++) {
+    static const int64_t calls[2] = {100, 1000000};
     spx_csr *b = NULL;
-    spx_plan_options o;
-    spx_plan *p = NULL;
-    char host_msg[512];
-    int c;
     assert_int_equal(spx_csr_copy(m[0], SPX_DOUBLE, &b), SPX_OK);
     if (k == 0) { int64_t q = b->row_ptr[5]; int32_t t = b->col_idx[q]; b->col_idx[q] = b->col_idx[q + 1]; b->col_idx[q + 1] = t; }
     else if (k == 1) b->col_idx[b->row_ptr[3001] - 1] = (int32_t)b->ncols;
     else b->row_ptr[7000] = b->row_ptr[6999] - 1;
-    assert_int_equal(spx_csr_validate(b), SPX_INVALID_ARGUMENT);
-    snprintf(host_msg, sizeof host_msg, "%s", spx_last_error());
-    for (c = 0; c < 2; c++) {
-      spx_plan_options_default(&o);
-      o.expected_calls = c ? 1000000 : 100;
-      o.eager = 1;
-      assert_int_equal(spx_plan_create(g, b, &o, &p), SPX_INVALID_ARGUMENT);
-      assert_null(p);
-      assert_string_equal(spx_last_error(), host_msg);
-    }
-    spx_csr_destroy(b);
+    check_refused(g, b, SPX_PLAN_AUTO, 1, calls, 2);
   }
   for (k = 0; k < 3; k++) spx_csr_destroy(m[k]);
   spx_context_destroy(g);
@@ -2422,28 +2438,13 @@ static void test_gpu_device_profile(void **state) {
   for (k = 0; k < 4; k++) {
     spx_plan *ph, *pd;
     double *hd;
-    const spx_analysis *ah, *ad;
-    const spx_plan_candidate *ch, *cd;
-    int nh, nd;
+    const spx_plan_candidate *cd;
+    int nd;
     assert_true(m[k]->nnz >= (1 << 20));
     ph = dev_plan(g, m[k], 1, NULL);
     pd = dev_plan(g, m[k], 0, NULL);
-    ah = spx_plan_analysis(ph); ad = spx_plan_analysis(pd);
-    assert_int_equal(ad->row_min, ah->row_min);
-    assert_int_equal(ad->row_max, ah->row_max);
-    assert_int_equal(ad->empty_rows, ah->empty_rows);
-    assert_true(fabs(ad->row_stddev - ah->row_stddev) <= 1e-9 * (1 + ah->row_stddev));
-    assert_true(ad->B == ah->B && ad->R == ah->R);
-    ch = spx_plan_candidates(ph, &nh); cd = spx_plan_candidates(pd, &nd);
-    assert_int_equal(nd, nh);
-    for (i = 0; i < nh; i++) {
-      assert_int_equal(cd[i].format, ch[i].format);
-      assert_int_equal(cd[i].engine, ch[i].engine);
-      assert_int_equal(cd[i].bytes, ch[i].bytes);
-      if (fabs(cd[i].predicted_us - ch[i].predicted_us) > 1e-9 * fabs(ch[i].predicted_us))
-        fail_msg("%s candidate %d: predicted %.17g us from the device profile, %.17g from the host's", names[k], i,
-                 cd[i].predicted_us, ch[i].predicted_us);
-    }
+    check_same_profile(ph, pd, names[k], "from the device profile", 1e-9);
+    cd = spx_plan_candidates(pd, &nd);
     if (spx_plan_format(pd) != spx_plan_format(ph)) {
       /* The staged plan prices the device converters (SELL, SELL16, SDIA, BSR) from the staged
        * arrays, the host profile's plan their whole conversion with its own upload: cheaper
@@ -2523,23 +2524,14 @@ static void test_gpu_device_profile(void **state) {
   /* malformed: two columns swapped in one row, a column past the last (rows the host's column
    * sample does not read), then a swap in row 5 (one it reads, before the device has checked) */
   for (k = 0; k < 3; k++) {
+    static const int64_t calls[1] = {1000};
     spx_csr *b = NULL;
-    spx_plan_options o;
-    spx_plan *p = NULL;
-    char host_msg[512];
     int64_t r = k == 2 ? 5 : 123457, q;
     assert_int_equal(spx_csr_copy(m[0], SPX_DOUBLE, &b), SPX_OK);
     q = b->row_ptr[r];
     if (k != 1) { int32_t t = b->col_idx[q]; b->col_idx[q] = b->col_idx[q + 1]; b->col_idx[q + 1] = t; }
     else b->col_idx[b->row_ptr[r + 1] - 1] = (int32_t)b->ncols;
-    spx_plan_options_default(&o);
-    o.strategy = SPX_PLAN_MODEL;
-    assert_int_equal(spx_csr_validate(b), SPX_INVALID_ARGUMENT);
-    snprintf(host_msg, sizeof host_msg, "%s", spx_last_error());
-    assert_int_equal(spx_plan_create(g, b, &o, &p), SPX_INVALID_ARGUMENT);
-    assert_null(p);
-    assert_string_equal(spx_last_error(), host_msg);
-    spx_csr_destroy(b);
+    check_refused(g, b, SPX_PLAN_MODEL, 0, calls, 1);
   }
   for (k = 0; k < 4; k++) spx_csr_destroy(m[k]);
   spx_context_destroy(g);

@@ -406,6 +406,18 @@ static spx_status spx__plan_rows(spx_plan *p, const spx_csr *a0, const spx_csr *
   return SPX_OK;
 }
 
+/* The row profile the model prices from (spx__plan_rows with the columns where it prices formats
+ * and the values staged where the build will read them), and, on staged arrays, spx's CSR kernel
+ * chosen from its histogram. */
+static spx_status spx__plan_profile(spx_plan *p, const spx_csr *a0, const spx_csr *use, const spx_plan_options *o,
+                                    const spx_plan_device *dev, spx__pprof *rows, spx__pprof **profiled) {
+  spx_status s = spx__plan_rows(p, a0, use, o, dev, !spx__plan_names_cusparse(o->force), spx__plan_stage_values(o, use),
+                                rows, profiled);
+  if (!s && *profiled && rows->hist && p->dc.rp32)
+    p->csr_staged = spx_csr_kernel_options(use->nrows, use->nnz, rows->hist, rows->row_max, &p->csr_opt) == SPX_OK;
+  return s;
+}
+
 /* ---- The deferred choice --------------------------------------------------------------------- */
 /* defer: when the choice converts, start on the CSR as it is and keep the choice pending. The start
  * is spx's CSR kernel or cuSPARSE, whichever the model predicts faster, among those that convert
@@ -601,11 +613,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
   /* profiled on the host beside the upload: first, so that the shortcut below prices spx's CSR
    * kernel from the rows, as the build will run it (the upload is the shortcut's too) */
   if (spx__plan_stage_wanted(use, o) && spx__plan_beside(use)) {
-    if ((s = spx__plan_rows(p, a0, use, o, &dev, !spx__plan_names_cusparse(o->force), spx__plan_stage_values(o, use),
-                            &rows, &rowsp)))
-      goto fail;
-    if (rowsp && rows.hist && p->dc.rp32)
-      p->csr_staged = spx_csr_kernel_options(use->nrows, use->nnz, rows.hist, rows.row_max, &p->csr_opt) == SPX_OK;
+    if ((s = spx__plan_profile(p, a0, use, o, &dev, &rows, &rowsp))) goto fail;
     SPX__PLAN_TRACE(p->dc.ci ? "beside" : "rowstats");
   }
   if ((o->strategy == SPX_PLAN_AUTO || o->strategy == SPX_PLAN_MODEL) && !o->force && spx__plan_has_cusparse(p)) {
@@ -633,12 +641,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
     }
   }
   if (!rowsp) {
-    if ((s = spx__plan_rows(p, a0, use, o, &dev, !spx__plan_names_cusparse(o->force), spx__plan_stage_values(o, use),
-                            &rows, &rowsp)))
-      goto fail;
-    /* a CSR plan can run spx's kernel on the staged arrays: the kernel choice from the histogram */
-    if (rowsp && rows.hist && p->dc.rp32)
-      p->csr_staged = spx_csr_kernel_options(use->nrows, use->nnz, rows.hist, rows.row_max, &p->csr_opt) == SPX_OK;
+    if ((s = spx__plan_profile(p, a0, use, o, &dev, &rows, &rowsp))) goto fail;
     SPX__PLAN_TRACE(p->dc.ci ? "devprofile" : "rowstats");
   }
   if ((s = spx__plan_candidates(use, rowsp, &dev, o->expected_calls, p->limit,
