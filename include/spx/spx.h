@@ -144,7 +144,9 @@
  *                          streams or the host), the host step    stencil_plan, device, loader
  *   stencil_impl.h         kernels, spx_stencil_run, grids        stencil_schedule, stencil_plan, jit,
  *                                                                 context, device, loader, config
- *   solve_impl.h     solvers                                      plan, cuda, jit, device
+ *   solve_impl.h     solvers: options, scaling, the GPU path,
+ *                    the entries                                  solve_host, plan, cuda, jit, device
+ *   solve_host_impl.h      the solvers' host twin                 solve, plan
  *   AMG, in rooms (amg_levels.h declares what each gives the rooms after it):
  *   amg_gpu_impl.h         the setup on the GPU (amg_setup.cu's
  *                          kernels, cuSPARSE SpGEMM, csr2csc)     csr, device, jit, loader
@@ -199,6 +201,7 @@
 #include "internal/stencil_schedule_impl.h"
 #include "internal/stencil_impl.h"
 #include "internal/solve_impl.h"
+#include "internal/solve_host_impl.h"
 #include "internal/amg_gpu_impl.h"
 #include "internal/amg_setup_impl.h"
 #include "internal/amg_rs_impl.h"

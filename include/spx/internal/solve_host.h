@@ -163,4 +163,32 @@ spx_status spx__solve_finish(spx__solver *s, spx_status st);
 /* The report in the caller's units after a scaled solve (s->scale != 1). */
 void spx__solve_unscale(spx__solver *s);
 
+/* What the host twin (solve_host_impl.h) and the GPU path (solve_impl.h) share. */
+extern const char *const spx__solve_names[]; /* by SPX__SOLVE_* */
+/* 1, or the power of two that brings b's largest entry m near 1 (solve_impl.h's scaling). */
+double spx__scale_of(double m);
+/* The largest |v[i]| of n values (float where f), NaN where one is. */
+double spx__vmaxabs(const void *v, int f, int64_t n);
+/* The solve's end in s->rep (why: SPX__KS_*, bad the offending value, it the iterations): its
+ * status and sentence. */
+spx_status spx__solve_end(spx__solver *s, int why, double bad, int64_t it);
+/* The adaptive upgrade's rate after iteration it at residual res (a pending plan's). */
+void spx__solve_adapt(spx__solver *s, int64_t it, double res);
+/* Whether to run again from x (a restart: the recomputed residual missed the tolerance), *st the
+ * run's status, rewritten where it restarts. */
+int spx__solve_restart(spx__solver *s, spx_status *st);
+
+static inline int spx__finite(double x) { return x - x == 0.0; }
+static inline double spx__fabs(double x) { return x < 0 ? -x : x; }
+/* Element i of a float (f) or double vector, as a double; stored back. */
+static inline double spx__vld(const void *v, int f, int64_t i) {
+  return f ? (double)((const float *)v)[i] : ((const double *)v)[i];
+}
+static inline void spx__vst(void *v, int f, int64_t i, double x) {
+  if (f) ((float *)v)[i] = (float)x;
+  else ((double *)v)[i] = x;
+}
+/* x rounded to the vector type and back, as it is once stored. */
+static inline double spx__rd(int f, double x) { return f ? (double)(float)x : x; }
+
 #endif /* SPX_INTERNAL_SOLVE_HOST_H */
