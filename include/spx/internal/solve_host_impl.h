@@ -120,6 +120,23 @@ static spx_status spx__h_spmv(spx__solver *s, const void *x, void *y) {
   return s->ops ? s->ops->spmv(s, x, y) : spx_plan_spmv(s->A, 1.0, x, 0.0, y);
 }
 
+/* Both methods' start from ||r0||^2 = rr and ||b||^2 = bb: the tolerance squared (*tol2), the
+ * report's norms, the history's entry it, s->r0; 1 where the solve ends there (*st its end: a
+ * norm not finite, or x0 already converged). */
+static int spx__h_started(spx__solver *s, double rr, double bb, int64_t it, double *tol2, spx_status *st) {
+  spx_solve_report *rep = s->rep;
+  *tol2 = SPX__MAX(s->o.rtol * s->o.rtol * bb, s->o.atol * s->o.atol);
+  rep->bnorm = spx__sqrt(bb);
+  rep->tol = spx__sqrt(*tol2);
+  rep->resid = spx__sqrt(rr);
+  if (it < s->o.history_len) s->o.history[it] = rep->resid;
+  s->r0 = rep->resid;
+  if (!spx__finite(rr) || !spx__finite(bb)) *st = spx__solve_end(s, SPX__KS_NONFINITE, rr, it);
+  else if (rr <= *tol2) *st = spx__solve_end(s, SPX__KS_CONVERGED, 0, it);
+  else return 0;
+  return 1;
+}
+
 /* CG; with s->diag Jacobi, with o.precond the callback. hv: r, p, q, z. */
 static spx_status spx__h_cg(spx__solver *s, const void *b, void *x) {
   const int f = s->f, cb = s->o.precond != NULL;
@@ -139,14 +156,7 @@ static spx_status spx__h_cg(spx__solver *s, const void *b, void *x) {
     s2 += rd * zd;
   SPX__HLOOP_END
   if ((st = spx__hsum(s, t))) return st;
-  tol2 = SPX__MAX(s->o.rtol * s->o.rtol * t[1], s->o.atol * s->o.atol);
-  rep->bnorm = spx__sqrt(t[1]);
-  rep->tol = spx__sqrt(tol2);
-  rep->resid = spx__sqrt(t[0]);
-  if (it < s->o.history_len) s->o.history[it] = rep->resid;
-  s->r0 = rep->resid;
-  if (!spx__finite(t[0]) || !spx__finite(t[1])) return spx__solve_end(s, SPX__KS_NONFINITE, t[0], it);
-  if (t[0] <= tol2) return spx__solve_end(s, SPX__KS_CONVERGED, 0, it);
+  if (spx__h_started(s, t[0], t[1], it, &tol2, &st)) return st;
   rz = t[2];
   if (cb) {
     if ((st = spx__h_precond(s, r, z))) return st;
@@ -221,15 +231,8 @@ static spx_status spx__h_bicgstab(spx__solver *s, const void *b, void *x) {
     s1 += bi * bi;
   SPX__HLOOP_END
   if ((st = spx__hsum(s, d))) return st;
-  tol2 = SPX__MAX(s->o.rtol * s->o.rtol * d[1], s->o.atol * s->o.atol);
-  rep->bnorm = spx__sqrt(d[1]);
-  rep->tol = spx__sqrt(tol2);
-  rep->resid = spx__sqrt(d[0]);
+  if (spx__h_started(s, d[0], d[1], it, &tol2, &st)) return st;
   r0n2 = rho = d[0];
-  if (it < s->o.history_len) s->o.history[it] = rep->resid;
-  s->r0 = rep->resid;
-  if (!spx__finite(d[0]) || !spx__finite(d[1])) return spx__solve_end(s, SPX__KS_NONFINITE, d[0], it);
-  if (d[0] <= tol2) return spx__solve_end(s, SPX__KS_CONVERGED, 0, it);
   while (it < s->o.maxit) {
     double rr, rhon;
     if (cb && (st = spx__h_precond(s, p, ph))) return st;
