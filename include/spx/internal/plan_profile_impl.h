@@ -156,21 +156,16 @@ static int spx__i64_desc(const void *x, const void *y) {
 
 /* Distinct blocks of b columns in rows [r0, r1): with stamp (one int32 per block column, zeroed
  * once, indexed from block column boff) a block counts when its stamp is not this call's *gen;
- * without, the rows' block columns
- * are sorted in buf (room for the rows' nonzeros). Columns are sorted within a row, so a row's
- * repeats of one block column are adjacent and skipped before the stamp is touched. The divisor is
- * a constant in each case of the switch: a run-time 64-bit division per nonzero would cost most of
- * the profile. */
+ * without, the rows' block columns are sorted in buf (room for the rows' nonzeros). Every nonzero
+ * stamps its block, counted without a branch: on scattered columns a test per nonzero mispredicts
+ * and cost most of the profile. The divisor is a constant in each case of the switch: a run-time
+ * 64-bit division per nonzero would cost as much. */
 #define SPX__PLAN_BLOCKS_CASE(B)                                                              \
   case B:                                                                                     \
-    for (i = r0; i < r1; i++) {                                                               \
-      uint32_t prev = UINT32_MAX;                                                             \
-      for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {                                   \
-        uint32_t bc = (uint32_t)a->col_idx[k] / B - boff;                                     \
-        if (bc == prev) continue;                                                             \
-        prev = bc;                                                                            \
-        if (stamp[bc] != g) { stamp[bc] = g; u++; }                                           \
-      }                                                                                       \
+    for (k = a->row_ptr[r0]; k < a->row_ptr[r1]; k++) {                                       \
+      uint32_t bc = (uint32_t)a->col_idx[k] / B - boff;                                       \
+      u += stamp[bc] != g;                                                                    \
+      stamp[bc] = g;                                                                          \
     }                                                                                         \
     return u;
 static int64_t spx__plan_blocks(const spx_csr *a, int64_t r0, int64_t r1, int64_t b, int64_t *buf, int32_t *stamp,
@@ -188,11 +183,11 @@ static int64_t spx__plan_blocks(const spx_csr *a, int64_t r0, int64_t r1, int64_
       SPX__PLAN_BLOCKS_CASE(7)
       SPX__PLAN_BLOCKS_CASE(8)
     default:
-      for (i = r0; i < r1; i++)
-        for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) {
-          int32_t *t = &stamp[a->col_idx[k] / b - boff];
-          if (*t != g) { *t = g; u++; }
-        }
+      for (k = a->row_ptr[r0]; k < a->row_ptr[r1]; k++) {
+        int32_t *t = &stamp[a->col_idx[k] / b - boff];
+        u += *t != g;
+        *t = g;
+      }
       return u;
     }
   }
@@ -205,6 +200,31 @@ static int64_t spx__plan_blocks(const spx_csr *a, int64_t r0, int64_t r1, int64_
 }
 #undef SPX__PLAN_BLOCKS_CASE
 
+/* The longest row SELL's sorted slots take from a count of the window's lengths; longer rows sort. */
+#define SPX__SELL_COUNT_MAX 1024
+
+/* SELL's slots (C = 32) over a window of sw rows sorted by length (sigma 256): each slice takes
+ * its longest row, the length at ranks 0, 32, 64, ... in descending order, read off a count of
+ * the lengths (a sort per window cost a third of the profile); a window with a row past the
+ * count's reach sorts. */
+static int64_t spx__sell_sorted_slots(const int64_t *len, int64_t sw) {
+  int32_t cnt[SPX__SELL_COUNT_MAX + 1];
+  int64_t i, v, m = 0, seen = 0, next = 0, slots = 0;
+  for (i = 0; i < sw; i++) m = SPX__MAX(m, len[i]);
+  if (m > SPX__SELL_COUNT_MAX) {
+    int64_t l2[256];
+    memcpy(l2, len, sizeof(int64_t) * (size_t)sw);
+    qsort(l2, (size_t)sw, sizeof *l2, spx__i64_desc);
+    for (i = 0; i < sw; i += 32) slots += 32 * l2[i];
+    return slots;
+  }
+  memset(cnt, 0, sizeof *cnt * (size_t)(m + 1));
+  for (i = 0; i < sw; i++) cnt[len[i]]++;
+  for (v = m; v >= 0 && next < sw; v--)
+    for (seen += cnt[v]; next < seen; next += 32) slots += 32 * v;
+  return slots;
+}
+
 /* Offsets the profile counts per SDIA slice before it stops: past this many the slice is far over
  * any sensible fill (32 rows x 256 slots against a few hundred entries). */
 #define SPX__SDIA_COUNT_MAX 256
@@ -214,17 +234,21 @@ static int64_t spx__plan_blocks(const spx_csr *a, int64_t r0, int64_t r1, int64_
  * SDIA diagonals. */
 static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx__pprof *p, int64_t *buf,
                                   int32_t **stamps, int64_t *cap, int64_t most, int32_t *gen) {
-  int64_t i, k, b, len[256], lo[256], hi[256], sw = w1 - w0, sig, smin = INT64_MAX, smax = -1, nstamp = 0;
+  int64_t i, k, b, len[256], lo[256], hi[256], sw = w1 - w0, smin = INT64_MAX, smax = -1, nstamp = 0;
   int32_t *stamp = NULL;
   for (i = w0; i < w1; i++) {
-    int64_t rb = a->row_ptr[i], e = a->row_ptr[i + 1], blocks = 0, bval = 0;
-    for (k = rb; k < e;) { /* maximal runs of consecutive columns */
-      int64_t r = k + 1;
-      while (r < e && a->col_idx[r] == a->col_idx[r - 1] + 1) r++;
-      if (r - k >= 2) { blocks++; bval += r - k; }
-      else p->nnon++;
-      k = r;
+    int64_t rb = a->row_ptr[i], e = a->row_ptr[i + 1], blocks = 0, bval = 0, c, was = 0;
+    /* maximal runs of consecutive columns, counted without branches (on scattered columns the
+     * branches mispredict, most of the pass): a nonzero continues a run when its column follows
+     * its neighbour's; a run of two or more starts where continuing starts */
+    for (k = rb + 1; k < e; k++) {
+      c = a->col_idx[k] == a->col_idx[k - 1] + 1;
+      blocks += c & !was;
+      bval += c;
+      was = c;
     }
+    bval += blocks; /* each run's first nonzero */
+    p->nnon += e - rb - bval;
     p->nblocks += blocks; p->nval += bval;
     p->max_blocks = SPX__MAX(p->max_blocks, blocks);
     p->max_bval = SPX__MAX(p->max_bval, bval);
@@ -268,56 +292,55 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
       got += spx__plan_blocks(a, i, SPX__MIN(i + b, a->nrows), b, buf, stamp, smax < 0 ? 0 : (uint32_t)(smin / b), gen);
     p->bsr_blocks[b] += p->sampled && bw1 > w0 ? got * (w1 - w0) / (bw1 - w0) : got;
   }
-  /* SELL, C = 32: unsorted slices (sigma 1), then the window sorted by length (sigma 256). */
-  for (sig = 0; sig < 2; sig++) {
-    int64_t l2[256];
-    memcpy(l2, len, sizeof(int64_t) * (size_t)sw);
-    if (sig) qsort(l2, (size_t)sw, sizeof *l2, spx__i64_desc);
-    for (i = 0; i < sw; i += 32) {
-      int64_t w = 0, j, cmin = INT64_MAX, cmax = -1;
-      for (j = i; j < SPX__MIN(sw, i + 32); j++) {
-        w = SPX__MAX(w, l2[j]);
-        if (!sig) { cmin = SPX__MIN(cmin, lo[j]); cmax = SPX__MAX(cmax, hi[j]); }
-      }
-      p->sell_slots[sig] += w * 32;
-      if (!sig && w > 0 && cmax - cmin > 65535) p->sell16_wide[0] = 1;
-      if (!sig) { /* SDIA's slice: its distinct offsets column - row, in [cmin - (r1 - 1), cmax - r0] */
-        int64_t r0 = w0 + i, r1 = SPX__MIN(w1, r0 + 32), u = 0, span = cmax - cmin + (r1 - r0);
-        if (stamp && cmax >= 0 && span < nstamp) { /* one stamp per offset: O(1) a nonzero */
-          int32_t g = ++*gen;
-          int64_t base = cmin - (r1 - 1), q, kk;
-          for (q = r0; q < r1; q++)
-            for (kk = a->row_ptr[q]; kk < a->row_ptr[q + 1]; kk++) {
-              int32_t *t = &stamp[(int64_t)a->col_idx[kk] - q - base];
-              if (*t != g) { *t = g; u++; }
-            }
-        } else /* a wide slice: sorted insertion into buf (room for the window's nonzeros) */
-          u = spx__sdia_offsets(a, r0, r1, (int32_t *)buf, SPX__SDIA_COUNT_MAX);
-        p->sdia_capped |= u > SPX__SDIA_COUNT_MAX;
-        p->sdia_diags += u;
-        p->sdia_slots += u * (r1 - w0 - i);
-        /* the slice's distinct x sectors (32 bytes: 4 doubles, 8 floats); a sample counts the first
-         * two slices of each window only (a ratio: fewer slices serve, and on random columns each
-         * slice's stamps touch pages all over the stamp array) */
-        if (cmax >= 0 && (!p->sampled || i < 64)) {
-          int sh = SPX_DTYPE_SIZE(a->dtype) == 8 ? 2 : 3;
-          int64_t sb = cmin >> sh, sspan = (cmax >> sh) - sb + 1, q, kk, m = 0, z = a->row_ptr[r1] - a->row_ptr[r0];
-          u = 0;
-          if (stamp && sspan < nstamp) {
-            int32_t g = ++*gen;
-            for (kk = a->row_ptr[r0]; kk < a->row_ptr[r1]; kk++) {
-              int32_t *t = &stamp[((int64_t)a->col_idx[kk] >> sh) - sb];
-              if (*t != g) { *t = g; u++; }
-            }
-          } else if (z > 0) {
-            for (kk = a->row_ptr[r0]; kk < a->row_ptr[r1]; kk++) buf[m++] = (int64_t)a->col_idx[kk] >> sh;
-            qsort(buf, (size_t)m, sizeof *buf, spx__i64_desc);
-            for (q = 0; q < m; q++) u += q == 0 || buf[q] != buf[q - 1];
-          }
-          p->x_sectors += u;
-          p->x_nnz += z;
+  /* SELL, C = 32: the window sorted by length (sigma 256), then slice by slice unsorted (sigma 1)
+   * with SDIA's offsets and x's sectors of the same 32 rows */
+  p->sell_slots[1] += spx__sell_sorted_slots(len, sw);
+  for (i = 0; i < sw; i += 32) {
+    int64_t w = 0, j, cmin = INT64_MAX, cmax = -1, r0 = w0 + i, r1 = SPX__MIN(w1, r0 + 32), u = 0, span;
+    for (j = i; j < SPX__MIN(sw, i + 32); j++) {
+      w = SPX__MAX(w, len[j]);
+      cmin = SPX__MIN(cmin, lo[j]);
+      cmax = SPX__MAX(cmax, hi[j]);
+    }
+    p->sell_slots[0] += w * 32;
+    if (w > 0 && cmax - cmin > 65535) p->sell16_wide[0] = 1;
+    /* SDIA's slice: its distinct offsets column - row, in [cmin - (r1 - 1), cmax - r0] */
+    span = cmax - cmin + (r1 - r0);
+    if (stamp && cmax >= 0 && span < nstamp) { /* one stamp per offset: O(1) a nonzero */
+      int32_t g = ++*gen;
+      int64_t base = cmin - (r1 - 1), q, kk;
+      for (q = r0; q < r1; q++)
+        for (kk = a->row_ptr[q]; kk < a->row_ptr[q + 1]; kk++) {
+          int32_t *t = &stamp[(int64_t)a->col_idx[kk] - q - base];
+          u += *t != g;
+          *t = g;
         }
+    } else /* a wide slice: sorted insertion into buf (room for the window's nonzeros) */
+      u = spx__sdia_offsets(a, r0, r1, (int32_t *)buf, SPX__SDIA_COUNT_MAX);
+    p->sdia_capped |= u > SPX__SDIA_COUNT_MAX;
+    p->sdia_diags += u;
+    p->sdia_slots += u * (r1 - w0 - i);
+    /* the slice's distinct x sectors (32 bytes: 4 doubles, 8 floats); a sample counts the first
+     * two slices of each window only (a ratio: fewer slices serve, and on random columns each
+     * slice's stamps touch pages all over the stamp array) */
+    if (cmax >= 0 && (!p->sampled || i < 64)) {
+      int sh = SPX_DTYPE_SIZE(a->dtype) == 8 ? 2 : 3;
+      int64_t sb = cmin >> sh, sspan = (cmax >> sh) - sb + 1, q, kk, m = 0, z = a->row_ptr[r1] - a->row_ptr[r0];
+      u = 0;
+      if (stamp && sspan < nstamp) {
+        int32_t g = ++*gen;
+        for (kk = a->row_ptr[r0]; kk < a->row_ptr[r1]; kk++) {
+          int32_t *t = &stamp[((int64_t)a->col_idx[kk] >> sh) - sb];
+          u += *t != g;
+          *t = g;
+        }
+      } else if (z > 0) {
+        for (kk = a->row_ptr[r0]; kk < a->row_ptr[r1]; kk++) buf[m++] = (int64_t)a->col_idx[kk] >> sh;
+        qsort(buf, (size_t)m, sizeof *buf, spx__i64_desc);
+        for (q = 0; q < m; q++) u += q == 0 || buf[q] != buf[q - 1];
       }
+      p->x_sectors += u;
+      p->x_nnz += z;
     }
   }
   { /* sigma 256 regroups rows inside the window: the window's span bounds every slice's */
