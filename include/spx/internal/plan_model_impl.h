@@ -422,10 +422,14 @@ double spx__plan_time_us(const spx_plan_device *d, const spx__pprof *p, int64_t 
   return d->launch_us * launches + moved / bpus + d->imbalance_weight * idle * (double)(4 + vb) / bpus;
 }
 
-/* Host nanoseconds per nonzero of the column profile on one thread (runs, 8 block sizes, SELL's
- * slots, SDIA's offsets, x sectors): a server core's rate (docs/performance.md), priced whole
- * because the profile only pays where it is a small share of the work. */
-#define SPX__PLAN_COLS_NS 30.0
+/* The column profile's host price on one thread (runs, 8 block sizes, SELL's slots, SDIA's offsets,
+ * x sectors): nanoseconds per row and per nonzero read, as a plan meets it (caches and clocks as a
+ * caller leaves them) on a server core; a sample reads its windows' block rows and x sectors in
+ * part, at that share of the whole pass's rate. Fitted on the fit halves (docs/performance.md);
+ * priced whole because the profile only pays where it is a small share of the work. */
+#define SPX__PLAN_COLS_ROW_NS 60.0
+#define SPX__PLAN_COLS_NNZ_NS 17.0
+#define SPX__PLAN_COLS_SAMPLED 0.4
 /* The milliseconds the column profile of a may cost: `share` of the work `calls` SpMVs do on the
  * CSR baseline as the model prices it from a's sizes. */
 double spx__plan_columns_budget_ms(const spx_csr *a, const spx_plan_device *d, int64_t calls, double share) {
@@ -437,9 +441,13 @@ double spx__plan_columns_budget_ms(const spx_csr *a, const spx_plan_device *d, i
 }
 
 double spx__plan_columns_ms(const spx_csr *a, int threads) {
-  double read = (double)a->nnz;
-  if (spx__plan_sampled(a)) read = (double)spx__plan_sample_windows(a) * 256.0 * (double)a->nnz / (double)a->nrows;
-  return 1e-6 * SPX__PLAN_COLS_NS * read / (threads > 1 ? threads : 1);
+  double rows = (double)a->nrows, nnz = (double)a->nnz, share = 1;
+  if (spx__plan_sampled(a)) {
+    rows = (double)spx__plan_sample_windows(a) * 256.0;
+    nnz = rows * (double)a->nnz / (double)a->nrows;
+    share = SPX__PLAN_COLS_SAMPLED;
+  }
+  return 1e-6 * share * (SPX__PLAN_COLS_ROW_NS * rows + SPX__PLAN_COLS_NNZ_NS * nnz) / (threads > 1 ? threads : 1);
 }
 
 /* Whether the column profile pays: its price on one thread within spx__plan_columns_budget_ms. */
