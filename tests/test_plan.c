@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <unistd.h>
 #include "spx_test.h"
+#include <spx/internal/cuda_types.h> /* spx__free_seen, spx__free_mem_count */
 #include "spx_test_env.h" /* env_put */
 
 /* n x n with the given row lengths (row i: columns i, i+1, ... wrapping), random values. */
@@ -1853,6 +1854,62 @@ static void test_gpu_beside(void **state) {
 }
 
 
+/* A plan prices memory against the device's free memory as last read, without a driver call, while
+ * its candidates stay within a quarter of it; nearer, it asks the driver again, so a reading made
+ * stale by allocations since does not refuse a matrix that fits. A given memory limit reads nothing. */
+static void test_gpu_free_seen(void **state) {
+  spx_context *g = spx_test_gpu_context();
+  spx_csr *a = NULL;
+  spx_plan *p = NULL;
+  spx_plan_options o;
+  spx_device_info info;
+  long long n0;
+  int k;
+  (void)state;
+  if (!g) skip();
+  assert_int_equal(spx_gen_poisson3d(20, 20, 20, 7, SPX_DOUBLE, &a), SPX_OK);
+  /* a stale reading, as if other allocations had taken all but a byte (the fresh context's cache
+   * holds no blocks yet): every candidate is near it */
+  spx__free_seen_set(g, 1);
+  assert_int_equal(spx__free_seen(g), 1);
+  spx_plan_options_default(&o);
+  o.eager = 1;
+  n0 = spx__free_mem_count();
+  if (spx_plan_create(g, a, &o, &p)) fail_msg("stale reading: %s", spx_last_error());
+  assert_true(spx__free_mem_count() >= n0 + 1);
+  assert_true(spx__free_seen(g) > 1);
+  check_plan_spmv(g, p, a, "stale reading");
+  spx_plan_destroy(p);
+  /* the reading stands while the candidates are far from it (the calibration made above) */
+  for (k = 0; k < 6; k++) {
+    static const int64_t calls[3] = {200, 1000, 1000000};
+    char what[64];
+    spx_plan_options_default(&o);
+    o.expected_calls = calls[k % 3];
+    o.eager = k < 3;
+    snprintf(what, sizeof what, "%s at %lld calls", o.eager ? "eager" : "lazy", (long long)o.expected_calls);
+    n0 = spx__free_mem_count();
+    if (spx_plan_create(g, a, &o, &p)) fail_msg("%s: %s", what, spx_last_error());
+    check_plan_spmv(g, p, a, what);
+    if (spx__free_mem_count() != n0) fail_msg("%s: the driver asked %lld times", what, spx__free_mem_count() - n0);
+    spx_plan_destroy(p);
+  }
+  /* a given limit reads nothing, however near the last reading */
+  spx__free_seen_set(g, 1);
+  spx_plan_options_default(&o);
+  o.memory_limit = (int64_t)1 << 40;
+  n0 = spx__free_mem_count();
+  if (spx_plan_create(g, a, &o, &p)) fail_msg("given limit: %s", spx_last_error());
+  assert_int_equal(spx__free_mem_count(), n0);
+  check_plan_spmv(g, p, a, "given limit");
+  spx_plan_destroy(p);
+  /* the context's query is a reading too */
+  assert_int_equal(spx_context_device_info(g, &info), SPX_OK);
+  assert_int_equal(spx__free_seen(g), info.free_mem);
+  spx_csr_destroy(a);
+  spx_context_destroy(g);
+}
+
 /* The diagonal a plan keeps (for Jacobi) is the host pass's, to the bit, where a staged build takes
  * it from the device. */
 static void check_diag(const spx_plan *p, const double *want, int64_t n, const char *name, const char *what) {
@@ -2552,7 +2609,7 @@ int main(void) {
       cmocka_unit_test(test_auto_race_second_look),
       cmocka_unit_test(test_bsr_plan_block), cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_device_file),      cmocka_unit_test(test_reselect_ordering),
-      cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_lazy_staged),        cmocka_unit_test(test_gpu_device_profile), cmocka_unit_test(test_gpu_beside), cmocka_unit_test(test_gpu_columns_priced), cmocka_unit_test(test_gpu_tiered_jit), cmocka_unit_test(test_public_getters), cmocka_unit_test(test_gpu_nothing_pays_shortcut),
+      cmocka_unit_test(test_gpu_plans),        cmocka_unit_test(test_gpu_lazy_staged),        cmocka_unit_test(test_gpu_device_profile), cmocka_unit_test(test_gpu_beside), cmocka_unit_test(test_gpu_free_seen), cmocka_unit_test(test_gpu_columns_priced), cmocka_unit_test(test_gpu_tiered_jit), cmocka_unit_test(test_public_getters), cmocka_unit_test(test_gpu_nothing_pays_shortcut),
       cmocka_unit_test(test_gpu_race),
   };
   setenv("SPX_QUIET", "1", 0);

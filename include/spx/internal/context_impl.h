@@ -75,6 +75,7 @@ spx_status spx_context_create(const spx_context_options *opt, spx_context **out)
   c->cu_ctx = primary;
   spx__h2d_retain(c->device); /* released in spx_context_destroy */
   if ((s = spx__free_mem(cu, c->cu_ctx, &c->info.free_mem)) || (s = spx__dcache_create(c))) goto fail;
+  spx__free_seen_set(c, c->info.free_mem);
   *out = c;
   return SPX_OK;
 fail:
@@ -108,8 +109,10 @@ spx_status spx_context_device_info(const spx_context *ctx, spx_device_info *out)
   spx_status s = SPX_OK;
   if (!ctx || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_context_device_info: NULL argument");
   *out = ctx->info;
-  if (ctx->backend == SPX_BACKEND_CUDA && !(s = spx__free_mem(spx__cuda(), ctx->cu_ctx, &out->free_mem)))
+  if (ctx->backend == SPX_BACKEND_CUDA && !(s = spx__free_mem(spx__cuda(), ctx->cu_ctx, &out->free_mem))) {
+    spx__free_seen_set(ctx, out->free_mem);
     out->free_mem += (int64_t)spx__dcache_bytes(ctx); /* the blocks spx keeps are spx's to use */
+  }
   spx__lib_versions(out);
   return s;
 }

@@ -383,6 +383,8 @@ void spx__ctx_pop(const spx_context *ctx);
 spx_status spx__device_props(const spx__cuda_api *cu, int ordinal, spx__CUdevice *dev, spx_device_info *o);
 /* Free device memory, read inside the (retained) primary context `ctx`. */
 spx_status spx__free_mem(const spx__cuda_api *cu, spx__CUcontext ctx, int64_t *out);
+/* Tests only: how many times spx__free_mem asked the driver in this process. */
+long long spx__free_mem_count(void);
 /* The library versions every device_info carries (loading NVRTC and cuSPARSE if needed). */
 void spx__lib_versions(spx_device_info *o);
 /* SPX_OK when `ordinal` names a device here; else the failure, with `why` there is no GPU. */
@@ -466,6 +468,11 @@ void spx__dcache_destroy(spx_context *ctx);
 /* Tests: cache hits so far, blocks and bytes held now. */
 void spx__dcache_stats(const spx_context *ctx, long long *hits, int *blocks, size_t *bytes);
 size_t spx__dcache_bytes(const spx_context *ctx);
+/* The device's free memory as last read (the context's creation, spx_context_device_info): set
+ * with the driver's figure, read back with the blocks the cache holds now (0: never read). A
+ * reading, not the present: a caller that may come near it reads the driver again. */
+void spx__free_seen_set(const spx_context *ctx, int64_t raw);
+int64_t spx__free_seen(const spx_context *ctx);
 /* Tests: copies that went through the context's pinned buffer (device_impl.h). */
 long long spx__pin_count(const spx_context *ctx);
 

@@ -77,6 +77,7 @@ struct spx__dcache {
   spx__CUevent pin_ev[2]; /* a download's halves, double-buffered */
   int pin_state;
   long long pin_copies;
+  int64_t free_seen; /* the free memory last read (spx__free_seen_set), without the cache's blocks */
 };
 
 static size_t spx__dcache_cap(const spx_context *ctx) {
@@ -248,6 +249,24 @@ void spx_device_free(spx_context *ctx, spx_devptr p) {
 spx_status spx_device_trim(spx_context *ctx) {
   if (!ctx) return spx__fail(SPX_INVALID_ARGUMENT, "spx_device_trim: NULL context");
   return ctx->backend == SPX_BACKEND_CUDA ? spx__dcache_trim(ctx, NULL) : SPX_OK;
+}
+
+void spx__free_seen_set(const spx_context *ctx, int64_t raw) {
+  struct spx__dcache *c = ctx ? ctx->dcache : NULL;
+  if (!c) return;
+  pthread_mutex_lock(&c->mu);
+  c->free_seen = raw;
+  pthread_mutex_unlock(&c->mu);
+}
+
+int64_t spx__free_seen(const spx_context *ctx) {
+  struct spx__dcache *c = ctx ? ctx->dcache : NULL;
+  int64_t f = 0;
+  if (!c) return 0;
+  pthread_mutex_lock(&c->mu);
+  if (c->free_seen > 0) f = c->free_seen + (int64_t)c->bytes;
+  pthread_mutex_unlock(&c->mu);
+  return f;
 }
 
 size_t spx__dcache_bytes(const spx_context *ctx) {

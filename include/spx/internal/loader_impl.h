@@ -398,17 +398,22 @@ spx_status spx__device_props(const spx__cuda_api *cu, int ordinal, spx__CUdevice
   return SPX_OK;
 }
 
+static atomic_llong spx__free_mem_reads; /* tests see which calls ask the driver */
+
 /* Free device memory, read inside the (retained) primary context `ctx`. */
 spx_status spx__free_mem(const spx__cuda_api *cu, spx__CUcontext ctx, int64_t *out) {
   size_t fr = 0, tot = 0;
   spx__CUcontext old;
   spx_status s;
+  atomic_fetch_add(&spx__free_mem_reads, 1);
   SPX__CU_TRY(cu->cuCtxPushCurrent(ctx));
   s = spx__cu_check(cu->cuMemGetInfo(&fr, &tot), "cuMemGetInfo");
   cu->cuCtxPopCurrent(&old);
   *out = (int64_t)fr;
   return s;
 }
+
+long long spx__free_mem_count(void) { return atomic_load(&spx__free_mem_reads); }
 
 /* The library versions every device_info carries (loading NVRTC and cuSPARSE if needed). */
 void spx__lib_versions(spx_device_info *o) {

@@ -421,12 +421,16 @@ done:
 }
 
 spx_status spx_plan_calibrate(spx_context *ctx, int force, spx_plan_device *out) {
+  if (!ctx || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_calibrate: NULL argument");
+  return spx__plan_calibrated(ctx, force, 1, out);
+}
+
+spx_status spx__plan_calibrated(spx_context *ctx, int force, int fresh, spx_plan_device *out) {
   spx_plan_device d;
   const char *path;
   char keep[1400];
   spx_status s;
-  if (!ctx || !out) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_calibrate: NULL argument");
-  if ((s = spx_plan_device_default(ctx, &d))) return s;
+  if ((s = spx__plan_device_base(ctx, &d, fresh))) return s;
   path = spx_plan_device_path(d.name);
   keep[0] = 0;
   if (path) snprintf(keep, sizeof keep, "%s", path);
@@ -438,7 +442,7 @@ spx_status spx_plan_calibrate(spx_context *ctx, int force, spx_plan_device *out)
     hit = spx__calib_get(keep, d.name, &c);
     if (hit || (spx_plan_device_load(keep, &c) == SPX_OK && c.calibrated && !strcmp(c.name, d.name))) {
       if (!hit) spx__calib_keep(keep, &c);
-      c.memory_bytes = d.memory_bytes; /* free memory is now, not then */
+      c.memory_bytes = d.memory_bytes; /* free memory is now (or as last read), not then */
       *out = c;
       return SPX_OK;
     }

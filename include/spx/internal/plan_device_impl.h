@@ -15,12 +15,21 @@
 #include "../plan.h"
 
 spx_status spx_plan_device_default(spx_context *ctx, spx_plan_device *d) {
-  spx_device_info info;
   if (!d) return spx__fail(SPX_INVALID_ARGUMENT, "spx_plan_device_default: NULL argument");
+  return spx__plan_device_base(ctx, d, 1);
+}
+
+spx_status spx__plan_device_base(spx_context *ctx, spx_plan_device *d, int fresh) {
+  spx_device_info info;
   memset(d, 0, sizeof *d);
   if (ctx && spx_context_backend(ctx) == SPX_BACKEND_CUDA) {
-    spx_status s = spx_context_device_info(ctx, &info);
-    if (s) return s;
+    if (fresh) {
+      spx_status s = spx_context_device_info(ctx, &info);
+      if (s) return s;
+    } else { /* the properties read at the context's creation, the free memory as last read */
+      info = ctx->info;
+      info.free_mem = spx__free_seen(ctx);
+    }
     snprintf(d->name, sizeof d->name, "%.63s", info.name);
     /* An SpMV kernel reaches about 80 % of the DDR peak on recent parts. */
     d->bandwidth_gbs = info.peak_bandwidth_gbs > 0 ? 0.8 * info.peak_bandwidth_gbs : 500;

@@ -140,12 +140,14 @@ static spx_status spx__plan_race_copy(spx_plan *p, spx_csr **own, const spx_csr 
   return s;
 }
 
-/* The model's constants: given, calibrated, or defaults. */
+/* The model's constants: given, calibrated, or defaults; the free memory as last read (reading it
+ * costs a driver call, tens of microseconds: spx__plan_limit_check reads it where it matters). */
 spx_status spx__plan_devdesc(spx_plan *p, const spx_plan_options *o, spx_plan_device *d) {
   if (o->device) { *d = *o->device; return SPX_OK; }
-  if (!o->no_calibrate && p->backend == SPX_BACKEND_CUDA && spx_plan_calibrate(p->ctx, 0, d) == SPX_OK) return SPX_OK;
+  if (!o->no_calibrate && p->backend == SPX_BACKEND_CUDA && spx__plan_calibrated(p->ctx, 0, 0, d) == SPX_OK)
+    return SPX_OK;
   spx_clear_error();
-  return spx_plan_device_default(p->ctx, d);
+  return spx__plan_device_base(p->ctx, d, 0);
 }
 
 /* ---- The matrix staged and profiled on the device -------------------------------------------- */
@@ -567,13 +569,42 @@ static void spx__plan_take_options(spx_plan *p, const spx_plan_options *o, int64
  * where spx made it (spx__plan_devdesc: one query of the driver, not two). */
 static void spx__plan_take_limit(spx_plan *p, const spx_plan_options *o, const spx_plan_device *dev) {
   p->limit = o->memory_limit;
+  p->limit_seen = 0;
   if (p->limit || p->backend != SPX_BACKEND_CUDA) return;
   if (!o->device && dev->memory_bytes > 0) {
     p->limit = dev->memory_bytes;
+    p->limit_seen = 1;
   } else {
     spx_device_info info;
     if (spx_context_device_info(p->ctx, &info) == SPX_OK && info.free_mem > 0) p->limit = info.free_mem;
     spx_clear_error();
+  }
+}
+
+/* A candidate within this share of the free memory as last read makes the plan read it again. */
+#define SPX__PLAN_LIMIT_NEAR 0.25
+
+/* The limit taken from the free memory as last read (p->limit_seen) stands while every modelled
+ * candidate (with the vectors, vec bytes) takes at most SPX__PLAN_LIMIT_NEAR of it: what other
+ * allocations took since then is not worth a driver call a plan. Nearer, the driver is asked now
+ * and the candidates fit again against its answer. */
+static void spx__plan_limit_check(spx_plan *p, int64_t vec) {
+  spx_device_info info;
+  int i, near = 0;
+  if (!p->limit_seen) return;
+  for (i = 0; i < p->ncand; i++)
+    near |= p->cand[i].predicted_us >= 0 && p->cand[i].bytes >= 0 &&
+            (double)(p->cand[i].bytes + vec) > SPX__PLAN_LIMIT_NEAR * (double)p->limit;
+  if (!near) return;
+  p->limit_seen = 0;
+  if (spx_context_device_info(p->ctx, &info) == SPX_OK && info.free_mem > 0) p->limit = info.free_mem;
+  spx_clear_error();
+  for (i = 0; i < p->ncand; i++) {
+    spx_plan_candidate *c = &p->cand[i];
+    const int was = c->fits;
+    if (c->predicted_us < 0 || c->bytes < 0) continue; /* declined, not modelled: not a matter of memory */
+    spx__plan_fit(c, vec, p->limit);
+    if (c->fits && !was) c->note[0] = 0;
   }
 }
 
@@ -623,6 +654,8 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
     memset(&q, 0, sizeof q);
     q.n = use->nrows; q.ncols = use->ncols; q.nnz = use->nnz;
     spx__plan_cusparse_cand(&dev, &q, vb, 0, p->limit, vb * (use->nrows + use->ncols), o->expected_calls, c);
+    p->ncand = 1;
+    spx__plan_limit_check(p, vb * (use->nrows + use->ncols));
     host_kms = spx__plan_csr_kernel_ms(p, &dev, use, p->csr_staged);
     if (c->fits &&
         spx__plan_nothing_pays(use, &dev, &q, o->expected_calls, o->trial_share, c->predicted_us, host_kms)) {
@@ -653,6 +686,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
     if (p->csr_staged || host_kms < 0) host_kms = spx__plan_csr_kernel_ms(p, &dev, use, p->csr_staged);
     spx__plan_reprice_csr(p, &dev, host_kms, o->expected_calls);
   }
+  spx__plan_limit_check(p, (int64_t)SPX_DTYPE_SIZE(p->dtype) * (use->nrows + use->ncols));
   SPX__PLAN_TRACE("model");
   if ((s = spx__plan_strategy(p, use, o))) goto fail;
 chosen:
@@ -919,6 +953,7 @@ static spx_status spx__plan_select_dcsr(spx_plan *p, const spx_dcsr *a, const sp
     spx_clear_error();
   }
   if ((s = spx__plan_dcsr_candidates(p, &sz, &rows, &dev, o, p->limit))) goto fail;
+  spx__plan_limit_check(p, (int64_t)SPX_DTYPE_SIZE(sz.dtype) * (sz.nrows + sz.ncols));
   spx__plan_reprice_csr(p, &dev, spx__plan_csr_kernel_ms(p, &dev, &sz, 1), o->expected_calls);
   p->want_ddiag = !o->no_diagonal;
   if ((s = o->force ? spx__plan_dcsr_forced(p, o) : spx__plan_strategy(p, NULL, o))) goto fail;

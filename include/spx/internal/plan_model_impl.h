@@ -494,6 +494,13 @@ const char *spx__plan_cname(const spx_plan_candidate *c) {
   return c->engine == SPX_PLAN_ENGINE_CUSPARSE ? "cusparse_csr" : spx_format_name(c->format);
 }
 
+void spx__plan_fit(spx_plan_candidate *c, int64_t vec, int64_t limit) {
+  c->fits = !(limit > 0 && c->bytes + vec > limit);
+  if (!c->fits)
+    snprintf(c->note, sizeof c->note, "%.1f MB + vectors over the %.1f MB limit", 1e-6 * (double)c->bytes,
+             1e-6 * (double)limit);
+}
+
 /* cuSPARSE CSR as a candidate: the CSR's bytes at the device's streaming model times its factor,
  * plus its gather, and at least its call floor; no host conversion besides narrowing the row
  * pointers, a handle and a buffer. */
@@ -505,8 +512,7 @@ void spx__plan_cusparse_cand(const spx_plan_device *d, const spx__pprof *p, int6
   c->measured_us = -1;
   c->bytes = spx__pb_csr(p, NULL, vb);
   c->padding = 1;
-  c->fits = !(limit > 0 && c->bytes + vec > limit);
-  if (!c->fits) snprintf(c->note, sizeof c->note, "over the %.1f MB limit", 1e-6 * (double)limit);
+  spx__plan_fit(c, vec, limit);
   c->predicted_us = c->stream_us = d->cusparse_factor * spx__plan_time_us(d, p, vb, c->bytes, 0, 1) + d->gather_cusparse * gather;
   if (c->predicted_us < d->cusparse_call_us) c->predicted_us = d->cusparse_call_us; /* the call floor */
   c->convert_ms = spx__plan_wrap_ms(d, p, c->bytes, 0.5);
@@ -637,10 +643,7 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
     if (q->map == SPX__MAP_PADDED && p.nnz) c->padding = (double)c->bytes / (double)(p.nnz * (4 + vb));
     if (q->ops->padding) c->padding = q->ops->padding(&p);
     if (q->ext && est.slots > 0 && p.nnz) c->padding = (double)est.slots / (double)p.nnz;
-    c->fits = !(limit > 0 && c->bytes + vec > limit);
-    if (!c->fits)
-      snprintf(c->note, sizeof c->note, "%.1f MB + vectors over the %.1f MB limit", 1e-6 * (double)c->bytes,
-               1e-6 * (double)limit);
+    spx__plan_fit(c, vec, limit);
     /* the streaming model (launches + bytes + idle lanes) times the format's calibrated factor,
      * plus its gather cost; at least the longest serial walk and the format's measured floor */
     {

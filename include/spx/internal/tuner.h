@@ -78,6 +78,11 @@ int spx__calib_get(const char *path, const char *name, spx_plan_device *d);
 void spx__calib_keep(const char *path, const spx_plan_device *d);
 /* mkdir -p of the directory part of path. */
 void spx__plan_mkdirs(const char *path);
+/* spx_plan_device_default and spx_plan_calibrate with the free memory read from the driver now
+ * (fresh 1, as the public calls do) or as last read (fresh 0: spx__free_seen, no driver call; a
+ * plan reads again where it could come near it, spx__plan_limit_check). */
+spx_status spx__plan_device_base(spx_context *ctx, spx_plan_device *d, int fresh);
+spx_status spx__plan_calibrated(spx_context *ctx, int force, int fresh, spx_plan_device *out);
 
 /* ---- plan_model_impl.h: byte predictors and the cost model ----------------------------------- */
 /* CSR's bytes from the profile (vt unused; the calibration's reference). */
@@ -97,6 +102,8 @@ int spx__plan_on_device(int cuda, int f);
 /* A candidate's name as reasons and `spx select` print it ("cusparse_csr" for cuSPARSE). */
 const char *spx__plan_cname(const spx_plan_candidate *c);
 /* cuSPARSE CSR as a candidate, from the row sizes alone. */
+/* c->fits: its bytes (known) and the vectors' vec within limit (0: none); the note says when not. */
+void spx__plan_fit(spx_plan_candidate *c, int64_t vec, int64_t limit);
 void spx__plan_cusparse_cand(const spx_plan_device *d, const spx__pprof *p, int64_t vb, double gather, int64_t limit,
                              int64_t vec, int64_t calls, spx_plan_candidate *c);
 /* The candidates of a, scored (rows: the device's row profile, or NULL; plan_model_impl.h says the
@@ -196,6 +203,7 @@ struct spx_plan {
   int tiered;              /* the build's dmatrix is tiered (options.no_tiered_jit 0, CUDA; not a
                             * trial's candidate, a race's is) */
   int64_t limit;           /* the selection's memory limit in bytes (0: none) */
+  int limit_seen;          /* 1: limit is the free memory as last read (spx__plan_limit_check) */
   double launch_us;        /* the device description's kernel launch latency (auto's latency regime) */
   spx_cusparse_plan *start; /* tiered: cuSPARSE on the staged CSR while dm has no kernel to run */
   int start_keeps_dc;      /* 1: dm runs on dc's arrays (spx's CSR kernel): they stay when start goes */
