@@ -132,6 +132,10 @@
  *   plan_strategy_impl.h   the papers' rules, the model's choice,
  *                          the trial, auto, a forced candidate    plan_object, plan_model
  *   plan_calibrate_impl.h  spx_plan_calibrate                     plan_strategy and below, gen, stage
+ *   plan_rows_impl.h       the plan's matrix before the model:
+ *                          staged and profiled on the device, or
+ *                          on the host beside its upload or not   plan_profile, plan_model, stage,
+ *                                                                 csr, config
  *   plan_impl.h            spx_plan_create: the selection; the
  *                          deferred choice and its upgrade        every room above, stage, csr,
  *                                                                 config
@@ -195,6 +199,7 @@
 #include "internal/plan_race_impl.h"
 #include "internal/plan_strategy_impl.h"
 #include "internal/plan_calibrate_impl.h"
+#include "internal/plan_rows_impl.h"
 #include "internal/plan_impl.h"
 #include "internal/plan_reselect_impl.h"
 #include "internal/stencil_plan_impl.h"

@@ -346,6 +346,26 @@ int spx__plan_usable(const spx_plan *p, int i);
 /* The choice among p's candidates (options.force, else the strategy), with its reason. */
 spx_status spx__plan_strategy(spx_plan *p, const spx_csr *use, const spx_plan_options *o);
 
+/* ---- plan_rows_impl.h: the plan's matrix before the model ------------------------------------- */
+/* Whether a is profiled on the host beside its upload rather than on the device after it. */
+int spx__plan_beside(const spx_csr *a);
+/* Whether a plan of a stages it on the device before choosing (the device profile, or the host's
+ * beside the upload); the CUDA backend and the staging's own needs are spx__plan_rows's to check. */
+int spx__plan_stage_wanted(const spx_csr *a, const spx_plan_options *o);
+/* The row profile (rows) and p->an from analyze.cu's counters r and histogram hist (rows takes
+ * it) of a matrix of a's sizes (its arrays are not read). */
+void spx__plan_rows_of(spx_plan *p, const spx_csr *a, const uint64_t r[9], int64_t *hist, spx__pprof *rows);
+/* The share of the work the column counts may cost (< 0: read them always). */
+double spx__plan_cols_share(const spx_plan_options *o);
+/* The row profile, staged on the device where the plan wants that, else on the host; *profiled
+ * (when not NULL): rows, the model's row-length part; NULL: the row statistics alone. */
+spx_status spx__plan_rows(spx_plan *p, const spx_csr *a0, const spx_csr *use, const spx_plan_options *o,
+                          const spx_plan_device *dev, int columns, int values, spx__pprof *rows, spx__pprof **profiled);
+/* The row profile the model prices from (spx__plan_rows as the model and the build need it) and,
+ * on staged arrays, spx's CSR kernel chosen from its histogram. */
+spx_status spx__plan_profile(spx_plan *p, const spx_csr *a0, const spx_csr *use, const spx_plan_options *o,
+                             const spx_plan_device *dev, spx__pprof *rows, spx__pprof **profiled);
+
 /* ---- plan_impl.h: the selection -------------------------------------------------------------- */
 /* The plan's context: the caller's, checked against the options, or one of its own. */
 spx_status spx__plan_context(spx_plan *p, spx_context *ctx, const spx_plan_options *o);
