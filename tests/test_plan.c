@@ -8,6 +8,7 @@
 #include "spx_test.h"
 #include <spx/internal/common.h>     /* spx__jobs_busy */
 #include <spx/internal/cuda_types.h> /* spx__free_seen, spx__free_mem_count */
+#include <spx/internal/tuner.h>      /* spx__pprof_make (the column counts) */
 #include "spx_test_env.h" /* env_put */
 
 /* n x n with the given row lengths (row i: columns i, i+1, ... wrapping), random values. */
@@ -557,6 +558,131 @@ static spx_csr *strided_rows(int64_t n, int64_t k, int64_t stride) {
 /* A format's streaming prediction on the fake device for `moved` bytes (no factor, no idle term). */
 static double fake_stream_us(const spx_plan_device *d, const spx_csr *a, double moved) {
   return d->launch_us + (moved + 8.0 * (double)(a->nrows + a->ncols)) / (d->bandwidth_gbs * 1e3);
+}
+
+/* The column counts the model reads (spx__pprof_columns), counted the plain way: each row's runs
+ * of consecutive columns, BSR's distinct blocks per block size, SELL's slots unsorted and with each
+ * 256-row window sorted by length, each 32-row slice's distinct diagonals and x sectors, each
+ * window's column span. */
+typedef struct cols_ref {
+  int64_t nblocks, nval, nnon, max_blocks, max_bval, max_iso, bsr[9], sell[2], sdia_diags, sdia_slots;
+  int64_t x_sectors, x_nnz, x_span, x_windows;
+} cols_ref;
+
+static int cmp_i64_asc(const void *x, const void *y) {
+  const int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return (a > b) - (a < b);
+}
+
+/* Distinct values among t[0..m), sorted in place. */
+static int64_t distinct(int64_t *t, int64_t m) {
+  int64_t k, u = 0;
+  qsort(t, (size_t)m, sizeof *t, cmp_i64_asc);
+  for (k = 0; k < m; k++) u += k == 0 || t[k] != t[k - 1];
+  return u;
+}
+
+static void cols_reference(const spx_csr *a, cols_ref *r) {
+  const int64_t n = a->nrows, sh = SPX_DTYPE_SIZE(a->dtype) == 8 ? 2 : 3;
+  int64_t *t = malloc((size_t)(a->nnz + 1) * sizeof *t), i, k, b, w0;
+  assert_non_null(t);
+  memset(r, 0, sizeof *r);
+  for (i = 0; i < n; i++) { /* runs: a nonzero whose column follows its neighbour's continues one */
+    int64_t e = a->row_ptr[i + 1], blocks = 0, bval = 0;
+    for (k = a->row_ptr[i]; k < e;) {
+      int64_t j = k + 1;
+      while (j < e && a->col_idx[j] == a->col_idx[j - 1] + 1) j++;
+      if (j - k >= 2) { blocks++; bval += j - k; }
+      else r->nnon++;
+      k = j;
+    }
+    r->nblocks += blocks; r->nval += bval;
+    if (blocks > r->max_blocks) r->max_blocks = blocks;
+    if (bval > r->max_bval) r->max_bval = bval;
+    if (e - a->row_ptr[i] - bval > r->max_iso) r->max_iso = e - a->row_ptr[i] - bval;
+  }
+  for (b = 1; b <= 8; b++) /* block rows of b rows: distinct block columns */
+    for (i = 0; i < n; i += b) {
+      int64_t m = 0;
+      for (k = a->row_ptr[i]; k < a->row_ptr[i + b < n ? i + b : n]; k++) t[m++] = a->col_idx[k] / b;
+      r->bsr[b] += distinct(t, m);
+    }
+  for (w0 = 0; w0 < n; w0 += 256) {
+    const int64_t w1 = w0 + 256 < n ? w0 + 256 : n;
+    int64_t len[256], s0, lo = INT64_MAX, hi = -1;
+    for (i = w0; i < w1; i++) {
+      const int64_t rb = a->row_ptr[i], e = a->row_ptr[i + 1];
+      const int64_t l = e > rb ? a->col_idx[rb] : (i < a->ncols ? i : a->ncols - 1), h = e > rb ? a->col_idx[e - 1] : l;
+      len[i - w0] = e - rb;
+      if (l < lo) lo = l;
+      if (h > hi) hi = h;
+    }
+    if (hi >= lo) { r->x_span += hi - lo + 1; r->x_windows++; }
+    for (s0 = w0; s0 < w1; s0 += 32) { /* slices: unsorted slots, diagonals, x sectors */
+      const int64_t s1 = s0 + 32 < w1 ? s0 + 32 : w1;
+      int64_t most = 0, m = 0, u;
+      for (i = s0; i < s1; i++) if (len[i - w0] > most) most = len[i - w0];
+      r->sell[0] += 32 * most;
+      for (i = s0; i < s1; i++)
+        for (k = a->row_ptr[i]; k < a->row_ptr[i + 1]; k++) t[m++] = (int64_t)a->col_idx[k] - i;
+      u = distinct(t, m);
+      r->sdia_diags += u;
+      r->sdia_slots += u * (s1 - s0);
+      for (m = 0, k = a->row_ptr[s0]; k < a->row_ptr[s1]; k++) t[m++] = (int64_t)a->col_idx[k] >> sh;
+      r->x_sectors += distinct(t, m);
+      r->x_nnz += m;
+    }
+    for (i = 0; i < w1 - w0; i++) t[i] = -len[i]; /* sorted by length, longest first */
+    qsort(t, (size_t)(w1 - w0), sizeof *t, cmp_i64_asc);
+    for (i = 0; i < w1 - w0; i += 32) r->sell[1] += 32 * -t[i];
+  }
+  free(t);
+}
+
+/* spx__pprof_columns against the plain count, field by field, on matrices with scattered columns,
+ * blocks, runs, empty rows and a dense row, and on shared matrices where ../shared is present (the
+ * profile counts without branches and reads SELL's sorted slots off a count of the lengths: this
+ * holds it to what it counts). */
+static void test_profile_columns(void **state) {
+  static const char *const shared[] = {"bp_400", "Erdos971", "494_bus", "bcsstk13", "cs4", "whitaker3"};
+  spx_csr *m[5 + sizeof shared / sizeof *shared];
+  const char *names[5 + sizeof shared / sizeof *shared] = {"power-law 3000", "poisson7 12x11x10", "elasticity 5^3",
+                                                           "empty and dense rows", "power-law 5000 long rows"};
+  int64_t len[700];
+  int nm = 5, k, b;
+  (void)state;
+  assert_int_equal(spx_gen_powerlaw(3000, 2.0, 1, 300, 5, SPX_DOUBLE, &m[0]), SPX_OK);
+  assert_int_equal(spx_gen_poisson3d(12, 11, 10, 7, SPX_DOUBLE, &m[1]), SPX_OK);
+  assert_int_equal(spx_gen_elasticity3d(5, 5, 5, SPX_DOUBLE, &m[2]), SPX_OK);
+  for (k = 0; k < 700; k++) len[k] = k == 350 ? 700 : k % 7 == 0 ? 0 : k % 13 + 1;
+  m[3] = rows_matrix(700, len);
+  assert_int_equal(spx_gen_powerlaw(5000, 1.5, 2, 2000, 9, SPX_DOUBLE, &m[4]), SPX_OK); /* past the count's 1024 */
+  for (k = 0; k < (int)(sizeof shared / sizeof *shared); k++) {
+    char path[1024];
+    spx_test_matrix_path(shared[k], path, sizeof path);
+    if (access(path, R_OK)) continue;
+    m[nm] = spx_test_shared(shared[k]);
+    names[nm++] = shared[k];
+  }
+  print_message("column counts checked on %d matrices, %d of them shared\n", nm, nm - 5);
+  for (k = 0; k < nm; k++) {
+    spx__pprof p;
+    cols_ref r;
+    assert_int_equal(spx__pprof_make(m[k], 32, 1, NULL, &p), SPX_OK);
+    if (p.sampled || !p.cols_done) fail_msg("%s: sampled %d, columns done %d", names[k], p.sampled, p.cols_done);
+    cols_reference(m[k], &r);
+#define SAME(field, ref)                                                                                     \
+  if (p.field != ref) fail_msg("%s: %s %lld, counted %lld", names[k], #field, (long long)p.field, (long long)ref)
+    SAME(nblocks, r.nblocks); SAME(nval, r.nval); SAME(nnon, r.nnon);
+    SAME(max_blocks, r.max_blocks); SAME(max_bval, r.max_bval); SAME(max_iso, r.max_iso);
+    for (b = 1; b <= 8; b++) SAME(bsr_blocks[b], r.bsr[b]);
+    SAME(sell_slots[0], r.sell[0]); SAME(sell_slots[1], r.sell[1]);
+    SAME(sdia_diags, r.sdia_diags); SAME(sdia_slots, r.sdia_slots);
+    SAME(x_sectors, r.x_sectors); SAME(x_nnz, r.x_nnz); SAME(x_span, r.x_span); SAME(x_windows, r.x_windows);
+#undef SAME
+    spx__pprof_free(&p);
+    spx_csr_destroy(m[k]);
+  }
 }
 
 /* Walks of their own (issue 29): a thread that walks its own stretch of memory alone reads a whole
@@ -2611,6 +2737,7 @@ int main(void) {
     cmocka_unit_test(test_model_atomics), cmocka_unit_test(test_calibration_floors),
     cmocka_unit_test(test_model_row_read),
     cmocka_unit_test(test_model_own_walks),
+    cmocka_unit_test(test_profile_columns),
     cmocka_unit_test(test_rule_choice),    cmocka_unit_test(test_convert_margin), cmocka_unit_test(test_columns_priced),
       cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_auto_trial_gap),
       cmocka_unit_test(test_auto_latency_trial), cmocka_unit_test(test_auto_race), cmocka_unit_test(test_auto_race_end),
