@@ -5,17 +5,11 @@
  * (spx_plan_pending, spx_plan_upgrade), and the same on the caller's device arrays
  * (spx_plan_create_device). It calls every tuner room below it (tuner.h), the calibration
  * (spx_plan_calibrate), the staged arrays (stage_impl.h) and the CSR checks (host.h). */
-#include <pthread.h>
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 #include "common.h"
-#include "config.h"
 #include "dmatrix.h"
 #include "host.h"
-#include "kernels.h"
+#include "kernels.h" /* SPX__CSR_SMALL_NNZ */
 #include "tuner.h"
-#include "../loader.h"
 #include "../plan.h"
 
 /* ---- The options, the context, the device description, the diagonal -------------------------- */
