@@ -3,11 +3,11 @@
 # The GPU batch behind bench/results and tests/results: run from the repository root on the device
 # machine after `gn gen out && ninja -C out`. Each part writes its files into DEST and prints a short
 # summary. Where they are kept (bench/results/README.md, tests/results/README.md): bench, buckets ->
-# bench/results/bench/; select, shared, replicated, tiered, beside -> bench/results/select/; solve,
+# bench/results/bench/; select, shared, replicated, tiered, beside, trees -> bench/results/select/; solve,
 # solve-defer, trace -> bench/results/solve/; stencil-ab, fig11, stencil-trace, stencil-2800, tb-pf
 # -> bench/results/stencil/; upload -> bench/results/upload/; tests, memcheck -> tests/results/
 # (amg, amg-paper and dist-stencil have no stored run yet).
-# Usage: bench/device.sh DEST PART...   PART: tests | tests-c | tests-rest | select | shared | replicated | tiered | beside | buckets | solve | solve-defer | upload | bench | stencil-ab |
+# Usage: bench/device.sh DEST PART...   PART: tests | tests-c | tests-rest | select | shared | replicated | tiered | beside | trees | buckets | solve | solve-defer | upload | bench | stencil-ab |
 #                                       memcheck | trace | fig11 | stencil-trace | stencil-2800 | tb-pf | amg |
 #                                       amg-paper | dist | dist-stencil
 # select runs the large-set eval twice in one cache directory and keeps both: the first pays every
@@ -71,6 +71,29 @@ for part in "$@"; do
       tail -n +3 "$dest/beside-$half.txt" | sort -k2,2n | tail -12
     done
     rm -f "$dest/create_ab" ;;
+  trees)
+    # plan creation of an older tree against this one, in turns: SPX_AB_OLD names a tarball of the
+    # older commit's include/ (git archive --format=tar.gz -o old.tgz COMMIT include); create_ab is
+    # built against each and run twice each (old, new, old, new) on the shared validation half,
+    # with a knob left at its default on both sides so that only the trees differ
+    if [ ! -f "${SPX_AB_OLD:-}" ]; then echo "== trees: SPX_AB_OLD is not a file"; continue; fi
+    mkdir -p "$dest/trees-old"
+    tar xzf "$SPX_AB_OLD" -C "$dest/trees-old" || { echo "== trees: $SPX_AB_OLD did not unpack"; continue; }
+    for v in old new; do
+      inc=include; [ $v = old ] && inc="$dest/trees-old/include"
+      cc -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -O2 -I"$inc" bench/create_ab.c -o "$dest/create_ab-$v" -ldl -lz \
+        -lpthread -lm || { echo "== trees: create_ab ($v) did not build"; continue 2; }
+    done
+    mats=$($spx select --list --set shared --half validation | awk '{print $3}')
+    # shellcheck disable=SC2086 # one matrix per word
+    for v in old new; do "$dest/create_ab-$v" SPX_PLAN_UPLOAD_BESIDE 16384 16384 $mats > /dev/null 2>&1; done # JIT cache
+    for r in 1 2; do
+      for v in old new; do
+        # shellcheck disable=SC2086
+        "$dest/create_ab-$v" SPX_PLAN_UPLOAD_BESIDE 16384 16384 $mats > "$dest/trees-$v-$r.txt" 2>&1
+      done
+    done
+    rm -rf "$dest/trees-old" "$dest"/create_ab-* ;;
   shared|replicated)
     # the tuner's eval corpus (bench/corpus/split.tsv), each half apart: the shared matrices as they
     # are, or each replicated block-diagonally to 20M nonzeros (about 3 minutes a half on an H100)
