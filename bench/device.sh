@@ -29,6 +29,10 @@ keep_calibration() {
   done
   return 0
 }
+# bench/create_ab.c built against the headers in $1 into $2 (the beside and trees parts).
+build_create_ab() {
+  cc -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -O2 -I"$1" bench/create_ab.c -o "$2" -ldl -lz -lpthread -lm
+}
 for part in "$@"; do
   case $part in
   tests|tests-c|tests-rest)
@@ -62,8 +66,7 @@ for part in "$@"; do
     # plan creation with the host's passes beside the upload (SPX_PLAN_UPLOAD_BESIDE=1: every size
     # below the staging one) against after it (=0), per shared matrix, each half apart: the fit half
     # sets SPX__PLAN_BESIDE_NNZ (bench/create_ab.c, built here)
-    cc -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -O2 -Iinclude bench/create_ab.c -o "$dest/create_ab" -ldl -lz -lpthread -lm \
-      || { echo "== beside: create_ab did not build"; continue; }
+    build_create_ab include "$dest/create_ab" || { echo "== beside: create_ab did not build"; continue; }
     for half in fit validation; do
       # shellcheck disable=SC2046 # one matrix per word
       "$dest/create_ab" SPX_PLAN_UPLOAD_BESIDE 0 1 $($spx select --list --set shared --half $half | awk '{print $3}') \
@@ -81,8 +84,7 @@ for part in "$@"; do
     tar xzf "$SPX_AB_OLD" -C "$dest/trees-old" || { echo "== trees: $SPX_AB_OLD did not unpack"; continue; }
     for v in old new; do
       inc=include; [ $v = old ] && inc="$dest/trees-old/include"
-      cc -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -O2 -I"$inc" bench/create_ab.c -o "$dest/create_ab-$v" -ldl -lz \
-        -lpthread -lm || { echo "== trees: create_ab ($v) did not build"; continue 2; }
+      build_create_ab "$inc" "$dest/create_ab-$v" || { echo "== trees: create_ab ($v) did not build"; continue 2; }
     done
     mats=$($spx select --list --set shared --half validation | awk '{print $3}')
     # shellcheck disable=SC2086 # one matrix per word

@@ -111,7 +111,7 @@ spx_status spx_context_device_info(const spx_context *ctx, spx_device_info *out)
   *out = ctx->info;
   if (ctx->backend == SPX_BACKEND_CUDA && !(s = spx__free_mem(spx__cuda(), ctx->cu_ctx, &out->free_mem))) {
     spx__free_seen_set(ctx, out->free_mem);
-    out->free_mem += (int64_t)spx__dcache_bytes(ctx); /* the blocks spx keeps are spx's to use */
+    out->free_mem = spx__free_seen(ctx);
   }
   spx__lib_versions(out);
   return s;

@@ -78,6 +78,7 @@ struct spx__dcache {
   int pin_state;
   long long pin_copies;
   int64_t free_seen; /* the free memory last read (spx__free_seen_set), without the cache's blocks */
+  int free_read;     /* 1 once free_seen holds a reading */
 };
 
 static size_t spx__dcache_cap(const spx_context *ctx) {
@@ -256,6 +257,7 @@ void spx__free_seen_set(const spx_context *ctx, int64_t raw) {
   if (!c) return;
   pthread_mutex_lock(&c->mu);
   c->free_seen = raw;
+  c->free_read = 1;
   pthread_mutex_unlock(&c->mu);
 }
 
@@ -264,7 +266,7 @@ int64_t spx__free_seen(const spx_context *ctx) {
   int64_t f = 0;
   if (!c) return 0;
   pthread_mutex_lock(&c->mu);
-  if (c->free_seen > 0) f = c->free_seen + (int64_t)c->bytes;
+  if (c->free_read) f = c->free_seen + (int64_t)c->bytes; /* the blocks spx keeps are spx's to use */
   pthread_mutex_unlock(&c->mu);
   return f;
 }

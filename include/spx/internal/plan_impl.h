@@ -252,8 +252,9 @@ static void spx__plan_take_options(spx_plan *p, const spx_plan_options *o, int64
 }
 
 /* The memory the matrix (+ x, y) may take: options.memory_limit, else on a GPU its free memory
- * (0 where the device does not say: no limit): as the device description dev read it just now
- * where spx made it (spx__plan_devdesc: one query of the driver, not two). */
+ * (0 where the device does not say: no limit): as the context last read it where spx made the
+ * device description (spx__plan_devdesc: no driver call; spx__plan_limit_check reads again where a
+ * candidate comes near), from the driver where the caller gave the description. */
 static void spx__plan_take_limit(spx_plan *p, const spx_plan_options *o, const spx_plan_device *dev) {
   p->limit = o->memory_limit;
   p->limit_seen = 0;

@@ -149,6 +149,14 @@ int spx__plan_sample_windows(const spx_csr *a) {
   return (int)SPX__MAX(16, SPX__MIN(SPX__PLAN_SAMPLE_WINDOWS, w));
 }
 
+/* 1 when stamp *t is not this pass's g (a first visit), and stamps it: without a branch, which on
+ * scattered columns would mispredict and cost most of the profile. */
+static inline int64_t spx__stamp_new(int32_t *t, int32_t g) {
+  const int64_t n = *t != g;
+  *t = g;
+  return n;
+}
+
 static int spx__i64_desc(const void *x, const void *y) {
   int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
   return (a < b) - (a > b);
@@ -157,15 +165,12 @@ static int spx__i64_desc(const void *x, const void *y) {
 /* Distinct blocks of b columns in rows [r0, r1): with stamp (one int32 per block column, zeroed
  * once, indexed from block column boff) a block counts when its stamp is not this call's *gen;
  * without, the rows' block columns are sorted in buf (room for the rows' nonzeros). Every nonzero
- * stamps its block, counted without a branch: on scattered columns a test per nonzero mispredicts
- * and cost most of the profile. The divisor is a constant in each case of the switch: a run-time
- * 64-bit division per nonzero would cost as much. */
+ * stamps its block (spx__stamp_new). The divisor is a constant in each case of the switch: a
+ * run-time 64-bit division per nonzero would cost most of the profile. */
 #define SPX__PLAN_BLOCKS_CASE(B)                                                              \
   case B:                                                                                     \
     for (k = a->row_ptr[r0]; k < a->row_ptr[r1]; k++) {                                       \
-      uint32_t bc = (uint32_t)a->col_idx[k] / B - boff;                                       \
-      u += stamp[bc] != g;                                                                    \
-      stamp[bc] = g;                                                                          \
+      u += spx__stamp_new(&stamp[(uint32_t)a->col_idx[k] / B - boff], g);                      \
     }                                                                                         \
     return u;
 static int64_t spx__plan_blocks(const spx_csr *a, int64_t r0, int64_t r1, int64_t b, int64_t *buf, int32_t *stamp,
@@ -183,11 +188,7 @@ static int64_t spx__plan_blocks(const spx_csr *a, int64_t r0, int64_t r1, int64_
       SPX__PLAN_BLOCKS_CASE(7)
       SPX__PLAN_BLOCKS_CASE(8)
     default:
-      for (k = a->row_ptr[r0]; k < a->row_ptr[r1]; k++) {
-        int32_t *t = &stamp[a->col_idx[k] / b - boff];
-        u += *t != g;
-        *t = g;
-      }
+      for (k = a->row_ptr[r0]; k < a->row_ptr[r1]; k++) u += spx__stamp_new(&stamp[a->col_idx[k] / b - boff], g);
       return u;
     }
   }
@@ -310,11 +311,8 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
       int32_t g = ++*gen;
       int64_t base = cmin - (r1 - 1), q, kk;
       for (q = r0; q < r1; q++)
-        for (kk = a->row_ptr[q]; kk < a->row_ptr[q + 1]; kk++) {
-          int32_t *t = &stamp[(int64_t)a->col_idx[kk] - q - base];
-          u += *t != g;
-          *t = g;
-        }
+        for (kk = a->row_ptr[q]; kk < a->row_ptr[q + 1]; kk++)
+          u += spx__stamp_new(&stamp[(int64_t)a->col_idx[kk] - q - base], g);
     } else /* a wide slice: sorted insertion into buf (room for the window's nonzeros) */
       u = spx__sdia_offsets(a, r0, r1, (int32_t *)buf, SPX__SDIA_COUNT_MAX);
     p->sdia_capped |= u > SPX__SDIA_COUNT_MAX;
@@ -329,11 +327,8 @@ static spx_status spx__pprof_cols(const spx_csr *a, int64_t w0, int64_t w1, spx_
       u = 0;
       if (stamp && sspan < nstamp) {
         int32_t g = ++*gen;
-        for (kk = a->row_ptr[r0]; kk < a->row_ptr[r1]; kk++) {
-          int32_t *t = &stamp[((int64_t)a->col_idx[kk] >> sh) - sb];
-          u += *t != g;
-          *t = g;
-        }
+        for (kk = a->row_ptr[r0]; kk < a->row_ptr[r1]; kk++)
+          u += spx__stamp_new(&stamp[((int64_t)a->col_idx[kk] >> sh) - sb], g);
       } else if (z > 0) {
         for (kk = a->row_ptr[r0]; kk < a->row_ptr[r1]; kk++) buf[m++] = (int64_t)a->col_idx[kk] >> sh;
         qsort(buf, (size_t)m, sizeof *buf, spx__i64_desc);
