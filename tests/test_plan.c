@@ -953,6 +953,44 @@ static void test_columns_priced(void **state) {
   spx_csr_destroy(a);
 }
 
+/* The column counts are read only where they can save their price (spx__plan_candidates): where
+ * a format that needs them could not pay back its compile (jit_ms) over the calls, those formats
+ * are not modelled and say why, though the counts fit the share of the work; the same calls without
+ * a compile price, many more calls, or the host (no compile) read them. */
+static void test_columns_value(void **state) {
+  spx_plan_device d = fake_gpu();
+  spx_plan_candidate c[SPX_FORMAT_MAX + 1];
+  spx_csr *a;
+  int64_t calls = 1;
+  double cs_us;
+  int n, k;
+  static const char *const need[] = {"sell", "bsr", "rbp_csr"};
+  (void)state;
+  assert_int_equal(spx_gen_poisson3d(8, 8, 8, 7, SPX_DOUBLE, &a), SPX_OK);
+  /* the fewest calls whose share of the work pays the counts' price: the budget lets them run */
+  while (spx__plan_columns_budget_ms(a, &d, calls, 0.02) < spx__plan_columns_ms(a, 1)) calls *= 2;
+  assert_int_equal(spx_plan_model(a, &d, calls, 0, 1, c, SPX_FORMAT_MAX + 1, &n), SPX_OK);
+  cs_us = cand(c, n, "csr", 1)->predicted_us;
+  /* a compile worth twice the calls' work on cuSPARSE: no format can pay it back */
+  d.jit_ms = 2e-3 * (double)calls * cs_us;
+  for (k = 0; k < 4; k++) {
+    const int64_t at = k == 2 ? calls * 100000 : calls;
+    const int cuda = k != 3, read = k != 0;
+    int i;
+    d.jit_ms = k == 1 ? 0 : 2e-3 * (double)calls * cs_us;
+    assert_int_equal(spx__plan_candidates(a, NULL, &d, at, 0, 1, cuda, c, SPX_FORMAT_MAX + 1, &n, NULL, 0.02), SPX_OK);
+    for (i = 0; i < 3; i++) {
+      const spx_plan_candidate *q = cand(c, n, need[i], 0);
+      if (read && !(q->predicted_us > 0)) fail_msg("case %d: %s not modelled: %s", k, need[i], q->note);
+      if (!read && (q->predicted_us >= 0 || !strstr(q->note, "cannot save their price")))
+        fail_msg("case %d: %s modelled (%.3g us) or the wrong note: %s", k, need[i], q->predicted_us, q->note);
+    }
+    /* the row-only candidates are priced either way */
+    assert_true(cand(c, n, "ell", 0)->predicted_us > 0 && cand(c, n, "csr", 1)->predicted_us > 0);
+  }
+  spx_csr_destroy(a);
+}
+
 static void test_memory_limit(void **state) {
   spx_plan_options o;
   spx_plan *p = NULL;
@@ -2738,7 +2776,7 @@ int main(void) {
     cmocka_unit_test(test_model_row_read),
     cmocka_unit_test(test_model_own_walks),
     cmocka_unit_test(test_profile_columns),
-    cmocka_unit_test(test_rule_choice),    cmocka_unit_test(test_convert_margin), cmocka_unit_test(test_columns_priced),
+    cmocka_unit_test(test_rule_choice),    cmocka_unit_test(test_convert_margin), cmocka_unit_test(test_columns_priced), cmocka_unit_test(test_columns_value),
       cmocka_unit_test(test_plans_compute),    cmocka_unit_test(test_auto_trial_gap),
       cmocka_unit_test(test_auto_latency_trial), cmocka_unit_test(test_auto_race), cmocka_unit_test(test_auto_race_end),
       cmocka_unit_test(test_auto_race_second_look),

@@ -533,36 +533,22 @@ static int64_t spx__plan_scatter(const spx__pprof *p, int map) {
   return (int64_t)(SPX__PLAN_SCATTER_WEIGHT * lost * 32.0 * (double)p->nnz);
 }
 
-/* Fills the candidates of a (dtype of a). cuSPARSE CSR last when with_cusparse.
- * with_cusparse 2: the cuSPARSE candidate alone (a plan forced to it reads no columns: the baseline
- * pays what a cuSPARSE user pays, not our model). */
-/* With params non-NULL, the profile's choices go there for the build: BSR's block size (the build
- * then converts once instead of counting blocks for 8 sizes first). */
-/* cols_share < 0: the profile reads the column counts; else only when they cost at most that share
- * of the expected work (spx__plan_columns_pay), and without them the formats whose prediction
- * needs them are not modelled, and say so. */
-spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const spx_plan_device *d, int64_t calls,
-                                int64_t limit, int with_cusparse, int cuda, spx_plan_candidate *out, int max, int *n,
-                                spx_format_params *params, double cols_share) {
-  spx__pprof p;
+/* The formats' candidates of a on profile p (its column counts where cols_done) into out[0..max),
+ * with rows non-NULL where the CSR is staged; *n: how many. A format whose prediction needs the
+ * column counts, without them, is not modelled and says why (skipped). With params non-NULL, the
+ * profile's choices go there for the build: BSR's block size (the build then converts once instead
+ * of counting blocks for 8 sizes first). */
+static spx_status spx__plan_formats(const spx_csr *a, const spx__pprof *rows, const spx__pprof *p, const spx_plan_device *d,
+                                    int64_t calls, int64_t limit, int cuda, spx_plan_candidate *out, int max, int *n,
+                                    spx_format_params *params, const char *skipped) {
   int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype), vec = vb * (a->nrows + a->ncols);
   int f, k = 0;
   spx_status s;
   const int tr = spx__plan_tracing();
-  double tc = spx__now(), gather;
+  double tc = spx__now(), gather = spx__plan_gather_us(d, p, vb);
   spx__plan_walk walk;
-  if ((s = spx__pprof_make(a, d->warp, with_cusparse == 2 ? 0 : 2, rows, &p))) return s;
-  if (with_cusparse != 2 && !p.cols_done && (cols_share < 0 || spx__plan_columns_pay(a, d, calls, cols_share)) &&
-      (s = spx__pprof_columns(a, 0, &p, NULL)))
-    goto fail;
-  gather = spx__plan_gather_us(d, &p, vb);
-  spx__plan_walk_make(d, &p, &walk);
-  if (tr)
-    fprintf(stderr, "spx plan:   profile  %8.3f ms (x sectors per nonzero %.4f, window span %.0f columns, gather %.4g us; "
-            "columns %s)\n", 1e3 * (spx__now() - tc), spx__pprof_xsec(&p),
-            p.x_windows ? (double)p.x_span / (double)p.x_windows : 0.0, gather,
-            !p.cols_done ? "skipped" : rows && rows->cols_done ? "from the device profile" : cols_share < 0 ? "always read" : "paid");
-  for (f = 0; f < spx_format_count() && k < max && with_cusparse != 2; f++) {
+  spx__plan_walk_make(d, p, &walk);
+  for (f = 0; f < spx_format_count() && k < max; f++) {
     const spx_format_vtable *vt = spx_format_info((spx_format)f);
     const spx__plan_model *q;
     spx_plan_candidate *c = &out[k];
@@ -578,19 +564,19 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
     c->engine = SPX_PLAN_ENGINE_SPX;
     c->measured_us = -1;
     c->bytes = -1;
-    if (q->cols && !p.cols_done) { /* its bytes need the column counts, which were not worth reading */
-      snprintf(c->note, sizeof c->note, "not modelled: the column profile costs more than %s", "the choice can save here");
+    if (q->cols && !p->cols_done) { /* its bytes need the column counts, which were not read */
+      snprintf(c->note, sizeof c->note, "not modelled: %s", skipped);
       c->fits = 0;
       c->predicted_us = c->score_us = c->convert_ms = -1;
       k++;
       continue;
     }
     memset(&est, 0, sizeof est);
-    if (q->ops->bytes) c->bytes = q->ops->bytes(&p, vt, vb);
+    if (q->ops->bytes) c->bytes = q->ops->bytes(p, vt, vb);
     else if (q->ext) { /* a registered format's predictor, on the public part of the profile */
       spx_format_profile pub;
       memset(&pub, 0, sizeof pub);
-      pub.nrows = p.n; pub.ncols = p.ncols; pub.nnz = p.nnz; pub.row_max = p.row_max; pub.row_hist = p.hist;
+      pub.nrows = p->n; pub.ncols = p->ncols; pub.nnz = p->nnz; pub.row_max = p->row_max; pub.row_hist = p->hist;
       pub.warp = d->warp;
       s = q->ext(a, &pub, vb, &est);
       if (s && s != SPX_UNSUPPORTED) goto fail;
@@ -605,16 +591,16 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
       }
       c->bytes = est.bytes < 0 ? -1 : est.bytes;
     }
-    if (params && q->ops->choose && c->bytes >= 0) q->ops->choose(&p, vb, params);
+    if (params && q->ops->choose && c->bytes >= 0) q->ops->choose(p, vb, params);
     if (c->bytes == -2) { /* the predictor knows the converter declines */
       snprintf(c->note, sizeof c->note, "declined: %s%s", q->declines ? q->declines : "the converter would decline",
-               p.sampled ? " (from sampled windows)" : "");
+               p->sampled ? " (from sampled windows)" : "");
       c->fits = 0;
       c->predicted_us = c->score_us = c->convert_ms = -1;
       k++;
       continue;
     }
-    if (c->bytes >= 0 && p.sampled && q->cols && !q->ext) /* a registered predictor reads the matrix itself */
+    if (c->bytes >= 0 && p->sampled && q->cols && !q->ext) /* a registered predictor reads the matrix itself */
       snprintf(c->note, sizeof c->note, "bytes estimated from %d sampled windows of 256 rows", spx__plan_sample_windows(a));
     if (c->bytes < 0) { /* no predictor: convert once and ask */
       spx_fmt *m = NULL;
@@ -633,58 +619,153 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
       spx_fmt_destroy(m);
     }
     switch (q->map) {
-    case SPX__MAP_ROW: idle = p.idle_row; break;
-    case SPX__MAP_SORTED: idle = p.idle_sorted; break;
-    case SPX__MAP_CSR: idle = walk.csr_balanced ? 0 : p.idle_csr; break;
+    case SPX__MAP_ROW: idle = p->idle_row; break;
+    case SPX__MAP_SORTED: idle = p->idle_sorted; break;
+    case SPX__MAP_CSR: idle = walk.csr_balanced ? 0 : p->idle_csr; break;
     default: idle = 0;
     }
-    c->idle = p.nnz ? idle / (double)p.nnz : 0;
+    c->idle = p->nnz ? idle / (double)p->nnz : 0;
     c->padding = 1; /* stored slots / nnz, from the bytes: slots cost 4 + vb each */
-    if (q->map == SPX__MAP_PADDED && p.nnz) c->padding = (double)c->bytes / (double)(p.nnz * (4 + vb));
-    if (q->ops->padding) c->padding = q->ops->padding(&p);
-    if (q->ext && est.slots > 0 && p.nnz) c->padding = (double)est.slots / (double)p.nnz;
+    if (q->map == SPX__MAP_PADDED && p->nnz) c->padding = (double)c->bytes / (double)(p->nnz * (4 + vb));
+    if (q->ops->padding) c->padding = q->ops->padding(p);
+    if (q->ext && est.slots > 0 && p->nnz) c->padding = (double)est.slots / (double)p->nnz;
     spx__plan_fit(c, vec, limit);
     /* the streaming model (launches + bytes + idle lanes) times the format's calibrated factor,
      * plus its gather cost; at least the longest serial walk and the format's measured floor */
     {
-      int64_t moved = q->map == SPX__MAP_ROW && q->ops->read && !c->bytes_exact ? q->ops->read(&p, vb) : c->bytes;
-      c->predicted_us = spx__plan_time_us(d, &p, vb, moved + spx__plan_scatter(&p, q->map), idle, q->launches);
+      int64_t moved = q->map == SPX__MAP_ROW && q->ops->read && !c->bytes_exact ? q->ops->read(p, vb) : c->bytes;
+      c->predicted_us = spx__plan_time_us(d, p, vb, moved + spx__plan_scatter(p, q->map), idle, q->launches);
     }
     if (f < SPX_FORMAT_MAX) {
       double ff = d->format_factor[f];
-      if (d->format_factor_block[f] > 0 && q->ops->blocky && q->ops->blocky(&p, vb)) ff = d->format_factor_block[f];
+      if (d->format_factor_block[f] > 0 && q->ops->blocky && q->ops->blocky(p, vb)) ff = d->format_factor_block[f];
       if (ff > 0) c->predicted_us *= ff;
       c->predicted_us += (d->format_gather[f] > 0 ? d->format_gather[f] : d->gather_default) * gather;
     }
     /* a remainder added into y by atomics costs per atomic, not per byte (spx_plan_device.atomic_row_ns) */
-    if (q->chain == SPX__CHAIN_HYB && p.hist && d->atomic_row_ns > 0)
-      c->predicted_us += 1e-3 * d->atomic_row_ns * spx__plan_hyb_atomics(&p, vt);
+    if (q->chain == SPX__CHAIN_HYB && p->hist && d->atomic_row_ns > 0)
+      c->predicted_us += 1e-3 * d->atomic_row_ns * spx__plan_hyb_atomics(p, vt);
     c->stream_us = c->predicted_us;
     /* at least the floor and the walk after it: a thread's chain of dependent loads starts once its
      * launch is paid. A measured floor (the probe's) holds the probe's own walk: only the rest adds. */
     {
       double probe_us, floor_us = 0;
-      c->chain_us = spx__plan_chain_us(d, &p, &walk, q, vt, est.steps, &probe_us);
+      c->chain_us = spx__plan_chain_us(d, p, &walk, q, vt, est.steps, &probe_us);
       if (f < SPX_FORMAT_MAX && d->format_floor_us[f] > 0)
         floor_us = d->format_floor_us[f] + SPX__MAX(0.0, c->chain_us - probe_us);
       else if (c->chain_us > 0)
         floor_us = d->launch_us * q->launches + c->chain_us;
       if (floor_us > c->predicted_us) c->predicted_us = floor_us;
     }
-    c->convert_ms = spx__plan_conv_ms(d, &p, c->bytes, cuda, f);
+    c->convert_ms = spx__plan_conv_ms(d, p, c->bytes, cuda, f);
     if (rows && cuda && f == SPX_FORMAT_CSR && a->nnz <= INT32_MAX) /* wraps the staged arrays, as cuSPARSE does */
-      c->convert_ms = spx__plan_wrap_ms(d, &p, c->bytes, d->jit_ms);
+      c->convert_ms = spx__plan_wrap_ms(d, p, c->bytes, d->jit_ms);
     else if (rows && f < SPX_FORMAT_MAX && d->format_staged_convert_ns[f] > 0 && spx__plan_on_device(cuda, f))
       /* converted on the device from the staged arrays: the CSR's upload priced as for the wraps (all
        * candidates share it), then the calibrated staged conversion. The whole-conversion rate (its
        * own upload from pageable memory at the calibration's rate) overprices it many times over and
        * turned auto away from conversions that pay back (docs/performance.md). */
-      c->convert_ms = spx__plan_wrap_ms(d, &p, spx__pb_csr(&p, NULL, vb), d->jit_ms) +
+      c->convert_ms = spx__plan_wrap_ms(d, p, spx__pb_csr(p, NULL, vb), d->jit_ms) +
                       1e-6 * d->format_staged_convert_ns[f] * (double)c->bytes;
     spx__plan_score(c, calls);
     k++;
   }
-  if (with_cusparse && k < max) spx__plan_cusparse_cand(d, &p, vb, gather, limit, vec, calls, &out[k++]);
+  *n = k;
+  return SPX_OK; /* a declining converter's status is its candidate's note */
+fail:
+  *n = k;
+  return s;
+}
+
+/* The most the x gather can cost a format on a, us: every nonzero its own sector, every window
+ * as wide as the matrix (spx__plan_gather_us with its counts at their bounds), at the largest
+ * weight any format's gather has. */
+static double spx__plan_gather_bound_us(const spx_plan_device *d, const spx_csr *a) {
+  const int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype);
+  double reach, w = SPX__MAX(d->gather_cusparse, d->gather_default);
+  int f;
+  if (d->warp <= 1 || d->cache_bytes <= 0 || !(d->bandwidth_gbs > 0)) return 0;
+  for (f = 0; f < SPX_FORMAT_MAX; f++) w = SPX__MAX(w, d->format_gather[f]);
+  reach = SPX__MIN(1.0, (double)a->ncols * (double)vb / (double)d->cache_bytes);
+  return w * (double)a->nnz * 32.0 * reach / (d->bandwidth_gbs * 1e3);
+}
+
+/* The time reading a's values once takes at the smallest calibrated factor, one launch, no idle
+ * lanes: no format runs faster (us; q: a's sizes). */
+static double spx__plan_fastest_us(const spx_csr *a, const spx_plan_device *d) {
+  int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype);
+  double fmin = 1;
+  int f;
+  spx__pprof q;
+  memset(&q, 0, sizeof q);
+  q.n = a->nrows; q.ncols = a->ncols; q.nnz = a->nnz;
+  for (f = 0; f < SPX_FORMAT_MAX; f++) {
+    if (d->format_factor[f] > 0) fmin = SPX__MIN(fmin, d->format_factor[f]);
+    if (d->format_factor_block[f] > 0) fmin = SPX__MIN(fmin, d->format_factor_block[f]);
+  }
+  return fmin * spx__plan_time_us(d, &q, vb, a->nnz * vb, 0, 1);
+}
+
+/* What the column counts can save over `calls` SpMVs of a, ms, against the candidates c[0..k)
+ * priced without them. A format that needs them runs no faster than spx__plan_fastest_us and
+ * pays its conversion first: on a GPU at least a kernel's compile (jit_ms), as the model prices
+ * every converted candidate. They also give every candidate its x gather, which can move a
+ * prediction by at most spx__plan_gather_bound_us a call. Where no candidate is usable without
+ * them they are worth whatever they cost. */
+static double spx__plan_columns_value_ms(const spx_csr *a, const spx_plan_device *d, int64_t calls, int cuda,
+                                         const spx_plan_candidate *c, int k) {
+  double best = -1, g = spx__plan_gather_bound_us(d, a), save;
+  int i;
+  for (i = 0; i < k; i++)
+    if (c[i].fits && c[i].predicted_us >= 0 && (best < 0 || c[i].score_us < best)) best = c[i].score_us;
+  if (best < 0) return 1e300;
+  save = 1e-3 * (double)calls * (best + g - spx__plan_fastest_us(a, d)) - (cuda ? d->jit_ms : 0);
+  return SPX__MAX(save, 1e-3 * (double)calls * g);
+}
+
+/* Fills the candidates of a (dtype of a). cuSPARSE CSR last when with_cusparse.
+ * with_cusparse 2: the cuSPARSE candidate alone (a plan forced to it reads no columns: the baseline
+ * pays what a cuSPARSE user pays, not our model). params: see spx__plan_formats.
+ * cols_share < 0: the profile reads the column counts; else only when they cost at most that share
+ * of the expected work (spx__plan_columns_pay) and at most what they can save against the
+ * candidates priced without them (spx__plan_columns_value_ms: those are priced first, and stand
+ * where the counts cannot pay). Without them the formats whose prediction needs them are not
+ * modelled, and say so. */
+spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const spx_plan_device *d, int64_t calls,
+                                int64_t limit, int with_cusparse, int cuda, spx_plan_candidate *out, int max, int *n,
+                                spx_format_params *params, double cols_share) {
+  spx__pprof p;
+  int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype), vec = vb * (a->nrows + a->ncols);
+  int k = 0, read;
+  spx_status s;
+  const int tr = spx__plan_tracing();
+  double tc = spx__now(), value = -1, price = 0;
+  if ((s = spx__pprof_make(a, d->warp, with_cusparse == 2 ? 0 : 2, rows, &p))) return s;
+  read = with_cusparse != 2 && !p.cols_done && (cols_share < 0 || spx__plan_columns_pay(a, d, calls, cols_share));
+  if (read && cols_share >= 0) { /* optional: priced without them first (these notes stand if they do) */
+    if ((s = spx__plan_formats(a, rows, &p, d, calls, limit, cuda, out, max, &k, params,
+                               "the column counts cannot save their price here")))
+      goto fail;
+    if (with_cusparse && k < max) spx__plan_cusparse_cand(d, &p, vb, 0, limit, vec, calls, &out[k++]);
+    value = spx__plan_columns_value_ms(a, d, calls, cuda, out, k);
+    price = spx__plan_columns_ms(a, 1);
+    read = value >= price;
+  }
+  if (read && (s = spx__pprof_columns(a, 0, &p, NULL))) goto fail;
+  if (tr)
+    fprintf(stderr, "spx plan:   profile  %8.3f ms (x sectors per nonzero %.4f, window span %.0f columns, gather %.4g us; "
+            "columns %s%s)\n", 1e3 * (spx__now() - tc), spx__pprof_xsec(&p),
+            p.x_windows ? (double)p.x_span / (double)p.x_windows : 0.0, spx__plan_gather_us(d, &p, vb),
+            !p.cols_done ? "skipped" : rows && rows->cols_done ? "from the device profile" : cols_share < 0 ? "always read" : "paid",
+            value < 0 ? "" : read ? ": worth their price" : ": cannot pay back their price");
+  if (with_cusparse == 2 || read || value < 0) { /* else the candidates priced without them stand */
+    k = 0;
+    if (with_cusparse != 2 && (s = spx__plan_formats(a, rows, &p, d, calls, limit, cuda, out, max, &k, params,
+                                                     "the column profile costs more than the choice can save here")))
+      goto fail;
+    if (with_cusparse && k < max)
+      spx__plan_cusparse_cand(d, &p, vb, spx__plan_gather_us(d, &p, vb), limit, vec, calls, &out[k++]);
+  }
   spx__pprof_free(&p);
   *n = k;
   return SPX_OK;

@@ -106,8 +106,9 @@ const char *spx__plan_cname(const spx_plan_candidate *c);
 void spx__plan_fit(spx_plan_candidate *c, int64_t vec, int64_t limit);
 void spx__plan_cusparse_cand(const spx_plan_device *d, const spx__pprof *p, int64_t vb, double gather, int64_t limit,
                              int64_t vec, int64_t calls, spx_plan_candidate *c);
-/* The candidates of a, scored (rows: the device's row profile, or NULL; plan_model_impl.h says the
- * rest). */
+/* The candidates of a, scored (rows: the device's row profile, or NULL; cols_share >= 0: the column
+ * counts read only where they cost at most that share of the work and can save their price;
+ * plan_model_impl.h says the rest). */
 spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const spx_plan_device *d, int64_t calls,
                                 int64_t limit, int with_cusparse, int cuda, spx_plan_candidate *out, int max, int *n,
                                 spx_format_params *params, double cols_share);
