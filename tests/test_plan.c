@@ -2766,6 +2766,42 @@ static void test_gpu_device_profile(void **state) {
   spx_context_destroy(g);
 }
 
+/* A registered format without a model is converted once per model to learn its bytes, also where
+ * the model prices the candidates twice (without the column counts, then with them). Registered
+ * for good, so it runs after the tests whose models it would slow. */
+static int converts = 0;
+static spx_status count_from_csr(const spx_csr *a, const int64_t *params, void *impl) {
+  converts++;
+  return spx_format_info(SPX_FORMAT_ELL)->from_csr(a, params, impl);
+}
+
+static void test_model_converts_once(void **state) {
+  spx_plan_device d = fake_gpu();
+  spx_plan_candidate c[SPX_FORMAT_MAX + 1];
+  spx_format_vtable vt = *spx_format_info(SPX_FORMAT_ELL);
+  spx_format id;
+  spx_csr *a;
+  int n, i, seen = 0;
+  (void)state;
+  vt.name = "ell_counted_for_a_test";
+  vt.from_csr = count_from_csr;
+  assert_int_equal(spx_format_register(&vt, &id), SPX_OK);
+  assert_int_equal(spx_format_set_kernel(id, spx_test_ell_copy_spec), SPX_OK);
+  assert_int_equal(spx_gen_poisson3d(8, 8, 8, 7, SPX_DOUBLE, &a), SPX_OK);
+  converts = 0;
+  /* many calls: the column counts pay, so the model prices twice */
+  assert_int_equal(spx__plan_candidates(a, NULL, &d, 100000000, 0, 1, 1, c, SPX_FORMAT_MAX + 1, &n, NULL, 0.02), SPX_OK);
+  assert_true(cand(c, n, "sell", 0)->predicted_us > 0);
+  for (i = 0; i < n; i++)
+    if (c[i].format == id) {
+      seen++;
+      assert_true(c[i].bytes_exact && c[i].predicted_us > 0);
+    }
+  assert_int_equal(seen, 1);
+  assert_int_equal(converts, 1);
+  spx_csr_destroy(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_strategy_names),   cmocka_unit_test(test_kubota_branches),
@@ -2786,6 +2822,7 @@ int main(void) {
       /* after test_gpu_race, whose bound is on auto's create: this one registers a format without a
        * model, which every later model prices by converting the matrix on the host */
       cmocka_unit_test(test_public_getters), cmocka_unit_test(test_gpu_nothing_pays_shortcut),
+      cmocka_unit_test(test_model_converts_once),
   };
   setenv("SPX_QUIET", "1", 0);
   spx__config_reload();

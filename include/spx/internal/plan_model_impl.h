@@ -537,10 +537,11 @@ static int64_t spx__plan_scatter(const spx__pprof *p, int map) {
  * with rows non-NULL where the CSR is staged; *n: how many. A format whose prediction needs the
  * column counts, without them, is not modelled and says why (skipped). With params non-NULL, the
  * profile's choices go there for the build: BSR's block size (the build then converts once instead
- * of counting blocks for 8 sizes first). */
+ * of counting blocks for 8 sizes first). exact (NULL: none), by format: bytes a conversion gave an
+ * earlier pass (-1: none), so that a format without a predictor is converted once. */
 static spx_status spx__plan_formats(const spx_csr *a, const spx__pprof *rows, const spx__pprof *p, const spx_plan_device *d,
                                     int64_t calls, int64_t limit, int cuda, spx_plan_candidate *out, int max, int *n,
-                                    spx_format_params *params, const char *skipped) {
+                                    spx_format_params *params, const char *skipped, const int64_t *exact) {
   int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype), vec = vb * (a->nrows + a->ncols);
   int f, k = 0;
   spx_status s;
@@ -602,6 +603,10 @@ static spx_status spx__plan_formats(const spx_csr *a, const spx__pprof *rows, co
     }
     if (c->bytes >= 0 && p->sampled && q->cols && !q->ext) /* a registered predictor reads the matrix itself */
       snprintf(c->note, sizeof c->note, "bytes estimated from %d sampled windows of 256 rows", spx__plan_sample_windows(a));
+    if (c->bytes < 0 && exact && exact[f] >= 0) { /* converted by the pass before */
+      c->bytes = exact[f];
+      c->bytes_exact = 1;
+    }
     if (c->bytes < 0) { /* no predictor: convert once and ask */
       spx_fmt *m = NULL;
       s = spx_fmt_from_csr(a, (spx_format)f, NULL, &m);
@@ -736,16 +741,20 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
                                 spx_format_params *params, double cols_share) {
   spx__pprof p;
   int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype), vec = vb * (a->nrows + a->ncols);
-  int k = 0, read;
+  int k = 0, read, i;
+  int64_t exact[SPX_FORMAT_MAX];
   spx_status s;
   const int tr = spx__plan_tracing();
   double tc = spx__now(), value = -1, price = 0;
+  for (i = 0; i < SPX_FORMAT_MAX; i++) exact[i] = -1;
   if ((s = spx__pprof_make(a, d->warp, with_cusparse == 2 ? 0 : 2, rows, &p))) return s;
   read = with_cusparse != 2 && !p.cols_done && (cols_share < 0 || spx__plan_columns_pay(a, d, calls, cols_share));
   if (read && cols_share >= 0) { /* optional: priced without them first (these notes stand if they do) */
     if ((s = spx__plan_formats(a, rows, &p, d, calls, limit, cuda, out, max, &k, params,
-                               "the column counts cannot save their price here")))
+                               "the column counts cannot save their price here", NULL)))
       goto fail;
+    for (i = 0; i < k; i++)
+      if (out[i].bytes_exact && (int)out[i].format < SPX_FORMAT_MAX) exact[out[i].format] = out[i].bytes;
     if (with_cusparse && k < max) spx__plan_cusparse_cand(d, &p, vb, 0, limit, vec, calls, &out[k++]);
     value = spx__plan_columns_value_ms(a, d, calls, cuda, out, k);
     price = spx__plan_columns_ms(a, 1);
@@ -761,7 +770,8 @@ spx_status spx__plan_candidates(const spx_csr *a, const spx__pprof *rows, const 
   if (with_cusparse == 2 || read || value < 0) { /* else the candidates priced without them stand */
     k = 0;
     if (with_cusparse != 2 && (s = spx__plan_formats(a, rows, &p, d, calls, limit, cuda, out, max, &k, params,
-                                                     "the column profile costs more than the choice can save here")))
+                                                     "the column profile costs more than the choice can save here",
+                                                     exact)))
       goto fail;
     if (with_cusparse && k < max)
       spx__plan_cusparse_cand(d, &p, vb, spx__plan_gather_us(d, &p, vb), limit, vec, calls, &out[k++]);
