@@ -60,8 +60,10 @@
  *   spans) come from 64 evenly spaced windows of 256 rows (down to 16 on dense rows: about 2^18
  *   nonzeros), scaled up (the candidate's note says so); row lengths are always read in full.
  *   Below that the column counts are read only when their priced cost is at most trial_share of
- *   the expected work (else those formats are not modelled, and their notes say so). Each
- *   candidate's time is scaled by the per-format factor the calibration measured.
+ *   the expected work and at most what they can save: a format that needs them must pay back its
+ *   conversion (on a GPU at least a kernel's compile) out of the best candidate priced without
+ *   them (else those formats are not modelled, and their notes say why). Each candidate's time is
+ *   scaled by the per-format factor the calibration measured.
  *
  * THE DEVICE DESCRIPTION  spx_plan_device holds the constants the model uses. On the CUDA backend
  *   they are measured once per device by spx_plan_calibrate (copy bandwidth, launch latency, probe
