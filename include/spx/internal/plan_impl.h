@@ -346,7 +346,7 @@ spx_status spx__plan_select(spx_plan *p, const spx_csr *a0, const spx_plan_optio
     spx__plan_limit_check(p, vb * (use->nrows + use->ncols));
     host_kms = spx__plan_csr_kernel_ms(p, &dev, use, p->csr_staged);
     if (c->fits &&
-        spx__plan_nothing_pays(use, &dev, &q, o->expected_calls, o->trial_share, c->predicted_us, host_kms)) {
+        spx__plan_nothing_pays(use, &dev, o->expected_calls, o->trial_share, c->predicted_us, host_kms)) {
       const double cs_us = c->predicted_us;
       /* cuSPARSE's arrays staged as a plan that profiles would (no columns: nothing else is priced):
        * the device validates them and the build wraps them (profiled beside the upload: done) */

@@ -784,24 +784,17 @@ fail:
   return s;
 }
 
-/* Whether no conversion can pay back on a (q: its sizes only): even a format as fast as reading
- * the values once (at the smallest calibrated factor, one launch, no imbalance) would save at most
+/* Whether no conversion can pay back on a: even a format as fast as reading the values once
+ * (spx__plan_fastest_us: the smallest calibrated factor, one launch, no imbalance) would save at most
  * half the cheapest kernel's price (kernel_ms: a compile, jit_ms, unless the JIT cache holds spx's
  * CSR kernel for the staged arrays) over expected_calls against cuSPARSE's prediction cs_us, made
  * as the model makes it without the column profile (skipped there too: it would not pay). Then
  * the model's ranking is known before it is made: auto and model take cuSPARSE CSR as it is,
  * without the profile. */
-int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, const spx__pprof *q, int64_t calls,
-                           double share, double cs_us, double kernel_ms) {
-  int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype);
-  double fmin = 1;
-  int f;
-  for (f = 0; f < SPX_FORMAT_MAX; f++) {
-    if (d->format_factor[f] > 0) fmin = SPX__MIN(fmin, d->format_factor[f]);
-    if (d->format_factor_block[f] > 0) fmin = SPX__MIN(fmin, d->format_factor_block[f]);
-  }
+int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, int64_t calls, double share, double cs_us,
+                           double kernel_ms) {
   if (!(kernel_ms > 0) || spx__plan_columns_pay(a, d, calls, share)) return 0;
-  return (double)calls * (cs_us - fmin * spx__plan_time_us(d, q, vb, a->nnz * vb, 0, 1)) <= 0.5 * 1e3 * kernel_ms;
+  return (double)calls * (cs_us - spx__plan_fastest_us(a, d)) <= 0.5 * 1e3 * kernel_ms;
 }
 
 spx_status spx_plan_model(const spx_csr *a, const spx_plan_device *dev, int64_t expected_calls,

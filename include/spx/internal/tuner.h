@@ -119,10 +119,10 @@ double spx__plan_columns_budget_ms(const spx_csr *a, const spx_plan_device *d, i
 double spx__plan_columns_ms(const spx_csr *a, int threads);
 /* c's score: its predicted time plus its conversion spread over calls SpMVs. */
 void spx__plan_score(spx_plan_candidate *c, int64_t calls);
-/* Whether no conversion can pay back on a against cuSPARSE's prediction cs_us (q: sizes only), a
- * kernel costing kernel_ms. */
-int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, const spx__pprof *q, int64_t calls,
-                           double share, double cs_us, double kernel_ms);
+/* Whether no conversion can pay back on a against cuSPARSE's prediction cs_us, a kernel costing
+ * kernel_ms. */
+int spx__plan_nothing_pays(const spx_csr *a, const spx_plan_device *d, int64_t calls, double share, double cs_us,
+                           double kernel_ms);
 
 /* ---- plan_object_impl.h and plan_race_impl.h: the plan --------------------------------------
  * One room in two files: the race is a state of the plan, as the tiered start is, so spx_plan_spmv,
