@@ -956,7 +956,8 @@ static void test_columns_priced(void **state) {
 /* The column counts are read only where they can save their price (spx__plan_candidates): where
  * a format that needs them could not pay back its compile (jit_ms) over the calls, those formats
  * are not modelled and say why, though the counts fit the share of the work; the same calls without
- * a compile price, many more calls, or the host (no compile) read them. */
+ * a compile price, many more calls, the host (no compile), or a gather that could cost much read
+ * them. */
 static void test_columns_value(void **state) {
   spx_plan_device d = fake_gpu();
   spx_plan_candidate c[SPX_FORMAT_MAX + 1];
@@ -973,11 +974,15 @@ static void test_columns_value(void **state) {
   cs_us = cand(c, n, "csr", 1)->predicted_us;
   /* a compile worth twice the calls' work on cuSPARSE: no format can pay it back */
   d.jit_ms = 2e-3 * (double)calls * cs_us;
-  for (k = 0; k < 4; k++) {
+  for (k = 0; k < 5; k++) {
     const int64_t at = k == 2 ? calls * 100000 : calls;
     const int cuda = k != 3, read = k != 0;
     int i;
     d.jit_ms = k == 1 ? 0 : 2e-3 * (double)calls * cs_us;
+    if (k == 4) { /* case 0 where the x gather could cost much (x past a tiny cache, a heavy weight) */
+      d.cache_bytes = 1024;
+      d.gather_default = 100;
+    }
     assert_int_equal(spx__plan_candidates(a, NULL, &d, at, 0, 1, cuda, c, SPX_FORMAT_MAX + 1, &n, NULL, 0.02), SPX_OK);
     for (i = 0; i < 3; i++) {
       const spx_plan_candidate *q = cand(c, n, need[i], 0);

@@ -470,8 +470,8 @@ void spx__dcache_stats(const spx_context *ctx, long long *hits, int *blocks, siz
 size_t spx__dcache_bytes(const spx_context *ctx);
 /* The device's free memory as last read (the context's creation, spx_context_device_info): set
  * with the driver's figure, read back with the blocks the cache holds now, which are spx's to use
- * (0: never read). A
- * reading, not the present: a caller that may come near it reads the driver again. */
+ * (0: never read). A reading, not the present: a caller that may come near it reads the driver
+ * again. */
 void spx__free_seen_set(const spx_context *ctx, int64_t raw);
 int64_t spx__free_seen(const spx_context *ctx);
 /* Tests: copies that went through the context's pinned buffer (device_impl.h). */

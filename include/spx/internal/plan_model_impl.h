@@ -686,13 +686,15 @@ fail:
  * as wide as the matrix (spx__plan_gather_us with its counts at their bounds), at the largest
  * weight any format's gather has. */
 static double spx__plan_gather_bound_us(const spx_plan_device *d, const spx_csr *a) {
-  const int64_t vb = (int64_t)SPX_DTYPE_SIZE(a->dtype);
-  double reach, w = SPX__MAX(d->gather_cusparse, d->gather_default);
+  double w = SPX__MAX(d->gather_cusparse, d->gather_default);
   int f;
-  if (d->warp <= 1 || d->cache_bytes <= 0 || !(d->bandwidth_gbs > 0)) return 0;
+  spx__pprof q;
+  memset(&q, 0, sizeof q);
+  q.nnz = q.x_sectors = q.x_nnz = a->nnz;
+  q.x_span = a->ncols;
+  q.x_windows = 1;
   for (f = 0; f < SPX_FORMAT_MAX; f++) w = SPX__MAX(w, d->format_gather[f]);
-  reach = SPX__MIN(1.0, (double)a->ncols * (double)vb / (double)d->cache_bytes);
-  return w * (double)a->nnz * 32.0 * reach / (d->bandwidth_gbs * 1e3);
+  return w * spx__plan_gather_us(d, &q, (int64_t)SPX_DTYPE_SIZE(a->dtype));
 }
 
 /* The time reading a's values once takes at the smallest calibrated factor, one launch, no idle

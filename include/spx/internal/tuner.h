@@ -101,9 +101,9 @@ double spx__plan_gather_us(const spx_plan_device *d, const spx__pprof *p, int64_
 int spx__plan_on_device(int cuda, int f);
 /* A candidate's name as reasons and `spx select` print it ("cusparse_csr" for cuSPARSE). */
 const char *spx__plan_cname(const spx_plan_candidate *c);
-/* cuSPARSE CSR as a candidate, from the row sizes alone. */
 /* c->fits: its bytes (known) and the vectors' vec within limit (0: none); the note says when not. */
 void spx__plan_fit(spx_plan_candidate *c, int64_t vec, int64_t limit);
+/* cuSPARSE CSR as a candidate, from the row sizes alone. */
 void spx__plan_cusparse_cand(const spx_plan_device *d, const spx__pprof *p, int64_t vb, double gather, int64_t limit,
                              int64_t vec, int64_t calls, spx_plan_candidate *c);
 /* The candidates of a, scored (rows: the device's row profile, or NULL; cols_share >= 0: the column
